@@ -1,0 +1,76 @@
+# ESP32-S3 side of the board layer: the LittleFS root MicroPython mounted at boot,
+# the RTC, network.WLAN, machine.Pin, reset and the IDF heap figures.
+import gc
+import os
+import machine
+import network
+from mimi.board.clock import Clock
+
+NAME = "esp32s3"
+BIND_ADDR = "0.0.0.0"
+clock = Clock()
+Pin = machine.Pin
+
+
+def mount_image(path, block_count=None, mkfs=False):
+    raise OSError("the board mounts its own flash at boot")
+
+
+def host_path(path):
+    return path
+
+
+def fs_info():
+    st = os.statvfs("/")
+    return {"block_size": st[0], "blocks": st[2], "free": st[3] * st[0], "total": st[2] * st[0]}
+
+
+_wlan = None
+
+
+def wlan():
+    global _wlan
+    if _wlan is None:
+        _wlan = network.WLAN(network.WLAN.IF_STA)
+    return _wlan
+
+
+def set_unix(t):
+    tm = clock.gmtime(t)
+    machine.RTC().datetime((tm[0], tm[1], tm[2], tm[6] + 1, tm[3], tm[4], tm[5], 0))
+
+
+def reset():
+    machine.reset()
+
+
+def heap():
+    gc.collect()
+    info = {"free": gc.mem_free(), "alloc": gc.mem_alloc()}
+    try:
+        import esp32
+
+        regions = esp32.idf_heap_info(esp32.HEAP_DATA)
+        info["idf_free"] = sum(r[1] for r in regions)
+        info["idf_largest"] = max(r[2] for r in regions)
+        info["idf_min_free"] = sum(r[3] for r in regions)
+    except (ImportError, AttributeError):
+        pass
+    return info
+
+
+def unique_id():
+    import binascii
+
+    return binascii.hexlify(machine.unique_id()).decode()
+
+
+_CAUSES = {}
+
+
+def reset_cause():
+    if not _CAUSES:
+        for name in ("PWRON_RESET", "HARD_RESET", "WDT_RESET", "DEEPSLEEP_RESET", "SOFT_RESET"):
+            if hasattr(machine, name):
+                _CAUSES[getattr(machine, name)] = name.lower().replace("_reset", "")
+    return _CAUSES.get(machine.reset_cause(), "unknown")

@@ -1,0 +1,97 @@
+"""pytest plugin: MicroPython tests run inside the real MicroPython unix port.
+
+Every `test_*` function of tests/mp/test_*.py becomes its own pytest item, run as
+its own `micropython` process (tests/mp/runner.py) on a fresh LittleFS image
+mounted at / by the firmware's board layer. Module-level settings read from the
+source (without running it):
+  HEAPSIZE = "256k"      heap cap for every test of the file (-X heapsize)
+  HEAP = {"test_x": "256k"}  per-test heap caps
+  FS_BLOCKS = 1536       size of the fresh filesystem in 4 KB blocks (default 256)
+  TIMEOUT = 60           seconds before the test is killed and failed
+  FIXTURES = ("name",)   pytest fixtures whose (JSON) values reach the test as
+                         support.fixture("name")
+"""
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+MP_DIR = TESTS / "mp"
+sys.path.insert(0, str(TESTS))
+sys.path.insert(0, str(ROOT / "tools"))
+
+pytest_plugins = ["fixtures"]
+
+
+def micropython_bin():
+    exe = Path(sys.executable).parent / "micropython"
+    if not exe.exists():
+        raise RuntimeError("micropython not found next to %s; run `make setup`" % sys.executable)
+    return str(exe)
+
+
+def _literal(tree, name, default):
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            t = node.targets[0]
+            if isinstance(t, ast.Name) and t.id == name:
+                return ast.literal_eval(node.value)
+    return default
+
+
+def run_mp(module, func, tmp_path, heapsize=None, blocks=256, timeout=60, fixtures=None):
+    cmd = [micropython_bin()]
+    if heapsize:
+        cmd += ["-X", "heapsize=%s" % heapsize]
+    cmd += [str(MP_DIR / "runner.py"), str(ROOT), module, func, str(tmp_path), str(blocks)]
+    env = dict(os.environ)
+    env["MIMI_TEST_FIXTURES"] = json.dumps(fixtures or {})
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                           cwd=str(tmp_path))
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        pytest.fail("micropython timed out after %ss\n%s" % (timeout, out), pytrace=False)
+    return r
+
+
+class MpFile(pytest.File):
+    def collect(self):
+        tree = ast.parse(self.path.read_text(), str(self.path))
+        settings = {
+            "heapsize": _literal(tree, "HEAPSIZE", None),
+            "heap": _literal(tree, "HEAP", {}),
+            "blocks": _literal(tree, "FS_BLOCKS", 256),
+            "timeout": _literal(tree, "TIMEOUT", 60),
+            "fixtures": _literal(tree, "FIXTURES", ()),
+        }
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_"):
+                yield pytest.Function.from_parent(
+                    self, name=node.name, callobj=_make_runner(self.path.stem, node.name, settings))
+
+
+def _make_runner(module, func, s):
+    def run(request, tmp_path):
+        fixtures = {name: request.getfixturevalue(name) for name in s["fixtures"]}
+        r = run_mp(module, func, tmp_path, s["heap"].get(func, s["heapsize"]), s["blocks"],
+                   s["timeout"], fixtures)
+        out = r.stdout + r.stderr
+        if r.returncode == 3 and "SKIP:" in out:
+            pytest.skip(out.split("SKIP:", 1)[1].strip())
+        if r.returncode != 0:
+            pytest.fail("micropython exit %d\n%s" % (r.returncode, out), pytrace=False)
+
+    run.__name__ = func
+    return run
+
+
+def pytest_collect_file(parent, file_path):
+    if file_path.parent == MP_DIR and file_path.name.startswith("test_") and file_path.suffix == ".py":
+        return MpFile.from_parent(parent, path=file_path)

@@ -1,0 +1,72 @@
+# Helpers for MicroPython tests (run by tests/mp/runner.py).
+import os
+import json
+
+REPO = ""  # the repository, as a path the firmware can open (under /host)
+TMP = ""  # this test's private temporary directory, likewise
+
+
+class Skip(Exception):
+    pass
+
+
+def skip(reason):
+    raise Skip(reason)
+
+
+_fixtures = None
+
+
+def fixture(name):
+    """The JSON value of a pytest fixture the test module listed in FIXTURES."""
+    global _fixtures
+    if _fixtures is None:
+        _fixtures = json.loads(os.getenv("MIMI_TEST_FIXTURES") or "{}")
+    return _fixtures[name]
+
+
+def raises(exc, fn, *args, **kw):
+    """Call fn; the exception of type exc it raised (AssertionError if none)."""
+    try:
+        fn(*args, **kw)
+    except exc as e:
+        return e
+    raise AssertionError("%s not raised by %s" % (exc.__name__, getattr(fn, "__name__", fn)))
+
+
+def write(path, text):
+    from mimi import fs
+
+    fs.makedirs(fs.parent(path))
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+class Capture:
+    """Collect what print() writes while a block runs: `with Capture() as c: ...; c.text`."""
+
+    def __enter__(self):
+        import builtins
+
+        self._orig = builtins.print
+        self.lines = []
+
+        def fake(*args, sep=" ", end="\n"):
+            self.lines.append(sep.join(str(a) for a in args) + end)
+
+        builtins.print = fake
+        return self
+
+    def __exit__(self, *exc):
+        import builtins
+
+        builtins.print = self._orig
+
+    @property
+    def text(self):
+        return "".join(self.lines)

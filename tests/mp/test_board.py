@@ -1,0 +1,109 @@
+# Board layer on the host: clock on both epochs, tz, filesystem, GPIO, WiFi.
+import os
+from support import raises
+from mimi.board.clock import Clock, parse_tz, format_tz, EPOCH_2000
+from mimi import board, fs
+
+
+class FakeTime:
+    """A time module of a port with the given epoch, its clock at `now_unix`."""
+
+    def __init__(self, epoch_year, now_unix):
+        import time
+
+        self._real = time
+        self.epoch_year = epoch_year
+        self.offset = EPOCH_2000 if epoch_year == 2000 else 0
+        self.now_unix = now_unix
+
+    def time(self):
+        return self.now_unix - self.offset
+
+    def gmtime(self, secs):
+        # The real gmtime is 1970-based on the host; shift for a 2000-epoch port.
+        return self._real.gmtime(secs + self.offset)
+
+
+def test_unix_time_same_on_both_epochs():
+    t = 1767225600 + 3723  # 2026-01-01 01:02:03 UTC
+    for year in (1970, 2000):
+        c = Clock(FakeTime(year, t))
+        assert c.unix() == t, year
+        assert c.valid()
+        assert c.gmtime()[:6] == (2026, 1, 1, 1, 2, 3)
+        assert c.local_date(parse_tz("-05:00")) == "2025-12-31"
+        assert c.local_str(parse_tz("+08:00")) == "2026-01-01 09:02:03 UTC+08:00 (Thursday)"
+
+
+def test_unset_clock_is_not_valid():
+    assert not Clock(FakeTime(2000, EPOCH_2000 + 5)).valid()
+    assert not Clock(FakeTime(1970, 5)).valid()
+
+
+def test_host_clock_is_real_time():
+    import time
+
+    assert board.clock.epoch_offset == 0
+    assert abs(board.clock.unix() - time.time()) <= 1
+    assert board.clock.valid()
+
+
+def test_set_unix_moves_host_clock():
+    before = board.clock.unix()
+    board.set_unix(before + 86400)
+    assert 86399 <= board.clock.unix() - before <= 86401
+
+
+def test_parse_tz():
+    assert parse_tz("+08:00") == 28800
+    assert parse_tz("-05:30") == -(5 * 3600 + 1800)
+    assert parse_tz("UTC") == 0
+    assert parse_tz("UTC+2") == 7200
+    assert format_tz(-19800) == "-05:30"
+    for bad in ("8", "+8:75", "+15:00", "abc", "+08:00:00"):
+        raises(ValueError, parse_tz, bad)
+
+
+def test_root_is_littlefs():
+    st = os.statvfs("/")
+    assert st[0] == 4096 and st[2] == 256
+    info = board.fs_info()
+    assert info["total"] == 256 * 4096 and 0 < info["free"] <= info["total"]
+
+
+def test_atomic_write_and_capped_read():
+    fs.write_atomic("/spiffs/a/b.md", "héllo wörld")
+    assert fs.read_text("/spiffs/a/b.md") == "héllo wörld"
+    # A cap in the middle of a 2-byte character cuts before it.
+    assert fs.read_text("/spiffs/a/b.md", 2) == "h"
+    assert fs.walk_files("/spiffs") == ["/spiffs/a/b.md"]
+
+
+def test_decode_invalid_utf8():
+    assert fs.decode(b"ok\xffstill \xe2\x82\xac \xe2\x82") == "ok\ufffdstill \u20ac \ufffd\ufffd"
+
+
+def test_sim_gpio_keeps_state():
+    p = board.Pin(5, board.Pin.OUT)
+    p.value(1)
+    assert board.SIM_PINS[5]["level"] == 1
+    q = board.Pin(5)  # another handle, no mode change
+    assert q.value() == 1 and board.SIM_PINS[5]["mode"] == board.Pin.OUT
+    i = board.Pin(6, board.Pin.IN)
+    board.sim_drive(6, 1)
+    assert i.value() == 1
+    i.value(0)  # writing an input changes nothing
+    assert i.value() == 1
+
+
+def test_wifi_host_connected():
+    w = board.wlan()
+    assert w.isconnected()
+    assert w.ifconfig()[0] == "127.0.0.1"
+    assert len(w.scan()) >= 1
+
+
+def test_heap_and_id():
+    h = board.heap()
+    assert h["free"] > 0 and h["alloc"] > 0
+    assert len(board.unique_id()) == 8

@@ -1,0 +1,173 @@
+# Settings: validation, masking, atomic save, REPL functions.
+import json
+import os
+from support import raises, Capture
+from mimi import config, fs
+from mimi.config import Config
+
+
+def fresh():
+    return Config("/config.json").load()
+
+
+def test_defaults_when_no_file():
+    c = fresh()
+    assert c.get("provider") == "anthropic"
+    assert c.get("ws_port") == 18789
+    assert c.get("max_tokens") == 4096
+    assert c.get("heartbeat_min") == 30
+    assert c.get("tg_api_base") == "https://api.telegram.org"
+    assert c.get("ws_token") is None
+    assert not fs.exists("/config.json")
+
+
+def test_set_saves_only_non_defaults_and_reloads():
+    c = fresh()
+    c.set("api_key", "sk-ant-1234567890")
+    c.set("max_tokens", "2048")
+    c.set("provider", "anthropic")  # the default: not stored
+    with open("/config.json") as f:
+        stored = json.load(f)
+    assert stored == {"api_key": "sk-ant-1234567890", "max_tokens": 2048}
+    c2 = fresh()
+    assert c2.get("max_tokens") == 2048 and c2.get("api_key") == "sk-ant-1234567890"
+
+
+def test_unknown_key_refused_nothing_written():
+    c = fresh()
+    e = raises(ValueError, c.set, "wifi_password", "x")
+    assert "unknown setting" in str(e) and "wifi_pass" in str(e)
+    assert not fs.exists("/config.json")
+
+
+def test_bad_values_refused_with_reason():
+    c = fresh()
+    cases = [
+        ("provider", "gemini", "anthropic, openai"),
+        ("max_tokens", "lots", "whole number"),
+        ("max_tokens", 0, "between"),
+        ("ws_port", 70000, "between"),
+        ("api_base", "ftp://x", "https://"),
+        ("tg_api_base", "http://", "no host"),
+        ("tz", "+25:00", "between"),
+        ("tz", "Berlin", "+08:00"),
+        ("tg_allow", "12,abc", "numbers"),
+        ("tg_token", "nonsense", "BotFather"),
+        ("wifi_pass", "short", "8 to 63"),
+        ("proxy_type", "socks4", "http, socks5"),
+        ("model", "x" * 101, "at most"),
+        ("wifi_ssid", "a\nb", "control"),
+    ]
+    for key, value, words in cases:
+        e = raises(ValueError, c.set, key, value)
+        assert key in str(e) and words in str(e), (key, str(e))
+    assert not fs.exists("/config.json")
+
+
+def test_update_is_all_or_nothing():
+    c = fresh()
+    c.set("model", "claude-x")
+    raises(ValueError, c.update, {"model": "other", "provider": "nope"})
+    assert c.get("model") == "claude-x"
+    assert fresh().get("model") == "claude-x"
+
+
+def test_normalisation():
+    c = fresh()
+    c.set("tz", "+8")
+    assert c.get("tz") == "+08:00"
+    c.set("tz", "-0530")
+    assert c.get("tz") == "-05:30"
+    c.set("tg_allow", " 12, -100200 ,12,")
+    assert c.get("tg_allow") == "12,-100200"
+    c.set("api_base", "http://192.168.1.5:11434/")
+    assert c.get("api_base") == "http://192.168.1.5:11434"
+    c.set("provider", "OpenAI")
+    assert c.get("provider") == "openai"
+
+
+def test_secrets_masked():
+    c = fresh()
+    c.set("api_key", "sk-ant-api03-secretsecret")
+    c.set("tg_token", "123456:ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    rows = {k: v for k, v, src in c.rows()}
+    assert rows["api_key"] == "sk-a****"
+    assert "secret" not in rows["api_key"]
+    assert rows["tg_token"] == "1234****"
+    assert rows["tavily_key"] == "(not set)"
+    assert rows["model"] == "(not set)"
+
+
+def test_atomic_save_leaves_no_temp_and_survives_torn_temp():
+    c = fresh()
+    c.set("model", "m1")
+    assert not fs.exists("/config.json.tmp")
+    # A power cut during a save leaves a torn temp file: the real file is intact.
+    with open("/config.json.tmp", "w") as f:
+        f.write('{"model": "m2", "api_')
+    assert fresh().get("model") == "m1"
+    c.set("model", "m3")
+    assert fresh().get("model") == "m3"
+    assert not fs.exists("/config.json.tmp")
+
+
+def test_corrupt_file_reported_not_fatal():
+    with open("/config.json", "w") as f:
+        f.write("{not json")
+    c = fresh()
+    assert c.get("provider") == "anthropic"
+    assert any("not valid JSON" in p for p in c.problems)
+
+
+def test_bad_entries_in_file_dropped_and_reported():
+    with open("/config.json", "w") as f:
+        f.write(json.dumps({"provider": "bogus", "colour": "red", "model": "ok-model"}))
+    c = fresh()
+    assert c.get("provider") == "anthropic" and c.get("model") == "ok-model"
+    assert len(c.problems) == 2
+
+
+def test_watchers_told_of_changes():
+    c = fresh()
+    seen = []
+    c.watch(lambda keys: seen.append(keys))
+    c.set("tg_token", "123456:ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    assert seen == [["tg_token"]]
+
+
+def test_ws_token_empty_string_is_kept():
+    c = fresh()
+    c.set("ws_token", "")
+    assert fresh().get("ws_token") == ""
+    assert any("OFF" in m for m in fresh().missing())
+
+
+def test_repl_functions():
+    from mimi import repl
+
+    repl.cfg = config.cfg = fresh()
+    with Capture() as out:
+        repl.set_api_key("sk-1234567890abcdef")
+        repl.set_model_provider("openai")
+        repl.set_proxy("10.0.0.2", "3128")
+        repl.allow_chat(12345)
+        repl.allow_chat("12345")
+        repl.allow_chat(-1001)
+        repl.config_set("colour", "red")
+        repl.set_model_provider("bard")
+        repl.config_show()
+    t = out.text
+    assert "OK: api_key = sk-1****" in t
+    assert "sk-1234567890abcdef" not in t
+    assert "already allowed" in t
+    assert "Error: unknown setting 'colour'" in t
+    assert "Error: provider: must be one of" in t
+    c = fresh()
+    assert c.get("provider") == "openai" and c.get("proxy_port") == 3128
+    assert c.get("tg_allow") == "12345,-1001"
+    with Capture() as out:
+        repl.clear_proxy()
+        repl.config_reset()
+        repl.help()
+    assert fresh().get("proxy_host") == "" and fresh().get("provider") == "anthropic"
+    assert "set_wifi(ssid, password)" in out.text

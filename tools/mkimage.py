@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Build the board's LittleFS filesystem image (CPython host tool).
+
+The image holds what the board's flash filesystem holds: /boot.py, /main.py,
+/lib/** (compiled to .mpy with mpy-cross), /defaults/** (spiffs_data/, installed
+into /spiffs by the firmware at boot), /certs/roots.pem when a CA bundle is
+built, and optionally /config.json from a secrets file.
+
+LittleFS v2, 4096-byte blocks, and a block count that matches the partition
+MicroPython registers for the flash size (from 0x200000 to the end of flash):
+a wrong block count makes the board refuse to mount the filesystem.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "lib"))
+from mimi import limits  # noqa: E402  (CPython-safe: const() falls back)
+
+FLASH_SIZES = {"8M": 8 * 1024 * 1024, "16M": 16 * 1024 * 1024, "32M": 32 * 1024 * 1024}
+CODE_TOP = ("/boot.py", "/main.py", "/lib", "/defaults", "/certs")
+
+
+def block_count(flash):
+    size = FLASH_SIZES[flash] if isinstance(flash, str) else int(flash)
+    if size <= limits.FS_OFFSET:
+        raise ValueError("flash size %d leaves no room for the filesystem" % size)
+    return (size - limits.FS_OFFSET) // limits.BLOCK_SIZE
+
+
+def mpy_cross():
+    exe = Path(sys.executable).parent / "mpy-cross"
+    return str(exe) if exe.exists() else (shutil.which("mpy-cross") or "mpy-cross")
+
+
+def compile_module(src, out, march=None):
+    cmd = [mpy_cross(), "-o", str(out), "-s", src.name]
+    if march:
+        cmd.append("-march=" + march)
+    cmd.append(str(src))
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError("mpy-cross failed on %s:\n%s%s" % (src, r.stdout, r.stderr))
+
+
+def app_sources():
+    return sorted(p for p in (ROOT / "lib").rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def compile_tree(build, march=None):
+    """Compile lib/**/*.py into build/lib/**/*.mpy; returns {device path: bytes}."""
+    files = {}
+    for src in app_sources():
+        rel = src.relative_to(ROOT)
+        out = build / rel.with_suffix(".mpy")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if not out.exists() or out.stat().st_mtime < src.stat().st_mtime or march:
+            compile_module(src, out, march)
+        files["/" + str(rel.with_suffix(".mpy"))] = out.read_bytes()
+    return files
+
+
+def image_files(build, config=None, ca_bundle=None):
+    """Everything that goes on the board's filesystem, as {device path: bytes}."""
+    files = compile_tree(build)
+    for name in ("boot.py", "main.py"):
+        files["/" + name] = (ROOT / name).read_bytes()
+    data = ROOT / "spiffs_data"
+    for p in sorted(data.rglob("*")):
+        if p.is_file():
+            files[limits.DEFAULTS_DIR + "/" + str(p.relative_to(data))] = p.read_bytes()
+    if ca_bundle is None:
+        ca_bundle = default_ca_bundle(build)
+    if ca_bundle:
+        files[limits.CA_BUNDLE] = Path(ca_bundle).read_bytes()
+    if config:
+        files[limits.CONFIG_PATH] = config_bytes(config)
+    return files
+
+
+def default_ca_bundle(build):
+    try:
+        sys.path.insert(0, str(ROOT / "tools"))
+        import cabundle
+    except ImportError:
+        return None
+    return cabundle.build(build / "roots.pem")
+
+
+VALIDATE = r"""
+import sys, json
+sys.path[:] = [sys.argv[1]]
+from mimi.config import Config
+c = Config(sys.argv[2] + ".out")
+try:
+    c.update(json.load(open(sys.argv[2])))
+except ValueError as e:
+    print(e)
+    sys.exit(2)
+"""
+
+
+def config_bytes(path):
+    """A secrets file (JSON of settings) -> /config.json bytes, validated by the
+    firmware's own config module under MicroPython (so the rules are the same)."""
+    import tempfile
+
+    with open(path) as f:
+        values = json.load(f)
+    if not isinstance(values, dict):
+        raise ValueError("%s: expected a JSON object of settings" % path)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "settings.json"
+        src.write_text(json.dumps(values))
+        mp = Path(sys.executable).parent / "micropython"
+        r = subprocess.run([str(mp), "-c", VALIDATE, str(ROOT / "lib"), str(src)],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise ValueError("%s: %s" % (path, (r.stdout + r.stderr).strip()))
+        return (Path(tmp) / "settings.json.out").read_bytes()
+
+
+def _lfs(blocks, buffer=None):
+    from littlefs import LittleFS
+
+    fs = LittleFS(block_size=limits.BLOCK_SIZE, block_count=blocks, name_max=255, mount=False)
+    if buffer is None:
+        fs.format()
+    else:
+        fs.context.buffer = bytearray(buffer)
+    fs.mount()
+    return fs
+
+
+def _write_all(fs, files):
+    for path, data in sorted(files.items()):
+        parent = os.path.dirname(path)
+        if parent and parent != "/":
+            fs.makedirs(parent, exist_ok=True)
+        with fs.open(path, "wb") as f:
+            f.write(data)
+
+
+def build_image(out, flash="8M", files=None, build=None):
+    blocks = block_count(flash)
+    if files is None:
+        files = image_files(build or ROOT / "build")
+    fs = _lfs(blocks)
+    _write_all(fs, files)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_bytes(fs.context.buffer)
+    return blocks
+
+
+def _rmtree(fs, path):
+    try:
+        entries = fs.scandir(path)
+    except Exception:
+        return
+    for e in list(entries):
+        full = path.rstrip("/") + "/" + e.name
+        if e.type == 2:  # directory
+            _rmtree(fs, full)
+        else:
+            fs.remove(full)
+    fs.remove(path)
+
+
+def sync_image(path, files):
+    """Replace the code and default files in an existing image; user data stays."""
+    data = Path(path).read_bytes()
+    blocks = len(data) // limits.BLOCK_SIZE
+    fs = _lfs(blocks, data)
+    for top in CODE_TOP:
+        try:
+            st = fs.stat(top)
+        except Exception:
+            continue
+        if st.type == 2:
+            _rmtree(fs, top)
+        else:
+            fs.remove(top)
+    _write_all(fs, {k: v for k, v in files.items() if k != limits.CONFIG_PATH})
+    Path(path).write_bytes(fs.context.buffer)
+    return blocks
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-o", "--out", default=str(ROOT / "build" / "fs.img"))
+    ap.add_argument("--flash", choices=sorted(FLASH_SIZES), default="8M")
+    ap.add_argument("--config", help="JSON settings file baked into /config.json")
+    a = ap.parse_args(argv)
+    build = ROOT / "build"
+    files = image_files(build, config=a.config)
+    blocks = build_image(a.out, a.flash, files)
+    print("%s: LittleFS, %d blocks of %d bytes (%s flash), %d files" % (
+        a.out, blocks, limits.BLOCK_SIZE, a.flash, len(files)))
+
+
+if __name__ == "__main__":
+    main()
