@@ -23,7 +23,7 @@ $(STAMP): requirements.txt
 setup: $(STAMP)
 
 test: setup
-	$(BIN)/python -m pytest $(TEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadfile $(TEST_ARGS)
 
 run: setup
 	$(BIN)/python tools/sim $(SIM_ARGS)

@@ -92,6 +92,16 @@ def _make_runner(module, func, s):
     return run
 
 
+def _is_mp_test(path):
+    return path.parent == MP_DIR and path.name.startswith("test_") and path.suffix == ".py"
+
+
 def pytest_collect_file(parent, file_path):
-    if file_path.parent == MP_DIR and file_path.name.startswith("test_") and file_path.suffix == ".py":
+    # Files named on the command line go through pytest_pycollect_makemodule instead.
+    if _is_mp_test(file_path) and not parent.session.isinitpath(file_path):
         return MpFile.from_parent(parent, path=file_path)
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    if _is_mp_test(module_path):
+        return MpFile.from_parent(parent, path=module_path)

@@ -1,0 +1,25 @@
+"""The MicroPython test plugin itself: a failing MicroPython test fails the run."""
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def test_failing_micropython_test_fails_pytest(tmp_path):
+    mp = ROOT / "tests" / "mp"
+    probe = mp / "test_zz_harness_probe.py"
+    probe.write_text(
+        "def test_passes():\n    assert 1 + 1 == 2\n\n"
+        "def test_fails():\n    assert 1 + 1 == 3, 'arithmetic'\n\n"
+        "async def test_async_passes():\n    import asyncio\n    await asyncio.sleep_ms(1)\n\n"
+        "def test_skips():\n    import support\n    support.skip('not on this port')\n")
+    try:
+        r = subprocess.run([sys.executable, "-m", "pytest", str(probe), "-p", "no:xdist", "-q",
+                            "-p", "no:cacheprovider", "-o", "addopts="],
+                           capture_output=True, text=True, cwd=str(ROOT), timeout=120)
+    finally:
+        probe.unlink()
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "1 failed, 2 passed, 1 skipped" in out, out
+    assert "AssertionError: arithmetic" in out, out
