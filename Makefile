@@ -7,12 +7,18 @@ FLASH ?= 8M
 SECRETS ?= secrets.json
 TEST_ARGS ?=
 
-.PHONY: setup test run image clean help
+.PHONY: setup test run image bundle browser clean help flash deploy mpremote-config
 
 help:
 	@echo "make test            run the whole test suite (sets itself up)"
 	@echo "make run             run the firmware on this computer (gateway on 127.0.0.1:18789)"
-	@echo "make image           build the LittleFS image into build/ (FLASH=8M|16M)"
+	@echo "make image           build the LittleFS image into build/ (FLASH=8M|16M), and with"
+	@echo "                     FIRMWARE=ESP32_GENERIC_S3-....bin one merged build/mimiclaw-FLASH.bin"
+	@echo "make flash PORT=/dev/ttyACM0 FIRMWARE=....bin [FLASH=8M|16M] [SECRETS=secrets.json]"
+	@echo "                     erase the board, write MicroPython and the filesystem image"
+	@echo "make deploy PORT=... [MIP=1]  copy the code to a running board (user data kept)"
+	@echo "make mpremote-config install the mpremote shortcuts (memory-read, config-show, ...)"
+	@echo "make bundle          build the OTA update bundle into build/ (OTA_KEY=... signs it)"
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,15 +28,39 @@ $(STAMP): requirements.txt
 
 setup: $(STAMP)
 
-test: setup
+test: setup $(if $(wildcard /usr/bin/chromium),,browser)
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(TEST_ARGS)
 
 run: setup
 	$(BIN)/python tools/sim $(SIM_ARGS)
 
+# SECRETS named on the command line must exist; the default secrets.json is optional.
+SECRETS_ARGS = $(if $(filter command line environment,$(origin SECRETS)),--secrets "$(SECRETS)" --secrets-required,$(if $(wildcard $(SECRETS)),--secrets $(SECRETS)))
+
 image: setup
-	$(BIN)/python tools/mkimage.py --flash $(FLASH) -o build/fs-$(FLASH).img \
-		$(if $(wildcard $(SECRETS)),--config $(SECRETS))
+	$(BIN)/python tools/flash.py image --flash $(FLASH) $(if $(FIRMWARE),--firmware "$(FIRMWARE)") $(SECRETS_ARGS)
+
+flash: setup
+	$(BIN)/python tools/flash.py flash --port "$(PORT)" --firmware "$(FIRMWARE)" --flash $(FLASH) $(SECRETS_ARGS)
+
+deploy: setup
+	$(BIN)/python tools/deploy.py --port "$(PORT)" $(if $(MIP),--mip)
+
+mpremote-config: setup
+	$(BIN)/python tools/mpremote_config.py install
+
+bundle: setup
+	$(BIN)/python tools/bundle.py $(if $(OTA_KEY),--key $(OTA_KEY))
+
+# Headless Chromium for the chat page test (tests/host/test_chat_page.py); skipped there if absent.
+browser:
+	@if [ -x /usr/bin/chromium ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+		echo "browser: /usr/bin/chromium is missing and this is not root; the chat page browser test will be skipped (sudo apt-get install -y chromium)"; exit 0; fi; \
+	echo "browser: installing Debian chromium for the chat page test"; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
+	{ apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1; } || \
+	echo "browser: apt-get could not install chromium; the chat page browser test will be skipped"
 
 clean:
 	rm -rf build .pytest_cache

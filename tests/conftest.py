@@ -26,7 +26,9 @@ MP_DIR = TESTS / "mp"
 sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(ROOT / "tools"))
 
-pytest_plugins = ["fixtures"]
+# Not pytest_plugins = ["fixtures"]: pytest registers its own plugin under that name
+# and would silently skip ours.
+from fixtures import *  # noqa: E402,F401,F403
 
 
 def micropython_bin():

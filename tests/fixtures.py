@@ -1,1 +1,115 @@
 """Shared pytest fixtures (CPython side)."""
+import pytest
+
+
+# --- fake LLM servers (tests/fakes/llm.py) -------------------------------------
+@pytest.fixture(scope="session")
+def llm_certs(tmp_path_factory):
+    from fakes import tlsca
+
+    return tlsca.make(tmp_path_factory.mktemp("llm_certs"))
+
+
+@pytest.fixture
+def fake_anthropic(llm_certs):
+    """Fake Anthropic Messages API: a dict (base_url https, http_base_url, ca, api_key,
+    control) + .script(...), .requests, .violations; see tests/fakes/llm.py."""
+    from fakes import llm
+
+    svc = llm.start("anthropic", llm_certs)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def fake_openai(llm_certs):
+    """Fake OpenAI Chat Completions API; same shape as fake_anthropic."""
+    from fakes import llm
+
+    svc = llm.start("openai", llm_certs)
+    yield svc
+    svc.close()
+
+
+# --- fake Telegram Bot API (tests/fakes/telegram.py) ----------------------------
+@pytest.fixture
+def fake_telegram():
+    """Fake Telegram Bot API: a dict (base_url, token, username, control, bot_id) +
+    .update(...), .fail(...), .configure(...), .state(), .wait(pred)."""
+    from fakes import telegram
+
+    svc = telegram.start()
+    yield svc
+    svc.close()
+
+
+# --- OTA bundles over loopback HTTP (tests/fakes/otaserver.py) -------------------
+@pytest.fixture
+def ota_server(tmp_path, llm_certs):
+    """{"base": http URL, "key", "files", "fw_sha256", "fw_size"}; see tests/fakes/otaserver.py."""
+    from fakes import otaserver
+
+    svc = otaserver.start(tmp_path / "ota_www", llm_certs)
+    yield svc
+    svc.close()
+
+
+# --- fake SNTP servers on loopback UDP (tests/fakes/ntp.py) ----------------------
+@pytest.fixture
+def fake_ntp():
+    """{"good": port, "era1", "kod", "forged", "client", "silent", "unix", "unix_era1"}."""
+    from fakes import ntp
+
+    srv = ntp.Server()
+    yield srv.info()
+    srv.close()
+
+
+# --- fake Tavily and Brave search APIs (tests/fakes/search.py) -------------------
+@pytest.fixture
+def fake_search():
+    """{"tavily": base URL, "brave": base URL} + .tavily/.brave (.requests, .violations)."""
+    from fakes import search
+
+    svc = search.start()
+    yield svc
+    svc.close()
+
+
+# --- HTTP client tests (tests/fakes/tlsca.py, tests/fakes/httpserver.py) ---------
+@pytest.fixture(scope="session")
+def test_ca(tmp_path_factory):
+    """Paths of a test CA, a localhost/127.0.0.1 server cert, an unrelated CA and a
+    wrong-hostname cert: {"ca", "ca_der", "cert", "key", "other_ca", "wrong_cert", "wrong_key"}."""
+    from fakes import tlsca
+
+    return tlsca.make(tmp_path_factory.mktemp("test_ca"))
+
+
+@pytest.fixture
+def http_env(test_ca):
+    """Loopback servers for tests/mp/test_http.py: ports of an HTTPS server ("tls"), one
+    with a wrong-hostname cert ("wrong"), plain HTTP ("plain"), CONNECT and SOCKS5
+    proxies, one that never answers ("silent"), and a plain "control" server whose
+    GET /stats reports their counters."""
+    import sys
+    from pathlib import Path
+
+    lib = str(Path(__file__).resolve().parent.parent / "lib")
+    if lib not in sys.path:
+        sys.path.append(lib)
+    from mimi import limits
+    from fakes.httpserver import ConnectProxy, Server, Silent, Socks5Proxy, client_test_routes
+
+    wrong = dict(test_ca, cert=test_ca["wrong_cert"], key=test_ca["wrong_key"])
+    servers = {"tls": Server(test_ca), "wrong": Server(wrong), "plain": Server(),
+               "connect": ConnectProxy(), "socks": Socks5Proxy(), "silent": Silent()}
+    for name in ("tls", "wrong", "plain"):
+        client_test_routes(servers[name], limits.HTTP_RESPONSE_MAX + 1)
+    control = Server()
+    control.route("GET", "/stats", Server.stats_route(servers))
+    for s in list(servers.values()) + [control]:
+        s.start()
+    yield dict({k: s.port for k, s in servers.items()}, control=control.port, ca=test_ca)
+    for s in list(servers.values()) + [control]:
+        s.stop()

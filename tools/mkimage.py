@@ -128,7 +128,12 @@ def config_bytes(path):
 def _lfs(blocks, buffer=None):
     from littlefs import LittleFS
 
-    fs = LittleFS(block_size=limits.BLOCK_SIZE, block_count=blocks, name_max=255, mount=False)
+    # MicroPython's own littlefs geometry (extmod/vfs_lfsx.c: read/prog 32, cache 128,
+    # so files up to 128 bytes are inline). With littlefs-python's defaults (cache =
+    # block size) files up to 512 bytes are inlined, and the board's first metadata
+    # compaction then loses their tails (main.py came back as 0xFF after one boot).
+    fs = LittleFS(block_size=limits.BLOCK_SIZE, block_count=blocks, name_max=255, mount=False,
+                  read_size=32, prog_size=32, cache_size=128, lookahead_size=32)
     if buffer is None:
         fs.format()
     else:

@@ -35,3 +35,10 @@ with open("/boot.py") as f:
 del image, build_lib, sets, config, board
 with open("/main.py") as f:
     exec(f.read(), globals())
+# Stopped from the console (Ctrl-D): the board would now show MicroPython's REPL.
+import mimi.app  # noqa: E402
+
+if mimi.app.board.CONSOLE and mimi.app._stop.is_set():
+    from mimi import console  # noqa: E402
+
+    console.serve_blocking(globals())

@@ -53,24 +53,70 @@ async def _idle():
 
 def tasks():
     """The loop's long-running tasks. Later parts (gateway, Telegram, cron...) add theirs here."""
-    return [_idle()]
+    from mimi import safemode
+
+    if safemode.active:  # crash loop: only WiFi (+ onboarding) and the REPL
+        return safemode.tasks(stop)
+    ts = [_idle()]
+    from mimi.services import wifi
+
+    ts.append(wifi.supervisor.run())
+    ts += safemode.guard_tasks()  # healthy-boot timer, watchdog, onboarding portal
+    from mimi.channels import dispatch, websocket
+
+    ts.append(dispatch.run())
+    ts.append(websocket.serve())
+    from mimi.channels import telegram
+
+    ts.append(telegram.run())  # also registers its sender with the dispatcher
+    from mimi.services import ntp, cron, heartbeat
+
+    ts.append(ntp.run())
+    ts.append(cron.task())
+    ts.append(heartbeat.run())
+    if board.CONSOLE:
+        from mimi import console
+
+        ts.append(console.task(stop))
+    return ts
 
 
 async def run():
+    from mimi import bus
+
+    bus.prepare_loop()  # before any ThreadSafeFlag waits (unix port poll bug)
     for coro in tasks():
         asyncio.create_task(coro)
     log.info("app", "ready")
-    while True:
-        await asyncio.sleep(3600)
+    await _stop.wait()
+
+
+_stop = asyncio.Event()
+
+
+def stop():
+    """Ends the loop as Ctrl-C does (the console's Ctrl-D); the REPL stays."""
+    log.info("app", "loop stopped (console Ctrl-D); REPL commands are available, restart() to boot again")
+    _stop.set()
 
 
 def main():
     global started
+    from mimi import safemode
+
+    safemode.boot_start()  # boot counter, update trial/rollback, safe mode
     boot()
     started = True
+    from mimi.agent import worker
+
+    if not safemode.active:
+        worker.start()
     try:
         asyncio.run(run())
     except KeyboardInterrupt:
         log.info("app", "loop stopped (Ctrl-C); REPL commands are available, restart() to boot again")
     finally:
+        from mimi.services import watchdog
+
+        watchdog.release()  # the REPL stays usable: nothing may reset it now
         asyncio.new_event_loop()

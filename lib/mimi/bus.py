@@ -3,6 +3,7 @@
 # lock; the loop side sleeps on an asyncio.ThreadSafeFlag (set() is safe from the
 # other thread), the agent side polls with time.sleep_ms, which releases the GIL on
 # the board. A full queue refuses the message; the caller tells the sender.
+import sys
 import time
 import _thread
 import asyncio
@@ -11,6 +12,9 @@ from mimi import limits
 # Message kinds on the outbound queue.
 REPLY = "reply"
 STATUS = "status"
+
+# What a channel tells its sender when inbound.put() refused the message.
+BUSY = "Busy, try again shortly."
 
 
 class Msg:
@@ -60,6 +64,16 @@ class Queue:
         self.flag.set()
         return True
 
+    def put_wait(self, msg, timeout_ms=None, idle_ms=limits.AGENT_IDLE_MS):
+        """For the agent thread: put, retrying with short sleeps while the queue is
+        full. False only when timeout_ms ran out (None: keep trying)."""
+        start = time.ticks_ms()
+        while not self.put(msg):
+            if timeout_ms is not None and time.ticks_diff(time.ticks_ms(), start) >= timeout_ms:
+                return False
+            time.sleep_ms(idle_ms)
+        return True
+
     def get_nowait(self):
         with self._lock:
             return self._items.pop(0) if self._items else None
@@ -76,12 +90,40 @@ class Queue:
             time.sleep_ms(idle_ms)
 
     async def get(self):
-        """For the asyncio loop: the next message, waiting on the flag."""
+        """For the asyncio loop: the next message, waiting on the flag. One task per
+        queue only (a ThreadSafeFlag has a single waiter)."""
+        prepare_loop()
         while True:
             m = self.get_nowait()
             if m is not None:
                 return m
             await self.flag.wait()
+
+
+def prepare_loop():
+    """Unix port only: call before any ThreadSafeFlag is waited on in a new loop.
+
+    MicroPython's select.poll on unix (POSIX optimisation in extmod/modselect.c)
+    keeps fd entries in an array; when the array is reallocated it "moves" the
+    pollfd pointer of every entry, including non-fd objects whose pointer is
+    NULL, so a waiting ThreadSafeFlag + the 5th (9th, ...) socket = SIGSEGV.
+    Growing the array once, while only fds are registered, keeps it from ever
+    growing again under the loop's socket count. The esp32 port has no such array."""
+    if sys.platform != "linux":
+        return
+    q = asyncio.core._io_queue
+    if getattr(q, "mimi_grown", False):
+        return
+    for v in q.map.values():
+        if isinstance(v[2], asyncio.ThreadSafeFlag):
+            return  # too late to grow safely; call prepare_loop() earlier
+    n = limits.POLL_PREGROW
+    base = 1 << 20  # never a real fd; registered with no events and removed at once
+    for i in range(n):
+        q.poller.register(base + i, 0)
+    for i in range(n - 1, -1, -1):  # last slot first: max_used shrinks back to 0
+        q.poller.unregister(base + i)
+    q.mimi_grown = True
 
 
 inbound = Queue()

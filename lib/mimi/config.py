@@ -107,11 +107,24 @@ def _wifi_pass(v):
     return v
 
 
+def _ap_pass(v):
+    v = str(v)
+    if not 8 <= len(v) <= 63 or any(not 32 < ord(c) < 127 for c in v):
+        raise ValueError("8 to 63 printable ASCII characters, no spaces")
+    return v
+
+
 def _token(v):
     v = str(v).strip()
     if len(v) > 128 or any(ord(c) <= 32 for c in v):
         raise ValueError("at most 128 characters, no spaces")
     return v
+
+
+def _gpio_allow(v):
+    from mimi.tools import gpio_policy
+
+    return gpio_policy.normalize(v)
 
 
 # key: (default, validator, secret)
@@ -135,6 +148,10 @@ SCHEMA = {
     "tz": ("+00:00", _tz, False),
     "heartbeat_min": (limits.HEARTBEAT_MIN_DEFAULT, _int(0, 1440), False),
     "tg_api_base": ("https://api.telegram.org", _url, False),
+    "ap_pass": (None, _ap_pass, True),  # onboarding AP's WPA2 password; None: made when first needed
+    "ota_key": ("", _token, True),  # shared secret: update bundles must carry its HMAC-SHA256
+    # pins the GPIO tools may use ("4-18,21"; "" = none); see mimi/tools/gpio_policy.py
+    "gpio_allow": (_gpio_allow("1,2,4-18,21,38-42,47,48"), _gpio_allow, False),
 }
 
 

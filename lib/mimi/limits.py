@@ -19,6 +19,7 @@ CA_BUNDLE = "/certs/roots.pem"
 BUS_QUEUE_LEN = const(16)
 AGENT_STACK = const(32 * 1024)
 AGENT_IDLE_MS = const(50)
+POLL_PREGROW = const(64)  # unix port: poll slots made before any ThreadSafeFlag (bus.prepare_loop)
 
 # Agent / LLM (SPEC §9)
 MAX_TOOL_ITER = const(10)
@@ -29,6 +30,10 @@ MAX_TOKENS_DEFAULT = const(4096)
 LLM_TIMEOUT_S = const(120)
 LLM_RETRIES = const(3)
 LLM_BACKOFF_MAX_S = const(30)
+LLM_BACKOFF_BASE_S = const(1)  # first retry wait; doubles each retry up to the max
+LLM_ERROR_BODY_MAX = const(300)  # chars of an error body quoted in messages and logs
+LLM_BODY_BUF = const(32 * 1024)  # reusable request-body buffer (grows when needed)
+LLM_JSON_CHUNK = const(1024)  # long strings are JSON-escaped this many chars at a time
 HTTP_RESPONSE_MAX = const(256 * 1024)
 HTTP_HEADER_MAX = const(8 * 1024)
 
@@ -39,27 +44,150 @@ NOTES_MAX = const(4 * 1024)
 NOTES_DAYS = const(3)
 SKILLS_MAX = const(2 * 1024)
 
+SKILL_TITLE_MAX = const(64)
+SKILL_DESC_MAX = const(256)
+SKILL_HEAD_READ = const(2048)  # bytes of a skill file read for its title/description
+
 # Files
 FILE_READ_MAX = const(32 * 1024)
+FILE_WRITE_MAX = const(64 * 1024)
+PATH_MAX = const(192)  # bytes of a path the file tools accept
+LIST_DIR_MAX = const(4096)  # bytes of list_dir output
 SESSION_FILE_MAX = const(64 * 1024)
+SESSION_KEEP = const(24 * 1024)  # tail kept when a session file is compacted
+SESSION_LINE_MAX = const(16 * 1024)  # longest JSONL line written or loaded
+HISTORY_BYTES_MAX = const(32 * 1024)  # loaded history budget; oldest pairs dropped
+SESSION_READ_BLOCK = const(1024)  # tail reads go backwards in blocks this big
+SESSION_PENDING_MAX = const(8 * 1024)  # buffered appends flushed at this size
+SESSION_NAME_MAX = const(64)  # chars of a session key used in its file name
 
 # WebSocket gateway (SPEC §7)
 WS_PORT = const(18789)
 WS_MAX_CLIENTS = const(4)
-WS_FRAME_MAX = const(16 * 1024)
+WS_FRAME_MAX = const(16 * 1024)  # one frame, and a whole fragmented message
+WS_MAX_CONN = const(8)  # open TCP connections (handshakes and page loads included)
+WS_HEADER_MAX = const(4096)  # HTTP request head
+WS_HANDSHAKE_TIMEOUT_S = const(10)
+WS_PING_S = const(60)  # a silent client is pinged; silent this long again, dropped
+WS_FRAME_TIMEOUT_S = const(30)  # a started frame must be complete this soon
+WS_WRITE_TIMEOUT_S = const(20)
+WS_CLOSE_WAIT_S = const(3)  # wait for the peer's close frame after ours
+WS_CLIENT_OUTBOX = const(32)  # frames queued for one client; a client this far behind is dropped
+WS_CLIENT_OUTBOX_BYTES = const(64 * 1024)  # ... or this many bytes behind
+WS_DRAIN_MAX = const(64 * 1024)  # bytes of a refused frame read and discarded to close cleanly
+WS_AUTH_FAIL_DELAY_MS = const(250)
+WS_CHAT_ID_MAX = const(31)
+WS_PORT_TRIES = const(32)  # ws_port 0: random free ports tried
+WS_PORT_ANY = (20000, 32000)  # ws_port 0 picks from here (below Linux's ephemeral range)
+DISPATCH_LANE_MAX = const(32)  # outbound messages waiting for one channel
+AGENT_STATUS_WAIT_MS = const(1000)  # outbound full: a "working" status waits at most this
+AGENT_OUT_WARN_MS = const(10000)  # outbound full this long with a reply: warn (and keep trying)
 
 # Telegram (SPEC §8)
 TG_POLL_TIMEOUT_S = const(30)
-TG_MSG_MAX = const(4096)
+TG_MSG_MAX = const(4096)  # UTF-16 units of visible text (after entity parsing)
+TG_POLL_LIMIT = const(10)  # updates per getUpdates batch
+TG_HTTP_SLACK_S = const(15)  # long poll deadline = poll timeout + this
+TG_SEND_TIMEOUT_S = const(20)  # sendMessage / sendChatAction / getMe deadline
+TG_BACKOFF_MIN_S = const(1)  # poll errors: 1, 2, 4 ... capped
+TG_BACKOFF_MAX_S = const(60)
+TG_CONFLICT_MIN_S = const(5)  # 409 (another instance or a webhook): retried slowly,
+TG_CONFLICT_MAX_S = const(60)  # the wait doubling up to this
+TG_BAD_TOKEN_S = const(300)  # 401/404: token refused; re-checked this often or on change
+TG_RETRY_AFTER_MAX_S = const(300)  # a 429 retry_after is honoured up to this
+TG_SEND_RETRIES = const(3)  # 429 / 5xx / connect failures per message part
+TG_TYPING_S = const(5)  # "typing" lasts ~5 s on Telegram: renewed this often
+TG_TYPING_MAX_S = const(300)  # typing stops after this even if no reply came
+TG_STRANGER_S = const(3600)  # a chat outside tg_allow is told its id once per this
+TG_STRANGERS_MAX = const(32)  # chats remembered for that
+TG_DEDUP = const(64)  # recent (chat, message_id) pairs remembered
+TG_OFFSET_SAVE_EVERY = const(50)  # ignored updates: offset saved after this many
+TG_OFFSET_PATH = "/tg_offset.json"  # outside /spiffs: no file tool reaches it
 
 # Cron / heartbeat
 CRON_MAX_JOBS = const(16)
-CRON_TICK_S = const(60)
+CRON_TICK_S = const(60)  # longest sleep of the scheduler between checks
+CRON_BUSY_RETRY_S = const(2)  # inbound queue full: try the due job again this soon
+CRON_FILE_MAX = const(16 * 1024)  # a bigger cron.json is treated as corrupt
+CRON_NAME_MAX = const(31)
+CRON_MESSAGE_MAX = const(255)
+CRON_CHAT_ID_MAX = const(95)
 HEARTBEAT_MIN_DEFAULT = const(30)
+HEARTBEAT_FILE_MAX = const(4 * 1024)  # read this much of HEARTBEAT.md for the check
+HEARTBEAT_POLL_S = const(60)  # how often the loop re-reads heartbeat_min
+
+# Clock (SNTP)
+NTP_TIMEOUT_S = const(2)  # one query; the loop is never blocked longer than DNS + this
+NTP_RESYNC_S = const(6 * 3600)
+NTP_RETRY_MIN_S = const(15)
+NTP_RETRY_MAX_S = const(600)
+
+# Web search
+SEARCH_RESULTS = const(5)
+SEARCH_TIMEOUT_S = const(15)
+SEARCH_QUERY_MAX = const(255)  # URL-encoded query, bytes (Brave)
+SEARCH_SNIPPET_MAX = const(400)
+SEARCH_TITLE_MAX = const(160)
 
 # Logging
 LOG_RING = const(64)
 LOG_LINE_MAX = const(240)
+
+# Onboarding portal (access point + captive DNS + settings page)
+AP_IP = "192.168.4.1"  # the ESP32 AP's default address; the captive DNS answers it
+AP_CHANNEL = const(1)
+AP_MAX_CLIENTS = const(4)
+AP_PASS_LEN = const(12)
+PORTAL_PORT = const(80)
+PORTAL_BODY_MAX = const(2048)
+PORTAL_DRAIN_MAX = const(16 * 1024)  # a larger refused body is not read away
+PORTAL_HEADER_MAX = const(2048)
+PORTAL_CLIENTS = const(4)
+PORTAL_READ_TIMEOUT_S = const(10)
+PORTAL_SCAN_MAX = const(20)
+PORTAL_SCAN_TTL_S = const(30)
+PORTAL_CHECK_S = const(5)  # how often the portal looks at the WiFi state
+PORTAL_AFTER_FAILS = const(1)  # failed WiFi attempts (never online since boot) before the AP opens
+PORTAL_PORT_ANY = (32000, 40000)  # port 0 (tests) picks from here
+PORTAL_PORT_TRIES = const(32)
+AP_AUTH_WPA2 = const(3)  # network.AUTH_WPA2_PSK
+DNS_PORT = const(53)
+DNS_TTL_S = const(60)
+DNS_PACKET_MAX = const(512)
+
+# Over-the-air updates
+OTA_DIR = "/ota"  # staging (new/), previous version (prev/), state.json
+OTA_TOPS = ("lib", "defaults", "certs", "boot.py", "main.py")  # what a bundle may replace
+OTA_MANIFEST_MAX = const(32 * 1024)
+OTA_FILE_MAX = const(1024 * 1024)
+OTA_BUNDLE_MAX = const(4 * 1024 * 1024)
+OTA_CHUNK = const(4096)
+OTA_TRIAL_BOOTS = const(2)  # a new version that fails to come up this often is rolled back
+OTA_REDIRECTS = const(3)
+OTA_TIMEOUT_S = const(30)  # per socket read
+
+# Watchdog and safe mode
+WDT_TIMEOUT_MS = const(60000)  # hardware watchdog: no feed this long resets the board
+WDT_FEED_S = const(5)
+WDT_AGENT_IDLE_S = const(30)  # an idle agent thread shows life every second
+WDT_AGENT_STALL_S = const(180)  # agent thread busy with no progress and no declared deadline
+WDT_BLOCK_MARGIN_S = const(30)  # grace after a blocking call's own deadline
+SAFE_MODE_BOOTS = const(3)  # crash-boots in a row before safe mode
+HEALTHY_AFTER_S = const(60)  # up this long = the boot counts as good
+
+# Serial console (mimi.console) while the firmware runs
+CONSOLE_LINE_MAX = const(1024)
+CONSOLE_RAW_POLL_MS = const(50)  # loop held this long after each mpremote byte
+CONSOLE_RAW_IDLE_MS = const(60000)  # raw REPL without Ctrl-B for this long -> friendly again
+
+# WiFi supervisor (services/wifi.py)
+WIFI_CONNECT_TIMEOUT_S = const(20)  # one association + DHCP attempt
+WIFI_BACKOFF_MIN_S = const(1)
+WIFI_BACKOFF_MAX_S = const(60)  # capped; retries never stop (MimiClaw gave up after 10)
+WIFI_CHECK_S = const(5)  # link/IP check while online
+WIFI_RENEW_S = const(600)  # re-check the AP and lease this often (#169: new router, same SSID)
+WIFI_POLL_MS = const(250)  # while waiting for a connection attempt
+WIFI_SUSPECT_MAX = const(3)  # network failures reported while online before a forced reconnect
 
 # Host simulator: exit code that asks tools/sim to boot again (machine.reset()).
 SIM_RESET_EXIT = const(75)

@@ -12,6 +12,7 @@ ERROR = 40
 _NAMES = {DEBUG: "D", INFO: "I", WARNING: "W", ERROR: "E"}
 
 level = INFO
+mute = False  # True while mpremote holds the console (mimi.console): ring only
 _ring = []
 _lock = _thread.allocate_lock()
 _t0 = time.ticks_ms()
@@ -38,6 +39,8 @@ def _emit(lvl, tag, msg, args):
         _ring.append(line)
         if len(_ring) > limits.LOG_RING:
             _ring.pop(0)
+    if mute:
+        return
     if _logging is not None:
         _logging.getLogger(tag).log(lvl, msg)
     else:

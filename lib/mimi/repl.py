@@ -2,6 +2,7 @@
 # `from mimi.repl import *` in main.py puts them in the REPL namespace. Each prints
 # its result for a person and returns None, so the REPL shows nothing noisy.
 from mimi import config, log, board
+from mimi.ota import ota_update, ota_firmware, ota_status, ota_rollback  # noqa: F401
 
 cfg = config.cfg
 
@@ -10,6 +11,10 @@ __all__ = [
     "wifi_scan", "set_tg_token", "set_api_key", "set_model", "set_model_provider",
     "set_api_base", "set_search_key", "set_tavily_key", "set_proxy", "clear_proxy",
     "allow_chat", "heap_info", "log_tail", "restart",
+    "memory_read", "memory_write", "session_list", "session_clear", "skill_list",
+    "skill_show", "skill_search", "tool_exec",
+    "ota_update", "ota_firmware", "ota_status", "ota_rollback",
+    "cron_list", "heartbeat_trigger", "web_search",
 ]
 
 
@@ -92,22 +97,35 @@ def allow_chat(chat_id):
 
 
 def wifi_status():
-    w = board.wlan()
-    if w.isconnected():
-        print("WiFi: connected, ip", w.ifconfig()[0])
-    else:
-        print("WiFi: not connected (ssid %r)" % cfg.get("wifi_ssid"))
+    from mimi.services import wifi
+
+    st = wifi.supervisor.status()
+    print("WiFi: %s" % st["state"])
+    print("  ssid        %s" % (st["ssid"] or "(not set: set_wifi(ssid, password))"))
+    print("  ip          %s" % st["ip"])
+    print("  rssi        %s" % ("%d dBm" % st["rssi"] if st["rssi"] is not None else "-"))
+    print("  retries     %d (reconnects since boot %d)" % (st["retries"], st["reconnects"]))
+    if st["last_error"]:
+        print("  last error  %s" % st["last_error"])
+    from mimi.services import portal
+
+    portal.print_status()
 
 
 def wifi_scan():
+    w = board.wlan()
     try:
-        nets = board.wlan().scan()
+        w.active(True)
+        nets = w.scan()
     except OSError as e:
         print("Error: scan failed:", e)
         return
+    mine = cfg.get("wifi_ssid")
     for n in sorted(nets, key=lambda n: -n[3]):
         ssid = n[0].decode("utf-8", "replace") if isinstance(n[0], bytes) else n[0]
-        print("%-32s ch %2d  %4d dBm" % (ssid or "(hidden)", n[2], n[3]))
+        bssid = ":".join("%02x" % b for b in n[1]) if isinstance(n[1], bytes) else ""
+        print("%s %-32s %s ch %2d %4d dBm%s" % ("*" if ssid and ssid == mine else " ", ssid or "(hidden)",
+                                             bssid, n[2], n[3], "" if n[4] else "  open"))
 
 
 def heap_info():
@@ -128,7 +146,98 @@ def log_tail(n=20):
 
 def restart():
     print("restarting...")
+    from mimi import safemode
+
+    safemode.clear()  # a deliberate restart is not a crash: it also leaves safe mode
     board.reset()
+
+
+def memory_read():
+    from mimi.memory import store
+    from mimi import fs, limits
+
+    try:
+        print(fs.read_text(store.MEMORY_PATH, limits.FILE_READ_MAX))
+    except OSError:
+        print("(%s does not exist yet)" % store.MEMORY_PATH)
+
+
+def memory_write(text):
+    from mimi.memory import store
+
+    store.write_memory(text)
+    print("OK: wrote %d bytes to %s" % (len(str(text).encode()), store.MEMORY_PATH))
+
+
+def session_list():
+    from mimi.memory import sessions
+
+    rows = sessions.list()
+    for key, n in rows:
+        print("%-40s %7d bytes" % (key, n))
+    if not rows:
+        print("(no sessions)")
+
+
+def session_key_of(chat_id):
+    """A full session key ('tg_123', 'ws_x', 'sys_cron') as is; a bare id is Telegram's."""
+    cid = str(chat_id).strip()
+    for p in ("tg_", "ws_", "sys_"):
+        if cid.startswith(p):
+            return cid
+    from mimi import bus
+
+    return bus.session_key("telegram", cid)
+
+
+def session_clear(chat_id):
+    from mimi.memory import sessions
+
+    key = session_key_of(chat_id)
+    if sessions.clear(key):
+        print("OK: cleared session %s" % key)
+    else:
+        print("no session %s (see session_list())" % key)
+
+
+def skill_list():
+    from mimi.memory import skills
+
+    rows = skills.skill_list()
+    for name, title, desc in rows:
+        print("%-20s %s: %s" % (name, title, desc))
+    if not rows:
+        print("(no skills)")
+
+
+def skill_show(name):
+    from mimi.memory import skills
+
+    text = skills.skill_show(name)
+    print(text if text is not None else "no skill %r (see skill_list())" % name)
+
+
+def skill_search(word):
+    from mimi.memory import skills
+
+    rows = skills.skill_search(word)
+    for name, line in rows:
+        print("%-20s %s" % (name, line))
+    if not rows:
+        print("no skill matches %r" % word)
+
+
+_tools_loaded = []
+
+
+def tool_exec(name, json_args="{}"):
+    from mimi import tools
+    from mimi.tools.registry import registry
+
+    if not _tools_loaded:
+        tools.load_all()
+        _tools_loaded.append(1)
+    print(registry.call(name, json_args))
 
 
 USAGE = (
@@ -150,8 +259,41 @@ USAGE = (
     ("clear_proxy()", "no proxy"),
     ("heap_info()", "RAM and flash figures"),
     ("log_tail(n=20)", "recent log lines"),
-    ("restart()", "reboot the board"),
+    ("memory_read()", "show /spiffs/memory/MEMORY.md"),
+    ("memory_write(text)", "replace MEMORY.md with text"),
+    ("session_list()", "stored chat sessions and their sizes"),
+    ("session_clear(id)", "forget a chat: 'tg_123', 'ws_x', or a bare Telegram id"),
+    ("skill_list()", "installed skills"),
+    ("skill_show(name)", "a skill's full text"),
+    ("skill_search(word)", "skills mentioning a word"),
+    ("tool_exec(name, json_args)", "run a tool, e.g. tool_exec('list_dir', '{}')"),
+    ("cron_list()", "scheduled jobs (cron_remove via tool_exec)"),
+    ("heartbeat_trigger()", "check /spiffs/HEARTBEAT.md now"),
+    ("web_search(query)", "search the web with the configured key"),
+    ("restart()", "reboot the board (also leaves safe mode)"),
+    ("ota_update(url)", "install an app update bundle (rolls back if it fails to boot)"),
+    ("ota_status()", "version and update state"),
+    ("ota_rollback()", "go back to the previous app version"),
+    ("ota_firmware(url, sha256)", "optional: new MicroPython firmware (OTA partition table)"),
 )
+
+
+def cron_list():
+    from mimi.tools import cron
+
+    print(cron.cron_list({}, None))
+
+
+def heartbeat_trigger():
+    from mimi.services import heartbeat
+
+    heartbeat.trigger()
+
+
+def web_search(query):
+    from mimi.tools import search
+
+    print(search.search(query))
 
 
 def help():

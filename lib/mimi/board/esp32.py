@@ -8,8 +8,30 @@ from mimi.board.clock import Clock
 
 NAME = "esp32s3"
 BIND_ADDR = "0.0.0.0"
+CONSOLE = True  # the USB/UART REPL: mimi.console serves it while the loop runs
 clock = Clock()
 Pin = machine.Pin
+WDT = machine.WDT
+try:
+    from esp32 import Partition  # OTA slots exist only with firmware/'s partition table
+except ImportError:
+    Partition = None
+
+
+def rtc_memory(data=None):
+    """RTC slow memory: survives resets (watchdog, crash, machine.reset), not power-off."""
+    rtc = machine.RTC()
+    return rtc.memory() if data is None else rtc.memory(data)
+
+
+_ap = None
+
+
+def ap_wlan():
+    global _ap
+    if _ap is None:
+        _ap = network.WLAN(network.WLAN.IF_AP)
+    return _ap
 
 
 def mount_image(path, block_count=None, mkfs=False):

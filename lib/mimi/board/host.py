@@ -6,9 +6,11 @@ import sys
 import vfs
 from mimi import limits
 from mimi.board.clock import Clock
+from mimi.board.host_sys import WDT, Partition, rtc_memory, ap_wlan  # noqa: F401
 
 NAME = "host"
 BIND_ADDR = "127.0.0.1"  # the simulator serves this machine only
+CONSOLE = bool(os.getenv("MIMI_CONSOLE"))  # tools/sim --pty: stdin is the serial console
 clock = Clock()
 image_path = None
 HOST_MOUNT = "/host"  # the host's own filesystem, once the image is mounted at /
@@ -125,6 +127,8 @@ class SimWLAN:
         return self._active
 
     def status(self, *a):
+        if a and a[0] == "rssi":
+            return -40
         return 1010 if self._active else 0  # network.STAT_GOT_IP
 
     def ifconfig(self):

@@ -1,0 +1,228 @@
+"""Shared helpers of the benchmark drivers (CPython).
+
+The drivers run the real firmware under .venv/bin/micropython (from the compiled
+tree build/lib, on a LittleFS image made by tools/mkimage.py, as tools/sim does) and
+use the fake servers of tests/fakes. Everything binds 127.0.0.1 only.
+"""
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+BUILD = ROOT / "build"
+MP = str(Path(sys.executable).parent / "micropython")
+for p in (ROOT / "tests", ROOT / "tools", ROOT / "lib"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+import mkimage  # noqa: E402  (tools/)
+from fakes import httpserver, tlsca  # noqa: E402  (tests/fakes/)
+
+
+def _nodelay_fakes():
+    # The fake servers write a response head and body with two sendall() calls; with
+    # Nagle on, the body then waits for the client's delayed ACK (40 ms on Linux) on
+    # every response. Real API servers don't pay that, so the benchmarks switch it off.
+    import socket
+
+    serve = httpserver.Server.serve
+
+    def nodelay_serve(self, sock):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return serve(self, sock)
+
+    httpserver.Server.serve = nodelay_serve
+
+
+_nodelay_fakes()
+
+
+# --- statistics and tables -------------------------------------------------------
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def pct(xs, p):
+    """Nearest-rank percentile (p in 0..100)."""
+    s = sorted(xs)
+    k = max(0, min(len(s) - 1, -(-p * len(s) // 100) - 1))
+    return s[int(k)]
+
+
+class Table:
+    def __init__(self, title, header, rows=None, notes=""):
+        self.title = title
+        self.header = header
+        self.rows = rows or []
+        self.notes = notes
+
+    def add(self, *row):
+        self.rows.append([_fmt(x) for x in row])
+
+    def text(self):
+        cells = [self.header] + self.rows
+        w = [max(len(str(r[i])) for r in cells) for i in range(len(self.header))]
+        line = lambda r: "  ".join(str(c).ljust(w[i]) for i, c in enumerate(r))  # noqa: E731
+        out = [self.title, line(self.header), line(["-" * x for x in w])]
+        out += [line(r) for r in self.rows]
+        if self.notes:
+            out.append(self.notes)
+        return "\n".join(out) + "\n"
+
+    def markdown(self):
+        out = ["| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
+        out += ["| " + " | ".join(str(c) for c in r) + " |" for r in self.rows]
+        return "\n".join(out) + "\n"
+
+
+def _fmt(x):
+    if isinstance(x, float):
+        return "%.1f" % x if abs(x) >= 10 else "%.2f" % x
+    return str(x)
+
+
+def machine():
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ver = subprocess.run([MP, "-c", "import sys; print(sys.version)"], capture_output=True,
+                         text=True).stdout.strip()
+    return "%s, %d cores, %s; MicroPython %s" % (cpu, os.cpu_count(), platform.platform(), ver)
+
+
+# --- images and the MicroPython side ---------------------------------------------
+
+def certs(tmp):
+    return tlsca.make(Path(tmp) / "certs")
+
+
+def make_image(path, ca=None, flash="8M"):
+    """A fresh board image as tools/sim makes it (code, defaults), with `ca` (PEM
+    path) as /certs/roots.pem so the firmware trusts the fake servers' test CA."""
+    files = mkimage.image_files(BUILD, ca_bundle=ca)
+    mkimage.build_image(path, flash, files)
+    return str(path)
+
+
+def run_mp(script, args, heap=None, timeout=120):
+    """Run bench/mp/<script> under MicroPython; -> (returncode, [BENCH records], output)."""
+    cmd = [MP]
+    if heap:
+        cmd += ["-X", "heapsize=" + heap]
+    cmd += [str(BENCH / "mp" / script), json.dumps(args)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        return -1, [], "timeout: %s" % ((e.stdout or b"")[-2000:],)
+    recs = [json.loads(line[6:]) for line in r.stdout.splitlines() if line.startswith("BENCH ")]
+    return r.returncode, recs, r.stdout + r.stderr
+
+
+def mp_args(image, **kw):
+    return dict(kw, image=str(image), lib=str(BUILD / "lib"))
+
+
+# --- the simulator ---------------------------------------------------------------
+
+PORT_RE = re.compile(r"gateway listening on ([\d.]+):(\d+)")
+
+
+class Sim:
+    """tools/sim in its own process group; output collected by a thread.
+    env: extra environment (MIMI_CONSOLE=1 puts the REPL on stdin)."""
+
+    def __init__(self, fs, *settings, env=None, console=False):
+        args = []
+        for s in settings:
+            args += ["--set", s]
+        e = dict(os.environ, **(env or {}))
+        if console:
+            e["MIMI_CONSOLE"] = "1"
+        self.t0 = time.monotonic()
+        self.p = subprocess.Popen(
+            [sys.executable, str(ROOT / "tools" / "sim"), "--fs", str(fs), *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            start_new_session=True, env=e)
+        self.lines = []  # (monotonic time, text)
+        self.cv = threading.Condition()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        buf = b""
+        while True:
+            data = os.read(self.p.stdout.fileno(), 4096)
+            if not data:
+                break
+            buf += data
+            now = time.monotonic()
+            *done, buf = buf.split(b"\n")
+            with self.cv:
+                for line in done:
+                    self.lines.append((now, line.decode("utf-8", "replace")))
+                self.cv.notify_all()
+        with self.cv:
+            self.lines.append((time.monotonic(), None))
+            self.cv.notify_all()
+
+    def wait_for(self, pattern, timeout=60, start=0):
+        """-> (match, seconds since launch, index of the line)."""
+        pat = re.compile(pattern) if isinstance(pattern, str) else pattern
+        deadline = time.monotonic() + timeout
+        i = start
+        with self.cv:
+            while True:
+                while i < len(self.lines):
+                    t, line = self.lines[i]
+                    if line is None:
+                        raise RuntimeError("simulator exited:\n" + self.output())
+                    m = pat.search(line)
+                    if m:
+                        return m, t - self.t0, i
+                    i += 1
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError("no %r in:\n%s" % (pat.pattern, self.output()))
+                self.cv.wait(left)
+
+    def send(self, text):
+        self.p.stdin.write(text.encode())
+        self.p.stdin.flush()
+
+    def output(self):
+        return "\n".join(x for _, x in self.lines if x)
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.p.pid, signal.SIGKILL)
+                self.p.wait()
+
+
+def cli(tables_fn):
+    """Standard main(): print the tables a driver returns."""
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-n", type=int, default=None, help="repetitions (driver default if unset)")
+    a = ap.parse_args()
+    for t in tables_fn(a.n):
+        print(t.text())

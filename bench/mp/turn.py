@@ -1,0 +1,131 @@
+# MicroPython side of bench/turn.py and bench/minheap.py: full agent turns through
+# the firmware's own worker.run_message() (system prompt, session load, provider,
+# HTTP client, ReAct loop, real tools, session save) on a board image.
+#   micropython bench/mp/turn.py '{"image":..., "lib":..., "mode": "prepare"|"turns", ...}'
+# prepare: install defaults, settings, and for workload "full" a 16 KB system prompt
+#   (oversized SOUL/USER/MEMORY) and 20 stored history messages.
+# turns: run "turns" turns; one "BENCH {json}" line per turn.
+import sys
+import json
+
+A = json.loads(sys.argv[1])
+sys.path[:] = [A["lib"]]
+from mimi import board  # noqa: E402
+
+board.mount_image(A["image"])
+sys.path[:] = ["", ".frozen", "/lib"]
+import gc  # noqa: E402
+import time  # noqa: E402
+from mimi import config, bus, fs  # noqa: E402
+
+CHAT = "bench"
+TEXT = "What time is it, and what is in my memory file?"
+
+
+def out(rec):
+    print("BENCH " + json.dumps(rec))
+
+
+def prepare():
+    from mimi import defaults
+    from mimi.memory import sessions, store
+    from mimi.agent import context
+
+    defaults.install()
+    config.cfg.load()
+    config.cfg.update({"provider": A["kind"], "api_key": A["api_key"], "api_base": A["base"],
+                       "model": "bench-model", "ws_token": "bench"})
+    if A.get("workload") == "full":
+        line = "The user likes short answers and lives in Lisbon; keep replies brief. "
+        fs.write_atomic(context.SOUL_PATH, (line * 200).encode())  # ~14 KB each:
+        fs.write_atomic(context.USER_PATH, (line * 200).encode())  # the prompt hits 16 KB
+        fs.write_atomic(store.MEMORY_PATH, (line * 70).encode())
+        fs.makedirs(sessions.DIR)
+        with open(sessions.path(bus.session_key("websocket", CHAT)), "wb") as f:
+            for k in range(A.get("history", 20)):
+                role = "user" if k % 2 == 0 else "assistant"
+                text = ("message %d: " % k) + "word " * 100  # ~510 bytes each
+                f.write(json.dumps({"role": role, "content": text, "ts": 0}).encode() + b"\n")
+    p = context.build_system_prompt("websocket", CHAT)
+    out({"prompt_bytes": len(p.encode()),
+         "history": len(sessions.load(bus.session_key("websocket", CHAT)))})
+
+
+def turns():
+    from mimi.agent import worker, react
+    from mimi.llm import provider, http
+
+    config.cfg.load()
+    seen = []
+    run_turn = react.run_turn
+
+    def spy(*a, **kw):
+        t = run_turn(*a, **kw)
+        seen.append(t)
+        return t
+
+    react.run_turn = spy
+    if A.get("close"):  # a new connection (and TLS handshake) for every LLM call
+        from mimi.llm.anthropic import Anthropic
+        from mimi.llm.openai import OpenAI
+
+        for cls in (Anthropic, OpenAI):
+            h = cls.headers
+            cls.headers = lambda self, h=h: dict(h(self), Connection="close")
+    if A.get("one_write"):  # experiment: request head and body in one write (Nagle)
+        exchange = http._exchange
+
+        def one_write(buf, head, body, method, cap):
+            if body:
+                head, body = bytes(head) + bytes(body), None
+            return exchange(buf, head, body, method, cap)
+
+        http._exchange = one_write
+    if A.get("nodelay"):  # experiment: TCP_NODELAY on the client's sockets
+        real = http.socket
+
+        class Shim:
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def socket(self, *a):
+                s = real.socket(*a)
+                s.setsockopt(6, 1, 1)  # IPPROTO_TCP, TCP_NODELAY
+                return s
+
+        http.socket = Shim()
+    samples = []
+    if A.get("sample"):  # live heap (after gc.collect) around every HTTP request
+        req = http.Client.request
+
+        def sampled(self, *a, **kw):
+            gc.collect()
+            samples.append(gc.mem_alloc())
+            r = req(self, *a, **kw)
+            gc.collect()
+            samples.append(gc.mem_alloc())
+            return r
+
+        http.Client.request = sampled
+    for i in range(A["turns"]):
+        chat = CHAT if A.get("workload") == "full" else "fresh%d" % i
+        gc.collect()
+        base = gc.mem_alloc()
+        del samples[:]
+        t0 = time.ticks_us()
+        reply = worker.run_message(bus.Msg("websocket", chat, TEXT))
+        us = time.ticks_diff(time.ticks_us(), t0)
+        t = seen[-1] if seen else None
+        cli = provider._cached[1].client if provider._cached else None
+        out({"us": us, "reply": reply[:60], "error": t.error if t else "no turn",
+             "llm_calls": t.llm_calls if t else 0, "tool_calls": t.tool_calls if t else 0,
+             "usage": t.usage if t else None,
+             "handshakes": cli.handshakes if cli else 0, "connects": cli.connects if cli else 0,
+             "heap_base": base, "heap_peak": max(samples) if samples else None,
+             "heap_total": gc.mem_alloc() + gc.mem_free()})
+
+
+if A["mode"] == "prepare":
+    prepare()
+else:
+    turns()

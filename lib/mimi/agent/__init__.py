@@ -1,0 +1,1 @@
+# Agent: worker thread, context builder and the ReAct loop.

@@ -1,0 +1,155 @@
+# The agent thread (MimiClaw's "second core"): takes one message at a time from
+# bus.inbound, runs a ReAct turn against the LLM with blocking HTTP, saves the
+# session and puts the reply on bus.outbound. It never touches asyncio objects;
+# the loop reads the outbound queue through its ThreadSafeFlag.
+import time
+import _thread
+from mimi import limits, log, bus, config
+
+SORRY = "Sorry, something went wrong: %s"
+FALLBACK_PROMPT = ("You are MimiClaw, a personal AI assistant running on an ESP32-S3. "
+                   "Be helpful, accurate and concise.\n\n## Current Turn Context\n"
+                   "- Channel: %s\n- Chat ID: %s\n")
+
+# Read by the watchdog (no lock needed: single writes of small ints/bools).
+progress = time.ticks_ms()  # ticks_ms of the last sign of life
+busy = False  # a turn is running
+turns = 0
+failures = 0
+
+_started = False
+_stop = False
+_tools = None
+
+
+def _alive():
+    global progress
+    progress = time.ticks_ms()
+
+
+def _system_prompt(channel, chat_id):
+    try:
+        from mimi.agent import context
+    except ImportError as e:
+        if "context" not in str(e):
+            raise
+        log.warning("agent", "mimi.agent.context missing; minimal system prompt")
+        return FALLBACK_PROMPT % (channel, chat_id)
+    return context.build_system_prompt(channel, chat_id)
+
+
+def _registry():
+    global _tools
+    if _tools is None:
+        import mimi.tools
+
+        _tools = mimi.tools.load_all()
+    return _tools
+
+
+def run_message(msg):
+    """One turn for msg (a bus.Msg) -> the reply text. Never raises. The session
+    gets the user text and the answer only when the turn succeeded."""
+    global busy, turns, failures
+    busy = True
+    _alive()
+    try:
+        from mimi.llm import provider
+        from mimi.agent import react
+        from mimi.memory import sessions
+        from mimi.tools.registry import Ctx
+
+        key = msg.session
+        system = _system_prompt(msg.channel, msg.chat_id)
+        history = sessions.load(key)
+        _alive()
+        # Built per turn so settings changed on the REPL apply without a reboot.
+        llm = provider.from_config(config.cfg)
+        turn = react.run_turn(llm, system, history, msg.content, _registry(),
+                              Ctx(msg.channel, msg.chat_id))
+        system = history = llm = None
+        turns += 1
+        if turn.error:
+            failures += 1
+            log.warning("agent", "%s: turn failed: %s", key, turn.error)
+            return turn.text or SORRY % turn.error
+        sessions.append(key, "user", msg.content)
+        sessions.append(key, "assistant", turn.text)
+        sessions.flush()
+        return turn.text
+    except Exception as e:  # one bad turn must not stop the agent
+        failures += 1
+        log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
+        return SORRY % (str(e) or type(e).__name__)
+    finally:
+        busy = False
+        _alive()
+
+
+def _put_out(msg, timeout_ms=None):
+    """Outbound full: retry with short sleeps (the loop drains it), never drop a reply."""
+    if bus.outbound.put(msg):
+        return True
+    if timeout_ms is not None:
+        return bus.outbound.put_wait(msg, timeout_ms)
+    while not bus.outbound.put_wait(msg, limits.AGENT_OUT_WARN_MS):
+        log.warning("agent", "outbound queue full for %ds; still holding a reply for %s",
+                    limits.AGENT_OUT_WARN_MS // 1000, msg.session)
+        _alive()
+    return True
+
+
+def handle(msg):
+    """Status, turn, reply: what the thread does with one inbound message."""
+    log.info("agent", "turn for %s (%d chars)", msg.session, len(msg.content or ""))
+    if msg.channel != "system":
+        _put_out(bus.Msg(msg.channel, msg.chat_id, "working", bus.STATUS, msg.meta),
+                 limits.AGENT_STATUS_WAIT_MS)
+    reply = run_message(msg)
+    _put_out(bus.Msg(msg.channel, msg.chat_id, reply, bus.REPLY, msg.meta))
+
+
+def _loop():
+    global _started
+    log.info("agent", "agent thread running")
+    try:
+        while not _stop:
+            msg = bus.inbound.get_blocking(1000)
+            _alive()
+            if msg is not None:
+                try:
+                    handle(msg)
+                except Exception as e:
+                    log.exception("agent", "handling %r" % (msg,), e)
+                msg = None
+    finally:
+        _started = False
+        log.info("agent", "agent thread stopped")
+
+
+def start():
+    """Start the agent thread once (stack size set explicitly: TLS and JSON need it)."""
+    global _started, _stop
+    if _started:
+        return False
+    _stop = False
+    _started = True
+    _thread.stack_size(limits.AGENT_STACK)
+    try:
+        _thread.start_new_thread(_loop, ())
+    except Exception:
+        _started = False
+        raise
+    finally:
+        _thread.stack_size(0)
+    return True
+
+
+def stop():
+    """Ask the thread to end after its current turn (tests, restart)."""
+    global _stop
+    _stop = True
+
+
+def running():
+    return _started

@@ -1,0 +1,1 @@
+# Channels: the WebSocket gateway, Telegram, and the outbound dispatcher.

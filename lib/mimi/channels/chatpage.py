@@ -1,0 +1,52 @@
+# The chat page the gateway serves on GET /: one self-contained HTML file (no
+# external assets). Model output is shown with textContent only, never as HTML.
+# It always connects to the host it was loaded from (no gateway URL parameter).
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+       "connect-src ws: wss:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+PAGE = rb"""<!doctype html><html><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1"><title>MimiClaw</title>
+<style>
+body{font:15px system-ui,sans-serif;margin:0;display:flex;flex-direction:column;height:100vh;background:#f3f3f5}
+header{padding:8px 12px;background:#262630;color:#eee;display:flex;gap:6px;align-items:center;flex-wrap:wrap}
+header input{width:9em}#cs{font-size:13px;color:#bbb}
+#log{flex:1;overflow-y:auto;padding:12px}
+.m{max-width:80%;margin:6px 0;padding:8px 10px;border-radius:10px;white-space:pre-wrap;overflow-wrap:anywhere}
+.u{background:#d6e7ff;margin-left:auto}.a{background:#fff}.e{background:#fde0e0}
+#st{padding:0 12px;color:#666;min-height:1.3em;font-style:italic}
+form{display:flex;gap:8px;padding:8px 12px}textarea{flex:1;font:inherit}
+</style></head><body>
+<header><b>MimiClaw</b><input id="tok" type="password" placeholder="gateway token" autocomplete="off">
+<input id="cid" placeholder="chat id" maxlength="31"><button id="go">Connect</button><span id="cs">offline</span></header>
+<div id="log"></div><div id="st"></div>
+<form id="f"><textarea id="t" rows="2" placeholder="Message (Enter sends)"></textarea><button>Send</button></form>
+<script>
+"use strict";
+const $=i=>document.getElementById(i),q=new URLSearchParams(location.search),S=localStorage;
+let ws=null;
+$('tok').value=q.get('token')||S.getItem('mimi_tok')||'';
+$('cid').value=q.get('chat_id')||S.getItem('mimi_cid')||('web'+Math.random().toString(36).slice(2,8));
+if(q.has('token'))history.replaceState(null,'',location.pathname);
+function add(c,t){const d=document.createElement('div');d.className='m '+c;d.textContent=t;$('log').appendChild(d);d.scrollIntoView();}
+function cid(){return $('cid').value.replace(/[^A-Za-z0-9_-]/g,'').slice(0,31);}
+function connect(){
+ if(ws){ws.onclose=null;ws.close();}
+ const tok=$('tok').value.trim();S.setItem('mimi_tok',tok);S.setItem('mimi_cid',cid());
+ ws=new WebSocket((location.protocol=='https:'?'wss://':'ws://')+location.host+'/'+(tok?'?token='+encodeURIComponent(tok):''));
+ $('cs').textContent='connecting';
+ ws.onopen=()=>{$('cs').textContent='online';};
+ ws.onclose=e=>{$('cs').textContent='offline ('+e.code+')';$('st').textContent='';};
+ ws.onmessage=e=>{let m;try{m=JSON.parse(e.data);}catch(x){return;}
+  if(m.type=='status'){$('st').textContent=m.content=='working'?'MimiClaw is working\u2026':String(m.content);}
+  else if(m.type=='response'){$('st').textContent='';add('a',String(m.content));}
+  else if(m.type=='error'){$('st').textContent='';add('e',String(m.content));}};
+}
+$('go').onclick=connect;
+$('f').onsubmit=e=>{e.preventDefault();const t=$('t').value.trim();
+ if(!t)return;if(!ws||ws.readyState!=1){add('e','Not connected');return;}
+ const m={type:'message',content:t},c=cid();if(c)m.chat_id=c;
+ ws.send(JSON.stringify(m));add('u',t);$('t').value='';};
+$('t').onkeydown=e=>{if(e.key=='Enter'&&!e.shiftKey){e.preventDefault();$('f').requestSubmit();}};
+connect();
+</script></body></html>
+"""

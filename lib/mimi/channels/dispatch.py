@@ -1,0 +1,92 @@
+# The outbound dispatcher (a loop task): takes replies and statuses off
+# bus.outbound and hands each to its channel's sender. Every channel has its own
+# lane (a short queue and a task), so a slow channel (Telegram over TLS) never
+# holds up another; within a channel the order is kept (status before reply).
+import asyncio
+from mimi import bus, log, limits
+
+_lanes = {}
+_running = False
+
+
+class Lane:
+    def __init__(self, channel, send):
+        self.channel = channel
+        self.send = send
+        self.items = []
+        self.ev = asyncio.Event()
+        self.task = None
+
+    def start(self):
+        if self.task is None:
+            self.task = asyncio.create_task(self.run())
+
+    def push(self, msg):
+        if len(self.items) >= limits.DISPATCH_LANE_MAX:
+            # Make room by dropping a status first; a reply is dropped only with a log line.
+            for i, m in enumerate(self.items):
+                if m.kind == bus.STATUS:
+                    self.items.pop(i)
+                    break
+            else:
+                old = self.items.pop(0)
+                log.error("dispatch", "%s is not keeping up; dropped %r", self.channel, old)
+        self.items.append(msg)
+        self.ev.set()
+
+    async def run(self):
+        while True:
+            while not self.items:
+                self.ev.clear()
+                await self.ev.wait()
+            msg = self.items.pop(0)
+            try:
+                await self.send(msg)
+            except Exception as e:
+                log.exception("dispatch", "sending %r" % (msg,), e)
+            msg = None
+            await asyncio.sleep_ms(0)  # let the channel's own tasks (client senders) run
+
+
+def register(channel, send):
+    """send: `async def send(msg)` for messages whose msg.channel is `channel`."""
+    lane = Lane(channel, send)
+    _lanes[channel] = lane
+    if _running:
+        lane.start()
+
+
+def unregister(channel):
+    lane = _lanes.pop(channel, None)
+    if lane and lane.task:
+        lane.task.cancel()
+
+
+def route(msg):
+    if msg.channel == "system" and "system" not in _lanes:  # heartbeat registers one
+        if msg.kind == bus.REPLY:
+            log.info("system", "%s: %s", msg.chat_id, (msg.content or "")[:128])
+        return
+    lane = _lanes.get(msg.channel)
+    if lane is None:
+        log.warning("dispatch", "no channel %r; dropped %r", msg.channel, msg)
+        return
+    lane.push(msg)
+
+
+async def run():
+    """The dispatcher task (app.tasks())."""
+    global _running
+    _running = True
+    for lane in _lanes.values():
+        lane.start()
+    try:
+        while True:
+            route(await bus.outbound.get())
+            await asyncio.sleep_ms(0)  # lanes run between messages: they fill only when a channel is slow
+    finally:
+        _running = False
+        for lane in _lanes.values():
+            if lane.task:
+                lane.task.cancel()
+                lane.task = None

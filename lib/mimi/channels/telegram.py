@@ -1,0 +1,451 @@
+# Telegram channel: getUpdates long poll and replies, on the asyncio loop.
+#
+# Two keep-alive connections to tg_api_base: one for the long poll (busy for up to
+# 30 s at a time), one for sends, so a reply never waits for a poll to end.
+# Access: only chats in tg_allow reach the agent; a stranger is told its chat id
+# (once per chat per hour) and nothing else happens: no LLM call, no file write.
+import json
+import time
+import asyncio
+from mimi import limits, log, bus, fs, config, jsonutil
+from mimi.channels import tgformat
+
+TAG = "tg"
+CHANNEL = "telegram"
+cfg = config.cfg
+
+GREETING = (
+    "Hi, I'm MimiClaw, a small AI assistant living on a microcontroller.\n\n"
+    "Just write to me. I can answer questions, search the web, tell the time, keep "
+    "notes and long-term memory, read and write files on my flash, schedule reminders "
+    "(cron) and switch GPIO pins.\n\n"
+    "/help - what I understand\n/reset - forget this conversation"
+)
+HELP = (
+    "Commands:\n"
+    "/start - introduction\n"
+    "/help - this list\n"
+    "/reset - clear this chat's conversation history\n\n"
+    "Anything else you write goes to the assistant. Text only for now."
+)
+TEXT_ONLY = "I can only read text messages for now."
+BUSY = "I'm busy with other messages, try again shortly."
+RESET_DONE = "Conversation cleared. Let's start fresh."
+STRANGER = ("This bot is private. Your chat id is %s.\n"
+            "Its owner can allow you on the board's REPL with: allow_chat(%s)")
+
+
+class ApiError(Exception):
+    def __init__(self, code, description, retry_after=None):
+        super().__init__("%s %s" % (code, description))
+        self.code = code
+        self.description = description or ""
+        self.retry_after = retry_after
+
+    @property
+    def entities(self):
+        return self.code == 400 and "can't parse entities" in self.description
+
+
+class Api:
+    """Bot API calls over one keep-alive AsyncClient."""
+
+    def __init__(self, base, token, timeout_s, client=None):
+        self.base = base
+        self.token = token
+        self.client = client or _client(base, timeout_s)
+
+    async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S):
+        body = json.dumps(params or {}).encode()
+        r = await self.client.request(
+            "POST", "/bot%s/%s" % (self.token, method),
+            headers={"Content-Type": "application/json"}, body=body, deadline_s=deadline_s)
+        try:
+            obj = jsonutil.loads(r.body)
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict):
+            raise ApiError(r.status, "non-JSON answer (HTTP %d)" % r.status)
+        if r.status == 200 and obj.get("ok"):
+            return obj.get("result")
+        p = obj.get("parameters") or {}
+        raise ApiError(obj.get("error_code") or r.status, obj.get("description"), p.get("retry_after"))
+
+    def close(self):
+        try:
+            self.client.close()
+        except Exception:
+            pass
+
+
+def _client(base, timeout_s):
+    from mimi.llm import http
+
+    # ca=None: the client verifies against the board's root bundle (limits.CA_BUNDLE)
+    return http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s)
+
+
+def _retryable_send(e):
+    """May a failed send be repeated without risking a duplicate message? Only when
+    Telegram (or its gateway) answered that it did not take it. A connection that died
+    after the request went out may have delivered it: not repeated."""
+    return isinstance(e, ApiError) and (e.code == 429 or e.code in (502, 503, 504))
+
+
+def allowed(chat_id):
+    return str(chat_id) in cfg.get("tg_allow").split(",")
+
+
+class Telegram:
+    def __init__(self):
+        self.poll_api = None
+        self.send_api = None
+        self.token = None
+        self.bot_id = None
+        self.username = None
+        self.offset = 0
+        self.saved_offset = 0
+        self.unsaved = 0  # updates taken since the offset was last written
+        self.recent = []  # "chat:message_id" of handled messages
+        self.strangers = {}  # chat id -> time told
+        self.typing = {}  # chat id -> renewal task
+        self.changed = asyncio.ThreadSafeFlag()
+        cfg.watch(self._on_config)
+
+    def _on_config(self, keys):
+        if "tg_token" in keys or "tg_api_base" in keys or "proxy_host" in keys:
+            self.changed.set()
+
+    # ---------------------------------------------------------------- state
+    def _load_offset(self):
+        self.offset = self.saved_offset = self.unsaved = 0
+        try:
+            with open(limits.TG_OFFSET_PATH) as f:
+                d = json.load(f)
+            if str(d.get("bot")) == str(self.bot_id):
+                self.offset = self.saved_offset = int(d.get("offset") or 0)
+        except (OSError, ValueError, AttributeError, TypeError):
+            pass
+
+    def _save_offset(self):
+        if self.offset == self.saved_offset:
+            return
+        try:
+            fs.write_atomic(limits.TG_OFFSET_PATH, json.dumps({"bot": self.bot_id, "offset": self.offset}))
+            self.saved_offset = self.offset
+            self.unsaved = 0
+        except OSError as e:
+            log.error(TAG, "saving the update offset failed: %s", e)
+
+    def _connect(self, token):
+        self._close()
+        base = cfg.get("tg_api_base")
+        self.token = token
+        self.bot_id = token.split(":", 1)[0]
+        self.poll_api = Api(base, token, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S)
+        self.send_api = Api(base, token, limits.TG_SEND_TIMEOUT_S)
+        self.username = None
+        self._load_offset()
+
+    def _close(self):
+        for api in (self.poll_api, self.send_api):
+            if api:
+                api.close()
+        self.poll_api = self.send_api = None
+        self.token = None
+
+    async def _wait_change(self, seconds):
+        """Sleep up to `seconds`; returns early when the Telegram settings change."""
+        try:
+            await asyncio.wait_for(self.changed.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    # ---------------------------------------------------------------- polling
+    async def run(self):
+        backoff = limits.TG_BACKOFF_MIN_S
+        conflict = limits.TG_CONFLICT_MIN_S
+        idle_logged = False
+        while True:
+            token = cfg.get("tg_token")
+            if not token:
+                self._close()
+                if not idle_logged:
+                    log.info(TAG, "no bot token; Telegram idle until set_tg_token(...)")
+                    idle_logged = True
+                await self._wait_change(3600)
+                continue
+            idle_logged = False
+            try:
+                if token != self.token or self.poll_api is None or self.poll_api.base != cfg.get("tg_api_base"):
+                    self._connect(token)
+                if self.username is None:
+                    me = await self.send_api.call("getMe")
+                    self.username = me.get("username") or ""
+                    self.bot_id = str(me.get("id") or self.bot_id)
+                    log.info(TAG, "bot @%s ready, polling", self.username)
+                updates = await self.poll_api.call("getUpdates", {
+                    "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
+                    "limit": limits.TG_POLL_LIMIT, "allowed_updates": ["message"]},
+                    deadline_s=limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S)
+                backoff = limits.TG_BACKOFF_MIN_S
+                conflict = limits.TG_CONFLICT_MIN_S
+                await self._batch(updates or [])
+            except ApiError as e:
+                if e.code == 409:
+                    log.warning(TAG, "409 Conflict: another program is polling this bot (or a "
+                                "webhook is set): %s; retrying in %d s", e.description, conflict)
+                    await self._wait_change(conflict)
+                    conflict = min(conflict * 2, limits.TG_CONFLICT_MAX_S)
+                elif e.code == 429:
+                    wait = min(e.retry_after or backoff, limits.TG_RETRY_AFTER_MAX_S)
+                    log.warning(TAG, "429 Too Many Requests; waiting %d s", wait)
+                    await asyncio.sleep(wait)
+                elif e.code in (401, 404):
+                    log.error(TAG, "the bot token was refused (%s); check set_tg_token(...)", e)
+                    self._close()
+                    await self._wait_change(limits.TG_BAD_TOKEN_S)
+                else:
+                    log.warning(TAG, "getUpdates failed: %s; retry in %d s", e, backoff)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, limits.TG_BACKOFF_MAX_S)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # network, TLS, timeouts: the client reconnects next time
+                log.warning(TAG, "polling failed: %s %s; retry in %d s", type(e).__name__, e, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, limits.TG_BACKOFF_MAX_S)
+
+    async def _batch(self, updates):
+        """Handle one getUpdates batch. The offset is saved BEFORE any message is handed
+        to the agent: after a crash an update is lost rather than answered twice (a
+        second LLM turn and a duplicate reply are worse than asking again). Batches
+        with nothing for the agent are not written every time (flash wear, and a
+        stranger must not be able to make the board write)."""
+        todo = []
+        for upd in updates:
+            uid = upd.get("update_id")
+            if not isinstance(uid, int) or uid < self.offset:
+                continue
+            self.offset = uid + 1
+            todo.append(upd)
+        acts = [self._classify(u) for u in todo]
+        self.unsaved += len(todo)
+        if any(a[0] in ("agent", "reset") for a in acts) or self.unsaved >= limits.TG_OFFSET_SAVE_EVERY:
+            self._save_offset()
+        for a in acts:
+            try:
+                await self._act(a)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.exception(TAG, "handling an update failed", e)
+
+    def _classify(self, upd):
+        """An update -> (action, chat_id, text, meta); no side effects except RAM."""
+        msg = upd.get("message")
+        if not isinstance(msg, dict):
+            msg = upd.get("edited_message")  # not requested, but be safe
+            if not isinstance(msg, dict):
+                return ("ignore", None, None, None)
+            edited = True
+        else:
+            edited = False
+        chat = msg.get("chat") or {}
+        if chat.get("id") is None:
+            return ("ignore", None, None, None)
+        chat_id = str(chat.get("id"))
+        key = "%s:%s" % (chat_id, msg.get("message_id"))
+        if key in self.recent:
+            return ("ignore", None, None, None)
+        self.recent.append(key)
+        if len(self.recent) > limits.TG_DEDUP:
+            self.recent.pop(0)
+        text = msg.get("text")
+        group = chat.get("type") in ("group", "supergroup")
+        meta = {"message_id": msg.get("message_id"), "group": group}
+        if group:
+            text, addressed = self._addressed(msg, text)
+            if not addressed:
+                return ("ignore", None, None, None)
+        if not allowed(chat_id):
+            return ("stranger", chat_id, None, meta)
+        if edited or not isinstance(text, str):
+            return ("text_only", chat_id, None, meta)
+        text = text.strip()
+        cmd = text.split(None, 1)[0].lower() if text.startswith("/") else ""
+        if cmd and "@" in cmd:
+            cmd, _, who = cmd.partition("@")
+            if self.username and who != self.username.lower():
+                return ("ignore", None, None, None)  # a command for another bot
+        if cmd == "/start":
+            return ("reply", chat_id, GREETING, meta)
+        if cmd == "/help":
+            return ("reply", chat_id, HELP, meta)
+        if cmd == "/reset":
+            return ("reset", chat_id, None, meta)
+        if not text:
+            return ("ignore", None, None, None)
+        return ("agent", chat_id, text, meta)
+
+    def _addressed(self, msg, text):
+        """Group chats: only messages that mention the bot, reply to it, or are commands."""
+        reply = msg.get("reply_to_message") or {}
+        to_bot = str((reply.get("from") or {}).get("id")) == str(self.bot_id)
+        if not isinstance(text, str):
+            return text, to_bot
+        if self.username:
+            tag = "@" + self.username.lower()
+            low = text.lower()
+            i = low.find(tag)
+            if i >= 0 and not low.startswith("/"):
+                return (text[:i] + text[i + len(tag):]).strip(), True
+        return text, to_bot or text.startswith("/")
+
+    async def _act(self, a):
+        what, chat_id, text, meta = a
+        if what == "ignore":
+            return
+        if what == "stranger":
+            now = time.time()
+            last = self.strangers.get(chat_id)
+            if last is not None and 0 <= now - last < limits.TG_STRANGER_S:
+                return
+            if len(self.strangers) >= limits.TG_STRANGERS_MAX:
+                oldest = min(self.strangers, key=lambda k: self.strangers[k])
+                del self.strangers[oldest]
+            self.strangers[chat_id] = now
+            log.info(TAG, "message from chat %s, which is not in tg_allow", chat_id)
+            await self.send_plain(chat_id, STRANGER % (chat_id, chat_id))
+        elif what == "text_only":
+            await self.send_plain(chat_id, TEXT_ONLY)
+        elif what == "reply":
+            await self.send_text(chat_id, text)
+        elif what == "reset":
+            from mimi.memory import sessions
+
+            sessions.clear(bus.session_key(CHANNEL, chat_id))
+            log.info(TAG, "session %s cleared by /reset", bus.session_key(CHANNEL, chat_id))
+            await self.send_plain(chat_id, RESET_DONE)
+        elif what == "agent":
+            if not bus.inbound.put(bus.Msg(CHANNEL, chat_id, text, meta=meta)):
+                log.warning(TAG, "inbound queue full; chat %s told to retry", chat_id)
+                await self.send_plain(chat_id, BUSY)
+
+    # ---------------------------------------------------------------- sending
+    async def _send(self, params):
+        """One sendMessage with retries that cannot duplicate; raises the last error."""
+        tries = 0
+        while True:
+            try:
+                return await self.send_api.call("sendMessage", params)
+            except ApiError as e:
+                if e.entities or not _retryable_send(e) or tries >= limits.TG_SEND_RETRIES:
+                    raise
+                wait = min(e.retry_after or (1 << tries), limits.TG_RETRY_AFTER_MAX_S)
+            tries += 1
+            log.warning(TAG, "sendMessage failed; retry %d in %d s", tries, wait)
+            await asyncio.sleep(wait)
+
+    async def send_plain(self, chat_id, text):
+        if self.send_api is None:
+            return False
+        try:
+            await self._send({"chat_id": chat_id, "text": text})
+            return True
+        except Exception as e:
+            log.error(TAG, "sending to %s failed: %s", chat_id, e)
+            return False
+
+    async def send_text(self, chat_id, markdown, reply_to=None):
+        """Markdown -> HTML parts in order; a part whose entities Telegram refuses is
+        sent again as plain text; any other failure is logged, never re-sent."""
+        if self.send_api is None:
+            log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
+            return False
+        ok = True
+        for html, plain in tgformat.split(markdown or "", limits.TG_MSG_MAX):
+            params = {"chat_id": chat_id, "text": html, "parse_mode": "HTML"}
+            if reply_to:
+                params["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
+                reply_to = None
+            try:
+                await self._send(params)
+                continue
+            except ApiError as e:
+                if not e.entities:
+                    log.error(TAG, "sending to %s failed: %s", chat_id, e)
+                    ok = False
+                    continue
+                log.warning(TAG, "Telegram refused the HTML (%s); sending plain text", e.description)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.error(TAG, "sending to %s failed: %s %s", chat_id, type(e).__name__, e)
+                ok = False
+                continue
+            params.pop("parse_mode")
+            params["text"] = plain
+            try:
+                await self._send(params)
+            except Exception as e:
+                log.error(TAG, "plain-text resend to %s failed: %s", chat_id, e)
+                ok = False
+        return ok
+
+    async def _action(self, chat_id):
+        try:
+            await self.send_api.call("sendChatAction", {"chat_id": chat_id, "action": "typing"})
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.warning(TAG, "typing for %s failed: %s", chat_id, e)
+
+    async def _typing_loop(self, chat_id):
+        start = time.time()
+        try:
+            while time.time() - start < limits.TG_TYPING_MAX_S:
+                await asyncio.sleep(limits.TG_TYPING_S)
+                if self.send_api is None:
+                    break
+                await self._action(chat_id)
+        finally:
+            if self.typing.get(chat_id) is asyncio.current_task():
+                del self.typing[chat_id]
+
+    def _stop_typing(self, chat_id):
+        t = self.typing.pop(chat_id, None)
+        if t is not None:
+            t.cancel()
+
+    async def send(self, msg):
+        """The dispatcher's sender for channel "telegram"."""
+        chat_id = msg.chat_id
+        if msg.kind == bus.STATUS:
+            if self.send_api is None or chat_id in self.typing:
+                return
+            await self._action(chat_id)  # awaited: typing shows before a fast reply
+            self.typing[chat_id] = asyncio.create_task(self._typing_loop(chat_id))
+            return
+        self._stop_typing(chat_id)
+        meta = msg.meta or {}
+        await self.send_text(chat_id, msg.content, meta.get("message_id") if meta.get("group") else None)
+
+
+bot = None
+
+
+def install():
+    """Create the channel and register its sender with the dispatcher."""
+    global bot
+    if bot is None:
+        from mimi.channels import dispatch
+
+        bot = Telegram()
+        dispatch.register(CHANNEL, bot.send)
+    return bot
+
+
+def run():
+    """The poller task (app.tasks())."""
+    return install().run()

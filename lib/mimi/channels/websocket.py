@@ -1,0 +1,368 @@
+# The WebSocket gateway (SPEC §7): an RFC 6455 server on the asyncio loop, plus the
+# chat page on a plain GET /. Each client has a reader (this connection's task)
+# and a sender task with a bounded outbox, so one slow client holds up nobody.
+# Guards the C gateway lacked: token auth, a browser Origin check (a web page the
+# user visits must not drive the board), frame and message caps, client masking,
+# a connection cap, and slots freed on every kind of disconnect.
+import os
+import json
+import errno
+import asyncio
+from mimi import limits, log, bus, board, config
+from mimi.channels import wsproto as wp
+from mimi.channels import dispatch
+
+CHANNEL = "websocket"
+_ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+
+port = None  # the port actually listening (ws_port 0 picks one)
+clients = []
+_conns = 0
+_seq = 0
+
+
+class Client:
+    def __init__(self, rd, w, chat_id):
+        self.rd = rd
+        self.w = w
+        self.chat_id = chat_id
+        self.out = []  # [(frame bytes, is_close)]
+        self.out_bytes = 0
+        self.ev = asyncio.Event()  # set: something to send
+        self.room = asyncio.Event()  # set: the sender took a frame
+        self.closing = False  # our close frame is queued: nothing else goes out
+        self.dead = False
+        self.task = asyncio.current_task()
+        self.sender = None
+
+    # --- sending (any task on the loop) ------------------------------------
+    def push(self, data, is_close=False, status=False):
+        if self.dead or self.closing:
+            return False
+        if not is_close and (len(self.out) >= limits.WS_CLIENT_OUTBOX or
+                             self.out_bytes + len(data) > limits.WS_CLIENT_OUTBOX_BYTES):
+            if status:
+                return False  # a "working" status can be skipped; a reply cannot
+            log.warning("ws", "client %s is not reading; dropping it", self.chat_id)
+            self.drop()
+            return False
+        self.out.append((data, is_close))
+        self.out_bytes += len(data)
+        if is_close:
+            self.closing = True
+            _forget(self)  # the slot is free as soon as we are closing
+        self.ev.set()
+        return True
+
+    def send_obj(self, obj):
+        return self.push(wp.frame(wp.TEXT, json.dumps(obj)))
+
+    def error(self, text):
+        self.send_obj({"type": "error", "content": text})
+
+    def drop(self):
+        self.dead = True
+        _forget(self)
+        if self.task is not asyncio.current_task():
+            self.task.cancel()
+
+    async def _send_loop(self):
+        try:
+            while True:
+                while not self.out:
+                    self.ev.clear()
+                    await self.ev.wait()
+                data, is_close = self.out.pop(0)
+                self.out_bytes -= len(data)
+                self.room.set()
+                self.w.write(data)
+                await asyncio.wait_for(self.w.drain(), limits.WS_WRITE_TIMEOUT_S)
+                if is_close:
+                    return
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # timeout, reset: the connection is gone
+            log.info("ws", "client %s: send failed (%s)", self.chat_id, type(e).__name__)
+            self.drop()
+
+    # --- receiving (this connection's task) ----------------------------------
+    async def run(self):
+        self.sender = asyncio.create_task(self._send_loop())
+        asm = wp.Assembler(limits.WS_FRAME_MAX)
+        pinged = False
+        while not self.dead:
+            # Backpressure: a client that floods us but reads slowly is read slowly.
+            while len(self.out) >= limits.WS_CLIENT_OUTBOX // 2 and not self.dead:
+                self.room.clear()
+                await self.room.wait()
+            try:
+                await asyncio.wait_for(self.rd.fill(1), limits.WS_PING_S)
+            except asyncio.TimeoutError:
+                if pinged:
+                    log.info("ws", "client %s: no answer to ping; dropped", self.chat_id)
+                    return
+                pinged = True
+                self.push(wp.frame(wp.PING, b"mimi"))
+                continue
+            pinged = False
+            try:
+                fin, op, payload = await asyncio.wait_for(
+                    wp.read_frame(self.rd, limits.WS_FRAME_MAX), limits.WS_FRAME_TIMEOUT_S)
+                if op == wp.CLOSE:
+                    code = wp.close_code(payload)
+                    self.push(wp.close_frame(wp.NORMAL if code == 1005 else code), True)
+                    await self._flush()
+                    return
+                if op == wp.PING:
+                    self.push(wp.frame(wp.PONG, payload))
+                    continue
+                if op == wp.PONG:
+                    continue
+                m = asm.feed(fin, op, payload)
+            except wp.ProtocolError as e:
+                log.info("ws", "client %s: %s; closing with %d", self.chat_id, e.reason, e.code)
+                await self.close(e.code, e.reason, e.skip)
+                return
+            payload = None
+            if m:
+                self.on_message(m[0], m[1])
+
+    async def _flush(self):
+        if self.sender:
+            try:
+                await asyncio.wait_for(self.sender, limits.WS_CLOSE_WAIT_S)
+            except Exception:
+                pass
+
+    async def close(self, code, reason="", skip=0):
+        """Our close frame, then wait (briefly) for the peer's, so it reads ours before
+        the TCP connection goes (unread data would make the close a reset)."""
+        self.push(wp.close_frame(code, reason), True)
+        try:
+            await asyncio.wait_for(self._linger(skip), limits.WS_CLOSE_WAIT_S)
+        except Exception:
+            pass
+        await self._flush()
+
+    async def _linger(self, skip):
+        if skip > limits.WS_DRAIN_MAX:
+            return
+        await self.rd.skip(skip)
+        while True:
+            fin, op, payload = await wp.read_frame(self.rd, limits.WS_DRAIN_MAX)
+            if op == wp.CLOSE:
+                return
+
+    def on_message(self, op, data):
+        if op != wp.TEXT:
+            return self.error("only text frames with JSON are accepted")
+        try:
+            obj = json.loads(data.decode())
+        except UnicodeError:
+            return self.error("invalid UTF-8")
+        except ValueError:
+            return self.error("invalid JSON")
+        if not isinstance(obj, dict):
+            return self.error("expected a JSON object")
+        kind = obj.get("type")
+        if kind != "message":
+            return self.error("unknown type %s; send {\"type\":\"message\",\"content\":\"...\"}"
+                              % json.dumps(kind)[:40])
+        content = obj.get("content")
+        if not isinstance(content, str) or not content.strip():
+            return self.error("content must be non-empty text")
+        cid = obj.get("chat_id")
+        if cid is not None and cid != "":
+            cid = chat_id_ok(cid)
+            if cid is None:
+                return self.error("chat_id: 1 to %d of A-Z a-z 0-9 _ -" % limits.WS_CHAT_ID_MAX)
+            self.chat_id = cid
+        if not bus.inbound.put(bus.Msg(CHANNEL, self.chat_id, content)):
+            log.warning("ws", "inbound queue full; told client %s to retry", self.chat_id)
+            self.send_obj({"type": "error", "content": bus.BUSY, "chat_id": self.chat_id})
+
+
+def _forget(client):
+    if client in clients:
+        clients.remove(client)
+        log.info("ws", "client %s disconnected (%d left)", client.chat_id, len(clients))
+
+
+def chat_id_ok(cid):
+    """The chat id as a str if acceptable ([A-Za-z0-9_-], at most 31), else None."""
+    if isinstance(cid, bool) or not isinstance(cid, (str, int)):
+        return None
+    cid = str(cid)
+    if not 0 < len(cid) <= limits.WS_CHAT_ID_MAX:
+        return None
+    for ch in cid:
+        if ch not in _ID_OK:
+            return None
+    return cid
+
+
+def own_hosts():
+    hosts = set()
+    try:
+        hosts.add(board.wlan().ifconfig()[0])
+    except Exception:
+        pass
+    if board.BIND_ADDR != "0.0.0.0":
+        hosts.add(board.BIND_ADDR)
+    if board.NAME == "host":
+        hosts.add("localhost")
+    return hosts
+
+
+async def send(msg):
+    """Dispatcher target: a status or reply to every client on msg.chat_id."""
+    if msg.kind == bus.STATUS:
+        obj = {"type": "status", "content": msg.content, "chat_id": msg.chat_id}
+    else:
+        obj = {"type": "response", "content": msg.content, "chat_id": msg.chat_id}
+    data = None
+    n = 0
+    for c in list(clients):  # push() may drop a client from the list
+        if c.chat_id == msg.chat_id and not c.dead:
+            if data is None:
+                data = wp.frame(wp.TEXT, json.dumps(obj))
+            n += c.push(data, status=msg.kind == bus.STATUS)
+    if not n and msg.kind == bus.REPLY:
+        log.info("ws", "no client on chat %s; the reply stays in its session", msg.chat_id)
+
+
+async def _respond(w, status, body, ctype="text/plain; charset=utf-8", extra=()):
+    w.write(wp.http_response(status, body, ctype, extra))
+    await asyncio.wait_for(w.drain(), limits.WS_WRITE_TIMEOUT_S)
+
+
+async def _handshake(rd, w):
+    """HTTP part. -> a registered-or-refused Client to run, or None when done."""
+    global _seq
+    try:
+        head = await asyncio.wait_for(rd.read_head(limits.WS_HEADER_MAX),
+                                      limits.WS_HANDSHAKE_TIMEOUT_S)
+        method, path, query, headers = wp.parse_request(head)
+    except ValueError as e:
+        await _respond(w, "400 Bad Request", "%s\n" % e)
+        return None
+    head = None
+    if method != "GET":
+        await _respond(w, "405 Method Not Allowed", "GET only\n", extra=("Allow: GET",))
+        return None
+    if not wp.has_token(headers.get("upgrade"), "websocket"):
+        if path != "/":
+            await _respond(w, "404 Not Found", "not found\n")
+            return None
+        from mimi.channels import chatpage
+
+        await _respond(w, "200 OK", chatpage.PAGE, "text/html; charset=utf-8", (
+            "Content-Security-Policy: " + chatpage.CSP, "X-Frame-Options: DENY",
+            "Referrer-Policy: no-referrer", "X-Content-Type-Options: nosniff"))
+        return None
+    key = headers.get("sec-websocket-key", "")
+    if not wp.has_token(headers.get("connection"), "upgrade") or not wp.key_ok(key):
+        await _respond(w, "400 Bad Request", "bad WebSocket upgrade\n")
+        return None
+    if headers.get("sec-websocket-version") != "13":
+        await _respond(w, "426 Upgrade Required", "WebSocket version 13 only\n",
+                       extra=("Sec-WebSocket-Version: 13",))
+        return None
+    expected = config.cfg.get("ws_token")
+    token_ok = wp.token_ok(expected, query, headers)
+    if expected and not token_ok:
+        log.warning("ws", "refused a client without a valid token")
+        await asyncio.sleep_ms(limits.WS_AUTH_FAIL_DELAY_MS)
+        await _respond(w, "401 Unauthorized",
+                       "gateway token required: ws://HOST:PORT/?token=... or "
+                       "Authorization: Bearer ...\n", extra=('WWW-Authenticate: Bearer',))
+        return None
+    origin = headers.get("origin")
+    if not token_ok and not wp.origin_ok(origin, own_hosts(), port):
+        log.warning("ws", "refused a browser connection from origin %s", origin[:80])
+        await _respond(w, "403 Forbidden", "origin not allowed\n")
+        return None
+    w.write(wp.upgrade_response(key))
+    await asyncio.wait_for(w.drain(), limits.WS_WRITE_TIMEOUT_S)
+    _seq += 1
+    return Client(rd, w, str(_seq))
+
+
+async def _connection(sr, sw):
+    global _conns
+    _conns += 1
+    client = None
+    try:
+        if _conns > limits.WS_MAX_CONN:
+            log.warning("ws", "too many connections; one closed at once")
+            return
+        client = await _handshake(wp.Reader(sr), sw)
+        if client is None:
+            return
+        if len(clients) >= limits.WS_MAX_CLIENTS:
+            log.warning("ws", "client limit (%d) reached; refused one", limits.WS_MAX_CLIENTS)
+            client.sender = asyncio.create_task(client._send_loop())
+            await client.close(wp.TRY_LATER, "too many clients")
+            client = None
+            return
+        clients.append(client)
+        log.info("ws", "client %s connected (%d of %d)", client.chat_id, len(clients),
+                 limits.WS_MAX_CLIENTS)
+        await client.run()
+    except asyncio.CancelledError:
+        pass
+    except (EOFError, OSError, asyncio.TimeoutError):
+        pass  # reset, EOF, timeout: the finally below frees the slot
+    except Exception as e:
+        log.exception("ws", "connection", e)
+    finally:
+        _conns -= 1
+        if client is not None:
+            client.dead = True
+            _forget(client)
+            if client.sender is not None:
+                client.sender.cancel()
+        try:
+            sw.close()
+            await sw.wait_closed()
+        except Exception:
+            pass
+
+
+async def _listen(host, want):
+    if want:
+        return await asyncio.start_server(_connection, host, want), want
+    lo, hi = limits.WS_PORT_ANY
+    for _ in range(limits.WS_PORT_TRIES):
+        r = os.urandom(2)
+        p = lo + (r[0] << 8 | r[1]) % (hi - lo)
+        try:
+            return await asyncio.start_server(_connection, host, p), p
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise
+    raise OSError(errno.EADDRINUSE, "no free port found")
+
+
+async def serve():
+    """The gateway task (app.tasks())."""
+    global port
+    host = board.BIND_ADDR
+    try:
+        server, port = await _listen(host, config.cfg.get("ws_port"))
+    except OSError as e:
+        log.error("ws", "gateway could not listen on %s:%s: %s", host, config.cfg.get("ws_port"), e)
+        return
+    dispatch.register(CHANNEL, send)
+    # Tests find the port from this line: "gateway listening on HOST:PORT".
+    log.info("ws", "gateway listening on %s:%d", host, port)
+    if not config.cfg.get("ws_token"):
+        log.warning("ws", "gateway auth is OFF (ws_token is empty): anyone who can reach "
+                    "port %d can use the agent", port)
+    try:
+        while True:
+            await asyncio.sleep(3600)
+    finally:
+        server.close()
+        for c in clients:
+            c.drop()

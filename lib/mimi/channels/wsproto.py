@@ -1,0 +1,321 @@
+# RFC 6455 pieces with no server state: the handshake key, frame reading and
+# writing, message reassembly, and the HTTP request/auth/origin checks of the
+# gateway. Runs under MicroPython and CPython (the tests use both).
+import struct
+import binascii
+import hashlib
+
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+CONT = 0
+TEXT = 1
+BINARY = 2
+CLOSE = 8
+PING = 9
+PONG = 10
+
+# Close codes
+NORMAL = 1000
+GOING_AWAY = 1001
+PROTOCOL = 1002
+TOO_BIG = 1009
+TRY_LATER = 1013
+
+
+class ProtocolError(Exception):
+    """The peer broke the protocol; close with `code`. `skip`: payload bytes of the
+    offending frame still unread on the stream."""
+
+    def __init__(self, code, reason, skip=0):
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+        self.skip = skip
+
+
+def accept_key(key):
+    if isinstance(key, str):
+        key = key.encode()
+    digest = hashlib.sha1(key.strip() + GUID).digest()
+    return binascii.b2a_base64(digest).strip().decode()
+
+
+def key_ok(key):
+    """Sec-WebSocket-Key must be base64 of 16 bytes."""
+    try:
+        return len(binascii.a2b_base64(key)) == 16
+    except (ValueError, TypeError):
+        return False
+
+
+def mask(data, key):
+    """XOR with the 4-byte key (masking and unmasking are the same operation)."""
+    n = len(data)
+    if not n:
+        return b""
+    # One big-integer XOR is done in C; a per-byte Python loop is slow on the board.
+    k = (key * (n // 4 + 1))[:n]
+    x = int.from_bytes(data, "big") ^ int.from_bytes(k, "big")
+    return x.to_bytes(n, "big")
+
+
+def frame(opcode, payload=b"", fin=True, mask_key=None):
+    """One frame; server frames are unmasked, a client passes mask_key."""
+    if isinstance(payload, str):
+        payload = payload.encode()
+    n = len(payload)
+    b0 = (0x80 if fin else 0) | opcode
+    m = 0x80 if mask_key else 0
+    if n < 126:
+        head = struct.pack(">BB", b0, m | n)
+    elif n < 65536:
+        head = struct.pack(">BBH", b0, m | 126, n)
+    else:
+        head = struct.pack(">BBQ", b0, m | 127, n)
+    if mask_key:
+        return head + mask_key + mask(payload, mask_key)
+    return head + payload
+
+
+def close_frame(code, reason=""):
+    return frame(CLOSE, struct.pack(">H", code) + reason.encode()[:120])
+
+
+def close_code(payload):
+    """The code of a received close frame (1005: none given); ProtocolError if malformed."""
+    if not payload:
+        return 1005
+    if len(payload) == 1:
+        raise ProtocolError(PROTOCOL, "bad close frame")
+    code = struct.unpack(">H", payload[:2])[0]
+    if code < 1000 or code in (1004, 1005, 1006, 1015) or 1016 <= code < 3000 or code > 4999:
+        raise ProtocolError(PROTOCOL, "bad close code")
+    return code
+
+
+async def read_frame(r, limit, need_mask=True):
+    """-> (fin, opcode, payload) from a stream with readexactly(). The declared length
+    is checked against `limit` before any payload is read."""
+    h = await r.readexactly(2)
+    b0, b1 = h[0], h[1]
+    fin = bool(b0 & 0x80)
+    op = b0 & 0x0F
+    n = b1 & 0x7F
+    if n == 126:
+        n = struct.unpack(">H", await r.readexactly(2))[0]
+    elif n == 127:
+        n = struct.unpack(">Q", await r.readexactly(8))[0]
+    masked = b1 & 0x80
+    key = await r.readexactly(4) if masked else None
+    if b0 & 0x70:
+        raise ProtocolError(PROTOCOL, "reserved bits set", n)
+    if op not in (CONT, TEXT, BINARY, CLOSE, PING, PONG):
+        raise ProtocolError(PROTOCOL, "unknown opcode %d" % op, n)
+    if op >= CLOSE and (not fin or n > 125):
+        raise ProtocolError(PROTOCOL, "bad control frame", n)
+    if need_mask and not masked:
+        raise ProtocolError(PROTOCOL, "client frames must be masked", n)
+    if n > limit:
+        raise ProtocolError(TOO_BIG, "frame too big", n)
+    payload = await r.readexactly(n) if n else b""
+    if key:
+        payload = mask(payload, key)
+    return fin, op, payload
+
+
+class Assembler:
+    """Joins fragmented data frames; the whole message is capped at `limit`."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.op = None
+        self.parts = []
+        self.size = 0
+
+    def feed(self, fin, op, payload):
+        """A data frame in; (opcode, bytes) when a message is complete, else None."""
+        if op == CONT:
+            if self.op is None:
+                raise ProtocolError(PROTOCOL, "continuation without a start")
+        elif self.op is not None:
+            raise ProtocolError(PROTOCOL, "new message inside a fragmented one")
+        else:
+            if fin:
+                return op, payload
+            self.op = op
+        self.size += len(payload)
+        if self.size > self.limit:
+            raise ProtocolError(TOO_BIG, "message too big")
+        self.parts.append(payload)
+        if not fin:
+            return None
+        out = (self.op, b"".join(self.parts))
+        self.op = None
+        self.parts = []
+        self.size = 0
+        return out
+
+
+class Reader:
+    """Buffered reads over an asyncio stream. Nothing is lost when a read is
+    cancelled (wait_for timeouts): data goes into the buffer as it arrives."""
+
+    def __init__(self, stream):
+        self.s = stream
+        self.buf = b""
+
+    async def _more(self, n):
+        d = await self.s.read(n)
+        if not d:
+            raise EOFError
+        self.buf += d
+
+    async def fill(self, n=1):
+        while len(self.buf) < n:
+            await self._more(512)
+
+    async def readexactly(self, n):
+        while len(self.buf) < n:
+            await self._more(n - len(self.buf))
+        out = self.buf[:n]
+        self.buf = self.buf[n:]
+        return out
+
+    async def skip(self, n):
+        while n > 0:
+            if not self.buf:
+                await self._more(min(n, 1024))
+            k = min(n, len(self.buf))
+            self.buf = self.buf[k:]
+            n -= k
+
+    async def read_head(self, limit):
+        """The HTTP request head (up to the blank line); ValueError past `limit` bytes."""
+        while True:
+            i = self.buf.find(b"\r\n\r\n")
+            if i > limit:
+                raise ValueError("request head too large")
+            if i >= 0:
+                head = self.buf[:i]
+                self.buf = self.buf[i + 4:]
+                return head
+            if len(self.buf) > limit:
+                raise ValueError("request head too large")
+            await self._more(512)
+
+
+def unquote(s):
+    if "%" not in s and "+" not in s:
+        return s
+    s = s.replace("+", " ")
+    out = bytearray()
+    parts = s.split("%")
+    out += parts[0].encode()
+    for p in parts[1:]:
+        try:
+            out.append(int(p[:2], 16))
+            out += p[2:].encode()
+        except ValueError:
+            out += ("%" + p).encode()
+    try:
+        return out.decode()
+    except UnicodeError:
+        return ""
+
+
+def parse_query(qs):
+    q = {}
+    for item in qs.split("&"):
+        if item:
+            k, _, v = item.partition("=")
+            q[unquote(k)] = unquote(v)
+    return q
+
+
+def parse_request(head):
+    """-> (method, path, query dict, headers dict with lower-case names); ValueError if bad."""
+    try:
+        text = head.decode()
+    except UnicodeError:
+        raise ValueError("request head is not UTF-8")
+    lines = text.split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise ValueError("bad request line")
+    method, target = parts[0], parts[1]
+    headers = {}
+    for line in lines[1:]:
+        k, sep, v = line.partition(":")
+        if not sep or not k.strip():
+            raise ValueError("bad header line")
+        k = k.strip().lower()
+        v = v.strip()
+        headers[k] = headers[k] + ", " + v if k in headers else v
+    path, _, qs = target.partition("?")
+    return method, path, parse_query(qs), headers
+
+
+def has_token(value, word):
+    """Is `word` one of the comma-separated tokens of a header value (case-insensitive)?"""
+    word = word.lower()
+    for t in (value or "").split(","):
+        if t.strip().lower() == word:
+            return True
+    return False
+
+
+def same(a, b):
+    """Compare secrets in time independent of where they differ."""
+    a = a.encode() if isinstance(a, str) else a
+    b = b.encode() if isinstance(b, str) else b
+    if len(a) != len(b):
+        return False
+    r = 0
+    for x, y in zip(a, b):
+        r |= x ^ y
+    return r == 0
+
+
+def presented_token(query, headers):
+    t = query.get("token")
+    if t:
+        return t
+    auth = headers.get("authorization", "")
+    if auth[:7].lower() == "bearer ":
+        return auth[7:].strip()
+    return None
+
+
+def token_ok(expected, query, headers):
+    got = presented_token(query, headers)
+    return bool(expected) and got is not None and same(got, expected)
+
+
+def origin_ok(origin, hosts, port):
+    """A browser's Origin must be this board itself (http://<one of hosts>:<port>).
+    No Origin header (non-browser clients) passes; "null" and other sites do not."""
+    if origin is None:
+        return True
+    o = origin.strip().lower()
+    if not o.startswith("http://"):
+        return False
+    hostport = o[7:].rstrip("/")
+    if "/" in hostport or "@" in hostport:
+        return False
+    host, sep, p = hostport.rpartition(":")
+    if not sep:
+        host, p = hostport, "80"
+    return host in hosts and p == str(port)
+
+
+def http_response(status, body=b"", ctype="text/plain; charset=utf-8", extra=()):
+    if isinstance(body, str):
+        body = body.encode()
+    head = ["HTTP/1.1 %s" % status, "Content-Type: " + ctype,
+            "Content-Length: %d" % len(body), "Connection: close", "Cache-Control: no-store"]
+    head.extend(extra)
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def upgrade_response(key):
+    return ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+            "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n" % accept_key(key)).encode()

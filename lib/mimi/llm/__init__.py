@@ -1,0 +1,1 @@
+# LLM layer: HTTP client (http), providers, retries.

@@ -1,0 +1,655 @@
+# HTTP/1.1 client of the firmware: verified TLS, keep-alive, chunked bodies, one
+# deadline per request, size caps, HTTP CONNECT and SOCKS5 proxies.
+# micropython-lib `requests` speaks HTTP/1.0 (0.10.2, the frozen one), forces
+# CERT_NONE and opens a connection per request, so LLM and Telegram calls use this.
+#
+# API: Client(base_url, ca=None, proxy=None, timeout_s) .request(method, path,
+# headers=None, body=None, deadline_s=None) -> Response(.status .reason .headers
+# .body .text .json()); AsyncClient: the same with `await`. ca: None (limits.CA_BUNDLE),
+# a file path, or PEM/DER bytes. proxy: ("http"|"socks5", host, port). body: bytes,
+# str, or a dict/list sent as JSON. Errors: HTTPError > Timeout, TooLarge, TLSFailure,
+# ConnectFailure (the request never reached the server: safe to resend), ProtocolError.
+# Counters: connects (TCP connections), handshakes (TLS handshakes started).
+#
+# The protocol is written once, as generators that yield I/O operations:
+#   (_W, data)  write all of data            -> None
+#   (_R, mv)    read at most len(mv) into mv -> count, 0 at EOF
+# Client runs them on non-blocking sockets with poll (agent thread, blocking);
+# AsyncClient runs them on asyncio streams (event loop).
+import errno
+import json
+from mimi import jsonutil
+import select
+import socket
+import time
+
+import tls
+
+from mimi import limits
+from mimi.fs import decode
+
+_W = 0
+_R = 1
+_UA = "mimiclaw-micropython"
+
+
+class HTTPError(Exception):
+    pass
+
+
+class Timeout(HTTPError):
+    pass
+
+
+class TooLarge(HTTPError):
+    pass
+
+
+class TLSFailure(HTTPError):
+    pass
+
+
+class ConnectFailure(HTTPError):
+    pass
+
+
+class ProtocolError(HTTPError):
+    pass
+
+
+class _Stale(ProtocolError):
+    """The server closed the connection before sending any byte of the response."""
+
+
+class Response:
+    def __init__(self, status, reason, headers, body):
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+        self.body = body
+
+    @property
+    def text(self):
+        return decode(self.body)
+
+    def json(self):
+        try:
+            return jsonutil.loads(self.body)  # joins surrogate-pair escapes
+        except ValueError:
+            start = decode(self.body[:60])
+            raise ProtocolError("response is not valid JSON (HTTP %d, %d bytes): %r"
+                                % (self.status, len(self.body), start))
+
+    def __repr__(self):
+        return "<Response %d %s, %d bytes>" % (self.status, self.reason, len(self.body))
+
+
+# ---- parsing (shared by both clients) ----
+
+class _Buf:
+    """Receive buffer of one client: the response head must fit in it whole."""
+
+    def __init__(self, size):
+        self.b = bytearray(size)
+        self.mv = memoryview(self.b)
+        self.i = self.j = 0  # unread bytes are b[i:j]
+        self.got = 0  # bytes received for the current response
+        self.sent = False  # the whole request went out (the server may have acted on it)
+
+    def clear(self):
+        self.i = self.j = self.got = 0
+        self.sent = False
+
+    def fill(self, what):
+        if self.j == len(self.b):
+            if self.i == 0:
+                raise TooLarge("%s larger than %d bytes" % (what, len(self.b)))
+            n = self.j - self.i
+            self.mv[0:n] = self.mv[self.i:self.j]
+            self.i, self.j = 0, n
+        n = yield (_R, self.mv[self.j:])
+        if not n:
+            if self.got == 0:
+                raise _Stale("connection closed by the server before the response")
+            raise ProtocolError("connection closed in the middle of the %s" % what)
+        self.j += n
+        self.got += n
+
+    def until(self, sep, what):
+        """Index just past the next `sep` in the buffer, reading more as needed."""
+        pos = self.i
+        while True:
+            k = self.b.find(sep, pos, self.j)
+            if k >= 0:
+                return k + len(sep)
+            pos = max(self.i, self.j - len(sep) + 1)
+            shift = self.i
+            yield from self.fill(what)
+            pos -= shift - self.i  # fill() may have moved the data to the front
+
+    def line(self, what):
+        end = yield from self.until(b"\r\n", what)
+        s = bytes(self.mv[self.i:end - 2])
+        self.i = end
+        return s
+
+    def take(self, n):
+        k = min(n, self.j - self.i)
+        mv = self.mv[self.i:self.i + k]
+        self.i += k
+        return mv
+
+    def exact(self, n, what):
+        while self.j - self.i < n:
+            yield from self.fill(what)
+        return bytes(self.take(n))
+
+    def read_into(self, dst, what):
+        """Fill memoryview dst: buffered bytes first, then straight from the wire."""
+        k = self.take(len(dst))
+        dst[0:len(k)] = k
+        off = len(k)
+        while off < len(dst):
+            n = yield (_R, dst[off:])
+            if not n:
+                raise ProtocolError("connection closed in the middle of the %s" % what)
+            off += n
+            self.got += n
+
+    def append_to(self, out, n, cap, what):
+        """Append n body bytes to bytearray out (via the buffer), at most cap in all."""
+        if len(out) + n > cap:
+            raise TooLarge("HTTP response body larger than %d bytes" % cap)
+        while n:
+            if self.i == self.j:
+                self.i = self.j = 0
+                yield from self.fill(what)
+            k = self.take(n)
+            out.extend(k)
+            n -= len(k)
+
+    def to_eof(self, out, cap):
+        while True:
+            out.extend(self.take(self.j - self.i))
+            self.i = self.j = 0
+            n = yield (_R, self.mv)
+            if not n:
+                return
+            if len(out) + n > cap:
+                raise TooLarge("HTTP response body larger than %d bytes" % cap)
+            self.j = n
+
+
+def _parse_head(text):
+    lines = text.split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or len(parts[1]) != 3 \
+            or not parts[1].isdigit():
+        raise ProtocolError("malformed HTTP status line: %r" % lines[0][:80])
+    headers = {}
+    for ln in lines[1:]:
+        if not ln:
+            continue
+        name, sep, value = ln.partition(":")
+        if not sep or not name or name != name.strip():
+            raise ProtocolError("malformed HTTP header line: %r" % ln[:80])
+        name = name.lower()
+        value = value.strip()
+        headers[name] = headers[name] + ", " + value if name in headers else value
+    return parts[0], int(parts[1]), parts[2] if len(parts) > 2 else "", headers
+
+
+def _read_head(buf, what="response headers"):
+    while True:
+        end = yield from buf.until(b"\r\n\r\n", what)
+        text = decode(bytes(buf.mv[buf.i:end - 4]))
+        buf.i = end
+        version, status, reason, headers = _parse_head(text)
+        if status < 200 and status != 101:  # 100 Continue and friends: the answer follows
+            continue
+        return version, status, reason, headers
+
+
+def _chunked(buf, cap):
+    out = bytearray()
+    while True:
+        ln = yield from buf.line("chunk header")
+        try:
+            n = int(ln.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise ProtocolError("malformed chunk size line: %r" % ln[:40])
+        if n < 0:
+            raise ProtocolError("negative chunk size")
+        if n == 0:
+            break
+        yield from buf.append_to(out, n, cap, "chunked body")
+        if (yield from buf.line("chunked body")):
+            raise ProtocolError("chunk not followed by CRLF")
+    while (yield from buf.line("chunk trailer")):
+        pass
+    return out
+
+
+def _exchange(buf, head, body, method, cap):
+    """One request/response on an open connection. Returns (Response, keep_alive)."""
+    buf.clear()
+    yield (_W, head)
+    if body:
+        yield (_W, body)
+    buf.sent = True
+    version, status, reason, headers = yield from _read_head(buf)
+    conn = headers.get("connection", "").lower()
+    keep = "close" not in conn and (version != "HTTP/1.0" or "keep-alive" in conn)
+    te = headers.get("transfer-encoding", "").lower()
+    length = headers.get("content-length")
+    if method == "HEAD" or status in (204, 304):
+        data = b""
+    elif te:
+        if te != "chunked":
+            raise ProtocolError("unsupported Transfer-Encoding: %s" % te)
+        data = yield from _chunked(buf, cap)
+    elif length is not None:
+        try:
+            n = int(length)
+        except ValueError:
+            n = -1
+        if n < 0:
+            raise ProtocolError("malformed Content-Length: %r" % length)
+        if n > cap:
+            raise TooLarge("HTTP response body of %d bytes is larger than the %d byte limit"
+                           % (n, cap))
+        data = bytearray(n)
+        yield from buf.read_into(memoryview(data), "response body")
+    else:
+        keep = False
+        data = bytearray()
+        yield from buf.to_eof(data, cap)
+    if buf.i != buf.j:  # bytes past the response: the connection is out of step
+        keep = False
+    return Response(status, reason, headers, bytes(data)), keep
+
+
+def _tunnel(buf, kind, host, port):
+    """Proxy handshake on a fresh connection to the proxy; afterwards it reaches host:port."""
+    try:
+        yield from _proxy_handshake(buf, kind, host, port)
+    except (ProtocolError, TooLarge) as e:  # the request never went out
+        raise ConnectFailure("proxy failed: %s" % e)
+
+
+def _proxy_handshake(buf, kind, host, port):
+    buf.clear()
+    if kind == "socks5":
+        yield (_W, b"\x05\x01\x00")
+        if (yield from buf.exact(2, "SOCKS5 greeting")) != b"\x05\x00":
+            raise ConnectFailure("SOCKS5 proxy wants authentication (not supported)")
+        name = host.encode()
+        yield (_W, b"\x05\x01\x00\x03" + bytes((len(name),)) + name + bytes((port >> 8, port & 255)))
+        rep = yield from buf.exact(4, "SOCKS5 reply")
+        if rep[0] != 5 or rep[1] != 0:
+            raise ConnectFailure("SOCKS5 proxy could not reach %s:%d (reply code %d)"
+                                 % (host, port, rep[1]))
+        if rep[3] == 1:
+            n = 4
+        elif rep[3] == 4:
+            n = 16
+        else:
+            n = (yield from buf.exact(1, "SOCKS5 reply"))[0]
+        yield from buf.exact(n + 2, "SOCKS5 reply")
+    else:
+        target = "%s:%d" % (host, port)
+        yield (_W, ("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode())
+        _, status, reason, _ = yield from _read_head(buf, "proxy reply")
+        if status != 200:
+            raise ConnectFailure("proxy refused CONNECT to %s: %d %s" % (target, status, reason))
+    if buf.i != buf.j:
+        raise ProtocolError("proxy sent data before the tunnel was used")
+    buf.clear()
+
+
+# ---- configuration shared by both clients ----
+
+def proxy_from_config(cfg):
+    """(type, host, port) from the proxy_* settings, or None when no proxy is set."""
+    host = cfg.get("proxy_host")
+    port = cfg.get("proxy_port")
+    if not host or not port:
+        return None
+    return (cfg.get("proxy_type") or "http", host, int(port))
+
+
+def _pem_ders(lines):
+    """DER certificates, one at a time, from PEM lines."""
+    import binascii
+
+    block = None
+    for ln in lines:
+        ln = ln.strip()
+        if ln == b"-----BEGIN CERTIFICATE-----":
+            block = []
+        elif ln == b"-----END CERTIFICATE-----" and block is not None:
+            yield binascii.a2b_base64(b"".join(block))
+            block = None
+        elif block is not None:
+            block.append(ln)
+
+
+def _load_roots(ctx, ca):
+    """Add the roots of `ca` (file path, PEM or DER bytes) to ctx; how many loaded."""
+    if isinstance(ca, str) and ca.startswith("-----"):
+        ca = ca.encode()
+    if isinstance(ca, str):
+        try:
+            f = open(ca, "rb")
+        except OSError:
+            raise TLSFailure("no CA bundle at %s: refusing HTTPS without certificate "
+                             "verification (build the image with tools/mkimage.py)" % ca)
+        with f:
+            if f.read(1) == b"\x30":  # an ASN.1 SEQUENCE: one DER certificate
+                f.seek(0)
+                return _add_roots(ctx, [f.read()])
+            f.seek(0)
+            return _add_roots(ctx, _pem_ders(f))  # line by line: no copy of the file
+    if ca[:1] == b"\x30":
+        return _add_roots(ctx, [bytes(ca)])
+    return _add_roots(ctx, _pem_ders(bytes(ca).split(b"\n")))
+
+
+def _add_roots(ctx, ders):
+    # One DER certificate per call: PEM parsing may be compiled out of this
+    # MicroPython's mbedTLS (it is on the unix port); the roots accumulate.
+    n = 0
+    for der in ders:
+        try:
+            ctx.load_verify_locations(der)
+            n += 1
+        except ValueError:
+            pass  # a root mbedTLS can't parse; the others still work
+    return n
+
+
+def make_context(ca=None):
+    """A verifying client SSLContext with the roots of `ca` (path or PEM/DER bytes)."""
+    ctx = tls.SSLContext(tls.PROTOCOL_TLS_CLIENT)
+    ctx.verify_mode = tls.CERT_REQUIRED
+    if not _load_roots(ctx, limits.CA_BUNDLE if ca is None else ca):
+        raise TLSFailure("CA bundle %s holds no usable certificate"
+                         % (ca if isinstance(ca, str) else "(bytes)"))
+    return ctx
+
+
+def _split_url(url):
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in ("http", "https"):
+        raise ValueError("URL must start with http:// or https://: %r" % url)
+    hostport, slash, path = rest.partition("/")
+    host, port = hostport, 443 if scheme == "https" else 80
+    if ":" in hostport:
+        host, _, p = hostport.rpartition(":")
+        if not p.isdigit():
+            raise ValueError("bad port in URL %r" % url)
+        port = int(p)
+    if not host:
+        raise ValueError("URL has no host: %r" % url)
+    return scheme == "https", host, port, ("/" + path).rstrip("/") if slash else ""
+
+
+def _clean(s, what):
+    s = str(s)
+    if "\r" in s or "\n" in s:
+        raise ValueError("%s contains a line break" % what)
+    return s
+
+
+class _Base:
+    def __init__(self, base_url, ca=None, proxy=None, timeout_s=limits.LLM_TIMEOUT_S):
+        self.tls, self.host, self.port, self.prefix = _split_url(base_url)
+        self.ca = ca
+        self.proxy = proxy
+        if proxy and proxy[0] not in ("http", "socks5"):
+            raise ValueError("proxy type must be http or socks5, not %r" % (proxy[0],))
+        self.timeout_s = timeout_s
+        self.handshakes = 0
+        self.connects = 0
+        self._ctx = None
+        self._buf = None
+        self._sock = None
+
+    def _context(self):
+        if self._ctx is None:
+            self._ctx = make_context(self.ca)
+        return self._ctx
+
+    def _hop(self):
+        return (self.proxy[1], self.proxy[2]) if self.proxy else (self.host, self.port)
+
+    def _build(self, method, path, headers, body):
+        if not path.startswith("/") or " " in path:
+            raise ValueError("path must start with / and hold no spaces: %r" % path)
+        ctype = None
+        if body is None or isinstance(body, (bytes, bytearray, memoryview)):
+            data = body
+        elif isinstance(body, str):
+            data = body.encode()
+        else:
+            data = json.dumps(body).encode()
+            ctype = "application/json"
+        host = self.host
+        if self.port != (443 if self.tls else 80):
+            host = "%s:%d" % (host, self.port)
+        lines = ["%s %s%s HTTP/1.1" % (_clean(method, "method"), self.prefix, _clean(path, "path")),
+                 "Host: " + host]
+        given = set()
+        for k, v in (headers or {}).items():
+            lines.append("%s: %s" % (_clean(k, "header name"), _clean(v, "header " + k)))
+            given.add(k.lower())
+        if "user-agent" not in given:
+            lines.append("User-Agent: " + _UA)
+        if "accept-encoding" not in given:
+            lines.append("Accept-Encoding: identity")
+        if ctype and "content-type" not in given:
+            lines.append("Content-Type: " + ctype)
+        if (data is not None or method in ("POST", "PUT", "PATCH")) and "content-length" not in given:
+            lines.append("Content-Length: %d" % (len(data) if data else 0))
+        lines.append("\r\n")
+        return "\r\n".join(lines).encode(), data
+
+    def _fail(self, e):
+        """The HTTPError to raise for exception e (connection already closed)."""
+        if isinstance(e, HTTPError):
+            return e
+        where = "%s:%d" % (self.host, self.port)
+        if isinstance(e, ValueError) and self.tls:
+            return TLSFailure("TLS to %s failed: %s" % (where, str(e).strip()))
+        if isinstance(e, OSError):
+            code = e.args[0] if e.args else 0
+            if isinstance(code, int) and code < 0:  # an mbedTLS error code
+                name = e.args[1] if len(e.args) > 1 else ""
+                return TLSFailure("TLS to %s failed: mbedTLS error -0x%04x %s" % (where, -code, name))
+            if self._buf.sent:  # ConnectFailure promises the server never saw the request
+                return ProtocolError("connection to %s lost after the request was sent: %s"
+                                     % (where, e))
+            return ConnectFailure("connection to %s failed: %s" % (where, e))
+        return e
+
+    def _start(self):
+        if self._buf is None:
+            self._buf = _Buf(limits.HTTP_HEADER_MAX)
+
+    def _failed(self, e, attempt, reused):
+        """Close after failure e; True to try once more on a fresh connection (a reused
+        keep-alive connection that died before any response byte), else raise."""
+        self.close()
+        if attempt == 0 and reused and self._buf.got == 0 and isinstance(e, (_Stale, OSError)):
+            return True
+        raise self._fail(e)
+
+    def close(self):
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+            self._sock = None
+
+
+# ---- blocking client (agent thread) ----
+
+class Client(_Base):
+    def request(self, method, path, headers=None, body=None, deadline_s=None):
+        self._start()
+        head, data = self._build(method, path, headers, body)
+        self._secs = self.timeout_s if deadline_s is None else deadline_s
+        deadline = time.ticks_add(time.ticks_ms(), int(self._secs * 1000))
+        for attempt in (0, 1):
+            reused = self._sock is not None
+            try:
+                if not reused:
+                    self._open(deadline)
+                resp, keep = self._run(_exchange(self._buf, head, data, method,
+                                                 limits.HTTP_RESPONSE_MAX), deadline)
+            except Exception as e:  # noqa: B902 - any failure leaves the socket unusable
+                if self._failed(e, attempt, reused):
+                    continue
+            if not keep:
+                self.close()
+            return resp
+
+    def _open(self, deadline):
+        ctx = self._context() if self.tls else None  # no roots, no connection
+        host, port = self._hop()
+        try:
+            ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
+        except OSError as e:
+            raise ConnectFailure("cannot resolve %s: %s" % (host, e))
+        s = socket.socket(ai[0], socket.SOCK_STREAM)
+        self._sock = s
+        s.setblocking(False)
+        try:
+            s.connect(ai[-1])
+        except OSError as e:
+            if e.args[0] != errno.EINPROGRESS:
+                raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, e))
+        if self._wait(select.POLLOUT, deadline) & (select.POLLERR | select.POLLHUP):
+            raise ConnectFailure("cannot connect to %s:%d (refused or unreachable)" % (host, port))
+        self.connects += 1
+        if self.proxy:
+            self._run(_tunnel(self._buf, self.proxy[0], self.host, self.port), deadline)
+        if ctx:
+            self._sock = ctx.wrap_socket(s, server_hostname=self.host,
+                                         do_handshake_on_connect=False)
+            self._sock.setblocking(False)
+            self.handshakes += 1
+
+    def _wait(self, mask, deadline):
+        left = time.ticks_diff(deadline, time.ticks_ms())
+        if left > 0:
+            p = select.poll()
+            p.register(self._sock, mask)
+            ev = p.poll(left)
+            if ev:
+                return ev[0][1]
+        raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, self._secs))
+
+    def _run(self, gen, deadline):
+        s = self._sock
+        res = None
+        while True:
+            try:
+                op, arg = gen.send(res)
+            except StopIteration as e:
+                return e.value
+            res = None
+            if op == _W:
+                mv = memoryview(arg)
+                off = 0
+                while off < len(mv):
+                    n = s.write(mv[off:])
+                    if n is None:
+                        self._wait(select.POLLOUT, deadline)
+                    else:
+                        off += n
+            else:
+                while res is None:
+                    res = s.readinto(arg)
+                    if res is None:
+                        self._wait(select.POLLIN, deadline)
+
+
+# ---- asyncio client (event loop) ----
+
+class AsyncClient(_Base):
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        import asyncio
+
+        self._lock = asyncio.Lock()
+
+    async def request(self, method, path, headers=None, body=None, deadline_s=None):
+        import asyncio
+
+        self._start()
+        head, data = self._build(method, path, headers, body)
+        secs = self.timeout_s if deadline_s is None else deadline_s
+        async with self._lock:
+            try:
+                return await asyncio.wait_for(self._request(method, head, data), secs)
+            except asyncio.TimeoutError:
+                self.close()
+                raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, secs))
+
+    async def _request(self, method, head, data):
+        for attempt in (0, 1):
+            reused = self._sock is not None
+            try:
+                if not reused:
+                    await self._open()
+                resp, keep = await self._run(_exchange(self._buf, head, data, method,
+                                                       limits.HTTP_RESPONSE_MAX))
+            except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
+                if self._failed(e, attempt, reused):
+                    continue
+            if not keep:
+                self.close()
+            return resp
+
+    async def _open(self):
+        import asyncio
+
+        ctx = self._context() if self.tls else None  # no roots, no connection
+        host, port = self._hop()
+        try:
+            if ctx and not self.proxy:
+                self._sock, _ = await asyncio.open_connection(host, port, ssl=ctx,
+                                                              server_hostname=self.host)
+                self.handshakes += 1
+            else:
+                self._sock, _ = await asyncio.open_connection(host, port)
+        except OSError as e:
+            raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, e))
+        self.connects += 1
+        if self.proxy:
+            await self._run(_tunnel(self._buf, self.proxy[0], self.host, self.port))
+            if ctx:
+                raw = self._sock.s
+                wrapped = ctx.wrap_socket(raw, server_hostname=self.host,
+                                          do_handshake_on_connect=False)
+                wrapped.setblocking(False)
+                self._sock = asyncio.StreamReader(wrapped)
+                self.handshakes += 1
+
+    async def _run(self, gen):
+        s = self._sock
+        res = None
+        while True:
+            try:
+                op, arg = gen.send(res)
+            except StopIteration as e:
+                return e.value
+            res = None
+            if op == _W:
+                s.write(arg if isinstance(arg, bytes) else bytes(arg))
+                await s.drain()
+            else:
+                while res is None:
+                    res = await s.readinto(arg)

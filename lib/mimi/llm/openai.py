@@ -1,0 +1,104 @@
+# OpenAI Chat Completions (POST {api_base}/v1/chat/completions) and the servers that
+# copy it (Ollama, LM Studio, DeepSeek, OpenRouter, ...). The one place where the
+# internal Anthropic-style messages become OpenAI messages.
+import json
+from mimi.llm.provider import Provider, Reply, Call, strip_think
+
+OFFICIAL_HOST = "api.openai.com"
+
+
+def _text(content):
+    if isinstance(content, str):
+        return content
+    out = []
+    for blk in content or ():
+        if isinstance(blk, str):
+            out.append(blk)
+        elif blk.get("type") == "text":
+            out.append(blk.get("text") or "")
+    return "".join(out)
+
+
+def to_messages(system, messages):
+    """Anthropic-style history -> OpenAI messages (system first, role tool results)."""
+    out = []
+    if system:
+        out.append({"role": "system",
+                    "content": system if isinstance(system, str) else "".join(system)})
+    for m in messages:
+        role, content = m["role"], m["content"]
+        if isinstance(content, str):
+            out.append({"role": role, "content": content})
+            continue
+        if role == "assistant":
+            calls = [{"id": b["id"], "type": "function",
+                      "function": {"name": b["name"], "arguments": json.dumps(b.get("input") or {})}}
+                     for b in content if b.get("type") == "tool_use"]
+            text = _text(content)
+            msg = {"role": "assistant", "content": text or (None if calls else "")}
+            if calls:
+                msg["tool_calls"] = calls
+            out.append(msg)
+            continue
+        for b in content:
+            if b.get("type") == "tool_result":
+                out.append({"role": "tool", "tool_call_id": b["tool_use_id"],
+                            "content": _text(b.get("content"))})
+        text = _text(content)
+        if text:
+            out.append({"role": "user", "content": text})
+    return out
+
+
+def to_tools(tools):
+    return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
+                                              "parameters": t["input_schema"]}}
+            for t in tools]
+
+
+class OpenAI(Provider):
+    name = "openai"
+    path = "/v1/chat/completions"
+
+    def headers(self):
+        h = {"content-type": "application/json"}
+        if self.api_key:
+            h["authorization"] = "Bearer " + self.api_key
+        return h
+
+    def token_param(self):
+        # api.openai.com wants max_completion_tokens (its reasoning models refuse
+        # max_tokens); Ollama, LM Studio, DeepSeek and others only know max_tokens.
+        host = self.api_base.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+        return "max_completion_tokens" if host == OFFICIAL_HOST else "max_tokens"
+
+    def encode(self, system, messages, tools):
+        body = {"model": self.model, "messages": to_messages(system, messages),
+                self.token_param(): self.max_tokens}
+        if tools:
+            body["tools"] = to_tools(tools)
+            body["tool_choice"] = "auto"
+        return body
+
+    def decode(self, data):
+        choice = data["choices"][0]
+        msg = choice.get("message") or {}
+        calls = []
+        for k, tc in enumerate(msg.get("tool_calls") or ()):
+            f = tc.get("function") or {}
+            raw = f.get("arguments")
+            if isinstance(raw, dict):  # some servers send an object, not a JSON string
+                args = raw
+            else:
+                try:
+                    args = json.loads(raw) if raw else {}
+                except ValueError:
+                    args = raw
+            calls.append(Call(tc.get("id") or "call_%d" % k, f.get("name") or "", args))
+        u = data.get("usage") or {}
+        details = u.get("prompt_tokens_details") or {}
+        usage = {"input": u.get("prompt_tokens") or 0, "output": u.get("completion_tokens") or 0,
+                 "cache_read": details.get("cached_tokens") or 0}
+        content = msg.get("content")
+        text = _text(content) if content else ""
+        return Reply(strip_think(text), calls, usage, choice.get("finish_reason"))

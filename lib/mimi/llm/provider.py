@@ -1,0 +1,243 @@
+# What the agent sees of an LLM: Provider.chat(system, messages, tools) -> Reply.
+# Messages are Anthropic-style (role user/assistant, content str or list of blocks);
+# each provider module turns them into its wire format. This module holds the
+# parts both share: the reply shape, provider selection and retries.
+import time
+from mimi import limits, log, jsonutil
+
+PROVIDERS = ("anthropic", "openai")
+DEFAULT_BASE = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
+DEFAULT_MODEL = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini"}
+
+
+class LLMError(Exception):
+    """A request that failed for good; str(e) is fit to show the user."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+class Call:
+    def __init__(self, id, name, args):
+        self.id = id
+        self.name = name
+        self.args = args  # dict, or the raw text when the model sent invalid JSON
+
+    def __repr__(self):
+        return "Call(%r, %r, %r)" % (self.id, self.name, self.args)
+
+
+class Reply:
+    def __init__(self, text="", tool_calls=None, usage=None, stop=None):
+        self.text = text
+        self.tool_calls = tool_calls or []
+        # input counts every prompt token (cached ones included); cache_read is the part
+        # served from the provider's prompt cache.
+        self.usage = usage or {"input": 0, "output": 0, "cache_read": 0}
+        self.stop = stop
+
+
+def strip_think(text):
+    """Drop reasoning models' <think>...</think> blocks, including an unterminated
+    leading one and a bare closing tag whose opening the server swallowed."""
+    if not text:
+        return ""
+    while True:
+        a = text.find("<think>")
+        if a < 0:
+            break
+        b = text.find("</think>", a)
+        if b < 0:
+            text = text[:a]
+            break
+        text = text[:a] + text[b + 8:]
+    b = text.find("</think>")
+    if b >= 0:
+        text = text[b + 8:]
+    return text.strip()
+
+
+def split_base(url):
+    """'https://host:1/api/v1/' -> ('https://host:1', '/api'): origin for the client,
+    path prefix for requests (a trailing /v1 is dropped; the endpoints add it)."""
+    url = url.rstrip("/")
+    scheme, _, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    path = slash + path
+    if path.endswith("/v1"):
+        path = path[:-3]
+    return scheme + "://" + host, path
+
+
+def _retry_after(headers):
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    v = headers.get("retry-after")
+    if v:
+        try:
+            return float(v)
+        except ValueError:  # an HTTP date: fall back to our own backoff
+            pass
+    return None
+
+
+def error_text(resp):
+    """The API's own error message from an error response (both APIs' shapes, and the
+    looser ones of other OpenAI-compatible servers), else the start of the body."""
+    try:
+        data = resp.json()
+    except Exception:  # any parse failure: quote the body instead
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        for v in (err, data.get("message"), data.get("detail")):
+            if isinstance(v, str) and v:
+                return v
+    body = resp.body or b""
+    try:
+        text = body[: limits.LLM_ERROR_BODY_MAX].decode()
+    except UnicodeError:
+        text = repr(body[: limits.LLM_ERROR_BODY_MAX])
+    return text.strip() or "(empty response)"
+
+
+class Provider:
+    name = ""
+    path = ""
+    _body = None  # JsonBuf, made at the first request
+
+    def __init__(self, api_key, model=None, api_base=None, max_tokens=None, client=None,
+                 ca=None, proxy=None, timeout_s=limits.LLM_TIMEOUT_S, sleep=None):
+        self.api_key = api_key or ""
+        self.model = model or DEFAULT_MODEL[self.name]
+        self.api_base = (api_base or DEFAULT_BASE[self.name]).rstrip("/")
+        self.max_tokens = max_tokens or limits.MAX_TOKENS_DEFAULT
+        origin, self.prefix = split_base(self.api_base)
+        if client is None:
+            from mimi.llm import http
+
+            if not origin.startswith("https://"):
+                ca = None
+            client = http.Client(origin, ca=ca, proxy=proxy, timeout_s=timeout_s)
+        self.client = client
+        self.sleep = sleep or time.sleep
+
+    def chat(self, system, messages, tools=None):
+        data = self.post(self.prefix + self.path, self.headers(),
+                         self.encode(system, messages, tools or []))
+        try:
+            return self.decode(data)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
+            raise LLMError("LLM reply has an unexpected shape (%s: %s)"
+                           % (type(e).__name__, e))
+
+    def close(self):
+        close = getattr(self.client, "close", None)
+        if close:
+            close()
+
+    def post(self, path, headers, body):
+        """POST JSON with retries on 429, 5xx and transport failures; the decoded reply."""
+        if self._body is None:
+            from mimi.llm.jsonbuf import JsonBuf
+
+            self._body = JsonBuf()
+        payload = self._body.encode(body)
+        body = None
+        errors = _transport_errors()
+        from mimi.services import watchdog
+        for attempt in range(limits.LLM_RETRIES + 1):
+            wait = None
+            try:
+                # A declared blocking call: the watchdog waits for its deadline, not less.
+                with watchdog.blocking(limits.LLM_TIMEOUT_S):
+                    resp = self.client.request("POST", path, headers, payload)
+            except errors as e:
+                err = LLMError("LLM request failed: %s" % (str(e) or type(e).__name__))
+                if not _retryable_transport(e):
+                    raise err
+            else:
+                if resp.status == 200:
+                    return self._parse(resp)
+                err = LLMError("LLM error %d: %s" % (resp.status, error_text(resp)), resp.status)
+                if resp.status != 429 and resp.status < 500:
+                    log.error("llm", "%s", err)
+                    raise err
+                wait = _retry_after(resp.headers)
+            if attempt == limits.LLM_RETRIES:
+                break
+            backoff = limits.LLM_BACKOFF_BASE_S * (1 << attempt)
+            wait = min(limits.LLM_BACKOFF_MAX_S, backoff if wait is None else wait)
+            log.warning("llm", "%s; retry %d/%d in %ss", err, attempt + 1, limits.LLM_RETRIES, wait)
+            self.sleep(wait)
+        log.error("llm", "%s (gave up after %d retries)", err, limits.LLM_RETRIES)
+        raise err
+
+    def _parse(self, resp):
+        try:
+            data = jsonutil.loads(resp.body)
+        except (ValueError, TypeError, UnicodeError):
+            preview = error_text(resp)[:80]
+            raise LLMError("LLM sent a malformed reply (not JSON): %s" % preview)
+        if not isinstance(data, dict):
+            raise LLMError("LLM sent a malformed reply (not a JSON object)")
+        return data
+
+
+def _transport_errors():
+    try:
+        from mimi.llm import http
+
+        return (http.HTTPError, OSError)
+    except ImportError:
+        return (OSError,)
+
+
+def _retryable_transport(e):
+    # A bad certificate or an oversized reply will not get better by asking again.
+    name = type(e).__name__
+    return name not in ("TLSFailure", "TooLarge")
+
+
+def from_config(cfg, client=None, sleep=None):
+    """The provider the settings name; ValueError when they make no sense."""
+    global _cached
+    name = cfg.get("provider")
+    if name not in PROVIDERS:
+        raise ValueError("unknown provider %r: use 'anthropic' or 'openai'" % (name,))
+    key = cfg.get("api_key")
+    base = cfg.get("api_base") or DEFAULT_BASE[name]
+    if not key and name == "anthropic":
+        raise ValueError("no API key: set one with set_api_key('...')")
+    model = cfg.get("model") or DEFAULT_MODEL[name]
+    proxy = None
+    if client is None:
+        from mimi.llm import http
+
+        proxy = http.proxy_from_config(cfg)
+        # Same settings as last turn: keep the provider and its open TLS connection.
+        sig = (name, key, model, base, cfg.get("max_tokens"), repr(proxy))
+        if _cached and _cached[0] == sig:
+            return _cached[1]
+        if _cached:
+            _cached[1].close()
+            _cached = None
+    if name == "anthropic":
+        from mimi.llm.anthropic import Anthropic as cls
+    else:
+        from mimi.llm.openai import OpenAI as cls
+    p = cls(key, model, base, cfg.get("max_tokens"), client=client, ca=limits.CA_BUNDLE,
+            proxy=proxy, sleep=sleep)
+    if client is None:
+        _cached = (sig, p)
+    return p
+
+
+_cached = None

@@ -1,0 +1,236 @@
+# Chat history: /spiffs/sessions/<key>.jsonl, one {"role","content","ts"} a line.
+# load() reads only the file's tail, backwards in blocks, so its cost does not grow
+# with the file. append() buffers in RAM and flush() writes each file once per turn
+# (every LittleFS append rewrites the partial last block). A file past
+# SESSION_FILE_MAX is compacted to its tail with an atomic rewrite.
+import os
+import json
+import _thread
+from mimi import limits, fs, log, board
+
+DIR = limits.SPIFFS + "/sessions"
+EXT = ".jsonl"
+_ROLES = ("user", "assistant")
+_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+
+_lock = _thread.allocate_lock()
+_pending = {}  # key -> [encoded line, ...]
+_pending_bytes = 0
+
+
+def file_name(key):
+    """A session key as a safe file name: [A-Za-z0-9_-], capped; a key that had to be
+    changed gets a short hash of the original so two keys never share a file."""
+    key = str(key)
+    safe = "".join(c if c in _OK else "_" for c in key)
+    if safe != key or len(safe) > limits.SESSION_NAME_MAX or not safe:
+        import hashlib
+        import binascii
+
+        h = binascii.hexlify(hashlib.sha256(key.encode()).digest()[:4]).decode()
+        safe = safe[: limits.SESSION_NAME_MAX - 9] + "-" + h
+    return safe + EXT
+
+
+def path(key):
+    return DIR + "/" + file_name(key)
+
+
+def _line(role, content, ts):
+    rec = {"role": role, "content": content, "ts": ts}
+    data = json.dumps(rec).encode()
+    if len(data) <= limits.SESSION_LINE_MAX or not isinstance(content, str):
+        return data if len(data) <= limits.SESSION_LINE_MAX else None
+    # Too long: keep the start of the text so the line stays loadable.
+    raw = content.encode()
+    keep = len(raw) - (len(data) - limits.SESSION_LINE_MAX) - 64
+    while True:
+        cut = fs.utf8_cut(raw, max(0, keep)).decode() + "\n[cut: message too long]"
+        rec["content"] = cut
+        data = json.dumps(rec).encode()
+        if len(data) <= limits.SESSION_LINE_MAX or keep <= 0:
+            return data
+        keep -= len(data) - limits.SESSION_LINE_MAX + 64
+
+
+def append(key, role, content):
+    """Buffer one message; written by flush() (or when the buffer grows large)."""
+    global _pending_bytes
+    data = _line(role, content, board.clock.unix())
+    if data is None:
+        log.warning("session", "%s: %s message not storable, dropped", key, role)
+        return
+    with _lock:
+        _pending.setdefault(key, []).append(data)
+        _pending_bytes += len(data) + 1
+        big = _pending_bytes >= limits.SESSION_PENDING_MAX
+    if big:
+        flush()
+
+
+def flush():
+    """Write every buffered message to its file; compact files grown past the cap."""
+    global _pending_bytes
+    with _lock:
+        for key in tuple(_pending):
+            _flush_key(key)
+        _pending_bytes = 0
+
+
+def _flush_key(key):
+    lines = _pending.pop(key, None)
+    if not lines:
+        return
+    p = path(key)
+    try:
+        fs.makedirs(DIR)
+        with open(p, "ab") as f:
+            for data in lines:
+                f.write(data)
+                f.write(b"\n")
+    except OSError as e:
+        log.exception("session", "write " + p, e)
+        return
+    if fs.size(p) > limits.SESSION_FILE_MAX:
+        _compact(p)
+
+
+def _compact(p, keep=limits.SESSION_KEEP):
+    """Rewrite p as its last `keep` bytes, starting at a line boundary (atomically)."""
+    tmp = p + ".tmp"
+    buf = bytearray(limits.SESSION_READ_BLOCK)
+    try:
+        with open(p, "rb") as fi:
+            size = fi.seek(0, 2)
+            fi.seek(max(0, size - keep))
+            if size > keep:
+                fi.readline()  # skip the partial first line
+            with open(tmp, "wb") as fo:
+                while True:
+                    n = fi.readinto(buf)
+                    if not n:
+                        break
+                    fo.write(buf[:n] if n < len(buf) else buf)
+        os.rename(tmp, p)
+        log.info("session", "compacted %s to %d bytes", p, fs.size(p))
+    except OSError as e:
+        log.exception("session", "compact " + p, e)
+        fs.remove(tmp)
+
+
+def _tail(p, want):
+    """Up to `want` valid messages from the end of file p, oldest first."""
+    out = []
+    try:
+        f = open(p, "rb")
+    except OSError:
+        return out
+    block = limits.SESSION_READ_BLOCK
+    line_max = limits.SESSION_LINE_MAX
+    try:
+        pos = f.seek(0, 2)
+        carry = b""  # the end part of a line whose start is further back
+        skipping = False  # the current line is over line_max: drop it
+        while pos > 0 and len(out) < want:
+            n = block if pos > block else pos
+            pos -= n
+            f.seek(pos)
+            chunk = f.read(n) + carry
+            while len(out) < want:
+                i = chunk.rfind(b"\n")
+                if i < 0:
+                    break
+                if skipping:
+                    skipping = False
+                else:
+                    _take(chunk[i + 1:], out, p)
+                chunk = chunk[:i]
+            carry = chunk
+            if len(carry) > line_max:
+                if not skipping:
+                    log.warning("session", "%s: line over %d bytes skipped", p, line_max)
+                carry = b""
+                skipping = True
+        if pos == 0 and carry and not skipping and len(out) < want:
+            _take(carry, out, p)
+    finally:
+        f.close()
+    out.reverse()
+    return out
+
+
+def _take(line, out, p):
+    line = line.strip()
+    if not line:
+        return
+    try:
+        rec = json.loads(line)
+        role = rec["role"]
+        content = rec["content"]
+    except (ValueError, KeyError, TypeError, IndexError):
+        log.warning("session", "%s: corrupt line skipped (%d bytes)", p, len(line))
+        return
+    if role not in _ROLES or not isinstance(content, (str, list)) or not content:
+        log.warning("session", "%s: line with bad role/content skipped", p)
+        return
+    out.append({"role": role, "content": content})
+
+
+def _size(m):
+    c = m["content"]
+    return len(c) if isinstance(c, str) else len(json.dumps(c))
+
+
+def repair(msgs, budget=limits.HISTORY_BYTES_MAX):
+    """Make history valid for the providers: starts with user, roles alternate (a run
+    of one role is merged), ends with assistant, and fits the byte budget (oldest
+    pairs dropped first)."""
+    merged = []
+    for m in msgs:
+        if merged and merged[-1]["role"] == m["role"]:
+            a, b = merged[-1]["content"], m["content"]
+            if isinstance(a, str) and isinstance(b, str):
+                merged[-1] = {"role": m["role"], "content": a + "\n\n" + b}
+            else:
+                merged[-1] = m
+        else:
+            merged.append(m)
+    while merged and merged[0]["role"] != "user":
+        merged.pop(0)
+    while merged and merged[-1]["role"] != "assistant":
+        merged.pop()
+    total = 0
+    for m in merged:
+        total += _size(m)
+    while total > budget and len(merged) >= 2:
+        total -= _size(merged.pop(0)) + _size(merged.pop(0))
+    return merged
+
+
+def load(key, n=limits.HISTORY_MAX):
+    """The last `n` messages of a session as [{"role","content"}], valid alternation."""
+    with _lock:
+        _flush_key(key)
+        msgs = _tail(path(key), n)
+    return repair(msgs)
+
+
+def clear(key):
+    """Forget a session (its buffered messages and its file). True if there was one."""
+    with _lock:
+        had = _pending.pop(key, None) is not None
+        return fs.remove(path(key)) or had
+
+
+def list():
+    """[(key, bytes)] of every stored session, by name."""
+    flush()
+    out = []
+    try:
+        names = sorted(e[0] for e in os.ilistdir(DIR))
+    except OSError:
+        return out
+    for name in names:
+        if name.endswith(EXT):
+            out.append((name[: -len(EXT)], fs.size(DIR + "/" + name)))
+    return out

@@ -1,0 +1,89 @@
+# Long-term memory (MEMORY.md) and daily notes (/spiffs/memory/YYYY-MM-DD.md by the
+# local date). note_path() is the one place a note's path is made: the system prompt
+# and the loader both use it, so they cannot disagree.
+from mimi import limits, fs, board
+
+DIR = limits.SPIFFS + "/memory"
+MEMORY_PATH = DIR + "/MEMORY.md"
+NOTE_SEP = "\n---\n"
+DAY_S = 86400
+
+
+def tz_s():
+    try:
+        from mimi.config import cfg
+        from mimi.board.clock import parse_tz
+
+        return parse_tz(cfg.get("tz"))
+    except Exception:  # a bad or missing setting must not break the prompt
+        return 0
+
+
+def today(unix=None):
+    return board.clock.local_date(tz_s(), unix)
+
+
+def note_path(date=None):
+    """Path of the daily note for `date` ("YYYY-MM-DD"; default today, local time)."""
+    return "%s/%s.md" % (DIR, date or today())
+
+
+def note_dates(days=limits.NOTES_DAYS, unix=None):
+    """Today and the days before it, newest first."""
+    now = board.clock.unix() if unix is None else unix
+    tz = tz_s()
+    return [board.clock.local_date(tz, now - i * DAY_S) for i in range(days)]
+
+
+def read_memory(limit=limits.MEMORY_MAX):
+    try:
+        return fs.read_text(MEMORY_PATH, limit)
+    except OSError:
+        return ""
+
+
+def write_memory(text):
+    fs.write_atomic(MEMORY_PATH, text)
+
+
+def append_note(text, date=None):
+    """Add a line to today's note (created with a '# YYYY-MM-DD' header). Returns its path."""
+    p = note_path(date)
+    fs.makedirs(DIR)
+    new = not fs.exists(p)
+    with open(p, "ab") as f:
+        if new:
+            f.write(("# %s\n\n" % (date or today())).encode())
+        f.write((text.rstrip("\n") + "\n").encode())
+    return p
+
+
+def recent_notes(limit=limits.NOTES_MAX, days=limits.NOTES_DAYS, unix=None):
+    """Notes of today and the days before, newest first, each headed by its date and
+    joined with '---'; at most `limit` UTF-8 bytes in all."""
+    parts = []
+    used = 0
+    for date in note_dates(days, unix):
+        p = note_path(date)
+        try:
+            with open(p, "rb") as f:
+                raw = f.read(limit + 1)
+        except OSError:
+            continue
+        text = fs.decode(raw).strip()
+        if not text:
+            continue
+        head = ("%s%s (%s)\n" % (NOTE_SEP if parts else "", date, p)).encode()
+        body = text.encode()
+        room = limit - used - len(head)
+        if room <= 0:
+            break
+        if len(body) > room:
+            note = ("\n[cut: %s is %d bytes; read_file for the rest]" % (p, fs.size(p))).encode()
+            if room <= len(note):
+                break
+            body = fs.utf8_cut(body, room - len(note)) + note
+        parts.append(head + body)
+        used += len(head) + len(body)
+    return fs.decode(b"".join(parts))
+

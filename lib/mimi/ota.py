@@ -1,0 +1,573 @@
+# Over-the-air updates.
+# App updates: a bundle (format below) of the compiled lib/, default files and CA
+# roots is streamed to /ota/new with every file's SHA-256 checked against the
+# manifest (and the manifest's HMAC-SHA256 against the `ota_key` setting when one
+# is set), then swapped in by renaming directories; the old version waits in
+# /ota/prev. The new version is on trial: if it fails to come up healthy
+# OTA_TRIAL_BOOTS times, the boot guard puts the old one back.
+# Firmware updates (optional): the MicroPython app image written to the next OTA
+# slot through esp32.Partition, for boards flashed with firmware/'s table.
+#
+# Bundle: b"MIMIOTA1\n", then "<manifest length> <hex HMAC-SHA256 of the manifest
+# or ->\n", then the manifest JSON {"format":1, "version", "files":[{"path",
+# "size", "sha256"}]}, then every file's bytes in manifest order.
+import os
+import json
+import hashlib
+import binascii
+import socket
+from mimi import limits, log, fs, board, config
+
+MAGIC = b"MIMIOTA1\n"
+NEW = limits.OTA_DIR + "/new"
+PREV = limits.OTA_DIR + "/prev"
+STATE = limits.OTA_DIR + "/state.json"
+_DIR = 0x4000
+
+
+class OTAError(Exception):
+    pass
+
+
+# --- HMAC-SHA256 (MicroPython has hashlib.sha256 but no hmac module) -----------
+class HMAC:
+    def __init__(self, key):
+        if len(key) > 64:
+            key = hashlib.sha256(key).digest()
+        key = key + b"\x00" * (64 - len(key))
+        self._outer = bytes(b ^ 0x5C for b in key)
+        self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in key))
+
+    def update(self, data):
+        self._inner.update(data)
+
+    def hexdigest(self):
+        outer = hashlib.sha256(self._outer)
+        outer.update(self._inner.digest())
+        return binascii.hexlify(outer.digest()).decode()
+
+
+def _same(a, b):
+    if len(a) != len(b):
+        return False
+    diff = 0
+    for x, y in zip(a, b):
+        diff |= ord(x) ^ ord(y)
+    return diff == 0
+
+
+def _key():
+    k = config.cfg.get("ota_key")
+    return k.encode() if k else None
+
+
+# --- download ---------------------------------------------------------------
+class _Body:
+    """An HTTP response body read from a socket, Content-Length or chunked."""
+
+    def __init__(self, sock, length, chunked):
+        self.s = sock
+        self.left = length  # None: until the connection closes
+        self.chunked = chunked
+        self.chunk_left = 0
+        self.done = False
+        self.length = length
+
+    def _raw(self, n):
+        data = self.s.read(n)
+        if not data:
+            raise OTAError("connection closed early")
+        return data
+
+    def read(self, n):
+        if self.done:
+            return b""
+        if self.chunked:
+            if self.chunk_left == 0:
+                line = self.s.readline()
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.done = True
+                    return b""
+                self.chunk_left = size
+            data = self._raw(min(n, self.chunk_left))
+            self.chunk_left -= len(data)
+            if self.chunk_left == 0:
+                self.s.readline()
+            return data
+        if self.left is None:
+            data = self.s.read(n)
+            if not data:
+                self.done = True
+            return data or b""
+        if self.left == 0:
+            self.done = True
+            return b""
+        data = self._raw(min(n, self.left))
+        self.left -= len(data)
+        return data
+
+    def exactly(self, n):
+        parts = []
+        while n > 0:
+            data = self.read(min(n, limits.OTA_CHUNK))
+            if not data:
+                raise OTAError("bundle truncated")
+            parts.append(data)
+            n -= len(data)
+        return b"".join(parts)
+
+    def line(self, limit):
+        out = b""
+        while not out.endswith(b"\n"):
+            c = self.read(1)
+            if not c or len(out) >= limit:
+                raise OTAError("bad bundle header")
+            out += c
+        return out
+
+    def close(self):
+        try:
+            self.s.close()
+        except OSError:
+            pass
+
+
+def _split_url(url):
+    proto, sep, rest = url.partition("://")
+    if not sep or proto not in ("http", "https"):
+        raise OTAError("the URL must start with https:// or http://")
+    hostport, _, path = rest.partition("/")
+    host, _, port = hostport.partition(":")
+    if not host:
+        raise OTAError("the URL has no host")
+    return proto == "https", host, int(port) if port else (443 if proto == "https" else 80), "/" + path
+
+
+def _ca_certs():
+    """The roots of limits.CA_BUNDLE as DER (this mbedTLS build parses no PEM)."""
+    with open(limits.CA_BUNDLE) as f:
+        text = f.read()
+    out = []
+    for block in text.split("-----BEGIN CERTIFICATE-----")[1:]:
+        b64 = block.split("-----END CERTIFICATE-----")[0]
+        out.append(binascii.a2b_base64("".join(b64.split())))
+    if not out:
+        raise OTAError("no CA certificates in %s" % limits.CA_BUNDLE)
+    return out
+
+
+def _connect(secure, host, port):
+    ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
+    s = socket.socket(ai[0], socket.SOCK_STREAM, ai[2])
+    s.settimeout(limits.OTA_TIMEOUT_S)
+    s.connect(ai[-1])
+    if secure:
+        import tls
+
+        ctx = tls.SSLContext(tls.PROTOCOL_TLS_CLIENT)
+        ctx.verify_mode = tls.CERT_REQUIRED
+        try:
+            for der in _ca_certs():
+                ctx.load_verify_locations(der)
+            s = ctx.wrap_socket(s, server_hostname=host)
+        except BaseException:
+            s.close()
+            raise
+    return s
+
+
+def open_url(url):
+    """GET url (following a few redirects); the body as a stream."""
+    for _ in range(limits.OTA_REDIRECTS + 1):
+        secure, host, port, path = _split_url(url)
+        try:
+            s = _connect(secure, host, port)
+        except (OSError, ValueError) as e:  # mbedTLS reports a bad certificate as ValueError
+            raise OTAError("cannot connect to %s:%d (%s)" % (host, port, str(e).strip() or e))
+        try:
+            hosthdr = host if port in (80, 443) else "%s:%d" % (host, port)
+            s.write(("GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: MimiClaw-OTA\r\n"
+                     "Connection: close\r\n\r\n" % (path, hosthdr)).encode())
+            status = s.readline().split(None, 2)
+            code = int(status[1]) if len(status) > 1 else 0
+            headers = {}
+            while True:
+                line = s.readline()
+                if not line or line in (b"\r\n", b"\n"):
+                    break
+                k, _, v = line.decode().partition(":")
+                headers[k.strip().lower()] = v.strip()
+        except (OSError, ValueError) as e:
+            s.close()
+            raise OTAError("download failed: %s" % e)
+        if code in (301, 302, 303, 307, 308) and "location" in headers:
+            s.close()
+            loc = headers["location"]
+            url = loc if "://" in loc else "%s://%s:%d%s" % (
+                "https" if secure else "http", host, port, loc)
+            continue
+        if code != 200:
+            s.close()
+            raise OTAError("download failed: HTTP %d" % code)
+        length = int(headers["content-length"]) if "content-length" in headers else None
+        return _Body(s, length, "chunked" in headers.get("transfer-encoding", ""))
+    raise OTAError("too many redirects")
+
+
+# --- small file helpers -----------------------------------------------------
+def rmtree(path):
+    try:
+        mode = os.stat(path)[0]
+    except OSError:
+        return
+    if mode & _DIR:
+        for e in list(os.ilistdir(path)):
+            rmtree(path + "/" + e[0])
+        os.rmdir(path)
+    else:
+        os.remove(path)
+
+
+def _state():
+    try:
+        with open(STATE) as f:
+            st = json.load(f)
+        return st if isinstance(st, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _save_state(st):
+    fs.write_atomic(STATE, json.dumps(st))
+
+
+def _check_path(p, seen):
+    if not isinstance(p, str) or not p.startswith("/") or len(p) > 200 or p in seen:
+        raise OTAError("bad path in manifest: %r" % (p,))
+    parts = p[1:].split("/")
+    if parts[0] not in limits.OTA_TOPS or (parts[0].endswith(".py") and len(parts) > 1):
+        raise OTAError("path outside the application: %r" % p)
+    for part in parts:
+        if part in ("", ".", "..") or any(ord(c) < 32 or c == "\\" for c in part):
+            raise OTAError("bad path in manifest: %r" % p)
+    seen[p] = True
+    return parts[0]
+
+
+def _check_manifest(raw):
+    try:
+        m = json.loads(raw)
+        files = m["files"]
+        if m.get("format") != 1 or not isinstance(files, list) or not files:
+            raise ValueError("unknown format")
+    except (ValueError, KeyError, TypeError) as e:
+        raise OTAError("bad manifest: %s" % e)
+    seen = {}
+    total = 0
+    tops = []
+    for f in files:
+        try:
+            top = _check_path(f["path"], seen)
+            size = f["size"]
+            digest = f["sha256"]
+        except (KeyError, TypeError):
+            raise OTAError("bad manifest entry")
+        if not isinstance(size, int) or not 0 <= size <= limits.OTA_FILE_MAX:
+            raise OTAError("bad size for %s" % f["path"])
+        if not isinstance(digest, str) or len(digest) != 64:
+            raise OTAError("bad sha256 for %s" % f["path"])
+        total += size
+        if top not in tops:
+            tops.append(top)
+    if total > limits.OTA_BUNDLE_MAX:
+        raise OTAError("bundle too large (%d bytes)" % total)
+    m["tops"] = tops
+    m["total"] = total
+    return m
+
+
+# --- app updates ------------------------------------------------------------
+def fetch(url):
+    """Download and verify a bundle into /ota/new; the manifest. Nothing of the
+    running version changes; on any error /ota/new is removed."""
+    rmtree(NEW)
+    body = open_url(url)
+    try:
+        if body.exactly(len(MAGIC)) != MAGIC:
+            raise OTAError("not a MimiClaw update bundle")
+        head = body.line(200).decode().split()
+        if len(head) != 2 or not head[0].isdigit():
+            raise OTAError("bad bundle header")
+        mlen = int(head[0])
+        if mlen > limits.OTA_MANIFEST_MAX:
+            raise OTAError("manifest too large")
+        raw = body.exactly(mlen)
+        key = _key()
+        if key:
+            mac = HMAC(key)
+            mac.update(raw)
+            if head[1] == "-":
+                raise OTAError("bundle is not signed, but ota_key is set")
+            if not _same(mac.hexdigest(), head[1].lower()):
+                raise OTAError("bad signature (ota_key differs or the bundle was changed)")
+        else:
+            log.warning("ota", "ota_key not set: checking SHA-256 only, not who made the bundle")
+        m = _check_manifest(raw)
+        free = board.fs_info()["free"]
+        if m["total"] + 16 * limits.BLOCK_SIZE > free:
+            raise OTAError("not enough flash: need %d bytes, %d free" % (m["total"], free))
+        buf = bytearray(limits.OTA_CHUNK)
+        for f in m["files"]:
+            dest = NEW + f["path"]
+            fs.makedirs(fs.parent(dest))
+            h = hashlib.sha256()
+            left = f["size"]
+            with open(dest, "wb") as out:
+                while left:
+                    data = body.read(min(left, len(buf)))
+                    if not data:
+                        raise OTAError("bundle truncated in %s" % f["path"])
+                    h.update(data)
+                    out.write(data)
+                    left -= len(data)
+            if binascii.hexlify(h.digest()).decode() != f["sha256"].lower():
+                raise OTAError("SHA-256 mismatch for %s" % f["path"])
+        fs.write_atomic(NEW + "/manifest.json", raw)
+        return m
+    except OSError as e:
+        rmtree(NEW)
+        raise OTAError("download failed: %s" % e)
+    except BaseException:
+        rmtree(NEW)
+        raise
+    finally:
+        body.close()
+
+
+def _finish_swap(st):
+    for t in st["tops"]:
+        src = NEW + "/" + t
+        if fs.exists(src):
+            if fs.exists("/" + t):
+                os.rename("/" + t, PREV + "/" + t)
+            os.rename(src, "/" + t)
+    st["state"] = "trial"
+    st["boots"] = 0
+    _save_state(st)
+    rmtree(NEW)
+
+
+def install(m):
+    """Swap the verified /ota/new in; the running version goes to /ota/prev."""
+    import mimi
+
+    rmtree(PREV)
+    fs.makedirs(PREV)
+    st = {"state": "swap", "version": m.get("version", "?"), "prev": mimi.VERSION,
+          "tops": m["tops"], "created": [t for t in m["tops"] if not fs.exists("/" + t)]}
+    _save_state(st)
+    _finish_swap(st)
+    log.info("ota", "version %s installed; previous %s kept in %s", st["version"], st["prev"], PREV)
+
+
+def _finish_rollback(st):
+    st["state"] = "rollback"
+    _save_state(st)
+    for t in st["tops"]:
+        if t in st.get("created", ()):
+            rmtree("/" + t)
+        elif fs.exists(PREV + "/" + t):
+            rmtree("/" + t)
+            os.rename(PREV + "/" + t, "/" + t)
+    fs.write_atomic(limits.OTA_DIR + "/last.json", json.dumps(
+        {"rolled_back": st.get("version"), "back_to": st.get("prev"), "boots": st.get("boots")}))
+    fs.remove(STATE)
+
+
+def boot_check(reboot=True):
+    """Boot guard (called first at boot): finish a swap or rollback a power cut
+    interrupted, count a trial version's boots and roll it back when it has
+    failed OTA_TRIAL_BOOTS times. Returns what it did (None: nothing)."""
+    st = _state()
+    if not st:
+        return None
+    what = st.get("state")
+    if what == "swap":
+        _finish_swap(st)
+        done = "swapped"
+    elif what == "rollback":
+        _finish_rollback(st)
+        done = "rolled back"
+    elif what == "trial":
+        st["boots"] = st.get("boots", 0) + 1
+        if st["boots"] <= limits.OTA_TRIAL_BOOTS:
+            _save_state(st)
+            print("OTA: trying version %s (boot %d of %d before rollback)" % (
+                st.get("version"), st["boots"], limits.OTA_TRIAL_BOOTS))
+            return "trial"
+        log.error("ota", "version %s failed to come up %d times: rolling back to %s",
+                  st.get("version"), st["boots"] - 1, st.get("prev"))
+        print("OTA: version %s failed %d boots; restoring %s" % (
+            st.get("version"), st["boots"] - 1, st.get("prev")))
+        _finish_rollback(st)
+        done = "rolled back"
+    else:
+        return None
+    if reboot:  # the modules in RAM are the other version's
+        board.reset()
+    return done
+
+
+def mark_healthy():
+    """The app came up: a trial version is kept; the firmware slot too."""
+    st = _state()
+    if st and st.get("state") == "trial":
+        st["state"] = "ok"
+        _save_state(st)
+        log.info("ota", "version %s confirmed", st.get("version"))
+    P = getattr(board, "Partition", None)
+    if P is not None:
+        try:
+            P.mark_app_valid_cancel_rollback()
+        except (OSError, AttributeError):
+            pass  # no rollback support in this firmware build
+
+
+def rollback(reboot=True):
+    """Put the previous version back (after a confirmed update)."""
+    st = _state()
+    if not st or st.get("state") not in ("ok", "trial") or not fs.isdir(PREV):
+        raise OTAError("no previous version to go back to")
+    _finish_rollback(st)
+    if reboot:
+        board.reset()
+
+
+# --- firmware updates (boards flashed with firmware/'s OTA partition table) -----
+def update_firmware(url, sha256=None, reboot=True):
+    """Write the MicroPython app image at url to the next OTA slot and boot it.
+    The slot is only made bootable after the whole image checked out."""
+    P = getattr(board, "Partition", None)
+    if P is None:
+        raise OTAError("this firmware has no esp32.Partition")
+    try:
+        target = P(P.RUNNING).get_next_update()
+    except OSError:
+        raise OTAError("no OTA slots: flash a firmware built with firmware/'s partition table")
+    bs = target.ioctl(5, 0)
+    capacity = target.ioctl(4, 0) * bs
+    key = _key()
+    sig = None
+    if key:
+        sigbody = open_url(url + ".sig")
+        try:
+            sig = sigbody.exactly(64).decode().lower()
+        finally:
+            sigbody.close()
+    body = open_url(url)
+    h = hashlib.sha256()
+    mac = HMAC(key) if key else None
+    buf = bytearray(bs)
+    block = total = 0
+    try:
+        if body.length is not None and body.length > capacity:
+            raise OTAError("image (%d bytes) larger than the slot (%d)" % (body.length, capacity))
+        while True:
+            n = 0
+            while n < bs:
+                data = body.read(bs - n)
+                if not data:
+                    break
+                buf[n:n + len(data)] = data
+                n += len(data)
+            if n == 0:
+                break
+            if block == 0 and buf[0] != 0xE9:
+                raise OTAError("not an ESP32 app image")
+            if (block + 1) * bs > capacity:
+                raise OTAError("image larger than the slot (%d)" % capacity)
+            view = memoryview(buf)[:n]
+            h.update(view)
+            if mac:
+                mac.update(view)
+            for i in range(n, bs):
+                buf[i] = 0xFF
+            target.writeblocks(block, buf)
+            block += 1
+            total += n
+            if n < bs:
+                break
+    except OSError as e:
+        raise OTAError("download failed: %s" % e)
+    finally:
+        body.close()
+    if total == 0:
+        raise OTAError("empty image")
+    raw = h.digest()
+    digest = binascii.hexlify(raw).decode()
+    if sha256 and digest != sha256.lower():
+        raise OTAError("SHA-256 mismatch: got %s" % digest)
+    if mac and not _same(mac.hexdigest(), sig):
+        raise OTAError("bad signature (ota_key differs or the image was changed)")
+    back = hashlib.sha256()
+    for i in range(block):
+        target.readblocks(i, buf)
+        back.update(memoryview(buf)[:min(bs, total - i * bs)])
+    if back.digest() != raw:
+        raise OTAError("flash read-back differs; the slot is not used")
+    target.set_boot()
+    log.info("ota", "firmware %d bytes written to %s (sha256 %s)", total, target.info()[4], digest)
+    if reboot:
+        board.reset()
+    return digest
+
+
+# --- REPL commands ----------------------------------------------------------
+def ota_update(url):
+    """Download, verify and install an application bundle, then restart."""
+    try:
+        m = fetch(url)
+        install(m)
+    except OTAError as e:
+        print("Error:", e)
+        print("Nothing changed; the running version stays.")
+        return
+    print("OK: version %s installed (%d files); restarting. If it fails to come up %d times,"
+          " the previous version comes back." % (m.get("version"), len(m["files"]), limits.OTA_TRIAL_BOOTS))
+    board.reset()
+
+
+def ota_firmware(url, sha256=None):
+    """Optional: update the MicroPython firmware itself (needs OTA slots)."""
+    try:
+        update_firmware(url, sha256, reboot=False)
+    except OTAError as e:
+        print("Error:", e)
+        return
+    print("OK: firmware written; restarting into it.")
+    board.reset()
+
+
+def ota_status():
+    import mimi
+
+    st = _state() or {}
+    print("version %s; update state: %s" % (mimi.VERSION, st.get("state", "none")))
+    if st.get("prev"):
+        print("previous version %s kept in %s" % (st["prev"], PREV))
+    try:
+        with open(limits.OTA_DIR + "/last.json") as f:
+            print("last rollback:", f.read())
+    except OSError:
+        pass
+
+
+def ota_rollback():
+    try:
+        rollback(reboot=False)
+    except OTAError as e:
+        print("Error:", e)
+        return
+    print("OK: previous version restored; restarting.")
+    board.reset()

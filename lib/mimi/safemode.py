@@ -1,0 +1,102 @@
+# Boot guard and safe mode. Every boot counts itself in RTC memory (kept over
+# resets, cleared by a power cycle); the count goes back to 0 once the app has run
+# HEALTHY_AFTER_S. After SAFE_MODE_BOOTS crash-boots in a row the board starts only
+# the REPL and WiFi, so a person can fix what makes it crash; restart() leaves.
+import json
+from mimi import limits, log, board
+
+active = False
+boots = 0
+
+
+def _load():
+    try:
+        d = json.loads(board.rtc_memory() or b"{}")
+        return d if isinstance(d, dict) else {}
+    except (ValueError, OSError, TypeError):
+        return {}
+
+
+def _store(d):
+    try:
+        board.rtc_memory(json.dumps(d).encode())
+    except (OSError, ValueError) as e:
+        log.warning("safemode", "cannot keep the boot counter: %s", e)
+
+
+def count():
+    """Boots since the app last came up healthy (this one included, once started)."""
+    return int(_load().get("boots", 0))
+
+
+def boot_start(reboot=True):
+    """First thing at boot: count this boot, let a trial update roll back, and
+    decide safe mode. Returns True in safe mode."""
+    global active, boots
+    d = _load()
+    boots = int(d.get("boots", 0)) + 1
+    d["boots"] = boots
+    _store(d)
+    try:
+        from mimi import ota
+
+        ota.boot_check(reboot)
+    except Exception as e:  # a broken update check must not add to the crash loop
+        log.exception("safemode", "update check failed", e)
+    active = boots > limits.SAFE_MODE_BOOTS
+    if active:
+        print("!" * 60)
+        print("SAFE MODE: the last %d boots crashed before running %d s." % (
+            boots - 1, limits.HEALTHY_AFTER_S))
+        print("Only the REPL and WiFi run (no channels, no agent). Fix the cause")
+        print("(config_show(), log_tail(), ota_rollback(), config_set(...)), then restart().")
+        print("!" * 60)
+    return active
+
+
+def clear():
+    """Forget the crash-boots; the next boot starts normally."""
+    d = _load()
+    if d.pop("boots", None) is not None:
+        _store(d)
+
+
+def healthy():
+    """The app has been up HEALTHY_AFTER_S: this boot was good. Safe mode stays
+    until restart(), so a person has time to look."""
+    if not active:
+        clear()
+    try:
+        from mimi import ota
+
+        ota.mark_healthy()
+    except Exception as e:
+        log.exception("safemode", "confirming the update failed", e)
+
+
+async def guard():
+    """Loop task: the boot counts as healthy once the loop has run long enough."""
+    import asyncio
+
+    await asyncio.sleep(limits.HEALTHY_AFTER_S)
+    healthy()
+    log.info("safemode", "up %d s: boot marked healthy", limits.HEALTHY_AFTER_S)
+
+
+def guard_tasks():
+    """Loop tasks of the self-care part: healthy-boot timer, watchdog, onboarding portal."""
+    from mimi.services import watchdog, portal
+
+    return [guard(), watchdog.task(), portal.task()]
+
+
+def tasks(stop):
+    """Safe mode's whole loop: WiFi (and its onboarding portal), the REPL console."""
+    from mimi.services import wifi
+
+    ts = [wifi.supervisor.run()] + guard_tasks()
+    if getattr(board, "CONSOLE", False):
+        from mimi import console
+
+        ts.append(console.task(stop))
+    return ts

@@ -1,0 +1,148 @@
+# Heartbeat: every `heartbeat_min` minutes (0 = off) look at /spiffs/HEARTBEAT.md;
+# when it has open tasks, run an agent turn (channel "system", chat "heartbeat")
+# that reads the file and acts on it. With nothing open there is no LLM call.
+#
+# A line is an open task unless, after leading spaces, it is empty, a "#" header,
+# a checked box ("- [x]" / "* [x]", either case), a bare bullet or empty box, or
+# inside an HTML comment (<!-- ... -->, which may span lines). Unchecked boxes
+# ("- [ ] water the plants") and plain text count.
+#
+# Unlike MimiClaw, answers from the system channel reach a person: every reply on
+# channel "system" (heartbeat turns, cron jobs made on the REPL) is delivered to the
+# owner — the first chat in `tg_allow`, over Telegram — except a heartbeat reply
+# that is just HEARTBEAT_OK; with no owner they are logged.
+import asyncio
+from mimi import limits, log, fs, bus
+
+PATH = limits.SPIFFS + "/HEARTBEAT.md"
+CHAT_ID = "heartbeat"
+OK = "HEARTBEAT_OK"
+PROMPT = ("Heartbeat check: read /spiffs/HEARTBEAT.md with read_file and follow any "
+          "instructions or open tasks listed there. If something needs the user's "
+          "attention, say it briefly. If nothing needs attention, reply with just: " + OK)
+
+last_result = None  # what the last check did, for heartbeat_trigger()
+
+
+def open_tasks(text):
+    """The actionable lines of HEARTBEAT.md text."""
+    out = []
+    in_comment = False
+    for raw in text.split("\n"):
+        line = raw.strip()
+        # drop HTML comments, which may open and close anywhere on the line
+        kept = ""
+        while line:
+            if in_comment:
+                end = line.find("-->")
+                if end < 0:
+                    line = ""
+                else:
+                    in_comment = False
+                    line = line[end + 3:]
+            else:
+                start = line.find("<!--")
+                if start < 0:
+                    kept += line
+                    line = ""
+                else:
+                    kept += line[:start]
+                    in_comment = True
+                    line = line[start + 4:]
+        line = kept.strip()
+        if not line or line.startswith("#"):
+            continue
+        low = line.lower()
+        if low[:5] in ("- [x]", "* [x]"):
+            continue
+        if low in ("-", "*", "- [ ]", "* [ ]", "-[ ]"):
+            continue
+        out.append(line)
+    return out
+
+
+def read_tasks(path=PATH):
+    try:
+        return open_tasks(fs.read_text(path, limits.HEARTBEAT_FILE_MAX))
+    except OSError:
+        return []  # no file: nothing to do
+
+
+def owner():
+    """(channel, chat_id) where system results go, or None (then they are logged)."""
+    from mimi.config import cfg
+
+    ids = [x for x in (cfg.get("tg_allow") or "").split(",") if x]
+    if ids and cfg.get("tg_token"):
+        return ("telegram", ids[0])
+    return None
+
+
+def is_ok(text):
+    t = (text or "").strip().strip("*_`.!\"' \n")
+    return t.upper() == OK
+
+
+def check(submit=None, path=PATH):
+    """One heartbeat check. submit(msg) -> bool starts the agent turn (default: the
+    inbound queue). Returns a sentence saying what happened."""
+    global last_result
+    tasks = read_tasks(path)
+    if not tasks:
+        last_result = "no open tasks in %s; no LLM call" % path
+    else:
+        submit = submit or bus.inbound.put
+        if submit(bus.Msg("system", CHAT_ID, PROMPT, meta={"heartbeat": len(tasks)})):
+            dest = owner()
+            last_result = "%d open task(s); heartbeat turn queued, answer goes to %s" % (
+                len(tasks), "%s:%s" % dest if dest else "the log (no owner: set tg_token and allow_chat)")
+        else:
+            last_result = "%d open task(s) but the agent is busy; skipped this time" % len(tasks)
+    log.info("heartbeat", last_result)
+    return last_result
+
+
+async def deliver_system(msg, out=None):
+    """The dispatcher's sender for channel "system" (replies to heartbeat and system
+    cron turns): to the owner, unless it is a heartbeat's HEARTBEAT_OK."""
+    if msg.kind != bus.REPLY:
+        return
+    text = msg.content or ""
+    log.info("system", "%s: %s", msg.chat_id, text[:128])
+    if msg.chat_id == CHAT_ID and is_ok(text):
+        return
+    dest = owner()
+    if dest is None:
+        return
+    if msg.chat_id != CHAT_ID:
+        text = "[%s] %s" % (msg.chat_id, text)
+    out = bus.outbound if out is None else out  # an empty Queue is falsy
+    if not out.put(bus.Msg(dest[0], dest[1], text, bus.REPLY)):
+        log.warning("heartbeat", "outbound queue full; result for %s:%s only logged", dest[0], dest[1])
+
+
+async def run(sleep=asyncio.sleep):
+    """Loop task: a check every heartbeat_min minutes (first one after one period)."""
+    from mimi.config import cfg
+    from mimi.channels import dispatch
+
+    dispatch.register("system", deliver_system)
+    waited = 0
+    while True:
+        await sleep(limits.HEARTBEAT_POLL_S)
+        minutes = cfg.get("heartbeat_min")
+        if not minutes:
+            waited = 0
+            continue
+        waited += limits.HEARTBEAT_POLL_S
+        if waited >= minutes * 60:
+            waited = 0
+            try:
+                check()
+            except Exception as e:
+                log.exception("heartbeat", "check failed", e)
+
+
+def trigger():
+    """REPL: one check now."""
+    print("heartbeat:", check())

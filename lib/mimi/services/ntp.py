@@ -1,0 +1,166 @@
+# Clock sync: a small SNTP client (RFC 4330) on a UDP socket. On the board it runs
+# on the loop at boot and every limits.NTP_RESYNC_S, with a non-blocking socket
+# polled between short sleeps, so only the DNS lookup can hold the loop; on the
+# host the system clock is already right and nothing is sent.
+# Cron and everything else that needs real time awaits wait_valid().
+import os
+import time
+import socket
+import struct
+import asyncio
+from mimi import limits, log, board
+
+HOSTS = ["pool.ntp.org", "time.cloudflare.com"]  # tests point these at a fake server
+PORT = 123
+NTP_TO_UNIX = 2208988800  # 1900-01-01 -> 1970-01-01
+ERA = 1 << 32  # NTP seconds wrap in 2036
+
+last_sync = 0  # Unix time of the last good sync (0: never)
+last_error = None
+
+
+class NTPError(Exception):
+    pass
+
+
+class Mismatch(NTPError):
+    """A datagram that does not answer our request (stray or forged)."""
+
+
+def request():
+    """-> (48-byte client packet, its 8-byte transmit stamp to match the reply)."""
+    pkt = bytearray(48)
+    pkt[0] = 0x23  # LI 0, version 4, mode 3 (client)
+    stamp = os.urandom(8)
+    pkt[40:48] = stamp
+    return pkt, stamp
+
+
+def parse(data, stamp=None):
+    """Server reply -> Unix time (float). NTPError for anything a server must not send."""
+    if len(data) < 48:
+        raise NTPError("short reply (%d bytes)" % len(data))
+    li, mode, stratum = data[0] >> 6, data[0] & 7, data[1]
+    if mode != 4:
+        raise NTPError("not a server reply (mode %d)" % mode)
+    if li == 3 or stratum == 0 or stratum > 15:
+        raise NTPError("server not synchronised (kiss-o'-death or stratum %d)" % stratum)
+    if stamp is not None and bytes(data[24:32]) != bytes(stamp):
+        raise Mismatch("reply does not answer our request")
+    secs, frac = struct.unpack("!II", data[40:48])
+    if secs == 0:
+        raise NTPError("no transmit time")
+    if secs < 0x80000000:  # era 1: after 2036-02-07
+        secs += ERA
+    return secs - NTP_TO_UNIX + frac / ERA
+
+
+def _addr(host, port):
+    return socket.getaddrinfo(host, port, 0, socket.SOCK_DGRAM)[0][-1]
+
+
+def query(host, port=PORT, timeout_s=limits.NTP_TIMEOUT_S):
+    """Blocking query (REPL, tests) -> Unix time."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.settimeout(timeout_s)
+        pkt, stamp = request()
+        s.sendto(pkt, _addr(host, port))
+        try:
+            data = s.recv(64)
+        except OSError:
+            raise NTPError("no reply from %s within %ds" % (host, timeout_s))
+        return parse(data, stamp)
+    finally:
+        s.close()
+
+
+async def aquery(host, port=PORT, timeout_s=limits.NTP_TIMEOUT_S):
+    """The same query without blocking the loop while waiting for the reply."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        pkt, stamp = request()
+        s.setblocking(False)
+        s.sendto(pkt, _addr(host, port))
+        t0 = time.ticks_ms()
+        while True:
+            try:
+                data = s.recv(64)
+                return parse(data, stamp)
+            except Mismatch:
+                pass  # a stray or forged datagram: keep waiting for ours
+            except OSError:
+                pass
+            if time.ticks_diff(time.ticks_ms(), t0) >= timeout_s * 1000:
+                raise NTPError("no reply from %s within %ds" % (host, timeout_s))
+            await asyncio.sleep_ms(50)
+    finally:
+        s.close()
+
+
+def apply(unix):
+    """Set the board clock; logs the correction."""
+    global last_sync, last_error
+    before = board.clock.unix()
+    board.set_unix(int(unix + 0.5))
+    last_sync = board.clock.unix()
+    last_error = None
+    step = last_sync - before
+    if abs(step) > 1:
+        log.info("ntp", "clock set to %s (moved %+d s)", board.clock.local_str(0), step)
+    _valid_flag().set()
+    return step
+
+
+async def sync_once(hosts=None, port=None):
+    """Try each server in turn; True when the clock was set."""
+    global last_error
+    for host in hosts or HOSTS:
+        try:
+            apply(await aquery(host, port or PORT))
+            return True
+        except (OSError, NTPError, IndexError) as e:
+            last_error = "%s: %s" % (host, e)
+            log.warning("ntp", "sync with %s failed: %s", host, e)
+    return False
+
+
+def clock_ready():
+    return board.clock.valid()
+
+
+_flag = None
+
+
+def _valid_flag():
+    global _flag
+    if _flag is None:
+        _flag = asyncio.Event()
+    return _flag
+
+
+async def wait_valid(poll_s=1):
+    """Return once the wall clock is valid (set by SNTP or by hand)."""
+    while not clock_ready():
+        try:
+            await asyncio.wait_for(_valid_flag().wait(), poll_s)
+        except asyncio.TimeoutError:
+            pass
+
+
+async def run():
+    """Loop task: sync at boot, then every NTP_RESYNC_S; backoff while failing."""
+    if board.NAME == "host":
+        log.info("ntp", "host: using the system clock")
+        return
+    from mimi.services import wifi
+
+    retry = limits.NTP_RETRY_MIN_S
+    while True:
+        await wifi.supervisor.wait_online()
+        if await sync_once():
+            retry = limits.NTP_RETRY_MIN_S
+            await asyncio.sleep(limits.NTP_RESYNC_S)
+        else:
+            await asyncio.sleep(retry)
+            retry = min(retry * 2, limits.NTP_RETRY_MAX_S)

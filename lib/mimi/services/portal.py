@@ -1,0 +1,433 @@
+# Onboarding portal. With no WiFi settings, or when WiFi never came up since boot,
+# the board opens a WPA2 access point "MimiClaw-XXXX" (password generated once,
+# kept as the `ap_pass` setting and shown on the console), answers every DNS
+# query with its own address and serves a settings page for WiFi, the LLM and
+# Telegram. Unlike MimiClaw's portal it is never open, never sends a stored secret
+# back, validates with the REPL's rules, refuses cross-origin posts, and closes the
+# access point once the board is online.
+import os
+import json
+import errno
+import asyncio
+from mimi import limits, log, config, board
+
+TAG = "portal"
+cfg = config.cfg
+FIELDS = ("wifi_ssid", "wifi_pass", "provider", "api_key", "model", "api_base",
+          "tg_token", "tg_allow")
+PASS_CHARS = "abcdefghjkmnpqrstuvwxyz23456789"  # no 0/o, 1/l/i: read off a console
+current = None
+
+
+def ap_name():
+    mac = board.ap_wlan().config("mac")
+    return "MimiClaw-%02X%02X" % (mac[-2], mac[-1])
+
+
+def ap_password():
+    """The AP's WPA2 password: made once, then kept in /config.json."""
+    p = cfg.get("ap_pass")
+    if not p:
+        p = "".join(PASS_CHARS[b % len(PASS_CHARS)] for b in os.urandom(limits.AP_PASS_LEN))
+        cfg.set("ap_pass", p)
+    return p
+
+
+def escape(s):
+    return (str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&#39;"))
+
+
+def unquote(s):
+    s = s.replace("+", " ")
+    if "%" not in s:
+        return s
+    out = bytearray()
+    parts = s.split("%")
+    out += parts[0].encode()
+    for part in parts[1:]:
+        try:
+            out.append(int(part[:2], 16))
+            out += part[2:].encode()
+        except ValueError:
+            out += ("%" + part).encode()
+    return out.decode()
+
+
+def parse_form(body):
+    out = {}
+    for item in body.decode().split("&"):
+        if item:
+            k, _, v = item.partition("=")
+            out[unquote(k)] = unquote(v)
+    return out
+
+
+def _wifi():
+    from mimi.services import wifi
+
+    return wifi.supervisor
+
+
+def _random_port():
+    r = os.urandom(2)
+    lo, hi = limits.PORTAL_PORT_ANY
+    return lo + (r[0] << 8 | r[1]) % (hi - lo)
+
+
+class Portal:
+    def __init__(self, sup=None, http_port=None, dns_port=None, host=board.BIND_ADDR):
+        self._sup = sup
+        host_sim = board.NAME == "host"  # never take this computer's ports 80 and 53
+        # 0: a random free port
+        self.want_http = (0 if host_sim else limits.PORTAL_PORT) if http_port is None else http_port
+        self.want_dns = (0 if host_sim else limits.DNS_PORT) if dns_port is None else dns_port
+        self.host = host
+        self.http_port = self.dns_port = None
+        self.is_open = False
+        self.ip = None
+        self.ssid = None
+        self.was_online = False
+        self.clients = 0
+        self.saves = 0
+        self._http = None
+        self._dns = None
+        self._dns_task = None
+        self._scan = None
+        self._scan_at = None
+
+    def sup(self):
+        return self._sup or _wifi()
+
+    # --- when ---------------------------------------------------------------
+    def needed(self):
+        """Offline with no WiFi settings, or WiFi has failed since boot and never came up."""
+        s = self.sup()
+        if s.online():
+            self.was_online = True
+            return False
+        if getattr(s, "state", None) == "starting":
+            return False  # the supervisor has not looked yet (boot.py may have connected)
+        if not cfg.get("wifi_ssid"):
+            return True
+        return not self.was_online and s.retries >= limits.PORTAL_AFTER_FAILS
+
+    async def run(self):
+        """Loop task: open the portal when needed, close it once online."""
+        while True:
+            try:
+                if not self.is_open and self.needed():
+                    await self.open()
+                elif self.is_open and self.sup().online():
+                    self.was_online = True
+                    log.info(TAG, "online: onboarding access point off")
+                    await self.close()
+            except Exception as e:  # the portal must never take the loop down
+                log.exception(TAG, "portal check failed", e)
+            await asyncio.sleep(limits.PORTAL_CHECK_S)
+
+    # --- open / close -------------------------------------------------------
+    async def open(self):
+        from mimi.services import captive_dns
+
+        ap = board.ap_wlan()
+        self.ssid = ap_name()
+        password = ap_password()
+        ap.active(True)
+        ap.config(ssid=self.ssid, key=password, authmode=limits.AP_AUTH_WPA2,
+                  channel=limits.AP_CHANNEL, max_clients=limits.AP_MAX_CLIENTS)
+        self.ip = ap.ifconfig()[0]
+        self._http, self.http_port = await self._listen(self.want_http)
+        self._dns, self.dns_port = self._bind_dns(captive_dns, self.want_dns)
+        self._dns_task = asyncio.create_task(self._dns.serve())
+        self.is_open = True
+        why = "no WiFi settings" if not cfg.get("wifi_ssid") else "WiFi %r failed" % cfg.get("wifi_ssid")
+        log.info(TAG, "onboarding access point %s open (%s)", self.ssid, why)
+        print("-" * 60)
+        print("Onboarding (%s): join the WiFi network" % why)
+        print("    %s   password %s" % (self.ssid, password))
+        print("then open %s (phones open it by themselves)." % self.url())
+        print("-" * 60)
+
+    async def close(self):
+        self.is_open = False
+        if self._dns_task:
+            self._dns_task.cancel()
+            self._dns_task = None
+        if self._dns:
+            self._dns.close()
+            self._dns = None
+        if self._http:
+            self._http.close()
+            await self._http.wait_closed()
+            self._http = None
+        try:
+            board.ap_wlan().active(False)
+        except OSError:
+            pass
+
+    def url(self):
+        port = self.http_port
+        return "http://%s/" % self.ip if port == 80 else "http://%s:%d/" % (self.ip, port)
+
+    async def _listen(self, want):
+        for _ in range(limits.PORTAL_PORT_TRIES if not want else 1):
+            port = want or _random_port()
+            try:
+                return await asyncio.start_server(self._conn, self.host, port), port
+            except OSError as e:
+                if want or e.errno != errno.EADDRINUSE:
+                    raise
+        raise OSError(errno.EADDRINUSE, "no free port")
+
+    def _bind_dns(self, mod, want):
+        for _ in range(limits.PORTAL_PORT_TRIES if not want else 1):
+            port = want or _random_port()
+            try:
+                return mod.Server(self.ip, self.host, port), port
+            except OSError as e:
+                if want or e.errno != errno.EADDRINUSE:
+                    raise
+        raise OSError(errno.EADDRINUSE, "no free port")
+
+    # --- HTTP ---------------------------------------------------------------
+    async def _conn(self, r, w):
+        self.clients += 1
+        try:
+            if self.clients > limits.PORTAL_CLIENTS:
+                resp = self.response("503 Service Unavailable", "busy, try again")
+            else:
+                try:
+                    req = await asyncio.wait_for(self._read(r), limits.PORTAL_READ_TIMEOUT_S)
+                    resp = self.handle(*req)
+                except _Refuse as e:
+                    resp = self.response(e.args[0], e.args[1])
+            w.write(resp)
+            await w.drain()
+        except Exception as e:  # timeouts, resets: drop this client only
+            log.info(TAG, "client dropped: %s", e)
+        finally:
+            self.clients -= 1
+            try:
+                w.close()
+                await w.wait_closed()
+            except Exception:
+                pass
+
+    async def _read(self, r):
+        line = await r.readline()
+        parts = line.decode().split()
+        if len(parts) != 3:
+            raise _Refuse("400 Bad Request", "bad request line")
+        headers = {}
+        used = len(line)
+        while True:
+            h = await r.readline()
+            used += len(h)
+            if used > limits.PORTAL_HEADER_MAX:
+                raise _Refuse("431 Request Header Fields Too Large", "headers too large")
+            if not h or h in (b"\r\n", b"\n"):
+                break
+            k, _, v = h.decode().partition(":")
+            headers[k.strip().lower()] = v.strip()
+        body = b""
+        n = headers.get("content-length", "0")
+        if not n.isdigit():
+            raise _Refuse("400 Bad Request", "bad Content-Length")
+        n = int(n)
+        if n > limits.PORTAL_BODY_MAX:
+            if n <= limits.PORTAL_DRAIN_MAX:  # read it away so the client sees the answer, not a reset
+                while n > 0:
+                    got = await r.read(min(n, 512))
+                    if not got:
+                        break
+                    n -= len(got)
+            raise _Refuse("413 Payload Too Large", "at most %d bytes" % limits.PORTAL_BODY_MAX)
+        if n:
+            body = await r.readexactly(n)
+        return parts[0], parts[1], headers, body
+
+    def response(self, status, body, ctype="text/plain; charset=utf-8", extra=()):
+        if isinstance(body, str):
+            body = body.encode()
+        head = ["HTTP/1.1 " + status, "Content-Type: " + ctype, "Content-Length: %d" % len(body),
+                "Connection: close", "Cache-Control: no-store", "X-Frame-Options: DENY",
+                "Referrer-Policy: no-referrer"]
+        head.extend(extra)
+        return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+    def own_hosts(self):
+        out = []
+        for ip in (self.ip, self.host):
+            if ip and ip != "0.0.0.0":
+                out.append(ip if self.http_port == 80 else "%s:%d" % (ip, self.http_port))
+        if self.http_port == 80:
+            out.extend("%s:80" % h for h in list(out))
+        return out
+
+    def same_origin(self, headers):
+        """A post must come from this page: Host is the board itself and the
+        browser's Origin (or Referer) is that same host."""
+        host = headers.get("host", "").lower()
+        if host not in self.own_hosts():
+            return False
+        origin = headers.get("origin")
+        if origin is None:
+            ref = headers.get("referer", "")
+            if not ref.startswith("http://"):
+                return False
+            origin = "http://" + ref[7:].split("/", 1)[0]
+        return origin.lower().rstrip("/") == "http://" + host
+
+    def handle(self, method, target, headers, body):
+        path = target.split("?", 1)[0]
+        if method == "GET" and path in ("/", "/index.html"):
+            return self.response("200 OK", self.page(), "text/html; charset=utf-8")
+        if method == "GET" and path == "/scan":
+            return self.response("200 OK", json.dumps(self.scan(fresh=True)), "application/json")
+        if method == "POST" and path == "/save":
+            return self.save(headers, body)
+        if method in ("GET", "HEAD"):  # OS detection URLs and any other page: to the form
+            return self.response("302 Found", "", extra=("Location: " + self.url(),))
+        return self.response("405 Method Not Allowed", "GET or POST /save only")
+
+    def save(self, headers, body):
+        if not self.same_origin(headers):
+            log.warning(TAG, "cross-origin post refused (origin %r, host %r)",
+                        headers.get("origin"), headers.get("host"))
+            return self.response("403 Forbidden", "cross-origin post refused")
+        if "application/x-www-form-urlencoded" not in headers.get("content-type", ""):
+            return self.response("415 Unsupported Media Type", "form posts only")
+        try:
+            form = parse_form(body)
+        except (UnicodeError, ValueError):
+            return self.response("400 Bad Request", "bad form")
+        changes = {}
+        for key in FIELDS:
+            if key not in form:
+                continue
+            value = form[key]
+            if config.SCHEMA[key][2]:  # secret: empty keeps it, the box clears it
+                if form.get("clear_" + key):
+                    changes[key] = ""
+                elif value != "":
+                    changes[key] = value
+            elif value != cfg.get(key) and not (value == "" and cfg.get(key) in ("", None)):
+                changes[key] = value
+        if not changes:
+            return self.response("200 OK", self.page(note="Nothing changed."), "text/html; charset=utf-8")
+        try:
+            done = cfg.update(changes)
+        except ValueError as e:
+            return self.response("400 Bad Request", self.page(error=str(e), form=form),
+                                 "text/html; charset=utf-8")
+        self.saves += 1
+        log.info(TAG, "settings saved from the portal: %s", ", ".join(sorted(done)))
+        note = "Saved: %s." % ", ".join(sorted(done))
+        if "wifi_ssid" in done or "wifi_pass" in done:
+            note += " The board now joins %r; this access point closes once it is online." % (
+                cfg.get("wifi_ssid"))
+        return self.response("200 OK", self.page(note=note), "text/html; charset=utf-8")
+
+    def scan(self, fresh=False):
+        import time
+
+        now = time.time()
+        if self._scan is None or fresh and now - self._scan_at > limits.PORTAL_SCAN_TTL_S:
+            nets = {}
+            try:
+                w = board.wlan()
+                w.active(True)
+                for n in w.scan():
+                    ssid = n[0].decode("utf-8", "replace") if isinstance(n[0], bytes) else str(n[0])
+                    if ssid and (ssid not in nets or n[3] > nets[ssid]["rssi"]):
+                        nets[ssid] = {"ssid": ssid, "rssi": n[3], "ch": n[2], "auth": n[4]}
+            except OSError as e:
+                log.warning(TAG, "scan failed: %s", e)
+            self._scan = sorted(nets.values(), key=lambda n: -n["rssi"])[:limits.PORTAL_SCAN_MAX]
+            self._scan_at = now
+        return self._scan
+
+    def page(self, note=None, error=None, form=None):
+        """The settings form. Secrets are never written into it: only set/not set."""
+        form = form or {}
+        out = [_HEAD]
+        if note:
+            out.append('<p class="ok">%s</p>' % escape(note))
+        if error:
+            out.append('<p class="err">Not saved: %s</p>' % escape(error))
+        out.append('<form method="post" action="/save">')
+
+        def text(key, label, hint=""):
+            v = form.get(key, cfg.get(key) or "")
+            out.append('<label>%s<input name="%s" value="%s"%s></label>' % (
+                label, key, escape(v), ' list="nets"' if key == "wifi_ssid" else ""))
+            if hint:
+                out.append('<small>%s</small>' % hint)
+
+        def secret(key, label):
+            state = "set" if cfg.get(key) else "not set"
+            out.append('<label>%s <em>(%s)</em><input type="password" name="%s" value="" '
+                       'autocomplete="off" placeholder="%s"></label>' % (
+                           label, state, key, "leave empty to keep" if state == "set" else ""))
+            if state == "set":
+                out.append('<small><input type="checkbox" name="clear_%s" value="1"> clear</small>' % key)
+
+        out.append("<h2>WiFi</h2>")
+        text("wifi_ssid", "Network")
+        out.append('<datalist id="nets">')
+        nets = self.scan()
+        for n in nets:
+            out.append('<option value="%s">' % escape(n["ssid"]))
+        out.append("</datalist>")
+        if nets:
+            out.append("<small>Nearby: %s</small>" % ", ".join(
+                "%s (%d dBm)" % (escape(n["ssid"]), n["rssi"]) for n in nets))
+        secret("wifi_pass", "Password")
+        out.append("<h2>LLM</h2><label>Provider<select name=\"provider\">")
+        cur = form.get("provider", cfg.get("provider"))
+        for p in config.PROVIDERS:
+            out.append('<option%s>%s</option>' % (" selected" if p == cur else "", p))
+        out.append("</select></label>")
+        secret("api_key", "API key")
+        text("model", "Model", "empty: the provider's default")
+        text("api_base", "API base URL", "empty: the provider's own; any OpenAI-compatible server")
+        out.append("<h2>Telegram</h2>")
+        secret("tg_token", "Bot token")
+        text("tg_allow", "Allowed chat ids", "comma-separated; empty: nobody")
+        out.append('<p><button>Save</button></p></form></body></html>')
+        return "".join(out)
+
+    def status_line(self):
+        if not self.is_open:
+            return "onboarding AP off"
+        return "onboarding AP %s open, password %s, page %s" % (self.ssid, cfg.get("ap_pass"), self.url())
+
+
+class _Refuse(Exception):
+    pass
+
+
+_HEAD = ("<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
+         "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+         "<title>MimiClaw setup</title><style>body{font-family:sans-serif;max-width:30em;"
+         "margin:1em auto;padding:0 1em}label{display:block;margin-top:.8em}input,select"
+         "{display:block;width:100%;padding:.4em;box-sizing:border-box}input[type=checkbox]"
+         "{display:inline;width:auto}small{color:#555}.ok{color:#060}.err{color:#b00}"
+         "</style></head><body><h1>MimiClaw setup</h1>")
+
+
+def task(sup=None):
+    """The loop task (app.tasks())."""
+    global current
+    current = Portal(sup)
+    return current.run()
+
+
+def needed():
+    return (current or Portal()).needed()
+
+
+def print_status():
+    if current is not None:
+        print("  " + current.status_line())

@@ -1,0 +1,130 @@
+# Hardware watchdog, fed only while both halves of the firmware show life:
+# - the asyncio loop: the feeding task runs on it, so a stuck loop stops feeding;
+# - the agent thread: worker.progress (ticks_ms of its last sign of life) moves
+#   every second when idle and at each step of a turn. A blocking call that
+#   declares its deadline (`with watchdog.blocking(s):` around an LLM request) is
+#   progress-aware: silence is accepted until the deadline plus a margin.
+# When either hangs, feeding stops for good and the chip resets itself.
+import time
+from mimi import limits, log, board
+
+TAG = "wdt"
+_ticks = time.ticks_ms  # tests drive a fake clock through this
+_block_until = None  # ticks_ms the agent thread's current blocking call may last until
+_block_mark = None  # ticks_ms of the last declare/done: counts as a sign of life
+current = None
+
+
+def declare(seconds):
+    """The calling (agent) thread starts a blocking call that ends within `seconds`."""
+    global _block_until, _block_mark
+    now = _ticks()
+    _block_mark = now
+    _block_until = time.ticks_add(now, int(seconds * 1000))
+
+
+def done():
+    global _block_until, _block_mark
+    _block_until = None
+    _block_mark = _ticks()
+
+
+class blocking:
+    """`with watchdog.blocking(deadline_s): resp = client.request(...)`"""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __enter__(self):
+        declare(self.seconds)
+        return self
+
+    def __exit__(self, *exc):
+        done()
+        return False
+
+
+def _agent():
+    try:
+        from mimi.agent import worker
+    except ImportError:
+        return None
+    return worker
+
+
+class Watchdog:
+    def __init__(self, agent=_agent, timeout_ms=limits.WDT_TIMEOUT_MS):
+        self._agent = agent  # () -> object with .progress, .busy, .running() (or None)
+        self.timeout_ms = timeout_ms
+        self.wdt = None
+        self.tripped = None  # why feeding stopped
+        self.feeds = 0
+
+    def start(self):
+        if self.wdt is None:
+            self.wdt = board.WDT(timeout=self.timeout_ms)
+        return self
+
+    def agent_problem(self, now):
+        """None when the agent thread looks alive, else what is wrong."""
+        a = self._agent()
+        if a is None or (hasattr(a, "running") and not a.running()):
+            return None  # no agent thread (safe mode, not started yet)
+        last = a.progress
+        if _block_mark is not None and time.ticks_diff(_block_mark, last) > 0:
+            last = _block_mark
+        quiet = time.ticks_diff(now, last)
+        if not a.busy:
+            limit = limits.WDT_AGENT_IDLE_S * 1000
+            return None if quiet <= limit else "agent thread silent %d s while idle" % (quiet // 1000)
+        if _block_until is not None:
+            over = time.ticks_diff(now, _block_until)
+            if over <= limits.WDT_BLOCK_MARGIN_S * 1000:
+                return None
+            return "blocking call %d s past its deadline" % (over // 1000)
+        if quiet <= limits.WDT_AGENT_STALL_S * 1000:
+            return None
+        return "agent turn without progress for %d s" % (quiet // 1000)
+
+    def tick(self):
+        """One feeding decision (the loop task calls this every WDT_FEED_S)."""
+        if self.tripped:
+            return False
+        why = self.agent_problem(_ticks())
+        if why:
+            self.tripped = why
+            log.error(TAG, "%s: no more feeding, the watchdog resets the board", why)
+            return False
+        self.wdt.feed()
+        self.feeds += 1
+        return True
+
+    async def run(self):
+        import asyncio
+
+        self.start()
+        log.info(TAG, "watchdog on (%d s)", self.timeout_ms // 1000)
+        while True:
+            self.tick()
+            await asyncio.sleep(limits.WDT_FEED_S)
+
+
+def task():
+    """The loop task: start the hardware watchdog and feed it while all is well."""
+    global current
+    current = Watchdog()
+    return current.run()
+
+
+def release():
+    """The loop stopped on purpose (Ctrl-C): the REPL must not be reset from under
+    the user, and the chip's watchdog cannot be turned off, so a timer feeds it."""
+    w = current
+    if w is None or w.wdt is None:
+        return
+    try:
+        import machine
+
+        machine.Timer(0).init(period=limits.WDT_FEED_S * 1000, callback=lambda t: w.wdt.feed())
+    except (ImportError, AttributeError, ValueError, OSError):
+        pass

@@ -1,0 +1,33 @@
+# get_current_time: the board clock in the configured UTC offset.
+from mimi import board
+from mimi.board.clock import parse_tz, VALID_AFTER
+from mimi.tools.registry import registry
+
+SCHEMA = {"type": "object", "properties": {}, "required": []}
+DESCRIPTION = ("Get the current date, time, weekday and Unix time in the user's timezone. "
+               "Use this before anything that depends on the time, such as scheduling.")
+
+
+def now_text(tz_text=None, unix=None):
+    if tz_text is None:
+        from mimi.config import cfg
+
+        tz_text = cfg.get("tz")
+    try:
+        tz = parse_tz(tz_text)
+    except ValueError:
+        tz = 0
+    clock = board.clock
+    if unix is None:
+        unix = clock.unix()
+    text = "%s, unix %d" % (clock.local_str(tz, unix), unix)
+    if unix < VALID_AFTER:
+        text += " (warning: the clock has not been set yet, so this time is wrong)"
+    return text
+
+
+def get_current_time(args, ctx):
+    return now_text()
+
+
+registry.add("get_current_time", DESCRIPTION, SCHEMA, get_current_time)

@@ -1,0 +1,118 @@
+# cron_add, cron_list, cron_remove (MimiClaw's schemas and result strings), plus
+# this firmware's daily form: schedule_type "daily" with time "HH:MM" (local time
+# in the `tz` setting).
+#
+# Where the answer goes: a job made during a Telegram or WebSocket turn always
+# answers in that chat (channel/chat_id are filled from the turn; naming another
+# chat is refused, so one chat can never schedule messages into another). From the
+# REPL or a system turn the arguments decide; the default is channel "system",
+# whose answers are delivered to the owner (see services/heartbeat.deliver_system).
+from mimi.services.cron import service
+from mimi.tools.registry import registry
+from mimi import board
+from mimi.board.clock import parse_tz
+
+USER_CHANNELS = ("telegram", "websocket")
+
+
+def _dest(args, ctx):
+    """(channel, chat_id, None) or (None, None, error)."""
+    channel = (args.get("channel") or "").strip()
+    chat_id = args.get("chat_id")
+    chat_id = "" if chat_id is None else str(chat_id).strip()
+    here = getattr(ctx, "channel", None)
+    if here in USER_CHANNELS:
+        here_id = str(ctx.chat_id)
+        if channel and channel != here:
+            return None, None, "Error: a job made in this chat can only answer in this chat (%s)" % here
+        if chat_id and chat_id not in ("cron", here_id):
+            return None, None, "Error: a job made in this chat can only answer in this chat (chat_id %s)" % here_id
+        return here, here_id, None
+    return channel or "system", chat_id or "cron", None
+
+
+def _local(epoch):
+    from mimi.config import cfg
+
+    try:
+        tz = parse_tz(cfg.get("tz"))
+    except ValueError:
+        tz = 0
+    return board.clock.local_str(tz, epoch)
+
+
+def cron_add(args, ctx):
+    kind = (args.get("schedule_type") or "").strip().lower()
+    channel, chat_id, err = _dest(args, ctx)
+    if err:
+        return err
+    try:
+        job = service.add(args.get("name"), kind, args.get("message"), channel, chat_id,
+                          interval_s=args.get("interval_s"), at_epoch=args.get("at_epoch"),
+                          daily_at=args.get("time"), delete_after_run=args.get("delete_after_run"))
+    except ValueError as e:
+        return "Error: %s" % e
+    if kind == "every":
+        return "OK: Added recurring job '%s' (id=%s), runs every %d seconds. Next run at epoch %d." % (
+            job["name"], job["id"], job["interval_s"], job["next_run"])
+    if kind == "at":
+        return "OK: Added one-shot job '%s' (id=%s), fires at epoch %d. Will be %s after firing." % (
+            job["name"], job["id"], job["at_epoch"], "deleted" if job["delete_after_run"] else "disabled")
+    return "OK: Added daily job '%s' (id=%s), runs every day at %s local time. Next run at epoch %d (%s)." % (
+        job["name"], job["id"], job["daily_at"], job["next_run"], _local(job["next_run"]))
+
+
+def describe(j):
+    if j["kind"] == "every":
+        when = "every %ds" % j["interval_s"]
+    elif j["kind"] == "at":
+        when = "at %d" % j["at_epoch"]
+    else:
+        when = "daily %s" % j["daily_at"]
+    return '[%s] "%s" — %s, %s, next=%s, last=%s, ch=%s:%s' % (
+        j["id"], j["name"], when, "enabled" if j["enabled"] else "disabled",
+        j["next_run"] or "none", j["last_run"] or "never", j["channel"], j["chat_id"])
+
+
+def cron_list(args, ctx):
+    jobs = service.list()
+    if not jobs:
+        return "No cron jobs scheduled."
+    return "Scheduled jobs (%d):\n%s" % (len(jobs), "\n".join(describe(j) for j in jobs))
+
+
+def cron_remove(args, ctx):
+    job_id = str(args.get("job_id") or "").strip()
+    if service.remove(job_id):
+        return "OK: Removed cron job %s" % job_id
+    return "Error: job '%s' not found" % job_id
+
+
+registry.add(
+    "cron_add",
+    "Schedule a message to yourself ('every' N seconds, once 'at' a Unix time, or 'daily' at HH:MM). "
+    "When it fires it runs as a new turn and the answer goes to the chat the job was made in. "
+    "'every' needs interval_s; 'at' needs at_epoch (call get_current_time first); 'daily' "
+    "needs time \"HH:MM\" (24-hour, the user's local time). At most 16 jobs.",
+    {"type": "object", "properties": {
+        "name": {"type": "string", "description": "Short name for the job"},
+        "schedule_type": {"type": "string", "description": "'every' (recurring), 'at' (one-shot) or 'daily'"},
+        "interval_s": {"type": "integer", "description": "Seconds between runs (required for 'every')"},
+        "at_epoch": {"type": "integer", "description": "Unix time to fire at (required for 'at')"},
+        "message": {"type": "string", "description": "What to do when the job fires, written as a request to yourself"},
+        "channel": {"type": "string", "description": "Optional: 'telegram', 'websocket' or 'system'; defaults to the current chat"},
+        "chat_id": {"type": "string", "description": "Optional: chat to answer in (required for telegram from the REPL); defaults to the current chat"},
+        "time": {"type": "string", "description": "Local time \"HH:MM\" (required for 'daily')"},
+    }, "required": ["name", "schedule_type", "message"]},
+    cron_add)
+registry.add(
+    "cron_list",
+    "List the scheduled cron jobs with their ids, schedules and next run times.",
+    {"type": "object", "properties": {}, "required": []},
+    cron_list)
+registry.add(
+    "cron_remove",
+    "Remove a scheduled cron job by its id (from cron_list).",
+    {"type": "object", "properties": {"job_id": {"type": "string", "description": "The 8-character job ID to remove"}},
+     "required": ["job_id"]},
+    cron_remove)

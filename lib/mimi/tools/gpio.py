@@ -1,0 +1,115 @@
+# gpio_write, gpio_read, gpio_read_all (MimiClaw's schemas and result strings).
+#
+# Pin policy (mimi/tools/gpio_policy.py): only pins in the `gpio_allow` setting
+# (default 1,2,4-18,21,38-42,47,48); these are refused whatever the setting says:
+#   0, 3, 45, 46  strapping pins (boot mode, JTAG source, flash voltage, ROM log)
+#   19, 20        USB Serial/JTAG (the REPL/console on most S3 boards)
+#   26-32         SPI flash bus
+#   33-37         octal PSRAM bus on N16R8/N8R8 modules
+#   43, 44        UART0 TX/RX, the serial console
+#
+# Unlike MimiClaw, reading never reconfigures a pin the tools drove as an output:
+# the mode of every pin is remembered, and an output is read back through its
+# existing Pin object (the ESP32 port's Pin.OUT also enables the input buffer, so
+# value() reports the pad level) — a relay switched on stays on.
+import _thread
+from mimi import board
+from mimi.tools import gpio_policy
+from mimi.tools.registry import registry
+
+OUT = "out"
+IN = "in"
+
+_lock = _thread.allocate_lock()
+_pins = {}  # pin number -> (mode, Pin object)
+
+
+def _level(v):
+    return "HIGH" if v else "LOW"
+
+
+def _pin_arg(args):
+    pin = args.get("pin")
+    if isinstance(pin, bool) or not isinstance(pin, int):
+        return None, "Error: 'pin' required (integer)"
+    return pin, gpio_policy.refusal(pin)
+
+
+def write(pin, state):
+    with _lock:
+        cur = _pins.get(pin)
+        if cur and cur[0] == OUT:
+            cur[1].value(state)
+        else:
+            _pins[pin] = (OUT, board.Pin(pin, board.Pin.OUT, value=state))
+
+
+def read(pin):
+    """The pin's level; an output keeps its mode and level."""
+    with _lock:
+        cur = _pins.get(pin)
+        if cur is None:
+            cur = (IN, board.Pin(pin, board.Pin.IN))
+            _pins[pin] = cur
+        return 1 if cur[1].value() else 0
+
+
+def mode(pin):
+    cur = _pins.get(pin)
+    return cur[0] if cur else None
+
+
+def forget():
+    """Tests: drop what is known about pin modes."""
+    with _lock:
+        _pins.clear()
+
+
+def gpio_write(args, ctx):
+    pin, err = _pin_arg(args)
+    if err:
+        return err
+    state = args.get("state")
+    if isinstance(state, bool):
+        state = int(state)
+    if not isinstance(state, int):
+        return "Error: 'state' required (0 or 1)"
+    state = 1 if state else 0
+    write(pin, state)
+    return "Pin %d set to %s" % (pin, _level(state))
+
+
+def gpio_read(args, ctx):
+    pin, err = _pin_arg(args)
+    if err:
+        return err
+    return "Pin %d = %s" % (pin, _level(read(pin)))
+
+
+def gpio_read_all(args, ctx):
+    pins = gpio_policy.allowed()
+    if not pins:
+        return "Error: no GPIO pins are allowed (setting gpio_allow is empty)"
+    return "GPIO states: " + ", ".join("%d=%s" % (p, _level(read(p))) for p in pins)
+
+
+PIN = {"type": "integer", "description": "GPIO pin number"}
+_ALLOW_NOTE = (" Allowed pins are set by the user (default 1,2,4-18,21,38-42,47,48); "
+               "strapping, USB, flash, PSRAM and console pins are always refused.")
+
+registry.add(
+    "gpio_write",
+    "Set a GPIO pin HIGH (1) or LOW (0); the pin becomes an output and keeps that level." + _ALLOW_NOTE,
+    {"type": "object", "properties": {"pin": PIN, "state": {"type": "integer", "description": "1 for HIGH, 0 for LOW"}},
+     "required": ["pin", "state"]},
+    gpio_write)
+registry.add(
+    "gpio_read",
+    "Read a GPIO pin's level (HIGH or LOW). A pin set with gpio_write stays an output at its level.",
+    {"type": "object", "properties": {"pin": PIN}, "required": ["pin"]},
+    gpio_read)
+registry.add(
+    "gpio_read_all",
+    "Read the level of every allowed GPIO pin, without changing any pin set as an output.",
+    {"type": "object", "properties": {}, "required": []},
+    gpio_read_all)

@@ -1,0 +1,134 @@
+"""The chat page in a real browser: headless Chromium (Debian's, installed by
+`make browser`), driven over the DevTools protocol with the `websockets` library,
+loads the page from the simulator, sends a message and shows the reply."""
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from test_gateway_e2e import HAVE_HTTP, TOKEN, Sim
+
+websockets = pytest.importorskip("websockets")
+from websockets.asyncio.client import connect  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+EVIL = '<img src=x onerror="window.__pwned=1"><b>bold?</b>'
+
+
+@pytest.fixture
+def browser(tmp_path):
+    if not shutil.which(CHROMIUM):
+        pytest.skip("no chromium (make browser installs Debian's chromium; needs root)")
+    p = subprocess.Popen(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0",
+         "--user-data-dir=%s" % (tmp_path / "profile"), "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run",
+         "--disable-dev-shm-usage", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        url = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = p.stderr.readline()
+            if not line:
+                break
+            m = re.search(r"DevTools listening on (ws://\S+)", line)
+            if m:
+                url = m.group(1)
+                break
+        if url is None:
+            pytest.skip("chromium did not start (no DevTools URL on stderr)")
+        yield url
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+class Page:
+    def __init__(self, ws):
+        self.ws = ws
+        self.n = 0
+
+    async def call(self, method, **params):
+        self.n += 1
+        i = self.n
+        await self.ws.send(json.dumps({"id": i, "method": method, "params": params}))
+        while True:
+            m = json.loads(await asyncio.wait_for(self.ws.recv(), 60))
+            if m.get("id") == i:
+                if "error" in m:
+                    raise RuntimeError("%s: %s" % (method, m["error"]))
+                return m["result"]
+
+    async def eval(self, expr):
+        r = await self.call("Runtime.evaluate", expression=expr, returnByValue=True)
+        if "exceptionDetails" in r:
+            raise RuntimeError("%s: %s" % (expr, r["exceptionDetails"]))
+        return r["result"].get("value")
+
+    async def until(self, expr, timeout=90):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            v = await self.eval(expr)
+            if v:
+                return v
+            await asyncio.sleep(0.1)
+        raise AssertionError("never true: %s\nlog: %s" % (
+            expr, await self.eval("document.getElementById('log').innerText")))
+
+
+def page_ws(devtools_url):
+    host = devtools_url.split("/")[2]
+    with urllib.request.urlopen("http://%s/json/list" % host, timeout=20) as r:
+        pages = [t for t in json.load(r) if t.get("type") == "page"]
+    return pages[0]["webSocketDebuggerUrl"]
+
+
+def test_chat_page_in_chromium(tmp_path, browser, fake_anthropic):
+    fake_anthropic.script({"text": EVIL})
+    sim = Sim(tmp_path / "fs.img", "ws_port=0", "ws_token=" + TOKEN, "provider=anthropic",
+              "api_key=" + fake_anthropic["api_key"],
+              "api_base=" + fake_anthropic["http_base_url"], "model=test-model")
+    try:
+        async def go():
+            async with connect(page_ws(browser), max_size=None) as ws:
+                page = Page(ws)
+                await page.call("Page.enable")
+                await page.call("Page.navigate",
+                                url="http://127.0.0.1:%d/?token=%s" % (sim.port, TOKEN))
+                await page.until("document.readyState == 'complete' && "
+                                 "document.getElementById('cs').textContent == 'online'")
+                # the token left the address bar (and so the history and any Referer)
+                assert await page.eval("location.search") == ""
+                await page.eval("""window.__st = [];
+                    new MutationObserver(() => window.__st.push(document.getElementById('st').textContent))
+                      .observe(document.getElementById('st'), {childList: true, characterData: true, subtree: true});
+                    document.getElementById('t').value = 'hello from chromium';
+                    document.getElementById('f').requestSubmit(); true""")
+                reply = await page.until(
+                    "(() => { const a = document.querySelectorAll('.m.a, .m.e');"
+                    " return a.length ? a[a.length - 1].textContent : null })()")
+                mine = await page.eval("document.querySelector('.m.u').textContent")
+                statuses = await page.eval("window.__st")
+                pwned = await page.eval("window.__pwned === 1 || !!document.querySelector('#log img')")
+                return reply, mine, statuses, pwned
+
+        reply, mine, statuses, pwned = asyncio.run(go())
+    finally:
+        sim.stop()
+    assert mine == "hello from chromium"
+    assert any("working" in s for s in statuses), statuses
+    if HAVE_HTTP:
+        assert reply == EVIL  # shown as text, exactly
+    else:
+        assert reply.startswith("Sorry")  # no LLM client yet: still an answer in the page
+    assert not pwned

@@ -1,0 +1,333 @@
+"""End to end: the simulator runs the real firmware, the `websockets` library is the
+client, a fake Anthropic API (tests/fakes/llm.py, plain http://) is the LLM.
+
+The gateway port comes from the firmware's log line "gateway listening on HOST:PORT".
+"""
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from conftest import ROOT
+
+websockets = pytest.importorskip("websockets")
+from websockets.asyncio.client import connect  # noqa: E402
+from websockets.exceptions import ConnectionClosed, InvalidStatus  # noqa: E402
+
+TOKEN = "gw-e2e-token"
+PORT_RE = re.compile(r"gateway listening on ([\d.]+):(\d+)")
+HAVE_HTTP = (ROOT / "lib" / "mimi" / "llm" / "http.py").exists()
+needs_llm = pytest.mark.skipif(not HAVE_HTTP, reason="lib/mimi/llm/http.py (LLM HTTP client) not there yet")
+
+
+class Sim:
+    """tools/sim in its own process group; its output is collected by a thread."""
+
+    def __init__(self, fs, *settings):
+        args = []
+        for s in settings:
+            args += ["--set", s]
+        self.p = subprocess.Popen(
+            [sys.executable, str(ROOT / "tools" / "sim"), "--fs", str(fs), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.lines = []
+        self.cv = threading.Condition()
+        threading.Thread(target=self._pump, daemon=True).start()
+        m = self.wait_for(PORT_RE)
+        self.port = int(m.group(2))
+        self.url = "ws://127.0.0.1:%d/" % self.port
+
+    def _pump(self):
+        for line in self.p.stdout:
+            with self.cv:
+                self.lines.append(line)
+                self.cv.notify_all()
+        with self.cv:
+            self.lines.append(None)
+            self.cv.notify_all()
+
+    def wait_for(self, pattern, timeout=90):
+        pat = re.compile(pattern) if isinstance(pattern, str) else pattern
+        deadline = time.monotonic() + timeout
+        i = 0
+        with self.cv:
+            while True:
+                while i < len(self.lines):
+                    line = self.lines[i]
+                    if line is None:
+                        raise AssertionError("simulator exited:\n" + self.output())
+                    m = pat.search(line)
+                    if m:
+                        return m
+                    i += 1
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("no %r in:\n%s" % (pat.pattern, self.output()))
+                self.cv.wait(left)
+
+    def output(self):
+        return "".join(x for x in self.lines if x)
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.p.pid, signal.SIGKILL)
+                self.p.wait()
+
+
+@pytest.fixture(scope="module")
+def llm():
+    from fakes import llm as fake
+
+    svc = fake.start("anthropic", None)  # plain http:// only
+    yield svc
+    svc.close()
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory, llm):
+    s = Sim(tmp_path_factory.mktemp("gw") / "fs.img", "ws_port=0", "ws_token=" + TOKEN,
+            "provider=anthropic", "api_key=" + llm["api_key"], "api_base=" + llm["http_base_url"],
+            "model=test-model")
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def fresh(llm):
+    llm.fake.reset()
+    return llm
+
+
+def authed(sim, **kw):
+    return connect(sim.url + "?token=" + TOKEN, **kw)
+
+
+async def recv_json(ws, timeout=60):
+    return json.loads(await asyncio.wait_for(ws.recv(), timeout))
+
+
+async def ask(ws, text, chat_id=None):
+    """Send one message; -> (statuses seen, the response frame)."""
+    msg = {"type": "message", "content": text}
+    if chat_id:
+        msg["chat_id"] = chat_id
+    await ws.send(json.dumps(msg))
+    statuses = []
+    while True:
+        f = await recv_json(ws)
+        if f["type"] == "status":
+            statuses.append(f["content"])
+            continue
+        return statuses, f
+
+
+async def close_code(ws, timeout=30):
+    try:
+        while True:
+            await asyncio.wait_for(ws.recv(), timeout)
+    except ConnectionClosed as e:
+        return e.rcvd.code if e.rcvd else None
+
+
+# --- no LLM needed --------------------------------------------------------------
+
+def test_chat_page_served_on_get(sim):
+    with urllib.request.urlopen("http://127.0.0.1:%d/" % sim.port, timeout=20) as r:
+        assert r.status == 200
+        assert r.headers["Content-Type"].startswith("text/html")
+        assert "default-src 'none'" in r.headers["Content-Security-Policy"]
+        page = r.read().decode()
+    assert "<script>" in page and "new WebSocket(" in page
+    assert "innerHTML" not in page and "textContent" in page
+    assert not re.search(r"""(src|href)=["']?https?:""", page)  # nothing external
+    assert len(page) < 8 * 1024
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen("http://127.0.0.1:%d/nothing" % sim.port, timeout=20)
+    assert e.value.code == 404
+
+
+def test_token_required(sim):
+    async def go():
+        for url in (sim.url, sim.url + "?token=wrong", sim.url + "?token="):
+            with pytest.raises(InvalidStatus) as e:
+                async with connect(url):
+                    pass
+            assert e.value.response.status_code == 401
+            assert b"token" in e.value.response.body
+        async with connect(sim.url, additional_headers={"Authorization": "Bearer " + TOKEN}) as ws:
+            await ws.ping()
+        # a valid token is also accepted from a foreign page origin
+        async with authed(sim, origin="http://elsewhere.example") as ws:
+            await ws.ping()
+
+    asyncio.run(go())
+
+
+def test_wrong_origin_refused_when_auth_is_off(tmp_path):
+    s = Sim(tmp_path / "fs.img", "ws_port=0", "ws_token=")
+    try:
+        assert "gateway auth is OFF" in s.output() or s.wait_for("auth is OFF")
+
+        async def go():
+            for origin in ("http://evil.example", "http://evil.example:%d" % s.port, "null",
+                           "http://127.0.0.1:1"):
+                with pytest.raises(InvalidStatus) as e:
+                    async with connect(s.url, origin=origin):
+                        pass
+                assert e.value.response.status_code == 403, origin
+            async with connect(s.url, origin="http://127.0.0.1:%d" % s.port) as ws:
+                await ws.ping()
+            async with connect(s.url) as ws:  # no Origin: not a browser
+                await ws.ping()
+
+        asyncio.run(go())
+    finally:
+        s.stop()
+
+
+def test_fifth_client_closed_with_1013_and_slots_come_back(sim):
+    async def go():
+        four = [await authed(sim).__aenter__() for _ in range(4)]
+        for ws in four:
+            await ws.ping()
+        async with authed(sim) as fifth:
+            assert await close_code(fifth) == 1013
+        await four[0].close()
+        async with authed(sim) as again:  # a closed client's slot is free again
+            await again.ping()
+        for ws in four[1:]:
+            await ws.close()
+
+    asyncio.run(go())
+
+
+def test_oversized_frame_closes_1009(sim):
+    async def go():
+        async with authed(sim) as ws:
+            await ws.send("x" * (16 * 1024 + 1))
+            assert await close_code(ws) == 1009
+        async with authed(sim) as ws:  # the server is fine afterwards
+            await ws.send("{oops")
+            assert (await recv_json(ws))["type"] == "error"
+
+    asyncio.run(go())
+
+
+def test_malformed_frames_get_error_frames_connection_stays(sim):
+    async def go():
+        async with authed(sim) as ws:
+            await ws.send("{not json")
+            assert await recv_json(ws) == {"type": "error", "content": "invalid JSON"}
+            await ws.send(json.dumps({"type": "hello"}))
+            assert "unknown type" in (await recv_json(ws))["content"]
+            await ws.send(json.dumps({"type": "message", "content": "x", "chat_id": "no/slash"}))
+            assert "chat_id" in (await recv_json(ws))["content"]
+            await ws.send(b"\x00binary")
+            assert (await recv_json(ws))["type"] == "error"
+            await ws.ping()
+
+    asyncio.run(go())
+
+
+def test_chat_tool_refused_without_token(sim):
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "chat"), "--url", sim.url,
+                        "--message", "hi"], capture_output=True, text=True, timeout=60,
+                       env={k: v for k, v in os.environ.items() if k != "MIMI_WS_TOKEN"})
+    assert r.returncode == 2 and "401" in r.stderr
+
+
+# --- with the fake LLM ------------------------------------------------------------
+
+@needs_llm
+def test_message_gets_working_status_and_response(sim, fresh):
+    fresh.script({"text": "Hello from the fake model."})
+
+    async def go():
+        async with authed(sim) as ws:
+            statuses, f = await ask(ws, "hi there", chat_id="e2e_one")
+            assert statuses == ["working"]
+            assert f == {"type": "response", "content": "Hello from the fake model.",
+                         "chat_id": "e2e_one"}
+            await ws.send("{broken")  # still usable after an error frame
+            assert (await recv_json(ws))["type"] == "error"
+            _, f = await ask(ws, "again", chat_id="e2e_one")
+            assert f["content"] == "Echo: again"
+
+    asyncio.run(go())
+    reqs = fresh.requests
+    assert fresh.violations == []
+    assert reqs[-1]["body"]["messages"][0] == {"role": "user", "content": "hi there"}
+
+
+@needs_llm
+def test_chat_tool_one_shot(sim, fresh):
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "chat"), "--url", sim.url,
+                        "--token", TOKEN, "--chat-id", "cli_test", "--message", "ping me"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "Echo: ping me"
+    assert "[working]" in r.stderr
+
+
+@needs_llm
+def test_two_chat_ids_never_see_each_others_replies(sim, fresh):
+    async def go():
+        async with authed(sim) as a, authed(sim) as b:
+            seen = {"alice": [], "bob": []}
+
+            async def run(ws, cid):
+                for i in range(3):
+                    _, f = await ask(ws, "%s says %d" % (cid, i), chat_id=cid)
+                    seen[cid].append(f)
+
+            await asyncio.gather(run(a, "alice"), run(b, "bob"))
+            for cid in ("alice", "bob"):
+                assert [f["content"] for f in seen[cid]] == \
+                    ["Echo: %s says %d" % (cid, i) for i in range(3)]
+                assert all(f["chat_id"] == cid and f["type"] == "response" for f in seen[cid])
+
+    asyncio.run(go())
+
+
+@needs_llm
+def test_burst_beyond_the_queue_gets_busy_answers(sim, fresh):
+    # The first turn is slow, so the inbound queue (16) fills while the agent waits.
+    fresh.script({"text": "slow first answer", "delay_s": 4})
+    n = 40
+
+    async def go():
+        async with authed(sim, ping_timeout=None) as ws:
+            for i in range(n):
+                await ws.send(json.dumps({"type": "message", "content": "m%d" % i,
+                                          "chat_id": "burst"}))
+            responses, busy = [], []
+            while len(responses) + len(busy) < n:
+                f = await recv_json(ws, timeout=120)
+                if f["type"] == "response":
+                    responses.append(f["content"])
+                elif f["type"] == "error":
+                    assert f["content"] == "Busy, try again shortly.", f
+                    busy.append(f)
+                else:
+                    assert f == {"type": "status", "content": "working", "chat_id": "burst"}
+            return responses, busy
+
+    responses, busy = asyncio.run(go())
+    assert len(responses) + len(busy) == n
+    assert busy and len(responses) >= 16
+    assert responses[0] == "slow first answer"
+    echoed = [r[len("Echo: "):] for r in responses[1:]]
+    assert len(set(echoed)) == len(echoed) and all(re.fullmatch(r"m\d+", e) for e in echoed)
+    assert "inbound queue full" in sim.output()

@@ -1,0 +1,136 @@
+# The bus between the loop and the agent thread (lib/mimi/bus.py) under the unix
+# port, which has no GIL: threads really run in parallel here.
+import time
+import _thread
+import asyncio
+from mimi import bus
+
+TIMEOUT = 120
+PRODUCERS = 4
+PER_THREAD = 250
+
+
+def test_msg_and_session_keys():
+    m = bus.Msg("websocket", "abc", "hi")
+    assert m.session == "ws_abc" and m.kind == bus.REPLY
+    assert bus.Msg("telegram", 123, "x").session == "tg_123"
+    assert bus.Msg("system", "cron", "x", bus.STATUS).kind == bus.STATUS
+    assert bus.session_key("system", "heartbeat") == "sys_heartbeat"
+
+
+def test_bounded_fifo_refuses_when_full():
+    q = bus.Queue(3)
+    assert [q.put(i) for i in range(5)] == [True, True, True, False, False]
+    assert len(q) == 3 and q.dropped == 2
+    assert [q.get_nowait() for _ in range(4)] == [0, 1, 2, None]
+    t0 = time.ticks_ms()
+    assert q.get_blocking(timeout_ms=30, idle_ms=5) is None
+    assert time.ticks_diff(time.ticks_ms(), t0) >= 30
+    assert q.put("x") and q.get_blocking(timeout_ms=0) == "x"
+    assert q.put(1) and q.put(2) and q.put(3)
+    assert not q.put_wait(4, timeout_ms=20, idle_ms=5)  # still full: gives up when told to
+
+
+class Done:
+    def __init__(self):
+        self.lock = _thread.allocate_lock()
+        self.n = 0
+        self.items = []
+
+    def add(self, items):
+        with self.lock:
+            self.items.extend(items)
+            self.n += 1
+
+
+async def _wait(done, n):
+    while done.n < n:
+        await asyncio.sleep_ms(5)
+
+
+async def test_threads_produce_loop_consumes_nothing_lost():
+    q = bus.Queue(16)
+    done = Done()
+
+    def producer(k):
+        for i in range(PER_THREAD):
+            assert q.put_wait((k, i), idle_ms=1)
+        done.add(())
+
+    for k in range(PRODUCERS):
+        _thread.start_new_thread(producer, (k,))
+    got = []
+    total = PRODUCERS * PER_THREAD
+    while len(got) < total:
+        got.append(await asyncio.wait_for(q.get(), 30))
+    await _wait(done, PRODUCERS)
+    assert len(got) == total
+    assert len(set(got)) == total  # no duplicates
+    for k in range(PRODUCERS):  # and each producer's order is kept
+        mine = [i for (kk, i) in got if kk == k]
+        assert mine == list(range(PER_THREAD))
+    assert q.get_nowait() is None
+
+
+async def test_loop_produces_threads_consume_nothing_lost():
+    q = bus.Queue(16)
+    done = Done()
+    stop = []
+    total = PRODUCERS * PER_THREAD
+
+    def consumer():
+        mine = []
+        while not stop:
+            m = q.get_blocking(timeout_ms=20, idle_ms=1)
+            if m is not None:
+                mine.append(m)
+        m = q.get_nowait()
+        while m is not None:
+            mine.append(m)
+            m = q.get_nowait()
+        done.add(mine)
+
+    for _ in range(PRODUCERS):
+        _thread.start_new_thread(consumer, ())
+    for i in range(total):
+        while not q.put(i):
+            await asyncio.sleep_ms(1)
+    while len(q):
+        await asyncio.sleep_ms(5)
+    stop.append(1)
+    await _wait(done, PRODUCERS)
+    assert sorted(done.items) == list(range(total))
+
+
+async def test_both_directions_at_once():
+    # The real shape: threads answer every message the loop sends, through two queues.
+    inq, outq = bus.Queue(16), bus.Queue(16)
+    done = Done()
+    stop = []
+    total = 600
+
+    def agent():
+        while not stop:
+            m = inq.get_blocking(timeout_ms=20, idle_ms=1)
+            if m is not None:
+                assert outq.put_wait(("re", m), idle_ms=1)
+        done.add(())
+
+    for _ in range(3):
+        _thread.start_new_thread(agent, ())
+    replies = []
+
+    async def reader():
+        while len(replies) < total:
+            replies.append(await outq.get())
+
+    rt = asyncio.create_task(reader())
+    busy = 0
+    for i in range(total):
+        while not inq.put(i):
+            busy += 1
+            await asyncio.sleep_ms(1)
+    await asyncio.wait_for(rt, 60)
+    stop.append(1)
+    await _wait(done, 3)
+    assert sorted(m for (_, m) in replies) == list(range(total))

@@ -1,0 +1,137 @@
+# The system prompt: order, headers, caps, cut notes, cacheable fixed part.
+from support import write
+from mimi import limits, board, config
+from mimi.agent import context
+from mimi.memory import store
+
+FS_BLOCKS = 512
+NOW = 1764676800  # 2025-12-02 12:00:00 UTC
+HEADERS = ("## Personality", "## User Info", "## Long-term Memory", "## Recent Notes",
+           "## Available Skills", "## Current Turn Context")
+
+
+def setup():
+    board.set_unix(NOW)
+
+
+def nbytes(s):
+    return len(s.encode())
+
+
+def small_files():
+    write("/spiffs/config/SOUL.md", "I am a cheerful assistant.")
+    write("/spiffs/config/USER.md", "Name: Ada")
+    write("/spiffs/memory/MEMORY.md", "# Long-term Memory\n\n- User likes tea")
+    write(store.note_path("2025-12-02"), "# 2025-12-02\n\n- bought milk")
+    write(store.note_path("2025-12-01"), "- called mum")
+    write("/spiffs/skills/weather.md", "# Weather\n\nLook up today's weather for a city.\n\n## When to use\nx\n")
+
+
+def test_order_and_content():
+    small_files()
+    p = context.build_system_prompt("telegram", "123")
+    assert p.startswith("# MimiClaw")
+    pos = [p.find(h + "\n") for h in HEADERS]
+    assert -1 not in pos, pos
+    assert pos == sorted(pos)
+    assert "I am a cheerful assistant." in p and "Name: Ada" in p and "User likes tea" in p
+    assert p.find("bought milk") < p.find("called mum")  # newest first
+    assert "- **Weather**: Look up today's weather for a city. (read_file /spiffs/skills/weather.md)" in p
+    assert "- source_channel: telegram" in p and "- source_chat_id: 123" in p
+    assert "2025-12-02 12:00:00" in p
+    assert "/spiffs/memory/2025-12-02.md" in p
+    assert "/spiffs/memory/MEMORY.md" in p
+    assert "/spiffs/memory/YYYY-MM-DD.md" in p and "/daily/" not in p
+    assert "read_file /spiffs/skills/<name>.md" in p
+    for tool in ("read_file", "write_file", "edit_file", "list_dir", "web_search", "cron_add"):
+        assert "- %s: " % tool in p
+    assert nbytes(p) <= limits.PROMPT_MAX
+
+
+def test_note_path_in_prompt_is_the_loaded_one():
+    config.cfg.set("tz", "+10:00")  # 22:00 local, still the 2nd
+    board.set_unix(NOW + 3 * 3600)  # 15:00 UTC = 01:00 on the 3rd at +10:00
+    write(store.note_path(), "- note written where the prompt said")
+    p = context.build_system_prompt("websocket", "w1")
+    assert "today_note: /spiffs/memory/2025-12-03.md" in p
+    assert "note written where the prompt said" in p
+    assert "UTC+10:00" in p
+
+
+def test_missing_files_are_fine():
+    p = context.build_system_prompt("websocket", "abc")
+    assert "## Personality" not in p and "## Current Turn Context" in p
+    assert nbytes(p) <= limits.PROMPT_MAX
+
+
+def test_oversized_everything_stays_within_16kb():
+    write("/spiffs/config/SOUL.md", "S" * 51200)
+    write("/spiffs/config/USER.md", "ü" * 30000)
+    write("/spiffs/memory/MEMORY.md", "M" * 20000 + "SECRET_TAIL")
+    for d in store.note_dates():
+        write(store.note_path(d), "n" * 9000)
+    for i in range(60):
+        write("/spiffs/skills/s%02d.md" % i, "# Skill %d\n\n%s\n" % (i, "d" * 400))
+    p = context.build_system_prompt("telegram", "9" * 500)
+    assert nbytes(p) <= limits.PROMPT_MAX, nbytes(p)
+    for h in HEADERS:
+        assert h + "\n" in p, h
+    assert "[cut: SOUL.md is 51200 bytes; read_file /spiffs/config/SOUL.md for the rest]" in p
+    assert "[cut: USER.md is 60000 bytes; read_file /spiffs/config/USER.md for the rest]" in p
+    assert "[cut: MEMORY.md is 20011 bytes" in p and "SECRET_TAIL" not in p
+
+    def section(name):
+        a = p.index("## " + name + "\n")
+        b = p.find("\n## ", a + 3)
+        return p[a:b]
+
+    assert nbytes(section("Long-term Memory")) <= limits.MEMORY_MAX + 40
+    assert nbytes(section("Recent Notes")) <= limits.NOTES_MAX + 40
+    assert nbytes(section("Available Skills")) <= limits.SKILLS_MAX + 40
+    assert "more: list_dir /spiffs/skills/" in p
+    # SOUL and USER shared the rest fairly: both are there with real content.
+    assert section("Personality").count("S") > 1000 and nbytes(section("User Info")) > 1000
+    assert nbytes(p) > limits.PROMPT_MAX - 600  # the budget was used, not wasted
+
+
+def test_invalid_utf8_cannot_push_over_the_cap():
+    write("/spiffs/config/SOUL.md", "")
+    with open("/spiffs/config/SOUL.md", "wb") as f:
+        f.write(b"\xff" * 40000)  # each byte decodes to a 3-byte U+FFFD
+    p = context.build_system_prompt("telegram", "1")
+    assert nbytes(p) <= limits.PROMPT_MAX
+
+
+def test_fixed_part_identical_across_turns():
+    small_files()
+    f1, d1 = context.build_parts("telegram", "111")
+    board.set_unix(NOW + 86400 * 3 + 4321)
+    write("/spiffs/memory/MEMORY.md", "changed")
+    f2, d2 = context.build_parts("websocket", "other")
+    assert f1 == f2
+    assert d1 != d2
+    assert f1.startswith(context.fixed_part())
+    for s in ("111", "other", "2025-12", "12:00"):
+        assert s not in f1, s
+    assert "source_chat_id" not in f1
+    assert context.build_system_prompt("telegram", "111") == f1 + context.build_parts("telegram", "111")[1]
+
+
+def test_clock_not_set():
+    board.set_unix(100)
+    p = context.build_system_prompt("telegram", "1")
+    assert "local_time: unknown" in p
+
+
+def test_tools_listed_from_registry():
+    import mimi.tools
+
+    reg = mimi.tools.load_all()
+    small_files()
+    f1, _ = context.build_parts("telegram", "1")
+    for name in reg.names():
+        assert "\n- %s: " % name in f1, name
+    assert "- read_file: Read a file from the board's flash.\n" in f1
+    board.set_unix(NOW + 999)
+    assert context.build_parts("websocket", "2")[0] == f1
+    assert nbytes(context.build_system_prompt("telegram", "1")) <= limits.PROMPT_MAX

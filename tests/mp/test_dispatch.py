@@ -1,0 +1,79 @@
+# The outbound dispatcher (lib/mimi/channels/dispatch.py): routing by channel, order
+# within a channel, and a slow channel not holding up the others.
+import asyncio
+from mimi import bus, log
+from mimi.channels import dispatch
+
+TIMEOUT = 60
+
+
+async def test_routes_by_channel_keeps_order_and_slow_channel_blocks_nobody():
+    got = []
+    gate = asyncio.Event()
+
+    async def slow(msg):
+        await gate.wait()  # stuck until the test opens it
+        got.append(("slow", msg.content))
+
+    async def fast(msg):
+        got.append(("fast", msg.content))
+
+    dispatch.register("telegram", slow)
+    dispatch.register("websocket", fast)
+    task = asyncio.create_task(dispatch.run())
+    for i in range(3):
+        assert bus.outbound.put(bus.Msg("telegram", "1", "t%d" % i))
+        assert bus.outbound.put(bus.Msg("websocket", "a", "w%d" % i, bus.STATUS if i == 0 else bus.REPLY))
+    assert bus.outbound.put(bus.Msg("system", "cron", "for the log only"))
+    assert bus.outbound.put(bus.Msg("nowhere", "x", "lost"))
+    for _ in range(200):
+        if len(got) == 3:
+            break
+        await asyncio.sleep_ms(5)
+    assert got == [("fast", "w0"), ("fast", "w1"), ("fast", "w2")]  # telegram still stuck
+    gate.set()
+    for _ in range(200):
+        if len(got) == 6:
+            break
+        await asyncio.sleep_ms(5)
+    assert got[3:] == [("slow", "t0"), ("slow", "t1"), ("slow", "t2")]
+    lines = "\n".join(log.recent())
+    assert "I system: cron: for the log only" in lines
+    assert "no channel 'nowhere'" in lines
+    task.cancel()
+
+
+async def test_a_failing_send_does_not_stop_the_lane():
+    got = []
+
+    async def flaky(msg):
+        if msg.content == "bad":
+            raise OSError(104)
+        got.append(msg.content)
+
+    dispatch.register("websocket", flaky)
+    task = asyncio.create_task(dispatch.run())
+    for text in ("one", "bad", "two"):
+        assert bus.outbound.put(bus.Msg("websocket", "a", text))
+    for _ in range(200):
+        if len(got) == 2:
+            break
+        await asyncio.sleep_ms(5)
+    assert got == ["one", "two"]
+    assert "sending" in "\n".join(log.recent())
+    task.cancel()
+
+
+def test_lane_overflow_drops_status_first():
+    lane = dispatch.Lane("telegram", None)
+    import mimi.limits as limits
+
+    lane.push(bus.Msg("telegram", "1", "working", bus.STATUS))
+    for i in range(limits.DISPATCH_LANE_MAX - 1):
+        lane.push(bus.Msg("telegram", "1", "r%d" % i))
+    lane.push(bus.Msg("telegram", "1", "newest"))
+    assert len(lane.items) == limits.DISPATCH_LANE_MAX
+    assert all(m.kind == bus.REPLY for m in lane.items)  # the status made room
+    lane.push(bus.Msg("telegram", "1", "newer still"))
+    assert lane.items[0].content == "r1" and lane.items[-1].content == "newer still"
+    assert "not keeping up" in "\n".join(log.recent())

@@ -1,0 +1,336 @@
+# LLM layer without a network: tool registry, wire-format conversion, retries and
+# the ReAct loop, against a scripted in-process transport.
+import json
+from support import raises
+from mimi import limits
+from mimi.tools.registry import Registry, Ctx, cap
+from mimi.llm.provider import (LLMError, Reply, Call, strip_think, split_base, from_config,
+                               DEFAULT_MODEL)
+from mimi.llm.anthropic import Anthropic, system_blocks
+from mimi.llm.openai import OpenAI, to_messages
+from mimi.agent.react import run_turn
+
+
+class Resp:
+    def __init__(self, status, body, headers=None):
+        self.status = status
+        self.body = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.headers = headers or {}
+
+    @property
+    def text(self):
+        return self.body.decode()
+
+    def json(self):
+        return json.loads(self.body)
+
+
+class FakeTransport:
+    """Client stand-in: replies from a list (Resp or exception), requests recorded."""
+
+    def __init__(self, *replies):
+        self.replies = list(replies)
+        self.sent = []
+
+    def request(self, method, path, headers=None, body=None, deadline_s=None):
+        self.sent.append((method, path, headers, json.loads(bytes(body))))
+        r = self.replies.pop(0)
+        if isinstance(r, Exception):
+            raise r
+        return r
+
+
+def anthropic_ok(text="hi", calls=(), usage=None):
+    content = [{"type": "text", "text": text}] if text else []
+    for i, (name, args) in enumerate(calls):
+        content.append({"type": "tool_use", "id": "toolu_%d_%s" % (i, name), "name": name,
+                        "input": args})
+    return Resp(200, {"id": "msg_1", "type": "message", "role": "assistant", "content": content,
+                      "stop_reason": "tool_use" if calls else "end_turn",
+                      "usage": usage or {"input_tokens": 10, "output_tokens": 5,
+                                         "cache_read_input_tokens": 0}})
+
+
+def make_registry():
+    r = Registry()
+    r.add("echo", "Echo", {"type": "object", "properties": {
+        "text": {"type": "string"}, "n": {"type": "integer"}}, "required": ["text"]},
+        lambda a, ctx: "echo:" + a["text"])
+    r.add("boom", "Fails", {"type": "object", "properties": {}, "required": []},
+          lambda a, ctx: 1 // 0)
+    r.add("big", "Big", {"type": "object", "properties": {}, "required": []},
+          lambda a, ctx: "é" * 10000)
+    r.add("where", "Ctx", {"type": "object", "properties": {}, "required": []},
+          lambda a, ctx: "%s:%s" % (ctx.channel, ctx.chat_id))
+    return r
+
+
+def test_registry_errors_and_formats():
+    r = make_registry()
+    assert r.call("nope", {}) == "Error: unknown tool 'nope'"
+    assert r.call("echo", '{"text": "a"}') == "echo:a"
+    assert r.call("echo", {"text": "b", "n": 3.0}) == "echo:b"
+    assert r.call("echo", "{not json").startswith("Error: ")
+    assert r.call("echo", "[1]") == "Error: arguments must be a JSON object"
+    assert r.call("echo", {}) == "Error: 'text' required (string)"
+    assert r.call("echo", {"text": 5}) == "Error: 'text' must be a string"
+    assert r.call("echo", {"text": "x", "n": "3"}) == "Error: 'n' must be an integer"
+    assert r.call("echo", {"text": "x", "n": True}) == "Error: 'n' must be an integer"
+    assert r.call("boom", None).startswith("Error: boom failed: ")
+    assert r.call("where", {}, Ctx("telegram", "42")) == "telegram:42"
+    out = r.call("big", {})
+    data = out.encode()
+    assert len(data) <= limits.TOOL_OUTPUT_MAX and "truncated" in out
+    out.encode().decode()  # still valid UTF-8
+    assert cap("short") == "short"
+    a = r.anthropic_tools()
+    assert a[0] == {"name": "echo", "description": "Echo", "input_schema": r.schema("echo")}
+    o = r.openai_tools()
+    assert o[0] == {"type": "function", "function": {"name": "echo", "description": "Echo",
+                                                     "parameters": r.schema("echo")}}
+    assert r.names() == ["echo", "boom", "big", "where"]
+    raises(ValueError, r.add, "bad name", "x", {"type": "object"}, None)
+    raises(ValueError, r.add, "ok", "x", {"type": "string"}, None)
+
+
+def test_clock_tool():
+    from mimi import board
+    from mimi.config import cfg
+    from mimi.tools import load_all
+    from mimi.tools.clock import now_text, SCHEMA
+
+    reg = load_all()
+    assert "get_current_time" in reg.names()
+    assert SCHEMA == {"type": "object", "properties": {}, "required": []}
+    assert now_text("+08:00", 1767229323) == \
+        "2026-01-01 09:02:03 UTC+08:00 (Thursday), unix 1767229323"
+    cfg.set("tz", "-05:30")
+    out = reg.call("get_current_time", {})
+    assert "UTC-05:30" in out and ("unix %d" % board.clock.unix())[:10] in out
+
+
+def test_strip_think_and_base():
+    assert strip_think("<think>hmm</think>\nHello") == "Hello"
+    assert strip_think("a<think>x</think>b<think>y</think>c") == "abc"
+    assert strip_think("<think>never closed") == ""
+    assert strip_think("reasoning</think>Answer") == "Answer"
+    assert strip_think(None) == ""
+    assert split_base("https://openrouter.ai/api/v1/") == ("https://openrouter.ai", "/api")
+    assert split_base("http://127.0.0.1:11434") == ("http://127.0.0.1:11434", "")
+
+
+def test_anthropic_request_shape_and_cache():
+    t = FakeTransport(anthropic_ok("Hello", usage={"input_tokens": 3, "output_tokens": 2,
+                                                   "cache_read_input_tokens": 100,
+                                                   "cache_creation_input_tokens": 0}))
+    p = Anthropic("k1", client=t)
+    reg = make_registry()
+    system = "Fixed rules\n## Current Turn Context\nchannel: x"
+    r = p.chat(system, [{"role": "user", "content": "hi"}], reg.anthropic_tools())
+    assert r.text == "Hello" and r.tool_calls == [] and r.stop == "end_turn"
+    assert r.usage == {"input": 103, "output": 2, "cache_read": 100}
+    method, path, headers, body = t.sent[0]
+    assert (method, path) == ("POST", "/v1/messages")
+    assert headers["x-api-key"] == "k1" and headers["anthropic-version"] == "2023-06-01"
+    assert body["model"] == DEFAULT_MODEL["anthropic"] and body["max_tokens"] == 4096
+    assert body["system"] == [
+        {"type": "text", "text": "Fixed rules", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "\n## Current Turn Context\nchannel: x"}]
+    assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in reg.anthropic_tools()[-1]  # registry's list untouched
+    assert system_blocks(["a", "b"])[1] == {"type": "text", "text": "b"}
+
+
+def test_openai_conversion():
+    hist = [
+        {"role": "user", "content": "time?"},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "checking"},
+            {"type": "tool_use", "id": "c1", "name": "echo", "input": {"text": "x"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "c1", "content": "echo:x"}]},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "c2", "name": "boom", "input": {}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "c2", "content": "Error: x"},
+            {"type": "text", "text": "and then?"}]},
+    ]
+    out = to_messages("SYS", hist)
+    assert out[0] == {"role": "system", "content": "SYS"}
+    assert out[1] == {"role": "user", "content": "time?"}
+    assert out[2]["content"] == "checking"
+    assert out[2]["tool_calls"] == [{"id": "c1", "type": "function", "function": {
+        "name": "echo", "arguments": json.dumps({"text": "x"})}}]
+    assert out[3] == {"role": "tool", "tool_call_id": "c1", "content": "echo:x"}
+    assert out[4]["content"] is None and out[4]["tool_calls"][0]["id"] == "c2"
+    assert out[5] == {"role": "tool", "tool_call_id": "c2", "content": "Error: x"}
+    assert out[6] == {"role": "user", "content": "and then?"}
+
+    reply = {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_a", "type": "function", "function": {"name": "echo", "arguments": "{\"text\":\"q\"}"}},
+        {"type": "function", "function": {"name": "echo", "arguments": "{bad"}}]},
+        "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 4,
+                  "prompt_tokens_details": {"cached_tokens": 6}}}
+    local = FakeTransport(Resp(200, reply))
+    p = OpenAI("", api_base="http://127.0.0.1:1234/v1", client=local)
+    r = p.chat("SYS", hist[:1], make_registry().anthropic_tools())
+    assert r.text == "" and r.tool_calls[0].args == {"text": "q"}
+    assert r.tool_calls[1].id == "call_1" and r.tool_calls[1].args == "{bad"
+    assert r.usage == {"input": 9, "output": 4, "cache_read": 6}
+    _, path, headers, body = local.sent[0]
+    assert path == "/v1/chat/completions" and "authorization" not in headers
+    assert body["max_tokens"] == 4096 and "max_completion_tokens" not in body
+    assert body["tool_choice"] == "auto" and body["tools"][0]["type"] == "function"
+    official = FakeTransport(Resp(200, reply))
+    OpenAI("sk", client=official).chat("S", hist[:1], [])
+    _, _, headers, body = official.sent[0]
+    assert headers["authorization"] == "Bearer sk"
+    assert body["max_completion_tokens"] == 4096 and "max_tokens" not in body
+    assert "tools" not in body and "tool_choice" not in body
+    assert body["model"] == DEFAULT_MODEL["openai"]
+
+
+def test_retries_backoff_and_errors():
+    waits = []
+    t = FakeTransport(
+        Resp(429, {"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}},
+             {"retry-after": "7"}),
+        Resp(500, b"oops"), OSError(110), Resp(529, b"{}"), anthropic_ok("done"))
+    p = Anthropic("k", client=t, sleep=waits.append)
+    assert limits.LLM_RETRIES >= 3
+    if limits.LLM_RETRIES == 3:
+        e = raises(LLMError, p.chat, "s", [{"role": "user", "content": "x"}])
+        assert "529" in str(e)
+        assert waits == [7, 2, 4]
+    waits[:] = []
+    t = FakeTransport(Resp(401, {"type": "error", "error": {"type": "authentication_error",
+                                                          "message": "invalid x-api-key"}}))
+    e = raises(LLMError, Anthropic("k", client=t, sleep=waits.append).chat, "s",
+               [{"role": "user", "content": "x"}])
+    assert str(e) == "LLM error 401: invalid x-api-key" and e.status == 401 and waits == []
+    t = FakeTransport(Resp(200, b"{\"id\": tru"))
+    e = raises(LLMError, Anthropic("k", client=t, sleep=waits.append).chat, "s",
+               [{"role": "user", "content": "x"}])
+    assert "malformed" in str(e)
+    t = FakeTransport(Resp(200, {"choices": []}))
+    e = raises(LLMError, OpenAI("k", client=t).chat, "s", [{"role": "user", "content": "x"}])
+    assert "unexpected shape" in str(e)
+    t = FakeTransport(Resp(503, {"error": "model is loading"}), Resp(200, {"choices": [
+        {"message": {"content": "<think>x</think>fine"}, "finish_reason": "stop"}]}))
+    r = OpenAI("k", client=t, sleep=waits.append).chat("s", [{"role": "user", "content": "x"}])
+    assert r.text == "fine" and waits == [limits.LLM_BACKOFF_BASE_S]
+
+
+class Cfg:
+    def __init__(self, **kw):
+        self.kw = kw
+
+    def get(self, k):
+        return self.kw.get(k, {"provider": "anthropic", "max_tokens": 4096}.get(k, ""))
+
+
+def test_from_config():
+    t = FakeTransport()
+    p = from_config(Cfg(api_key="k"), client=t)
+    assert isinstance(p, Anthropic) and p.model == DEFAULT_MODEL["anthropic"]
+    assert p.api_base == "https://api.anthropic.com"
+    p = from_config(Cfg(provider="openai", api_base="http://lan:11434", model="llama3"), client=t)
+    assert isinstance(p, OpenAI) and p.model == "llama3" and p.token_param() == "max_tokens"
+    e = raises(ValueError, from_config, Cfg(provider="gemini", api_key="k"), client=t)
+    assert "gemini" in str(e)
+    raises(ValueError, from_config, Cfg(), client=t)  # anthropic needs a key
+
+
+class ScriptedProvider:
+    def __init__(self, *replies):
+        self.replies = list(replies)
+        self.seen = []
+
+    def chat(self, system, messages, tools=None):
+        self.seen.append(json.loads(json.dumps(messages)))
+        r = self.replies.pop(0)
+        if isinstance(r, Exception):
+            raise r
+        return r
+
+
+def U(i, o, c=0):
+    return {"input": i, "output": o, "cache_read": c}
+
+
+def test_react_tools_limits_and_usage():
+    reg = make_registry()
+    calls = [Call("a%d" % i, "echo", {"text": str(i)}) for i in range(6)]
+    p = ScriptedProvider(Reply("", calls, U(10, 1, 4)),
+                         Reply("", [Call("b", "nope", {}), Call("b", "echo", "{x")], U(20, 2)),
+                         Reply("All done", [], U(30, 3, 8)))
+    hist = [{"role": "user", "content": "old"}, {"role": "assistant", "content": "older"}]
+    t = run_turn(p, "sys", hist, "go", reg, Ctx("websocket", "1"))
+    assert t.text == "All done" and t.error is None
+    assert t.llm_calls == 3 and t.tool_calls == 6
+    assert t.usage == U(60, 6, 12)
+    assert len(hist) == 2  # the caller's history is not touched
+    results = p.seen[1][-1]["content"]
+    assert [r["tool_use_id"] for r in results] == ["a%d" % i for i in range(6)]
+    assert results[0]["content"] == "echo:0"
+    assert results[4]["content"].startswith("Error: too many tool calls")
+    assert results[5]["content"].startswith("Error: too many tool calls")
+    second = p.seen[2][-1]["content"]
+    assert second[0]["content"] == "Error: unknown tool 'nope'"
+    assert second[1]["tool_use_id"] != second[0]["tool_use_id"]  # duplicate id renamed
+    assert second[1]["content"].startswith("Error: ")
+    assert p.seen[2][-2]["content"][1]["input"] == {}
+
+
+def test_react_iteration_cap_and_failures():
+    reg = make_registry()
+    loop = [Reply("", [Call("x%d" % i, "echo", {"text": "."})], U(1, 1))
+            for i in range(limits.MAX_TOOL_ITER)]
+    t = run_turn(ScriptedProvider(*loop), "s", [], "go", reg)
+    assert t.error == "iteration limit" and t.llm_calls == limits.MAX_TOOL_ITER
+    assert "ran out of steps" in t.text
+    t = run_turn(ScriptedProvider(LLMError("LLM error 401: invalid x-api-key", 401)), "s", [],
+                 "go", reg)
+    assert t.error and "invalid x-api-key" in t.text
+    t = run_turn(ScriptedProvider(Reply("  ", [], U(1, 1))), "s", [], "go", reg)
+    assert t.error and t.text
+
+
+def test_react_repairs_history():
+    from mimi.agent.react import _history
+
+    h = [{"role": "assistant", "content": "orphan"}, {"role": "user", "content": "a"},
+         {"role": "user", "content": "b"}, {"role": "assistant", "content": ""},
+         {"role": "assistant", "content": "c"}, {"role": "user", "content": "d"}]
+    assert _history(h, "e") == [{"role": "user", "content": "a\n\nb"},
+                                {"role": "assistant", "content": "c"},
+                                {"role": "user", "content": "d\n\ne"}]
+    assert _history([], "") == [{"role": "user", "content": "(empty message)"}]
+
+
+def test_jsonbuf_roundtrip_and_growth():
+    from mimi.llm.jsonbuf import JsonBuf
+
+    obj = {"model": "m", "n": 3, "f": 1.5, "t": True, "z": None, "list": [1, "two", {}, []],
+           "long": ("héllo \"wörld\"\n\t\\ " * 500), "ascii": "a" * 3000, "empty": ""}
+    jb = JsonBuf(64)
+    mv = jb.encode(obj)
+    assert json.loads(bytes(mv)) == obj
+    grown = len(jb.buf)
+    assert grown >= len(mv)
+    small = jb.encode({"a": 1})
+    assert bytes(small) == b'{"a": 1}'
+    jb.encode({"b": 2})  # a small body again: the grown buffer is given back
+    assert len(jb.buf) == 64 < grown
+
+
+def test_surrogate_pair_escapes_joined():
+    # Servers escape emoji as "\\ud83d\\ude00"; MicroPython's json alone leaves lone
+    # surrogates that are invalid UTF-8 in every later request.
+    from mimi import jsonutil
+
+    obj = jsonutil.loads(b'{"t": "hi \\ud83d\\ude00 \\u4e2d", "l": ["\\ud83d"]}')
+    assert obj["t"] == "hi \U0001F600 \u4e2d"
+    assert obj["t"].encode().decode() == obj["t"]
+    assert obj["l"] == ["\ufffd"]

@@ -1,0 +1,118 @@
+# SNTP client against fake loopback NTP servers (tests/fakes/ntp.py); clock helpers.
+import struct
+from support import raises, fixture
+from mimi import board
+from mimi.board.clock import Clock, EPOCH_2000
+from mimi.services import ntp
+
+FIXTURES = ("fake_ntp",)
+TIMEOUT = 30
+
+
+def srv():
+    return fixture("fake_ntp")
+
+
+def test_request_packet():
+    pkt, stamp = ntp.request()
+    assert len(pkt) == 48 and pkt[0] == 0x23 and bytes(pkt[40:48]) == stamp
+
+
+def test_parse_rejects_bad_replies():
+    pkt, stamp = ntp.request()
+    good = bytearray(48)
+    good[0], good[1] = 0x24, 2
+    good[24:32] = stamp
+    good[40:48] = struct.pack("!II", 1893456000 + ntp.NTP_TO_UNIX, 1 << 31)
+    assert ntp.parse(good, stamp) == 1893456000.5
+    raises(ntp.NTPError, ntp.parse, good[:40], stamp)
+    for i, v in ((0, 0x23), (1, 0), (1, 16), (0, 0xE4)):  # client mode, KoD, bad stratum, LI=3
+        bad = bytearray(good)
+        bad[i] = v
+        raises(ntp.NTPError, ntp.parse, bad, stamp)
+    raises(ntp.NTPError, ntp.parse, good, b"12345678")
+    zero = bytearray(good)
+    zero[40:48] = bytes(8)
+    raises(ntp.NTPError, ntp.parse, zero, stamp)
+
+
+def test_query_fake_server():
+    s = srv()
+    t = ntp.query("127.0.0.1", s["good"])
+    assert t == s["unix"] + 0.25
+    assert ntp.query("127.0.0.1", s["era1"]) == s["unix_era1"]  # after the 2036 wrap
+    for name in ("kod", "forged", "client"):
+        raises(ntp.NTPError, ntp.query, "127.0.0.1", s[name])
+    e = raises(ntp.NTPError, ntp.query, "127.0.0.1", s["silent"], 1)
+    assert "no reply" in str(e)
+
+
+async def test_sync_sets_the_board_clock():
+    s = srv()
+    skew = board.clock.skew
+    try:
+        assert await ntp.sync_once(["127.0.0.1"], s["good"])
+        assert abs(board.clock.unix() - s["unix"]) <= 2
+        assert abs(ntp.last_sync - s["unix"]) <= 2
+        assert ntp.clock_ready()
+        # a silent server then a good one: the second one is used
+        board.clock.skew = skew
+        ntp.HOSTS[:] = ["127.0.0.1"]
+        assert not await ntp.sync_once(["127.0.0.1"], s["kod"])
+        assert "stratum" in ntp.last_error
+        assert await ntp.sync_once(["127.0.0.1", "127.0.0.1"], s["good"])
+    finally:
+        board.clock.skew = skew
+
+
+async def test_async_query_ignores_forged_reply_then_times_out():
+    s = srv()
+    e = None
+    try:
+        await ntp.aquery("127.0.0.1", s["forged"], 1)
+    except ntp.NTPError as x:
+        e = x
+    assert e is not None and "no reply" in str(e)
+
+
+def test_set_unix_on_a_2000_epoch_port():
+    class T2000:
+        def __init__(self):
+            import time
+
+            self.real = time
+            self.now = 100  # 2000-01-01 00:01:40: the RTC was never set
+
+        def time(self):
+            return self.now
+
+        def gmtime(self, secs):
+            return self.real.gmtime(secs + EPOCH_2000)
+
+    t = T2000()
+    c = Clock(t)
+    assert c.epoch_offset == EPOCH_2000 and not c.valid()
+    t.now = 1893456000 - EPOCH_2000  # what board.set_unix() makes the RTC hold
+    assert c.unix() == 1893456000 and c.valid()
+
+
+async def test_wait_valid_returns_when_clock_is_set():
+    import asyncio
+
+    skew = board.clock.skew
+    board.clock.skew = -board.clock.unix() + 1000  # back to 1970
+    try:
+        assert not ntp.clock_ready()
+        waiter = asyncio.create_task(ntp.wait_valid())
+        await asyncio.sleep_ms(20)
+        assert not waiter.done()
+        ntp.apply(1893456000)
+        await asyncio.wait_for(waiter, 5)
+        assert ntp.clock_ready()
+    finally:
+        board.clock.skew = skew
+
+
+async def test_host_run_skips_sync():
+    await ntp.run()  # returns at once on the host: the system clock is used
+    assert board.NAME == "host"

@@ -1,0 +1,209 @@
+# App and firmware over-the-air updates: bundles served by a loopback HTTP
+# server (tests/fakes/otaserver.py), boots simulated with the boot-guard calls.
+import os
+from support import fixture, raises, read, write, Capture
+from mimi import config, fs, board
+
+FIXTURES = ("ota_server",)
+FS_BLOCKS = 512
+
+OLD = {
+    "/lib/mimi/fakeapp.py": "VERSION = 'old'\n",
+    "/lib/mimi/oldonly.py": "# only in the old version\n",
+    "/defaults/config/SOUL.md": "old soul\n",
+    "/main.py": "print('old main')\n",
+}
+
+
+def setup():
+    for p, text in OLD.items():
+        write(p, text)
+    config.cfg.load()
+
+
+def srv():
+    return fixture("ota_server")
+
+
+def keyed():
+    config.cfg.set("ota_key", srv()["key"])
+
+
+def assert_old(staged=False):
+    for p, text in OLD.items():
+        assert read(p) == text, p
+    assert not fs.exists("/lib/mimi/extra")
+    assert fs.exists("/ota/new") == staged
+
+
+def assert_new():
+    for p, text in srv()["files"].items():
+        assert read(p) == text, p
+
+
+def test_good_bundle_applied_and_confirmed():
+    from mimi import ota, safemode
+
+    keyed()
+    m = ota.fetch(srv()["base"] + "/good.bundle")
+    assert m["version"] == "9.9.9"
+    assert_old(staged=True)  # fetching alone changes nothing
+    with Capture():
+        e = raises(SystemExit, ota.ota_update, srv()["base"] + "/good.bundle")
+    assert e.args[0] == 75
+    assert_new()
+    # the whole old lib/ waits in /ota/prev, the new one replaced it as a whole
+    assert read("/ota/prev/lib/mimi/oldonly.py") == OLD["/lib/mimi/oldonly.py"]
+    assert not fs.exists("/lib/mimi/oldonly.py")
+    with Capture():
+        safemode.boot_start(reboot=False)
+    safemode.healthy()
+    assert ota._state()["state"] == "ok"
+    for _ in range(3):  # later crash-boots no longer roll a confirmed version back
+        with Capture():
+            safemode.boot_start(reboot=False)
+    assert_new()
+
+
+def test_redirect_and_chunked_download():
+    from mimi import ota
+
+    keyed()
+    m = ota.fetch(srv()["base"] + "/redirect/good.bundle")
+    assert len(m["files"]) == 4
+    m = ota.fetch(srv()["base"] + "/chunked/good.bundle")
+    assert read("/ota/new/lib/mimi/fakeapp.py") == srv()["files"]["/lib/mimi/fakeapp.py"]
+
+
+def test_bad_bundles_refused_old_version_intact():
+    from mimi import ota
+
+    keyed()
+    cases = {
+        "tampered.bundle": "SHA-256 mismatch",
+        "wrongkey.bundle": "bad signature",
+        "unsigned.bundle": "not signed",
+        "truncated.bundle": "truncated",
+        "outside.bundle": "outside the application",
+        "missing.bundle": "HTTP 404",
+    }
+    for name, why in cases.items():
+        e = raises(ota.OTAError, ota.fetch, srv()["base"] + "/" + name)
+        assert why in str(e), (name, e)
+        assert_old()
+    with Capture() as c:
+        ota.ota_update(srv()["base"] + "/tampered.bundle")  # no restart on refusal
+    assert "Error" in c.text and "Nothing changed" in c.text
+    assert_old()
+    assert read("/lib/mimi/fakeapp.py") == OLD["/lib/mimi/fakeapp.py"]
+
+
+def test_unsigned_bundle_accepted_without_key():
+    from mimi import ota
+
+    with Capture():
+        m = ota.fetch(srv()["base"] + "/unsigned.bundle")
+    assert m["version"] == "9.9.9"
+
+
+def test_crashing_bundle_rolled_back_after_two_boots():
+    from mimi import ota, safemode
+
+    keyed()
+    ota.install(ota.fetch(srv()["base"] + "/good.bundle"))
+    assert_new()
+    with Capture() as c:
+        safemode.boot_start(reboot=False)  # trial boot 1: crashes before healthy
+        safemode.boot_start(reboot=False)  # trial boot 2: crashes again
+    assert "boot 2 of 2" in c.text
+    assert_new()
+    with Capture() as c:
+        e = raises(SystemExit, safemode.boot_start)  # boot 3: rolls back, restarts
+    assert e.args[0] == 75
+    assert "restoring" in c.text
+    assert_old()
+    assert read("/lib/mimi/oldonly.py") == OLD["/lib/mimi/oldonly.py"]
+    assert ota._state() is None
+    assert "9.9.9" in read("/ota/last.json")
+
+
+def test_interrupted_swap_finished_at_boot():
+    from mimi import ota
+
+    keyed()
+    m = ota.fetch(srv()["base"] + "/good.bundle")
+    # a power cut after the first directory moved: state says "swap"
+    import mimi
+
+    st = {"state": "swap", "version": "9.9.9", "prev": mimi.VERSION, "tops": m["tops"], "created": []}
+    fs.makedirs(ota.PREV)
+    ota._save_state(st)
+    os.rename("/lib", ota.PREV + "/lib")
+    assert ota.boot_check(reboot=False) == "swapped"
+    assert_new()
+    assert ota._state()["state"] == "trial"
+
+
+def test_manual_rollback():
+    from mimi import ota
+
+    keyed()
+    ota.install(ota.fetch(srv()["base"] + "/good.bundle"))
+    ota.mark_healthy()
+    with Capture():
+        raises(SystemExit, ota.ota_rollback)
+    assert_old()
+    e = raises(ota.OTAError, ota.rollback)
+    assert "no previous version" in str(e)
+
+
+def test_firmware_to_next_slot():
+    from mimi import ota
+
+    P = board.Partition
+    keyed()
+    digest = ota.update_firmware(srv()["base"] + "/fw.bin", srv()["fw_sha256"], reboot=False)
+    assert digest == srv()["fw_sha256"]
+    assert P.boot == "ota_1"
+    n = srv()["fw_size"]
+    slot = P.slots["ota_1"]
+    assert slot[0] == 0xE9 and slot[n] == 0xFF
+    import hashlib, binascii
+
+    assert binascii.hexlify(hashlib.sha256(bytes(slot[:n])).digest()).decode() == srv()["fw_sha256"]
+    assert not P.valid
+    ota.mark_healthy()
+    assert P.valid
+
+
+def test_firmware_refused():
+    from mimi import ota
+
+    P = board.Partition
+    keyed()
+    e = raises(ota.OTAError, ota.update_firmware, srv()["base"] + "/fw.bin", "00" * 32, False)
+    assert "SHA-256 mismatch" in str(e)
+    assert P.boot == "ota_0"
+    e = raises(ota.OTAError, ota.update_firmware, srv()["base"] + "/notfw.bin", None, False)
+    assert "HTTP 404" in str(e)  # with ota_key set, an image needs its .sig
+    config.cfg.set("ota_key", "")
+    e = raises(ota.OTAError, ota.update_firmware, srv()["base"] + "/notfw.bin", None, False)
+    assert "not an ESP32 app image" in str(e)
+    P.ota = False
+    e = raises(ota.OTAError, ota.update_firmware, srv()["base"] + "/fw.bin", None, False)
+    assert "no OTA slots" in str(e)
+    assert P.boot == "ota_0"
+
+
+def test_https_download_verifies_the_certificate():
+    from mimi import ota, limits
+
+    keyed()
+    write(limits.CA_BUNDLE, srv()["other_ca"])
+    e = raises(ota.OTAError, ota.fetch, srv()["https_base"] + "/good.bundle")
+    assert "cannot connect" in str(e) or "download failed" in str(e), e
+    assert_old()
+    write(limits.CA_BUNDLE, srv()["other_ca"] + srv()["ca"])  # a bundle of several roots
+    m = ota.fetch(srv()["https_base"] + "/good.bundle")
+    ota.install(m)
+    assert_new()

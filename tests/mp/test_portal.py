@@ -1,0 +1,269 @@
+# Onboarding portal: access point, captive DNS and the settings page, served on
+# loopback (random ports) by the firmware's own asyncio servers.
+import json
+import socket
+import struct
+import asyncio
+from support import Capture, read
+from mimi import board, config, limits
+from mimi.services import portal, captive_dns
+
+cfg = config.cfg
+SECRETS = {
+    "wifi_pass": "hunter2hunter2",
+    "api_key": "sk-secret-abcdef123456",
+    "tg_token": "123456789:AAsecretsecretsecretsecret_x",
+}
+
+
+class Sup:
+    """The WiFi supervisor as the portal sees it."""
+
+    def __init__(self, online=False, retries=0):
+        self._online = online
+        self.retries = retries
+
+    def online(self):
+        return self._online
+
+
+def setup():
+    cfg.load()
+
+
+async def opened(sup=None):
+    p = portal.Portal(sup or Sup(), http_port=0, dns_port=0, host="127.0.0.1")
+    with Capture() as c:
+        await p.open()
+    p.console = c.text
+    return p
+
+
+async def http(p, method, path, headers=None, body=b"", host=None):
+    r, w = await asyncio.open_connection("127.0.0.1", p.http_port)
+    h = {"Host": host or "127.0.0.1:%d" % p.http_port}
+    if body:
+        h["Content-Type"] = "application/x-www-form-urlencoded"
+        h["Content-Length"] = str(len(body))
+    h.update(headers or {})
+    req = "%s %s HTTP/1.1\r\n" % (method, path) + "".join("%s: %s\r\n" % kv for kv in h.items())
+    w.write(req.encode() + b"\r\n" + body)
+    await w.drain()
+    data = b""
+    while True:
+        chunk = await r.read(1024)
+        if not chunk:
+            break
+        data += chunk
+    w.close()
+    await w.wait_closed()
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    hdrs = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        hdrs[k.strip().lower()] = v.strip()
+    return int(lines[0].split()[1]), hdrs, rest.decode()
+
+
+def form(d):
+    def q(s):
+        return "".join(c if c.isalpha() or c.isdigit() or c in "-_." else "%%%02X" % b
+                       for c, b in ((chr(b), b) for b in s.encode()))
+
+    return "&".join("%s=%s" % (k, q(v)) for k, v in d.items()).encode()
+
+
+def same_origin(p):
+    return {"Origin": "http://127.0.0.1:%d" % p.http_port}
+
+
+async def test_ap_opens_with_generated_password_when_no_wifi_settings():
+    assert portal.Portal(Sup()).needed()
+    p = await opened()
+    ap = board.ap_wlan()
+    assert ap.active() and ap.cfg["essid"] == "MimiClaw-A1B2"
+    pw = cfg.get("ap_pass")
+    assert ap.cfg["password"] == pw and len(pw) == limits.AP_PASS_LEN
+    assert ap.cfg["authmode"] == limits.AP_AUTH_WPA2
+    assert "MimiClaw-A1B2" in p.console and pw in p.console and p.url() in p.console
+    assert config.Config().load().get("ap_pass") == pw  # kept: the same password next boot
+    with Capture() as c:
+        portal.current = p
+        portal.print_status()
+    assert pw in c.text and "MimiClaw-A1B2" in c.text
+    await p.close()
+    assert not ap.active()
+    p2 = await opened()
+    assert board.ap_wlan().cfg["password"] == pw
+    await p2.close()
+
+
+async def test_wifi_failure_opens_and_online_closes():
+    cfg.set("wifi_ssid", "home")
+    sup = Sup()
+    p = portal.Portal(sup, http_port=0, dns_port=0, host="127.0.0.1")
+    assert not p.needed()  # still trying the first time
+    sup.retries = limits.PORTAL_AFTER_FAILS
+    assert p.needed()
+    limits.PORTAL_CHECK_S = 0  # module constant, shortened for this test
+    t = asyncio.create_task(p.run())
+    with Capture():
+        for _ in range(100):
+            await asyncio.sleep_ms(1)
+            if p.is_open:
+                break
+    assert p.is_open and board.ap_wlan().active()
+    sup._online = True
+    for _ in range(100):
+        await asyncio.sleep_ms(1)
+        if not p.is_open:
+            break
+    assert not p.is_open and not board.ap_wlan().active()
+    sup._online = False  # a later outage after being online is not onboarding
+    await asyncio.sleep_ms(5)
+    assert not p.is_open and not p.needed()
+    t.cancel()
+
+
+async def test_form_saves_settings_and_never_echoes_secrets():
+    p = await opened()
+    status, _, page = await http(p, "GET", "/")
+    assert status == 200 and "not set" in page and 'action="/save"' in page
+    assert "host-network" in page  # the scan list
+    values = dict(SECRETS, wifi_ssid="Home <Net>", provider="openai", model="gpt-x",
+                  api_base="http://10.0.0.5:8080", tg_allow="111, 222")
+    status, _, page = await http(p, "POST", "/save", same_origin(p), form(values))
+    assert status == 200, page
+    assert "Saved" in page
+    saved = config.Config().load()
+    for k in SECRETS:
+        assert saved.get(k) == SECRETS[k]
+    assert saved.get("wifi_ssid") == "Home <Net>" and saved.get("provider") == "openai"
+    assert saved.get("tg_allow") == "111,222" and saved.get("api_base") == "http://10.0.0.5:8080"
+    status, _, after = await http(p, "GET", "/")
+    for text in (page, after):
+        for secret in list(SECRETS.values()) + [SECRETS["api_key"][:8], SECRETS["tg_token"][-12:]]:
+            assert secret not in text, secret
+    assert "Home &lt;Net&gt;" in after and "<Net>" not in after
+    assert after.count("(set)") == 3
+    # an empty secret field keeps the stored one; the box clears it
+    status, _, page = await http(p, "POST", "/save", same_origin(p),
+                                 form({"api_key": "", "tg_token": "", "clear_tg_token": "1"}))
+    assert status == 200
+    assert cfg.get("api_key") == SECRETS["api_key"] and cfg.get("tg_token") == ""
+    await p.close()
+
+
+async def test_bad_input_shows_error_and_saves_nothing():
+    p = await opened()
+    before = read("/config.json")
+    bad = {"api_key": "sk-new-key-000000", "api_base": "ftp://nowhere", "model": "m"}
+    status, _, page = await http(p, "POST", "/save", same_origin(p), form(bad))
+    assert status == 400
+    assert "Not saved" in page and "api_base: must start with" in page
+    assert "sk-new-key-000000" not in page
+    assert read("/config.json") == before and not cfg.get("api_key") and cfg.get("model") == ""
+    status, _, page = await http(p, "POST", "/save", same_origin(p), form({"tg_allow": "12,abc"}))
+    assert status == 400 and "chat ids are numbers" in page
+    assert read("/config.json") == before
+    await p.close()
+
+
+async def test_cross_origin_and_oversized_posts_refused():
+    p = await opened()
+    before = read("/config.json")
+    body = form({"api_key": "sk-evil-0000000000"})
+    cases = [
+        ({"Origin": "http://evil.example"}, None),
+        ({}, None),  # neither Origin nor Referer
+        ({"Referer": "http://evil.example/page"}, None),
+        ({"Origin": "http://evil.example"}, "evil.example"),  # rebinding: Host is not the board
+        ({"Origin": "null"}, None),
+    ]
+    for headers, host in cases:
+        status, _, _ = await http(p, "POST", "/save", headers, body, host=host)
+        assert status == 403, (headers, host)
+    assert read("/config.json") == before
+    ref = {"Referer": "http://127.0.0.1:%d/" % p.http_port}
+    status, _, _ = await http(p, "POST", "/save", ref, form({"model": "via-referer"}))
+    assert status == 200 and cfg.get("model") == "via-referer"
+    big = form({"model": "x" * (limits.PORTAL_BODY_MAX + 10)})
+    status, _, _ = await http(p, "POST", "/save", same_origin(p), big)
+    assert status == 413 and cfg.get("model") == "via-referer"
+    status, _, _ = await http(p, "POST", "/save", dict(same_origin(p), **{"Content-Type": "text/plain"}),
+                              b"model=x")
+    assert status == 415
+    await p.close()
+
+
+async def test_detection_urls_redirect_to_the_page():
+    p = await opened()
+    for path in ("/generate_204", "/gen_204", "/hotspot-detect.html", "/connecttest.txt",
+                 "/library/test/success.html", "/redirect", "/anything?x=1"):
+        status, h, _ = await http(p, "GET", path, host="connectivitycheck.gstatic.com")
+        assert status == 302 and h["location"] == "http://%s:%d/" % (limits.AP_IP, p.http_port), path
+    status, _, body = await http(p, "GET", "/scan")
+    nets = json.loads(body)
+    assert status == 200 and nets[0]["ssid"] == "host-network"
+    status, _, _ = await http(p, "GET", "/config")
+    assert status == 302  # no config dump endpoint
+    await p.close()
+
+
+def dns_query(name, qtype=1, ident=0x1234):
+    q = b"".join(bytes([len(part)]) + part.encode() for part in name.split(".")) + b"\x00"
+    return struct.pack("!HHHHHH", ident, 0x0100, 1, 0, 0, 0) + q + struct.pack("!HH", qtype, 1)
+
+
+async def ask(port, packet):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setblocking(False)
+    s.sendto(packet, socket.getaddrinfo("127.0.0.1", port)[0][-1])
+    try:
+        for _ in range(2000):  # the server runs on this same loop: yield to it
+            await asyncio.sleep_ms(1)
+            try:
+                return s.recv(512)
+            except OSError:
+                pass
+        raise AssertionError("no DNS answer")
+    finally:
+        s.close()
+
+
+async def test_dns_answers_every_name_with_the_ap_address():
+    p = await opened()
+    for name in ("connectivitycheck.gstatic.com", "captive.apple.com", "example.org"):
+        reply = await ask(p.dns_port, dns_query(name, ident=0xBEEF))
+        ident, flags, qd, an = struct.unpack("!HHHH", reply[:8])
+        assert ident == 0xBEEF and flags & 0x8000 and flags & 0xF == 0 and qd == 1 and an == 1
+        assert reply[-4:] == bytes([192, 168, 4, 1])
+        assert struct.unpack("!L", reply[-10:-6])[0] == limits.DNS_TTL_S
+    reply = await ask(p.dns_port, dns_query("example.org", qtype=28))  # AAAA: no answer, no error
+    assert struct.unpack("!HHHH", reply[:8])[3] == 0 and reply[3] & 0xF == 0
+    assert p._dns.answered == 4
+    await p.close()
+
+
+def test_dns_ignores_malformed_packets():
+    assert captive_dns.answer(b"", "192.168.4.1") is None
+    assert captive_dns.answer(b"\x00" * 11, "192.168.4.1") is None
+    q = dns_query("a.b")
+    assert captive_dns.answer(q[:-3], "192.168.4.1") is None  # cut in the question
+    resp = bytearray(q)
+    resp[2] |= 0x80  # a response, not a query
+    assert captive_dns.answer(bytes(resp), "192.168.4.1") is None
+    assert captive_dns.answer(q, "10.0.0.1")[-4:] == bytes([10, 0, 0, 1])
+
+
+def test_no_portal_while_online_or_before_the_first_look():
+    sup = Sup(online=True)
+    p = portal.Portal(sup)
+    assert not p.needed()  # the host network, or boot.py connected: nothing to onboard
+    sup._online = False
+    sup.state = "starting"
+    assert not p.needed() and p.was_online
+    sup.state = "no-config"
+    assert p.needed()  # settings gone: onboarding again
+    assert p.want_http == 0 and p.want_dns == 0  # the host never takes ports 80 and 53

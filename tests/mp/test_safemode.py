@@ -1,0 +1,59 @@
+# Crash-boots are counted in (fake) RTC memory; three in a row start safe mode,
+# a healthy run clears the count, restart() leaves safe mode.
+from support import raises, Capture
+from mimi import safemode, limits, board
+
+
+def boot():
+    with Capture() as c:
+        active = safemode.boot_start(reboot=False)
+    return active, c.text
+
+
+def test_three_crash_boots_enter_safe_mode_and_restart_leaves():
+    for n in range(1, limits.SAFE_MODE_BOOTS + 1):
+        active, text = boot()  # each of these crashes before HEALTHY_AFTER_S
+        assert not active and "SAFE MODE" not in text, n
+        assert safemode.count() == n
+    active, text = boot()
+    assert active and safemode.active
+    assert "SAFE MODE" in text and "restart()" in text
+    safemode.healthy()  # a quiet safe-mode run does not leave by itself
+    assert safemode.count() == limits.SAFE_MODE_BOOTS + 1
+    active, _ = boot()
+    assert active
+    from mimi import repl
+
+    with Capture():
+        e = raises(SystemExit, repl.restart)
+    assert e.args[0] == limits.SIM_RESET_EXIT
+    assert safemode.count() == 0
+    active, _ = boot()
+    assert not active
+
+
+def test_healthy_boot_clears_the_count():
+    boot()
+    boot()
+    safemode.healthy()
+    assert safemode.count() == 0
+    for _ in range(limits.SAFE_MODE_BOOTS):
+        assert not boot()[0]
+
+
+def test_counter_lives_in_rtc_memory_next_to_other_data():
+    board.rtc_memory(b'{"other": 1}')
+    boot()
+    assert b'"other"' in board.rtc_memory() and safemode.count() == 1
+    board.rtc_memory(b"\xff garbage")  # cold boot noise is not a crash count
+    boot()
+    assert safemode.count() == 1
+
+
+async def test_guard_task_marks_healthy():
+    import asyncio
+
+    boot()
+    limits.HEALTHY_AFTER_S = 0  # the module constant, shortened for this test
+    await safemode.guard()
+    assert safemode.count() == 0

@@ -1,0 +1,319 @@
+# The Telegram channel (lib/mimi/channels/telegram.py) against the fake Bot API
+# (tests/fakes/telegram.py): poller, access control, commands, replies. The agent
+# is not needed: what reaches it is read from bus.inbound.
+import json
+import asyncio
+import support
+import tghttp
+from mimi import bus, config, limits, fs
+from mimi.channels import telegram
+
+FIXTURES = ("fake_telegram",)
+HEAPSIZE = "2m"
+TIMEOUT = 120
+
+cfg = config.cfg
+ALLOWED = 42
+
+
+def tg():
+    return support.fixture("fake_telegram")
+
+
+async def control(what, obj=None):
+    return await tghttp.request_json(tg()["base_url"], "POST" if obj is not None else "GET",
+                                     "/_control/" + what, obj)
+
+
+async def state():
+    return await control("state")
+
+
+async def update(**spec):
+    return (await control("update", spec))["update_ids"][0]
+
+
+async def fail(**rule):
+    await control("fail", rule)
+
+
+async def until(pred, what, timeout_s=20):
+    """Wait for pred() (sync or async) to be true; a hang guard, not a timing check."""
+    for _ in range(timeout_s * 20):
+        v = pred()
+        if type(v).__name__ == "generator":
+            v = await v
+        if v:
+            return v
+        await asyncio.sleep_ms(50)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def setup():
+    cfg.load()
+    cfg.update({"tg_token": tg()["token"], "tg_api_base": tg()["base_url"], "tg_allow": str(ALLOWED)})
+    limits.TG_BACKOFF_MIN_S = 1
+    limits.TG_CONFLICT_MIN_S = 1
+    while bus.inbound.get_nowait():
+        pass
+
+
+def make_bot():
+    return telegram.Telegram()
+
+
+async def started():
+    b = make_bot()
+    task = asyncio.create_task(b.run())
+    await until(lambda: b.username, "getMe")
+    return b, task
+
+
+async def inbound():
+    return await until(bus.inbound.get_nowait, "a message on bus.inbound")
+
+
+def sent_to(st, chat):
+    return [m for m in st["sent"] if m["chat_id"] == chat]
+
+
+async def test_allowed_text_reaches_agent_and_offset_saved():
+    b, task = await started()
+    uid = await update(chat_id=ALLOWED, text="hello \ud83d\ude00 \u4e2d\u6587")
+    m = await inbound()
+    assert m.channel == "telegram" and m.chat_id == str(ALLOWED) and m.session == "tg_42"
+    assert m.content == "hello \U0001F600 \u4e2d\u6587", repr(m.content)  # surrogates joined
+    assert m.meta["message_id"] == 1
+    # the offset was written before the message was handed over
+    d = json.loads(support.read(limits.TG_OFFSET_PATH))
+    assert d["offset"] == uid + 1
+    st = await until(lambda: _confirmed(uid), "offset confirmed")
+    calls = [c for c in st["calls"] if c["method"] == "getUpdates"]
+    p = calls[-1]["params"]
+    assert p["timeout"] == limits.TG_POLL_TIMEOUT_S and p["allowed_updates"] == ["message"]
+    assert p["limit"] <= 10
+    assert st["sent"] == []
+    task.cancel()
+
+
+async def _confirmed(uid):
+    st = await state()
+    return st if st["offset"] > uid else None
+
+
+async def test_stranger_told_once_nothing_else():
+    b, task = await started()
+    await update(chat_id=777, text="hi")
+    st = await until(lambda: _sent_n(1), "reply to stranger")
+    m = st["sent"][0]
+    assert m["chat_id"] == 777 and "777" in m["text"] and "allow_chat(777)" in m["text"]
+    uid = await update(chat_id=777, text="again")
+    await until(lambda: _confirmed(uid), "second poll")
+    await update(chat_id=ALLOWED, text="marker")
+    await inbound()  # the allowed message got through; the stranger's did not
+    assert bus.inbound.get_nowait() is None
+    st = await state()
+    assert len(sent_to(st, 777)) == 1
+    task.cancel()
+
+
+async def test_stranger_writes_no_file():
+    b, task = await started()
+    uid = await update(chat_id=778, text="hi")
+    await until(lambda: _sent_n(1), "reply to stranger")
+    await until(lambda: _confirmed(uid), "confirmed")
+    assert not fs.exists(limits.TG_OFFSET_PATH)
+    assert not fs.exists("/spiffs/sessions/tg_778.jsonl")
+    task.cancel()
+
+
+async def _sent_n(n):
+    st = await state()
+    return st if len(st["sent"]) >= n else None
+
+
+async def test_commands():
+    from mimi.memory import sessions
+
+    sessions.append("tg_42", "user", "remember me")
+    sessions.append("tg_42", "assistant", "ok")
+    sessions.flush()
+    assert sessions.load("tg_42")
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="/start")
+    await update(chat_id=ALLOWED, text="/help")
+    await update(chat_id=ALLOWED, text="/reset")
+    st = await until(lambda: _sent_n(3), "three answers")
+    texts = [m["visible"] for m in st["sent"]]
+    assert "/reset" in texts[0] and "MimiClaw" in texts[0]
+    assert "/help" in texts[1]
+    assert "cleared" in texts[2].lower()
+    assert sessions.load("tg_42") == []
+    assert bus.inbound.get_nowait() is None
+    task.cancel()
+
+
+async def test_non_text_gets_text_only():
+    b, task = await started()
+    await update(chat_id=ALLOWED, kind="photo")
+    await update(chat_id=ALLOWED, kind="sticker")
+    await update(chat_id=ALLOWED, kind="voice")
+    st = await until(lambda: _sent_n(3), "three answers")
+    assert all("text" in m["text"].lower() for m in st["sent"])
+    assert bus.inbound.get_nowait() is None
+    task.cancel()
+
+
+async def test_group_mention_or_reply_only():
+    cfg.set("tg_allow", "42,-100")
+    b, task = await started()
+    await update(chat_id=-100, chat_type="group", from_id=5, text="just chatting")
+    await update(chat_id=-100, chat_type="group", from_id=5, text="@%s what time is it?" % tg()["username"])
+    m = await inbound()
+    assert m.chat_id == "-100" and m.content == "what time is it?", m.content
+    await update(chat_id=-100, chat_type="group", from_id=5, text="and now?", reply_to_bot=True)
+    m = await inbound()
+    assert m.content == "and now?"
+    # a group outside tg_allow that does not address the bot: silence
+    await update(chat_id=-200, chat_type="group", from_id=5, text="hello all")
+    uid = await update(chat_id=-200, chat_type="group", from_id=5, text="@%s hi" % tg()["username"])
+    st = await until(lambda: _sent_n(1), "stranger group told")
+    assert st["sent"][0]["chat_id"] == -200
+    assert bus.inbound.get_nowait() is None
+    task.cancel()
+
+
+async def test_busy_when_inbound_full():
+    for i in range(bus.inbound.size):
+        assert bus.inbound.put(bus.Msg("websocket", "x", "fill"))
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    st = await until(lambda: _sent_n(1), "busy reply")
+    assert "busy" in st["sent"][0]["text"].lower()
+    task.cancel()
+
+
+async def test_reply_typing_split_and_order():
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
+    para = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 54).strip()
+    text = "\n\n".join(["**Part %d** " % i + para for i in range(3)])
+    assert len(text) > 9000
+    await b.send(bus.Msg("telegram", ALLOWED, text))
+    st = await state()
+    assert st["actions"], st
+    a = st["actions"][0]
+    assert a["chat_id"] == ALLOWED and a["action"] == "typing", a
+    assert a["t"] <= st["sent"][0]["t"]
+    assert len(st["sent"]) == 3, [m["visible"][:30] for m in st["sent"]]
+    for i, m in enumerate(st["sent"]):
+        assert m["parse_mode"] == "HTML" and m["visible"].startswith("Part %d" % i)
+        assert len(m["visible"]) <= 4096
+    assert ALLOWED not in b.typing  # typing stops with the reply
+    task.cancel()
+
+
+async def test_entity_error_falls_back_to_plain_once():
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    await fail(method="sendMessage", status=400, if_parse_mode=True)
+    await b.send(bus.Msg("telegram", ALLOWED, "a **bold** claim & [link](https://e.org)"))
+    st = await state()
+    assert len(st["sent"]) == 1
+    m = st["sent"][0]
+    assert m["parse_mode"] is None and m["text"] == "a bold claim & link (https://e.org)", m
+    # another error is not retried as plain text
+    await fail(method="sendMessage", status=403, description="Forbidden: bot was blocked by the user")
+    await b.send(bus.Msg("telegram", ALLOWED, "second"))
+    st = await state()
+    assert len(st["sent"]) == 1
+    assert len([c for c in st["calls"] if c["method"] == "sendMessage"]) == 3
+    task.cancel()
+
+
+async def test_send_429_retry_after_honoured():
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    await fail(method="sendMessage", status=429, retry_after=1)
+    await b.send(bus.Msg("telegram", ALLOWED, "after the wait"))
+    st = await state()
+    sends = [c for c in st["calls"] if c["method"] == "sendMessage"]
+    assert len(sends) == 2 and len(st["sent"]) == 1
+    assert sends[1]["t"] - sends[0]["t"] >= 0.9
+    task.cancel()
+
+
+async def test_poll_survives_409_429_502():
+    b, task = await started()
+    await fail(method="getUpdates", status=409)
+    await fail(method="getUpdates", status=429, retry_after=1)
+    await fail(method="getUpdates", status=502)
+    await update(chat_id=ALLOWED, text="still there?")
+    m = await inbound()
+    assert m.content == "still there?"
+    task.cancel()
+
+
+async def test_offset_survives_restart():
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="one")
+    await inbound()
+    task.cancel()
+    b._close()
+    # a new instance (as after a reboot) starts from the saved offset
+    b2, task2 = await started()
+    await update(chat_id=ALLOWED, text="two")
+    m = await inbound()
+    assert m.content == "two"
+    assert bus.inbound.get_nowait() is None
+    task2.cancel()
+
+
+async def test_duplicate_message_dropped():
+    b, task = await started()
+    upd = {"message": {"message_id": 9, "date": 1, "text": "dup",
+                       "chat": {"id": ALLOWED, "type": "private"}, "from": {"id": ALLOWED}}}
+    await control("update", {"raw": upd})
+    await control("update", {"raw": upd})
+    await inbound()
+    await update(chat_id=ALLOWED, text="after")
+    m = await inbound()
+    assert m.content == "after"
+    task.cancel()
+
+
+async def test_no_token_idle_until_set():
+    cfg.set("tg_token", "")
+    b = make_bot()
+    task = asyncio.create_task(b.run())
+    await asyncio.sleep_ms(300)
+    st = await state()
+    assert st["calls"] == []
+    cfg.set("tg_token", tg()["token"])
+    await until(lambda: b.username, "getMe after the token was set")
+    task.cancel()
+
+
+async def test_typing_renewed_until_reply():
+    limits.TG_TYPING_S = 1
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
+    await until(lambda: _actions_n(3), "typing renewed")
+    await b.send(bus.Msg("telegram", ALLOWED, "done"))
+    n = len((await state())["actions"])
+    await asyncio.sleep_ms(2500)
+    st = await state()
+    assert len(st["actions"]) == n  # no typing after the reply
+    assert st["sent"][-1]["visible"] == "done"
+    task.cancel()
+
+
+async def _actions_n(n):
+    st = await state()
+    return st if len(st["actions"]) >= n else None

@@ -1,0 +1,164 @@
+# The watchdog is fed only while the loop and the agent thread show life; a slow
+# but declared blocking call is not a hang. Time is a fake clock, never waited for.
+import time
+import _thread
+from mimi import board, limits
+from mimi.services import watchdog
+
+clock = [1000]
+
+
+def now():
+    return clock[0]
+
+
+def advance(s):
+    clock[0] += int(s * 1000)
+
+
+class Agent:
+    """What the watchdog reads of mimi.agent.worker."""
+
+    def __init__(self):
+        self.progress = now()
+        self.busy = False
+
+    def running(self):
+        return True
+
+    def alive(self):
+        self.progress = now()
+
+
+def setup():
+    watchdog._ticks = now
+    watchdog._block_until = watchdog._block_mark = None
+
+
+def make(agent):
+    w = watchdog.Watchdog(agent=lambda: agent).start()
+    assert board.WDT.last is w.wdt and w.wdt.timeout == limits.WDT_TIMEOUT_MS
+    return w
+
+
+def run_for(w, seconds, agent=None, alive=False):
+    fed = 0
+    for _ in range(int(seconds // limits.WDT_FEED_S)):
+        advance(limits.WDT_FEED_S)
+        if alive:
+            agent.alive()
+        fed += 1 if w.tick() else 0
+    return fed
+
+
+def test_idle_agent_ticking_is_fed():
+    a = Agent()
+    w = make(a)
+    assert run_for(w, 600, a, alive=True) == 600 // limits.WDT_FEED_S
+    assert w.wdt.feeds == w.feeds and not w.tripped
+
+
+def test_stalled_agent_thread_stops_feeding():
+    a = Agent()
+    a.busy = True  # inside a turn, and nothing moves any more
+    w = make(a)
+    fed = run_for(w, limits.WDT_AGENT_STALL_S + 60)
+    assert fed == limits.WDT_AGENT_STALL_S // limits.WDT_FEED_S
+    assert "without progress" in w.tripped
+    feeds = w.wdt.feeds
+    a.alive()  # even if it wakes later, the reset is already decided
+    assert run_for(w, 30) == 0 and w.wdt.feeds == feeds
+    assert w.wdt.starved(time.ticks_add(w.wdt.fed_at, limits.WDT_TIMEOUT_MS + 1))
+
+
+def test_dead_idle_thread_stops_feeding():
+    a = Agent()
+    w = make(a)
+    run_for(w, limits.WDT_AGENT_IDLE_S + 10)
+    assert "idle" in w.tripped
+
+
+def test_slow_but_alive_llm_call_is_fed():
+    a = Agent()
+    a.busy = True
+    w = make(a)
+    deadline = limits.WDT_AGENT_STALL_S * 2  # longer than an undeclared stall may be
+    with watchdog.blocking(deadline):
+        assert run_for(w, deadline + limits.WDT_BLOCK_MARGIN_S) == (
+            deadline + limits.WDT_BLOCK_MARGIN_S) // limits.WDT_FEED_S
+    assert not w.tripped
+    # the call returned: that is progress, the stall clock starts again
+    assert run_for(w, limits.WDT_AGENT_STALL_S) > 0 and not w.tripped
+
+
+def test_blocking_call_hung_past_its_deadline_trips():
+    a = Agent()
+    a.busy = True
+    w = make(a)
+    watchdog.declare(60)
+    run_for(w, 60 + limits.WDT_BLOCK_MARGIN_S + 10)
+    assert "past its deadline" in w.tripped
+
+
+def test_real_thread_stall():
+    """A real second thread that stops moving is caught; one that moves is not."""
+    a = Agent()
+    w = make(a)
+    gate = _thread.allocate_lock()
+    gate.acquire()
+    finished = _thread.allocate_lock()
+    finished.acquire()
+
+    def agent_thread():
+        a.busy = True
+        a.alive()
+        gate.acquire()  # stuck here (a hung tool, a lost socket...)
+        a.busy = False
+        finished.release()
+
+    _thread.start_new_thread(agent_thread, ())
+    while not a.busy:
+        time.sleep_ms(1)
+    run_for(w, limits.WDT_AGENT_STALL_S + 10)
+    assert w.tripped
+    gate.release()
+    finished.acquire()
+
+
+def test_no_agent_thread_safe_mode():
+    w = watchdog.Watchdog(agent=lambda: None).start()
+    assert run_for(w, 600) == 600 // limits.WDT_FEED_S
+
+
+async def test_feeding_happens_on_the_loop():
+    import asyncio
+
+    a = Agent()
+    w = watchdog.Watchdog(agent=lambda: a)
+    t = asyncio.create_task(w.run())
+    await asyncio.sleep(0)
+    assert w.feeds == 1 and board.WDT.last.feeds == 1
+    t.cancel()
+    watchdog.current = w
+    watchdog.release()  # host: no machine.Timer, must not raise
+
+
+def test_llm_request_is_a_declared_blocking_call():
+    from mimi.llm import anthropic
+
+    seen = []
+
+    class Resp:
+        status = 200
+        headers = {}
+        body = b'{"content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn"}'
+
+    class Client:
+        def request(self, method, path, headers=None, body=None, deadline_s=None):
+            seen.append(watchdog._block_until)
+            return Resp()
+
+    p = anthropic.Anthropic("key", client=Client())
+    p.post("/v1/messages", {}, {})
+    assert seen[0] is not None and time.ticks_diff(seen[0], now()) == limits.LLM_TIMEOUT_S * 1000
+    assert watchdog._block_until is None and watchdog._block_mark == now()

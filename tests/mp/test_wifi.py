@@ -1,0 +1,229 @@
+# WiFi supervisor against a scripted network.WLAN: drops, a router swap behind the
+# same SSID (#169), long outages with capped backoff, settings changes. Time is
+# injected: the supervisor's sleeps advance a fake clock instead of waiting.
+import asyncio
+from mimi import config, limits
+from mimi.services import wifi
+from support import Capture
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0
+
+    async def sleep_ms(self, ms):
+        self.now += ms
+        await asyncio.sleep_ms(0)
+
+
+class FakeWLAN:
+    """network.WLAN(IF_STA) with routers the test switches on and off."""
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.aps = {}  # ssid -> (password, ip the DHCP server hands out)
+        self.assoc = None
+        self.ip = "0.0.0.0"
+        self.code = wifi.STAT_IDLE
+        self.connects = []  # (time ms, ssid)
+        self.disconnects = 0
+        self._active = False
+
+    def active(self, on=None):
+        if on is not None:
+            self._active = bool(on)
+        return self._active
+
+    def connect(self, ssid, key=None):
+        assert self._active, "connect before active(True)"
+        self.connects.append((self.clock.now, ssid))
+        ap = self.aps.get(ssid)
+        if ap is None:
+            self.code = 201  # STAT_NO_AP_FOUND
+        elif ap[0] != key:
+            self.code = 202  # STAT_WRONG_PASSWORD
+        else:
+            self.assoc, self.ip, self.code = ssid, ap[1], wifi.STAT_GOT_IP
+
+    def disconnect(self):
+        self.disconnects += 1
+        self.assoc, self.ip, self.code = None, "0.0.0.0", wifi.STAT_IDLE
+
+    def isconnected(self):
+        return self.assoc is not None and self.code == wifi.STAT_GOT_IP
+
+    def status(self, param=None):
+        if param == "rssi":
+            return -61
+        return self.code
+
+    def ifconfig(self):
+        return (self.ip, "255.255.255.0", "192.168.1.1", "192.168.1.1")
+
+    def scan(self):
+        return [(s.encode(), b"\x11\x22\x33\x44\x55\x66", 6, -50, 3, False) for s in self.aps]
+
+    def config(self, *a, **kw):
+        return b"\x02\x00\x00\x00\x00\x02" if a and a[0] == "mac" else None
+
+    # script
+    def drop(self):
+        self.assoc, self.ip, self.code = None, "0.0.0.0", 200  # beacon timeout
+
+
+def make(ssid="home", password="password1"):
+    clock = Clock()
+    w = FakeWLAN(clock)
+    cfg = config.Config("/wifi-test.json")
+    cfg.update({"wifi_ssid": ssid, "wifi_pass": password})
+    sup = wifi.Supervisor(wlan=w, cfg=cfg, sleep_ms=clock.sleep_ms)
+    return sup, w, clock, cfg
+
+
+async def until(cond, steps=200000):
+    for _ in range(steps):
+        if cond():
+            return
+        await asyncio.sleep_ms(0)
+    raise AssertionError("condition never became true")
+
+
+async def test_connects_at_once():
+    sup, w, clock, cfg = make()
+    w.aps["home"] = ("password1", "192.168.1.50")
+    t = asyncio.create_task(sup.run())
+    await until(sup.online)
+    assert sup.state == "online" and sup.ip == "192.168.1.50" and sup.retries == 0
+    assert w.connects == [(0, "home")]
+    st = sup.status()
+    assert st["rssi"] == -61 and st["ssid"] == "home"
+    t.cancel()
+
+
+async def test_long_outage_backoff_is_capped_and_never_gives_up():
+    sup, w, clock, cfg = make()
+    t = asyncio.create_task(sup.run())
+    await until(lambda: len(w.connects) >= 14)
+    assert not sup.online() and sup.state in ("backoff", "connecting")
+    times = [c[0] for c in w.connects]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    cap = limits.WIFI_BACKOFF_MAX_S * 1000
+    expect = [min(limits.WIFI_BACKOFF_MIN_S * 1000 << i, cap) for i in range(len(gaps))]
+    assert gaps == expect, gaps
+    assert gaps[-1] == cap and gaps[-2] == cap  # capped, still trying (MimiClaw stopped at 10)
+    assert sup.retries >= 13 and "AP not found" in sup.last_error
+    # The router comes back: online within one capped wait, counters reset.
+    w.aps["home"] = ("password1", "192.168.1.50")
+    back = clock.now
+    waiter_done = []
+
+    async def channel():
+        await sup.wait_online()
+        waiter_done.append(clock.now)
+
+    asyncio.create_task(channel())
+    await until(lambda: waiter_done)
+    assert sup.online() and sup.retries == 0 and sup.last_error == ""
+    assert w.connects[-1][0] - back <= cap  # the next try, at most one capped wait later
+    t.cancel()
+
+
+async def test_wrong_password_is_reported_and_retried():
+    sup, w, clock, cfg = make(password="wrongpass")
+    w.aps["home"] = ("password1", "192.168.1.50")
+    t = asyncio.create_task(sup.run())
+    await until(lambda: len(w.connects) >= 3)
+    assert sup.last_error == "wrong password" and not sup.online()
+    cfg.update({"wifi_pass": "password1"})  # set_wifi() from the REPL: reconnect now
+    await until(sup.online)
+    assert w.connects[-1][0] - w.connects[-2][0] < limits.WIFI_BACKOFF_MAX_S * 1000
+    t.cancel()
+
+
+async def test_drop_reconnects_and_waiters_resume():
+    sup, w, clock, cfg = make()
+    w.aps["home"] = ("password1", "192.168.1.50")
+    t = asyncio.create_task(sup.run())
+    await until(sup.online)
+    del w.aps["home"]  # the router reboots
+    w.drop()
+    await until(lambda: not sup.online() and sup.retries >= 2)
+    resumed = []
+
+    async def channel():
+        await sup.wait_online()  # how Telegram waits while offline
+        resumed.append(sup.ip)
+
+    asyncio.create_task(channel())
+    for _ in range(100):
+        await asyncio.sleep_ms(0)
+    assert not resumed  # still waiting while offline
+    w.aps["home"] = ("password1", "192.168.1.50")
+    await until(lambda: resumed)
+    assert sup.reconnects == 1 and resumed == ["192.168.1.50"]
+    t.cancel()
+
+
+async def test_router_swap_same_ssid_renews_the_lease():
+    # #169: a new router with the same SSID. The station stays "associated" but the
+    # old lease is gone; the supervisor must re-associate and ask DHCP again.
+    sup, w, clock, cfg = make()
+    w.aps["home"] = ("password1", "192.168.1.50")
+    t = asyncio.create_task(sup.run())
+    await until(sup.online)
+    disc = w.disconnects
+    w.aps["home"] = ("password1", "10.0.0.7")  # the new router's network
+    w.ip = "0.0.0.0"  # lease lost, link still up
+    await until(lambda: sup.online() and sup.ip == "10.0.0.7")
+    assert w.disconnects > disc  # a real disconnect + connect, not a wait
+    assert sup.reconnects == 1
+    t.cancel()
+
+
+async def test_unreachable_while_online_forces_reconnect():
+    # Same SSID, new router, and the old IP still looks fine locally: the channels'
+    # failures (wifi.suspect) make the supervisor re-associate.
+    sup, w, clock, cfg = make()
+    w.aps["home"] = ("password1", "192.168.1.50")
+    t = asyncio.create_task(sup.run())
+    await until(sup.online)
+    w.aps["home"] = ("password1", "10.0.0.7")
+    for _ in range(limits.WIFI_SUSPECT_MAX):
+        sup.suspect("telegram: connect failed")
+    await until(lambda: sup.ip == "10.0.0.7" and sup.online())
+    assert len(w.connects) == 2
+    t.cancel()
+
+
+async def test_settings_change_moves_to_the_new_network():
+    sup, w, clock, cfg = make()
+    w.aps["home"] = ("password1", "192.168.1.50")
+    w.aps["office"] = ("password2", "172.16.0.9")
+    t = asyncio.create_task(sup.run())
+    await until(sup.online)
+    cfg.update({"wifi_ssid": "office", "wifi_pass": "password2"})
+    await until(lambda: sup.online() and sup.ssid == "office")
+    assert sup.ip == "172.16.0.9" and w.connects[-1][1] == "office"
+    t.cancel()
+
+
+async def test_no_ssid_waits_for_settings():
+    sup, w, clock, cfg = make(ssid="", password="")
+    w.aps["home"] = ("password1", "192.168.1.50")
+    t = asyncio.create_task(sup.run())
+    await until(lambda: sup.state == "no-config")
+    assert w.connects == []
+    cfg.update({"wifi_ssid": "home", "wifi_pass": "password1"})
+    await until(sup.online)
+    t.cancel()
+
+
+def test_repl_status_and_scan():
+    from mimi import repl
+
+    with Capture() as c:
+        repl.wifi_status()
+        repl.wifi_scan()
+    for word in ("WiFi:", "ssid", "ip", "rssi", "retries"):
+        assert word in c.text, c.text
+    assert "host-network" in c.text

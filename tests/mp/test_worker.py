@@ -1,0 +1,116 @@
+# The agent thread (lib/mimi/agent/worker.py) with a stub LLM provider.
+import time
+from mimi import bus, config
+from mimi.agent import worker
+from mimi.llm import provider
+from mimi.memory import sessions
+
+TIMEOUT = 60
+
+
+class Stub:
+    """Provider.chat stand-in: answers from a list; an Exception item is raised."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.calls = []
+
+    def chat(self, system, messages, tools):
+        self.calls.append((system, [dict(m) for m in messages]))
+        a = self.answers.pop(0) if self.answers else "Echo: %s" % messages[-1]["content"]
+        if isinstance(a, Exception):
+            raise a
+        return provider.Reply(a)
+
+
+def use(stub):
+    provider.from_config = lambda cfg: stub
+    return stub
+
+
+def setup():
+    config.cfg.load()
+
+
+def test_turn_saved_on_success_and_history_used():
+    s = use(Stub("first answer", "second answer"))
+    m = bus.Msg("websocket", "w1", "hello")
+    assert worker.run_message(m) == "first answer"
+    assert sessions.load("ws_w1") == [{"role": "user", "content": "hello"},
+                                      {"role": "assistant", "content": "first answer"}]
+    assert worker.run_message(bus.Msg("websocket", "w1", "again")) == "second answer"
+    system, msgs = s.calls[1]
+    assert [x["content"] for x in msgs] == ["hello", "first answer", "again"]
+    assert "w1" in system  # the turn context names the chat
+    assert not worker.busy
+
+
+def test_llm_failure_not_saved():
+    use(Stub(provider.LLMError("HTTP 500 from the API")))
+    out = worker.run_message(bus.Msg("websocket", "w2", "hello"))
+    assert "HTTP 500" in out
+    assert sessions.load("ws_w2") == []
+
+
+def test_exception_becomes_sorry_reply():
+    def broken(cfg):
+        raise ValueError("no API key: set one with set_api_key('...')")
+
+    provider.from_config = broken
+    out = worker.run_message(bus.Msg("telegram", "5", "hi"))
+    assert out.startswith("Sorry, something went wrong: no API key")
+    use(Stub(RuntimeError("boom")))
+    out = worker.run_message(bus.Msg("telegram", "5", "hi"))
+    assert out == "Sorry, something went wrong: boom"
+    assert sessions.load("tg_5") == [] and not worker.busy
+
+
+def _next_out(timeout_ms=10000):
+    m = bus.outbound.get_blocking(timeout_ms, idle_ms=5)
+    assert m is not None, "nothing on the outbound queue"
+    return m
+
+
+def test_thread_status_then_reply_and_survives_errors():
+    use(Stub("one", RuntimeError("bad turn"), "three"))
+    t0 = worker.progress
+    assert worker.start() and not worker.start()  # once only
+    try:
+        for text in ("a", "b", "c"):
+            assert bus.inbound.put(bus.Msg("websocket", "w3", text, meta={"k": text}))
+        seen = [_next_out() for _ in range(6)]
+        kinds = [(m.kind, m.content) for m in seen]
+        assert kinds == [(bus.STATUS, "working"), (bus.REPLY, "one"),
+                         (bus.STATUS, "working"), (bus.REPLY, "Sorry, something went wrong: bad turn"),
+                         (bus.STATUS, "working"), (bus.REPLY, "three")]
+        assert all(m.channel == "websocket" and m.chat_id == "w3" for m in seen)
+        assert seen[1].meta == {"k": "a"}
+        assert time.ticks_diff(worker.progress, t0) >= 0
+        # system messages get no "working" status
+        assert bus.inbound.put(bus.Msg("system", "cron", "check"))
+        m = _next_out()
+        assert (m.channel, m.kind) == ("system", bus.REPLY)
+    finally:
+        worker.stop()
+    deadline = time.ticks_add(time.ticks_ms(), 5000)
+    while worker.running() and time.ticks_diff(deadline, time.ticks_ms()) > 0:
+        time.sleep_ms(20)
+    assert not worker.running()
+
+
+def test_full_outbound_waits_instead_of_dropping():
+    use(Stub("kept"))
+    for i in range(bus.outbound.size):
+        assert bus.outbound.put(bus.Msg("websocket", "x", "filler %d" % i))
+    assert worker.start()
+    try:
+        assert bus.inbound.put(bus.Msg("websocket", "w4", "hello"))
+        time.sleep_ms(1500)  # the status may give up (AGENT_STATUS_WAIT_MS); the reply waits
+        for i in range(bus.outbound.size):
+            assert bus.outbound.get_nowait().content == "filler %d" % i
+        m = _next_out()
+        if m.kind == bus.STATUS:  # a slow machine: the status got in after all
+            m = _next_out()
+        assert (m.kind, m.content, m.chat_id) == (bus.REPLY, "kept", "w4")
+    finally:
+        worker.stop()

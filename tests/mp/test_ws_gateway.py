@@ -1,0 +1,296 @@
+# The WebSocket gateway (lib/mimi/channels/websocket.py) and the outbound
+# dispatcher in one MicroPython process: a raw client on asyncio streams talks to
+# the real server; no agent thread runs, the test plays the agent on the bus.
+import json
+import struct
+import asyncio
+from mimi import bus, config, limits
+from mimi.channels import websocket, dispatch
+from mimi.channels import wsproto as wp
+
+TIMEOUT = 90
+KEY = b"\x01\x02\x03\x04"
+TOKEN = "tok123"
+
+
+def setup():
+    config.cfg.load()
+    config.cfg.set("ws_port", 0)
+    config.cfg.set("ws_token", TOKEN)
+
+
+async def start():
+    tasks = [asyncio.create_task(dispatch.run()), asyncio.create_task(websocket.serve())]
+    while websocket.port is None:
+        await asyncio.sleep_ms(5)
+    return tasks
+
+
+class WS:
+    def __init__(self, r, w, status, head):
+        self.rd = wp.Reader(r)
+        self.w = w
+        self.status = status
+        self.head = head
+
+    async def send_raw(self, data):
+        self.w.write(data)
+        await self.w.drain()
+
+    async def send(self, obj, op=wp.TEXT):
+        data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+        await self.send_raw(wp.frame(op, data, mask_key=KEY))
+
+    async def frame(self):
+        return await asyncio.wait_for(wp.read_frame(self.rd, 1 << 20, need_mask=False), 10)
+
+    async def recv(self):
+        while True:
+            fin, op, payload = await self.frame()
+            if op == wp.TEXT:
+                return json.loads(payload)
+            if op == wp.CLOSE:
+                return {"type": "closed", "code": wp.close_code(payload)}
+
+    async def close_code(self):
+        while True:
+            fin, op, payload = await self.frame()
+            if op == wp.CLOSE:
+                return wp.close_code(payload)
+
+    async def close(self):
+        self.w.close()
+        await self.w.wait_closed()
+
+
+async def connect(path="/?token=" + TOKEN, headers=""):
+    r, w = await asyncio.open_connection("127.0.0.1", websocket.port)
+    w.write(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+             "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+             "Sec-WebSocket-Version: 13\r\n%s\r\n" % (path, websocket.port, headers)).encode())
+    await w.drain()
+    ws = WS(r, w, 0, b"")
+    ws.head = await asyncio.wait_for(ws.rd.read_head(4096), 10)
+    ws.status = int(ws.head.split(b" ")[1])
+    return ws
+
+
+async def put_out(msg):
+    while not bus.outbound.put(msg):
+        await asyncio.sleep_ms(1)
+
+
+async def many(n):
+    out = []
+    for _ in range(n):
+        out.append(await connect())
+    return out
+
+
+async def body(ws):
+    n = 0
+    for line in ws.head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            n = int(line.split(b":")[1])
+    return await ws.rd.readexactly(n)
+
+
+async def settle(n_clients):
+    for _ in range(400):
+        if len(websocket.clients) == n_clients:
+            return
+        await asyncio.sleep_ms(5)
+    raise AssertionError("clients: %d, wanted %d" % (len(websocket.clients), n_clients))
+
+
+async def test_auth_token_query_bearer_and_401():
+    await start()
+    ws = await connect("/")
+    assert ws.status == 401 and b"token" in await body(ws)
+    ws = await connect("/?token=wrong")
+    assert ws.status == 401
+    ws = await connect("/", "Authorization: Bearer %s\r\n" % TOKEN)
+    assert ws.status == 101
+    assert b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" in ws.head
+    ws2 = await connect()
+    assert ws2.status == 101
+    await settle(2)
+
+
+async def test_origin_checks_with_and_without_auth():
+    config.cfg.set("ws_token", "")
+    await start()
+    own = "Origin: http://127.0.0.1:%d\r\n" % websocket.port
+    assert (await connect("/", own)).status == 101
+    assert (await connect("/", "Origin: http://evil.example:%d\r\n" % websocket.port)).status == 403
+    assert (await connect("/", "Origin: null\r\n")).status == 403
+    assert (await connect("/")).status == 101  # no Origin: not a browser
+    config.cfg.set("ws_token", TOKEN)
+    assert (await connect("/", "Origin: http://evil.example\r\n")).status == 401
+    # a page that knows the token may connect from anywhere (it was given the key)
+    assert (await connect("/?token=" + TOKEN, "Origin: http://evil.example\r\n")).status == 101
+
+
+async def test_bad_upgrades_and_page():
+    await start()
+    r, w = await asyncio.open_connection("127.0.0.1", websocket.port)
+    w.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    await w.drain()
+    page = b""
+    while True:
+        d = await r.read(4096)
+        if not d:
+            break
+        page += d
+    assert page.startswith(b"HTTP/1.1 200 OK") and b"text/html" in page
+    assert b"<script>" in page and b"textContent" in page and b"innerHTML" not in page
+    assert b"Content-Security-Policy" in page
+    ws = await connect("/?token=%s" % TOKEN, "Sec-WebSocket-Version: 8\r\n")
+    assert ws.status == 426 or ws.status == 400
+    r, w = await asyncio.open_connection("127.0.0.1", websocket.port)
+    w.write(b"POST / HTTP/1.1\r\nHost: x\r\n\r\n")
+    await w.drain()
+    assert (await r.read(100)).startswith(b"HTTP/1.1 405")
+    r, w = await asyncio.open_connection("127.0.0.1", websocket.port)
+    w.write(b"GET /x HTTP/1.1\r\n" + b"X: " + b"y" * limits.WS_HEADER_MAX + b"\r\n\r\n")
+    await w.drain()
+    try:
+        got = await r.read(100)
+    except OSError:  # refused while unread bytes were left: a reset is fine too
+        got = b""
+    assert got == b"" or got.startswith(b"HTTP/1.1 400"), got
+    assert (await connect()).status == 101  # and the server carries on
+
+
+async def test_fifth_client_gets_1013_and_slots_free_on_disconnect():
+    await start()
+    conns = await many(limits.WS_MAX_CLIENTS)
+    assert all(c.status == 101 for c in conns)
+    await settle(limits.WS_MAX_CLIENTS)
+    fifth = await connect()
+    assert fifth.status == 101 and await fifth.close_code() == wp.TRY_LATER
+    await fifth.send_raw(wp.frame(wp.CLOSE, struct.pack(">H", 1000), mask_key=KEY))
+    # free slots: a clean close, an abrupt EOF, a protocol error
+    await conns[0].send_raw(wp.frame(wp.CLOSE, struct.pack(">H", 1000), mask_key=KEY))
+    assert await conns[0].close_code() == 1000
+    await conns[1].close()
+    await conns[2].send_raw(b"\x81\x05hello")  # unmasked
+    assert await conns[2].close_code() == wp.PROTOCOL
+    await settle(1)
+    again = await many(3)
+    assert all(c.status == 101 for c in again)
+    await settle(4)
+
+
+async def test_oversized_frame_and_message_close_1009():
+    await start()
+    ws = await connect()
+    await ws.send_raw(wp.frame(wp.TEXT, b"x" * (limits.WS_FRAME_MAX + 1), mask_key=KEY))
+    assert await ws.close_code() == wp.TOO_BIG
+    ws = await connect()
+    half = b"y" * (limits.WS_FRAME_MAX // 2 + 10)
+    await ws.send_raw(wp.frame(wp.TEXT, half, fin=False, mask_key=KEY))
+    await ws.send_raw(wp.frame(wp.CONT, half, fin=True, mask_key=KEY))
+    assert await ws.close_code() == wp.TOO_BIG
+    await settle(0)
+
+
+async def test_bad_input_gets_error_frames_and_connection_stays():
+    await start()
+    ws = await connect()
+    await ws.send(b"{not json")
+    assert (await ws.recv()) == {"type": "error", "content": "invalid JSON"}
+    await ws.send(b"\xff\xfe\x00")
+    assert (await ws.recv())["content"] == "invalid UTF-8"
+    await ws.send({"type": "dance"})
+    assert "unknown type" in (await ws.recv())["content"]
+    await ws.send(b"[1,2]")
+    assert (await ws.recv())["type"] == "error"
+    await ws.send({"type": "message", "content": "  "})
+    assert (await ws.recv())["type"] == "error"
+    await ws.send({"type": "message", "content": "hi", "chat_id": "../tg_1"})
+    assert "chat_id" in (await ws.recv())["content"]
+    await ws.send(b"\x00\x01", op=wp.BINARY)
+    assert (await ws.recv())["type"] == "error"
+    await ws.send_raw(wp.frame(wp.PING, b"still?", mask_key=KEY))
+    assert await ws.frame() == (True, wp.PONG, b"still?")
+    # fragmented message with a ping in the middle
+    await ws.send_raw(wp.frame(wp.TEXT, b'{"type":"mess', fin=False, mask_key=KEY))
+    await ws.send_raw(wp.frame(wp.PING, b"mid", mask_key=KEY))
+    await ws.send_raw(wp.frame(wp.CONT, b'age","content":"frag","chat_id":"c1"}', mask_key=KEY))
+    assert await ws.frame() == (True, wp.PONG, b"mid")
+    for _ in range(200):
+        m = bus.inbound.get_nowait()
+        if m:
+            break
+        await asyncio.sleep_ms(5)
+    assert (m.channel, m.chat_id, m.content, m.session) == ("websocket", "c1", "frag", "ws_c1")
+    assert bus.inbound.get_nowait() is None  # none of the bad frames got through
+
+
+async def test_replies_routed_by_chat_id_only():
+    await start()
+    a, b, a2 = await connect(), await connect(), await connect()
+    await a.send({"type": "message", "content": "from a", "chat_id": "alice"})
+    await b.send({"type": "message", "content": "from b", "chat_id": "bob"})
+    await a2.send({"type": "message", "content": "from a2", "chat_id": "alice"})
+    got = []
+    for _ in range(400):
+        m = bus.inbound.get_nowait()
+        if m:
+            got.append(m)
+        if len(got) == 3:
+            break
+        await asyncio.sleep_ms(5)
+    assert sorted(m.chat_id for m in got) == ["alice", "alice", "bob"]
+    bus.outbound.put(bus.Msg("websocket", "bob", "working", bus.STATUS))
+    bus.outbound.put(bus.Msg("websocket", "bob", "for bob"))
+    bus.outbound.put(bus.Msg("websocket", "alice", "for alice"))
+    bus.outbound.put(bus.Msg("websocket", "nobody", "lost in space"))
+    assert await b.recv() == {"type": "status", "content": "working", "chat_id": "bob"}
+    assert await b.recv() == {"type": "response", "content": "for bob", "chat_id": "bob"}
+    assert await a.recv() == {"type": "response", "content": "for alice", "chat_id": "alice"}
+    assert await a2.recv() == {"type": "response", "content": "for alice", "chat_id": "alice"}
+    # nothing else arrives for b: the next frame it sees is the pong to its ping
+    await b.send_raw(wp.frame(wp.PING, b"x", mask_key=KEY))
+    assert await b.frame() == (True, wp.PONG, b"x")
+    # default chat ids differ per connection
+    c, d = await connect(), await connect()
+    assert c.status == d.status == 101
+
+
+async def test_full_inbound_answers_busy():
+    await start()
+    ws = await connect()
+    n = bus.inbound.size + 5
+    for i in range(n):
+        await ws.send({"type": "message", "content": "m%d" % i, "chat_id": "burst"})
+    busy = 0
+    for _ in range(5):
+        m = await ws.recv()
+        assert m["type"] == "error" and m["content"] == bus.BUSY
+        busy += 1
+    assert busy == 5 and len(bus.inbound) == bus.inbound.size
+
+
+async def test_slow_client_does_not_block_others():
+    await start()
+    slow, fast = await connect(), await connect()
+    await slow.send({"type": "message", "content": "x", "chat_id": "slow"})
+    await fast.send({"type": "message", "content": "x", "chat_id": "fast"})
+    for _ in range(400):
+        if sorted(c.chat_id for c in websocket.clients) == ["fast", "slow"]:
+            break
+        await asyncio.sleep_ms(5)
+    assert sorted(c.chat_id for c in websocket.clients) == ["fast", "slow"]
+    big = "z" * 8000
+    # slow never reads: its socket buffers fill, then its outbox, then it is dropped
+    for i in range(200):
+        await put_out(bus.Msg("websocket", "slow", big))
+        if i % 20 == 0:
+            await put_out(bus.Msg("websocket", "fast", "tick %d" % i))
+    for i in range(0, 200, 20):
+        m = await fast.recv()
+        assert m["content"] == "tick %d" % i, m
+    await settle(1)
+    assert websocket.clients[0].chat_id == "fast"
