@@ -29,7 +29,7 @@ SCRIPT = [
 
 # (workload, Connection: close on every call, client TCP_NODELAY experiment)
 CASES = (("default", False, False), ("full", False, False), ("full", True, False),
-         ("full", False, True))
+         ("full", False, True), ("full", True, True))
 
 
 def head_bytes(rec):

@@ -7,10 +7,6 @@ import _thread
 from mimi import limits, log, bus, config
 
 SORRY = "Sorry, something went wrong: %s"
-FALLBACK_PROMPT = ("You are MimiClaw, a personal AI assistant running on an ESP32-S3. "
-                   "Be helpful, accurate and concise.\n\n## Current Turn Context\n"
-                   "- Channel: %s\n- Chat ID: %s\n")
-
 # Read by the watchdog (no lock needed: single writes of small ints/bools).
 progress = time.ticks_ms()  # ticks_ms of the last sign of life
 busy = False  # a turn is running
@@ -28,14 +24,11 @@ def _alive():
 
 
 def _system_prompt(channel, chat_id):
-    try:
-        from mimi.agent import context
-    except ImportError as e:
-        if "context" not in str(e):
-            raise
-        log.warning("agent", "mimi.agent.context missing; minimal system prompt")
-        return FALLBACK_PROMPT % (channel, chat_id)
-    return context.build_system_prompt(channel, chat_id)
+    from mimi.agent import context
+
+    # [fixed, per-turn]: the provider marks only the fixed part for prompt caching,
+    # so a memory or note change doesn't invalidate the cached instructions.
+    return list(context.build_parts(channel, chat_id))
 
 
 def _registry():
