@@ -7,7 +7,7 @@ FLASH ?= 8M
 SECRETS ?= secrets.json
 TEST_ARGS ?=
 
-.PHONY: setup test run image bundle browser clean help flash deploy mpremote-config
+.PHONY: setup test run bench image bundle browser clean help flash deploy mpremote-config
 
 help:
 	@echo "make test            run the whole test suite (sets itself up)"
@@ -19,6 +19,7 @@ help:
 	@echo "make deploy PORT=... [MIP=1]  copy the code to a running board (user data kept)"
 	@echo "make mpremote-config install the mpremote shortcuts (memory-read, config-show, ...)"
 	@echo "make bundle          build the OTA update bundle into build/ (OTA_KEY=... signs it)"
+	@echo "make bench           run the benchmarks (bench/, results in docs/benchmarks.md)"
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -34,23 +35,27 @@ test: setup $(if $(wildcard /usr/bin/chromium),,browser)
 run: setup
 	$(BIN)/python tools/sim $(SIM_ARGS)
 
+# Speed and memory figures of this machine (docs/benchmarks.md); tables also in build/bench.md.
+bench: setup
+	$(BIN)/python bench/run_all.py --markdown build/bench.md $(BENCH_ARGS)
+
 # SECRETS named on the command line must exist; the default secrets.json is optional.
 SECRETS_ARGS = $(if $(filter command line environment,$(origin SECRETS)),--secrets "$(SECRETS)" --secrets-required,$(if $(wildcard $(SECRETS)),--secrets $(SECRETS)))
 
 image: setup
-	$(BIN)/python tools/flash.py image --flash $(FLASH) $(if $(FIRMWARE),--firmware "$(FIRMWARE)") $(SECRETS_ARGS)
+	@$(BIN)/python tools/flash.py image --flash $(FLASH) $(if $(FIRMWARE),--firmware "$(FIRMWARE)") $(SECRETS_ARGS)
 
 flash: setup
-	$(BIN)/python tools/flash.py flash --port "$(PORT)" --firmware "$(FIRMWARE)" --flash $(FLASH) $(SECRETS_ARGS)
+	@$(BIN)/python tools/flash.py flash --port "$(PORT)" --firmware "$(FIRMWARE)" --flash $(FLASH) $(SECRETS_ARGS)
 
 deploy: setup
-	$(BIN)/python tools/deploy.py --port "$(PORT)" $(if $(MIP),--mip)
+	@$(BIN)/python tools/deploy.py --port "$(PORT)" $(if $(MIP),--mip)
 
 mpremote-config: setup
-	$(BIN)/python tools/mpremote_config.py install
+	@$(BIN)/python tools/mpremote_config.py install
 
 bundle: setup
-	$(BIN)/python tools/bundle.py $(if $(OTA_KEY),--key $(OTA_KEY))
+	@$(BIN)/python tools/bundle.py $(if $(OTA_KEY),--key $(OTA_KEY))
 
 # Headless Chromium for the chat page test (tests/host/test_chat_page.py); skipped there if absent.
 browser:

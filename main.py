@@ -1,6 +1,21 @@
 # Device entry point. The REPL commands go into this namespace first, so they are
 # there for mpremote both while the firmware runs and after Ctrl-C stops it.
-from mimi.repl import *  # noqa: F401,F403
-import mimi.app
+# A crash while importing or starting (a bad update?) is counted by the boot guard,
+# which rolls a trial update back and resets; see mimi.safemode.crashed().
+try:
+    from mimi.repl import *  # noqa: F401,F403
+    import mimi.app
 
-mimi.app.main()
+    mimi.app.main()
+except Exception as e:  # not KeyboardInterrupt/SystemExit: Ctrl-C and restart() pass
+    import sys
+
+    sys.print_exception(e)
+    try:
+        from mimi import safemode
+    except Exception:  # the package itself is broken: use the kept previous version's guard
+        for m in [m for m in sys.modules if m == "mimi" or m.startswith("mimi.")]:
+            del sys.modules[m]
+        sys.path.insert(0, "/ota/prev/lib")
+        from mimi import safemode
+    safemode.crashed()

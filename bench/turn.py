@@ -13,6 +13,7 @@ caching, the prefix up to the last cache_control mark (tools, then the first sys
 block) counts as a cache read when an identical prefix was seen before
 (tests/fakes/llm.py, FakeLLM.tokens and _cached_prefix).
 """
+import json
 import tempfile
 from pathlib import Path
 
@@ -57,6 +58,13 @@ def run(svc, tmp, ca, kind, workload, close, n, nodelay=False):
     snap = svc.snapshot(bodies=False)
     if snap["violations"]:
         raise RuntimeError("the fake refused requests: %s" % snap["violations"][:3])
+    body = svc.snapshot(last=recs[-1]["llm_calls"])["requests"][0]["body"]  # a later turn's 1st
+    snap["parts"] = {k: len(json.dumps(body.get(k, ""))) for k in ("system", "tools", "messages")}
+    snap["parts"]["n"] = len(body["messages"])
+    if kind == "openai":  # the system prompt travels as the first message
+        snap["parts"]["system"] = len(json.dumps(body["messages"][0]))
+        snap["parts"]["messages"] -= snap["parts"]["system"]
+        snap["parts"]["n"] -= 1
     reqs = snap["requests"]
     per_turn, k = [], 0
     for r in recs:
@@ -74,6 +82,7 @@ def tables(n=None):
                     "later turns"])
     bytes_t = Table("Uplink and tokens per turn (same runs, a later turn)",
                     ["provider", "workload", "request bytes/turn", "per LLM call (1st..4th)",
+                     "1st call JSON: system / tools / messages (count)",
                      "input tokens/turn", "cache-read tokens/turn", "output tokens/turn"])
     with tempfile.TemporaryDirectory() as tmp:
         c = certs(tmp)
@@ -94,6 +103,7 @@ def tables(n=None):
                         u = later[-1]["usage"]
                         calls = per_turn[-1]
                         bytes_t.add(kind, workload, sum(calls), " / ".join(map(str, calls)),
+                                    "%(system)d / %(tools)d / %(messages)d (%(n)d)" % snap["parts"],
                                     u["input"], u["cache_read"], u["output"])
             finally:
                 svc.close()

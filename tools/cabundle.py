@@ -23,6 +23,7 @@ OPTIONAL roots (GlobalSign Root CA R1, DigiCert Global Root CA, Baltimore) are
 added only while certifi still carries them. Usage: build(out_path) -> out_path.
 """
 import datetime
+import os
 import sys
 from pathlib import Path
 
@@ -96,7 +97,9 @@ def build(out_path):
         parts.append(cert.public_bytes(serialization.Encoding.PEM).decode())
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(parts))
+    tmp = out.with_name("%s.%d.tmp" % (out.name, os.getpid()))  # other builds may read it now
+    tmp.write_text("".join(parts))
+    os.replace(tmp, out)
     return out
 
 

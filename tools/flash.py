@@ -41,7 +41,7 @@ class Fail(Exception):
 def flash_bytes(flash):
     if flash not in mkimage.FLASH_SIZES:
         raise Fail("FLASH must be one of %s (got %r): the flash size of your board, e.g. "
-                   "FLASH=16M for an N16R8 module" % (", ".join(sorted(mkimage.FLASH_SIZES)), flash))
+                   "FLASH=16M for an N16R8 module" % (", ".join(sorted(mkimage.FLASH_SIZES, key=mkimage.FLASH_SIZES.get)), flash))
     return mkimage.FLASH_SIZES[flash]
 
 
@@ -211,6 +211,8 @@ def main(argv=None):
             p.add_argument("--no-erase", action="store_true",
                            help="keep the rest of the flash (the filesystem is rewritten anyway)")
     a = ap.parse_args(argv)
+    # zsh (the macOS default) leaves FIRMWARE=~/Downloads/... unexpanded
+    a.firmware, a.secrets = os.path.expanduser(a.firmware), os.path.expanduser(a.secrets)
     try:
         (cmd_flash if a.cmd == "flash" else cmd_image)(a)
     except Fail as e:

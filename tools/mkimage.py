@@ -39,13 +39,18 @@ def mpy_cross():
 
 
 def compile_module(src, out, march=None):
-    cmd = [mpy_cross(), "-o", str(out), "-s", src.name]
+    # Written aside, then renamed: simulators and tests building at the same time
+    # share build/lib and must never read a half-written .mpy.
+    tmp = Path(out).with_name("%s.%d.tmp" % (Path(out).name, os.getpid()))
+    cmd = [mpy_cross(), "-o", str(tmp), "-s", src.name]
     if march:
         cmd.append("-march=" + march)
     cmd.append(str(src))
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
+        tmp.unlink(missing_ok=True)
         raise RuntimeError("mpy-cross failed on %s:\n%s%s" % (src, r.stdout, r.stderr))
+    os.replace(tmp, out)
 
 
 def app_sources():
@@ -84,11 +89,9 @@ def image_files(build, config=None, ca_bundle=None):
 
 
 def default_ca_bundle(build):
-    try:
-        sys.path.insert(0, str(ROOT / "tools"))
-        import cabundle
-    except ImportError:
-        return None
+    sys.path.insert(0, str(ROOT / "tools"))
+    import cabundle  # without its roots the board refuses every HTTPS server
+
     return cabundle.build(build / "roots.pem")
 
 

@@ -4,7 +4,7 @@
 #
 #   mpremote connect /dev/ttyACM0 memory-read
 #   mpremote connect /dev/ttyACM0 memory-write "'The user likes green tea.'"
-#   mpremote connect /dev/ttyACM0 config-set model "'claude-sonnet-4-5'"
+#   mpremote connect /dev/ttyACM0 config-set "'model'" "'claude-sonnet-4-5'"
 #   mpremote connect /dev/ttyACM0 log-tail 50
 #
 # Arguments are Python expressions (mpremote assigns them on the board), so text

@@ -35,10 +35,17 @@ with open("/boot.py") as f:
 del image, build_lib, sets, config, board
 with open("/main.py") as f:
     exec(f.read(), globals())
-# Stopped from the console (Ctrl-D): the board would now show MicroPython's REPL.
-import mimi.app  # noqa: E402
+# Stopped from the console (Ctrl-D), or main.py's boot guard gave up on an app
+# that does not import (safe mode): the board would now show MicroPython's REPL.
+try:
+    import mimi.app  # noqa: E402
 
-if mimi.app.board.CONSOLE and mimi.app._stop.is_set():
+    stopped = mimi.app._stop.is_set()
+except Exception:
+    stopped = True
+from mimi import board  # noqa: E402
+
+if board.CONSOLE and stopped:
     from mimi import console  # noqa: E402
 
     console.serve_blocking(globals())

@@ -26,6 +26,16 @@ def out(rec):
     print("BENCH " + json.dumps(rec))
 
 
+SEED = "/bench_session.jsonl"  # the 20 stored messages, put back before every turn
+
+
+def _seed():
+    from mimi.memory import sessions
+
+    with open(SEED, "rb") as f:
+        fs.write_atomic(sessions.path(bus.session_key("websocket", CHAT)), f.read())
+
+
 def prepare():
     from mimi import defaults
     from mimi.memory import sessions, store
@@ -41,14 +51,20 @@ def prepare():
         fs.write_atomic(context.USER_PATH, (line * 200).encode())  # the prompt hits 16 KB
         fs.write_atomic(store.MEMORY_PATH, (line * 70).encode())
         fs.makedirs(sessions.DIR)
-        with open(sessions.path(bus.session_key("websocket", CHAT)), "wb") as f:
+        with open(SEED, "wb") as f:
             for k in range(A.get("history", 20)):
                 role = "user" if k % 2 == 0 else "assistant"
                 text = ("message %d: " % k) + "word " * 100  # ~510 bytes each
                 f.write(json.dumps({"role": role, "content": text, "ts": 0}).encode() + b"\n")
+        _seed()
     p = context.build_system_prompt("websocket", CHAT)
     out({"prompt_bytes": len(p.encode()),
          "history": len(sessions.load(bus.session_key("websocket", CHAT)))})
+
+
+def _body_buf(provider):
+    body = provider._cached[1]._body if provider._cached else None
+    return len(body.buf) if body is not None and body.buf is not None else 0
 
 
 def turns():
@@ -72,15 +88,6 @@ def turns():
         for cls in (Anthropic, OpenAI):
             h = cls.headers
             cls.headers = lambda self, h=h: dict(h(self), Connection="close")
-    if A.get("one_write"):  # experiment: request head and body in one write (Nagle)
-        exchange = http._exchange
-
-        def one_write(buf, head, body, method, cap):
-            if body:
-                head, body = bytes(head) + bytes(body), None
-            return exchange(buf, head, body, method, cap)
-
-        http._exchange = one_write
     if A.get("nodelay"):  # experiment: TCP_NODELAY on the client's sockets
         real = http.socket
 
@@ -94,6 +101,11 @@ def turns():
                 return s
 
         http.socket = Shim()
+    if A.get("body_buf"):  # experiment: another starting size of the request body buffer
+        from mimi.llm import jsonbuf
+
+        init = jsonbuf.JsonBuf.__init__
+        jsonbuf.JsonBuf.__init__ = lambda self, size=None: init(self, A["body_buf"])
     samples = []
     if A.get("sample"):  # live heap (after gc.collect) around every HTTP request
         req = http.Client.request
@@ -108,10 +120,14 @@ def turns():
 
         http.Client.request = sampled
     for i in range(A["turns"]):
-        chat = CHAT if A.get("workload") == "full" else "fresh%d" % i
+        chat = "fresh%d" % i
+        if A.get("workload") == "full":  # the same 20 messages every turn
+            chat = CHAT
+            _seed()
         gc.collect()
         base = gc.mem_alloc()
         del samples[:]
+        del seen[:]
         t0 = time.ticks_us()
         reply = worker.run_message(bus.Msg("websocket", chat, TEXT))
         us = time.ticks_diff(time.ticks_us(), t0)
@@ -122,6 +138,8 @@ def turns():
              "usage": t.usage if t else None,
              "handshakes": cli.handshakes if cli else 0, "connects": cli.connects if cli else 0,
              "heap_base": base, "heap_peak": max(samples) if samples else None,
+             "heap_samples": list(samples),
+             "body_buf": _body_buf(provider),
              "heap_total": gc.mem_alloc() + gc.mem_free()})
 
 

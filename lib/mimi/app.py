@@ -7,7 +7,6 @@ import mimi
 from mimi import limits, log, config, defaults, board
 
 cfg = config.cfg
-started = False
 
 
 def ensure_ws_token():
@@ -33,22 +32,30 @@ def boot():
         log.warning("boot", m)
 
 
+def gateway_url():
+    """Where the WebSocket gateway will listen, as far as it is known before it starts."""
+    port = cfg.get("ws_port")
+    w = board.wlan()
+    host = w.ifconfig()[0] if w.isconnected() else "<board IP once WiFi is up>"
+    if not port:  # ws_port 0: a free port, picked when the gateway starts
+        return "ws://%s:<free port chosen at start, see 'gateway listening'>/" % host
+    return "ws://%s:%d/" % (host, port)
+
+
 def banner():
+    from mimi.llm.provider import DEFAULT_MODEL
+
     h = board.heap()
     f = board.fs_info()
+    provider = cfg.get("provider")
+    model = cfg.get("model") or "%s (default)" % DEFAULT_MODEL[provider]
     print("=" * 60)
     print("MimiClaw %s on %s (id %s)" % (mimi.VERSION, board.NAME, board.unique_id()))
-    print("  provider %s, model %s" % (cfg.get("provider"), cfg.get("model") or "(default)"))
-    print("  gateway ws://%s:%d/  (auth %s)" % (
-        board.wlan().ifconfig()[0], cfg.get("ws_port"), "on" if cfg.get("ws_token") else "OFF"))
+    print("  provider %s, model %s" % (provider, model))
+    print("  gateway %s  (auth %s)" % (gateway_url(), "on" if cfg.get("ws_token") else "OFF"))
     print("  heap free %d, flash free %d of %d" % (h["free"], f["free"], f["total"]))
     print("  REPL: help() lists the commands")
     print("=" * 60)
-
-
-async def _idle():
-    while True:
-        await asyncio.sleep(3600)
 
 
 def tasks():
@@ -57,10 +64,9 @@ def tasks():
 
     if safemode.active:  # crash loop: only WiFi (+ onboarding) and the REPL
         return safemode.tasks(stop)
-    ts = [_idle()]
     from mimi.services import wifi
 
-    ts.append(wifi.supervisor.run())
+    ts = [wifi.supervisor.run()]
     ts += safemode.guard_tasks()  # healthy-boot timer, watchdog, onboarding portal
     from mimi.channels import dispatch, websocket
 
@@ -101,12 +107,10 @@ def stop():
 
 
 def main():
-    global started
     from mimi import safemode
 
     safemode.boot_start()  # boot counter, update trial/rollback, safe mode
     boot()
-    started = True
     from mimi.agent import worker
 
     if not safemode.active:

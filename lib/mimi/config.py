@@ -5,8 +5,9 @@ import json
 import _thread
 from mimi import limits, fs, log
 from mimi.board.clock import parse_tz
+from mimi.llm.provider import PROVIDERS
+from mimi.tools import gpio_policy
 
-PROVIDERS = ("anthropic", "openai")
 PROXY_TYPES = ("http", "socks5")
 
 
@@ -122,8 +123,6 @@ def _token(v):
 
 
 def _gpio_allow(v):
-    from mimi.tools import gpio_policy
-
     return gpio_policy.normalize(v)
 
 
@@ -151,7 +150,7 @@ SCHEMA = {
     "ap_pass": (None, _ap_pass, True),  # onboarding AP's WPA2 password; None: made when first needed
     "ota_key": ("", _token, True),  # shared secret: update bundles must carry its HMAC-SHA256
     # pins the GPIO tools may use ("4-18,21"; "" = none); see mimi/tools/gpio_policy.py
-    "gpio_allow": (_gpio_allow("1,2,4-18,21,38-42,47,48"), _gpio_allow, False),
+    "gpio_allow": (_gpio_allow(gpio_policy.DEFAULT), _gpio_allow, False),
 }
 
 
@@ -293,3 +292,12 @@ class Config:
 
 
 cfg = Config()
+
+
+def tz_s():
+    """The `tz` setting in seconds east of UTC: the one offset for local time (notes,
+    prompt, daily cron jobs, get_current_time). 0 if unreadable, never an error."""
+    try:
+        return parse_tz(cfg.get("tz"))
+    except Exception:
+        return 0

@@ -9,6 +9,7 @@ import sys
 import select
 import asyncio
 from mimi import limits, log, board
+from mimi.services import watchdog
 
 CTRL_A, CTRL_B, CTRL_C, CTRL_D, CTRL_E = 1, 2, 3, 4, 5
 RAW_BANNER = b"raw REPL; CTRL-B to exit\r\n>"
@@ -193,6 +194,8 @@ async def serve(namespace=None, stop=None):
                     if stop is not None:
                         stop()
                     return
+            if con.mode == RAW:
+                watchdog.poke()  # the loop is held while mpremote talks: not a hang
     finally:
         log.mute = False
         if kbd is not None:

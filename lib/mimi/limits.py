@@ -77,6 +77,7 @@ WS_CLIENT_OUTBOX_BYTES = const(64 * 1024)  # ... or this many bytes behind
 WS_DRAIN_MAX = const(64 * 1024)  # bytes of a refused frame read and discarded to close cleanly
 WS_AUTH_FAIL_DELAY_MS = const(250)
 WS_CHAT_ID_MAX = const(31)
+WS_CHAT_ID_RANDOM = const(8)  # random bytes of a default chat id (16 hex chars)
 WS_PORT_TRIES = const(32)  # ws_port 0: random free ports tried
 WS_PORT_ANY = (20000, 32000)  # ws_port 0 picks from here (below Linux's ephemeral range)
 DISPATCH_LANE_MAX = const(32)  # outbound messages waiting for one channel

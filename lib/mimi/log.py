@@ -1,6 +1,7 @@
 # Levels, console output and a small in-RAM ring of recent lines for the REPL.
 # micropython-lib `logging` is used for output when it is installed; the firmware
 # works the same without it.
+import sys
 import time
 import _thread
 from mimi import limits
@@ -17,10 +18,30 @@ _ring = []
 _lock = _thread.allocate_lock()
 _t0 = time.ticks_ms()
 
-try:
-    import logging as _logging
-except ImportError:
-    _logging = None
+
+def _logging_sink():
+    """micropython-lib `logging`'s "mimi" logger when it is installed, else None.
+    Its defaults (root at WARNING) would drop every INFO line, so the logger gets its
+    own stdout handler printing our lines as they are (tools read them) and passes
+    all that our `level` lets through; handlers a user adds to it see the same."""
+    try:
+        import logging
+    except ImportError:
+        return None
+    try:
+        lg = logging.getLogger("mimi")
+        if not lg.handlers:
+            h = logging.StreamHandler(sys.stdout)
+            h.setFormatter(logging.Formatter("%(message)s"))
+            lg.addHandler(h)
+        if not lg.level:
+            lg.setLevel(DEBUG)
+        return lg
+    except AttributeError:  # some other module named logging: print instead
+        return None
+
+
+_logger = _logging_sink()
 
 
 def _emit(lvl, tag, msg, args):
@@ -41,8 +62,8 @@ def _emit(lvl, tag, msg, args):
             _ring.pop(0)
     if mute:
         return
-    if _logging is not None:
-        _logging.getLogger(tag).log(lvl, msg)
+    if _logger is not None:
+        _logger.log(lvl, line)
     else:
         print(line)
 
@@ -67,8 +88,6 @@ def exception(tag, msg, exc):
     # One line for the ring, the traceback on the console.
     _emit(ERROR, tag, "%s: %s: %s", (msg, type(exc).__name__, exc))
     if level <= DEBUG:
-        import sys
-
         sys.print_exception(exc)
 
 

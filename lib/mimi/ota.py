@@ -17,6 +17,7 @@ import hashlib
 import binascii
 import socket
 from mimi import limits, log, fs, board, config
+from mimi.services import watchdog
 
 MAGIC = b"MIMIOTA1\n"
 NEW = limits.OTA_DIR + "/new"
@@ -144,33 +145,16 @@ def _split_url(url):
     return proto == "https", host, int(port) if port else (443 if proto == "https" else 80), "/" + path
 
 
-def _ca_certs():
-    """The roots of limits.CA_BUNDLE as DER (this mbedTLS build parses no PEM)."""
-    with open(limits.CA_BUNDLE) as f:
-        text = f.read()
-    out = []
-    for block in text.split("-----BEGIN CERTIFICATE-----")[1:]:
-        b64 = block.split("-----END CERTIFICATE-----")[0]
-        out.append(binascii.a2b_base64("".join(b64.split())))
-    if not out:
-        raise OTAError("no CA certificates in %s" % limits.CA_BUNDLE)
-    return out
-
-
 def _connect(secure, host, port):
     ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
     s = socket.socket(ai[0], socket.SOCK_STREAM, ai[2])
     s.settimeout(limits.OTA_TIMEOUT_S)
     s.connect(ai[-1])
     if secure:
-        import tls
+        from mimi.llm import http  # the same verified TLS (roots of limits.CA_BUNDLE) as the LLM calls
 
-        ctx = tls.SSLContext(tls.PROTOCOL_TLS_CLIENT)
-        ctx.verify_mode = tls.CERT_REQUIRED
         try:
-            for der in _ca_certs():
-                ctx.load_verify_locations(der)
-            s = ctx.wrap_socket(s, server_hostname=host)
+            s = http.make_context().wrap_socket(s, server_hostname=host)
         except BaseException:
             s.close()
             raise
@@ -183,7 +167,7 @@ def open_url(url):
         secure, host, port, path = _split_url(url)
         try:
             s = _connect(secure, host, port)
-        except (OSError, ValueError) as e:  # mbedTLS reports a bad certificate as ValueError
+        except Exception as e:  # OSError, mbedTLS's ValueError, http.TLSFailure (no CA bundle)
             raise OTAError("cannot connect to %s:%d (%s)" % (host, port, str(e).strip() or e))
         try:
             hosthdr = host if port in (80, 443) else "%s:%d" % (host, port)
@@ -331,6 +315,7 @@ def fetch(url):
                     h.update(data)
                     out.write(data)
                     left -= len(data)
+                    watchdog.poke()  # run from the REPL, this holds the loop
             if binascii.hexlify(h.digest()).decode() != f["sha256"].lower():
                 raise OTAError("SHA-256 mismatch for %s" % f["path"])
         fs.write_atomic(NEW + "/manifest.json", raw)
@@ -494,6 +479,7 @@ def update_firmware(url, sha256=None, reboot=True):
             for i in range(n, bs):
                 buf[i] = 0xFF
             target.writeblocks(block, buf)
+            watchdog.poke()
             block += 1
             total += n
             if n < bs:

@@ -1,7 +1,7 @@
 # The REPL commands of SPEC §6 (MimiClaw's serial CLI, as Python functions).
 # `from mimi.repl import *` in main.py puts them in the REPL namespace. Each prints
 # its result for a person and returns None, so the REPL shows nothing noisy.
-from mimi import config, log, board
+from mimi import config, log, board, fs
 from mimi.ota import ota_update, ota_firmware, ota_status, ota_rollback  # noqa: F401
 
 cfg = config.cfg
@@ -122,7 +122,7 @@ def wifi_scan():
         return
     mine = cfg.get("wifi_ssid")
     for n in sorted(nets, key=lambda n: -n[3]):
-        ssid = n[0].decode("utf-8", "replace") if isinstance(n[0], bytes) else n[0]
+        ssid = fs.decode(n[0]) if isinstance(n[0], bytes) else n[0]  # any bytes: no raise
         bssid = ":".join("%02x" % b for b in n[1]) if isinstance(n[1], bytes) else ""
         print("%s %-32s %s ch %2d %4d dBm%s" % ("*" if ssid and ssid == mine else " ", ssid or "(hidden)",
                                              bssid, n[2], n[3], "" if n[4] else "  open"))
@@ -154,7 +154,7 @@ def restart():
 
 def memory_read():
     from mimi.memory import store
-    from mimi import fs, limits
+    from mimi import limits
 
     try:
         print(fs.read_text(store.MEMORY_PATH, limits.FILE_READ_MAX))

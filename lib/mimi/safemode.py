@@ -40,9 +40,17 @@ def boot_start(reboot=True):
     try:
         from mimi import ota
 
-        ota.boot_check(reboot)
+        done = ota.boot_check(reboot=False)
     except Exception as e:  # a broken update check must not add to the crash loop
         log.exception("safemode", "update check failed", e)
+        done = None
+    if done in ("swapped", "rolled back"):
+        # Other files are in place now: their boots count from 0 (a rolled-back
+        # version must not start in safe mode for the new one's crashes).
+        d["boots"] = boots = 0
+        _store(d)
+        if reboot:  # the modules in RAM are the other version's
+            board.reset()
     active = boots > limits.SAFE_MODE_BOOTS
     if active:
         print("!" * 60)
@@ -52,6 +60,20 @@ def boot_start(reboot=True):
         print("(config_show(), log_tail(), ota_rollback(), config_set(...)), then restart().")
         print("!" * 60)
     return active
+
+
+def crashed():
+    """main.py caught a crash at boot (the app failed while importing or
+    starting). Count it if the app got no further than its imports, so a trial
+    update rolls back (boot_start resets then), and reset to try again. In safe
+    mode the REPL is all that is left: no reset, no loop."""
+    if not boots:
+        boot_start()
+    if active:
+        print("The firmware failed in safe mode; the REPL stays (fix, then restart()).")
+        return
+    print("Boot failed (%d in a row); resetting." % boots)
+    board.reset()
 
 
 def clear():

@@ -45,13 +45,15 @@ class Reply:
     body: bytes, str, or anything JSON-able (then Content-Type: application/json).
     chunked: send with Transfer-Encoding: chunked, split into `chunks` pieces.
     delay: seconds to wait before answering (deadline tests).
+    trickle: seconds between body bytes (a server that is never silent for long,
+    but slower than the whole-request deadline).
     close: send Connection: close and close. drop: close after the reply without
     saying so (a keep-alive connection the server times out).
     raw: bytes sent verbatim instead of a response (malformed-response tests).
     """
 
     def __init__(self, status=200, body=b"", headers=None, chunked=False, chunks=3,
-                 delay=0, close=False, drop=False, raw=None, reason=None):
+                 delay=0, close=False, drop=False, raw=None, reason=None, trickle=0):
         self.status = status
         self.reason = reason
         if isinstance(body, str):
@@ -65,6 +67,7 @@ class Reply:
         self.chunked = chunked
         self.chunks = chunks
         self.delay = delay
+        self.trickle = trickle
         self.close = close
         self.drop = drop
         self.raw = raw
@@ -246,6 +249,10 @@ class Server(_Base):
                 piece = r.body[i:i + size]
                 sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
             sock.sendall(b"0\r\n\r\n")
+        elif r.trickle:
+            for i in range(len(r.body)):
+                time.sleep(r.trickle)
+                sock.sendall(r.body[i:i + 1])
         elif req.method != "HEAD":
             sock.sendall(r.body)
         return "Connection" not in headers and not r.drop
@@ -364,6 +371,7 @@ def client_test_routes(srv, big):
     srv.route("GET", "/hello", lambda req: Reply(200, "hello"))
     srv.route("GET", "/chunked", lambda req: Reply(200, "0123456789" * 300, chunked=True, chunks=7))
     srv.route("GET", "/slow", lambda req: Reply(200, "late", delay=5))
+    srv.route("GET", "/trickle", lambda req: Reply(200, "x" * 40, trickle=0.1))
     srv.route("GET", "/big", lambda req: Reply(200, b"x" * big))
     srv.route("GET", "/bigchunked", lambda req: Reply(200, b"x" * big, chunked=True, chunks=40))
     srv.route("GET", "/drop", lambda req: Reply(200, "bye", drop=True))

@@ -3,16 +3,13 @@ cron job a few seconds ahead; when it fires, the agent runs a turn in that chat 
 its answer reaches the same WebSocket client. cron.json on the flash records it."""
 import asyncio
 import json
-import os
 import re
-import signal
-import subprocess
 import time
 
 import pytest
 
 from conftest import ROOT
-from test_sim import start_sim, read_until
+from test_sim import start_sim, read_until, stop_sim
 
 websockets = pytest.importorskip("websockets")
 
@@ -49,13 +46,7 @@ def test_cron_job_answers_in_the_websocket_chat(tmp_path, fake_anthropic):
         port = int(re.search(r"gateway listening on [\d.]+:(\d+)", out).group(1))
         at, responses = asyncio.run(converse(port, token, fake_anthropic))
     finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.communicate(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.communicate()
+        stop_sim(p)
     assert [r["content"] for r in responses] == ["Scheduled.", "pong!"]
     assert responses[0]["chat_id"] == responses[1]["chat_id"]
     reqs = fake_anthropic.requests

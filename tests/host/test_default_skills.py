@@ -36,3 +36,9 @@ def test_daily_form_documented():
     for name in ("daily-briefing", "weather"):
         text = (SKILLS / (name + ".md")).read_text()
         assert 'schedule_type "daily"' in text and '"HH:MM"' in text
+
+
+def test_skill_creator_states_the_summary_cap():
+    limits = (ROOT / "lib" / "mimi" / "limits.py").read_text()
+    cap = int(re.search(r"SKILL_DESC_MAX = const\((\d+)\)", limits).group(1))
+    assert "first %d characters" % cap in (SKILLS / "skill-creator.md").read_text()

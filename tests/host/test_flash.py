@@ -113,6 +113,17 @@ def test_image_merges_firmware_and_filesystem(tmp_path, flash, blocks):
     assert r.returncode == 0 and "ESP32-S3" in r.stdout, r.stdout + r.stderr
 
 
+def test_home_relative_paths(tmp_path):
+    # zsh passes FIRMWARE=~/Downloads/... to make with the ~ unexpanded.
+    firmware(tmp_path / "fw.bin")
+    (tmp_path / "s.json").write_text(json.dumps({"wifi_ssid": "home"}))
+    r = subprocess.run([sys.executable, FLASH_PY, "image", "--firmware", "~/fw.bin", "--secrets",
+                        "~/s.json", "--secrets-required", "--out-dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300, env=dict(os.environ, HOME=str(tmp_path)))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "mimiclaw-8M.bin").is_file() and "with /config.json" in r.stdout
+
+
 def test_ota_partition_table_moves_the_filesystem(tmp_path):
     fw = firmware(tmp_path / "fw.bin", rows=OTA)
     rc, out, err = run_flash("image", "--firmware", str(fw), "--flash", "8M", out_dir=tmp_path)

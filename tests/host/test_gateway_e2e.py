@@ -18,14 +18,11 @@ import pytest
 
 from conftest import ROOT
 
-websockets = pytest.importorskip("websockets")
-from websockets.asyncio.client import connect  # noqa: E402
-from websockets.exceptions import ConnectionClosed, InvalidStatus  # noqa: E402
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 TOKEN = "gw-e2e-token"
 PORT_RE = re.compile(r"gateway listening on ([\d.]+):(\d+)")
-HAVE_HTTP = (ROOT / "lib" / "mimi" / "llm" / "http.py").exists()
-needs_llm = pytest.mark.skipif(not HAVE_HTTP, reason="lib/mimi/llm/http.py (LLM HTTP client) not there yet")
 
 
 class Sim:
@@ -250,7 +247,6 @@ def test_chat_tool_refused_without_token(sim):
 
 # --- with the fake LLM ------------------------------------------------------------
 
-@needs_llm
 def test_message_gets_working_status_and_response(sim, fresh):
     fresh.script({"text": "Hello from the fake model."})
 
@@ -271,7 +267,6 @@ def test_message_gets_working_status_and_response(sim, fresh):
     assert reqs[-1]["body"]["messages"][0] == {"role": "user", "content": "hi there"}
 
 
-@needs_llm
 def test_chat_tool_one_shot(sim, fresh):
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "chat"), "--url", sim.url,
                         "--token", TOKEN, "--chat-id", "cli_test", "--message", "ping me"],
@@ -281,7 +276,6 @@ def test_chat_tool_one_shot(sim, fresh):
     assert "[working]" in r.stderr
 
 
-@needs_llm
 def test_two_chat_ids_never_see_each_others_replies(sim, fresh):
     async def go():
         async with authed(sim) as a, authed(sim) as b:
@@ -301,7 +295,6 @@ def test_two_chat_ids_never_see_each_others_replies(sim, fresh):
     asyncio.run(go())
 
 
-@needs_llm
 def test_burst_beyond_the_queue_gets_busy_answers(sim, fresh):
     # The first turn is slow, so the inbound queue (16) fills while the agent waits.
     fresh.script({"text": "slow first answer", "delay_s": 4})

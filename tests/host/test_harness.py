@@ -9,6 +9,12 @@ def test_failing_micropython_test_fails_pytest(tmp_path):
     mp = ROOT / "tests" / "mp"
     probe = mp / "test_zz_harness_probe.py"
     probe.write_text(
+        # the knobs conftest reads from the source reach the micropython process
+        "HEAPSIZE = '300k'\nHEAP = {'test_heap_per_test': '128k'}\nFS_BLOCKS = 300\n\n"
+        "def heap():\n    import gc\n    return gc.mem_free() + gc.mem_alloc()\n\n"
+        "def test_heap_of_the_file():\n    assert 256 * 1024 < heap() <= 300 * 1024, heap()\n\n"
+        "def test_heap_per_test():\n    assert heap() <= 128 * 1024, heap()\n\n"
+        "def test_fs_blocks():\n    import os\n    assert os.statvfs('/')[2] == 300\n\n"
         "def test_passes():\n    assert 1 + 1 == 2\n\n"
         "def test_fails():\n    assert 1 + 1 == 3, 'arithmetic'\n\n"
         "async def test_async_passes():\n    import asyncio\n    await asyncio.sleep_ms(1)\n\n"
@@ -21,5 +27,5 @@ def test_failing_micropython_test_fails_pytest(tmp_path):
         probe.unlink()
     out = r.stdout + r.stderr
     assert r.returncode == 1, out
-    assert "1 failed, 2 passed, 1 skipped" in out, out
+    assert "1 failed, 5 passed, 1 skipped" in out, out
     assert "AssertionError: arithmetic" in out, out

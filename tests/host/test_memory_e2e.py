@@ -3,14 +3,11 @@ edit_file, the next turn's system prompt (as the fake LLM received it) carries i
 and memory_read() on the same flash image shows it."""
 import asyncio
 import json
-import os
 import re
-import signal
 import subprocess
-import sys
 
 from conftest import ROOT, micropython_bin
-from test_sim import start_sim, read_until
+from test_sim import start_sim, read_until, stop_sim
 
 websockets = __import__("pytest").importorskip("websockets")
 
@@ -58,13 +55,7 @@ def test_model_remembers_name_across_turns(tmp_path, fake_anthropic):
         replies = asyncio.run(chat(port, token, ["My name is Ada Lovelace.", "What is my name?"]))
         assert replies == ["Nice to meet you, Ada!", "You are Ada Lovelace."]
     finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.communicate(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.communicate()
+        stop_sim(p)
     reqs = fake_anthropic.requests
     assert fake_anthropic.violations == []
     assert len(reqs) == 3

@@ -87,8 +87,7 @@ def test_mpremote_resume_over_pty(sim):
     assert p.poll() is None
     # The loop kept running: the log shows the gateway, and it still answers.
     m = re.search(r"listening on 127\.0\.0\.1:(\d+)", out.read_text(errors="replace"))
-    if m is None:
-        pytest.skip("gateway not in this tree yet")
+    assert m, "gateway port not in the log"
     assert http_get_root(int(m.group(1))).startswith(b"HTTP/1.1 ")
     token = re.search(r"ws_token = (\w+)", out.read_text(errors="replace")).group(1)
     from websockets.sync.client import connect

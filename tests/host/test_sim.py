@@ -29,6 +29,17 @@ def read_until(p, marker, timeout=60):
     raise AssertionError("no %r in output:\n%s" % (marker, "".join(lines)))
 
 
+def stop_sim(p):
+    """SIGTERM (a clean stop), SIGKILL to the group if it hangs."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_sim_boots_and_stops(tmp_path, sig):
     p = start_sim(tmp_path, "--set", "ws_port=0", "--set", "model=test-model")
@@ -53,6 +64,9 @@ def test_sim_keeps_filesystem_between_runs(tmp_path):
     p.send_signal(signal.SIGTERM)
     p.communicate(timeout=20)
     assert "ws_token =" in first
+    # the banner: the provider's real default model; ws_port 0 is no port to connect to
+    assert "model claude-" in first and "(default)" in first, first
+    assert "127.0.0.1:0/" not in first and "chosen at start" in first, first
     p = start_sim(tmp_path)
     second = read_until(p, "I app: ready")
     p.send_signal(signal.SIGTERM)

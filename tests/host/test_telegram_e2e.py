@@ -1,58 +1,31 @@
 """Telegram end to end: the simulator (tools/sim) + fake Telegram Bot API + fake LLM.
 The chat goes through the poller, the agent thread, the dispatcher and back."""
-import os
-import signal
 import subprocess
-import threading
-
-import pytest
 
 from conftest import ROOT, micropython_bin
-from test_sim import start_sim
+from test_gateway_e2e import Sim as GatewaySim
 
 ALLOWED = 42
 
 
-def need_runtime():
-    for part in ("lib/mimi/llm/http.py", "lib/mimi/agent/worker.py", "lib/mimi/channels/dispatch.py"):
-        if not (ROOT / part).exists():
-            pytest.skip("%s not there yet" % part)
-
-
-class Sim:
-    """A running simulator whose output is drained (and kept) by a thread."""
+class Sim(GatewaySim):
+    """The simulator (output kept by the gateway tests' Sim) with Telegram on the fake;
+    ready once the bot polls."""
 
     def __init__(self, tmp_path, tg, llm):
-        self.out = []
-        self.p = start_sim(
-            tmp_path, "--set", "ws_port=0", "--set", "tg_api_base=" + tg["base_url"],
-            "--set", "tg_token=" + tg["token"], "--set", "tg_allow=%d" % ALLOWED,
-            "--set", "provider=anthropic", "--set", "api_key=" + llm["api_key"],
-            "--set", "api_base=" + llm["http_base_url"], "--set", "model=test-model")
-        self.ready = threading.Event()
-        threading.Thread(target=self._drain, daemon=True).start()
-        if not self.ready.wait(90):
+        super().__init__(
+            tmp_path / "fs.img", "ws_port=0", "tg_api_base=" + tg["base_url"],
+            "tg_token=" + tg["token"], "tg_allow=%d" % ALLOWED, "provider=anthropic",
+            "api_key=" + llm["api_key"], "api_base=" + llm["http_base_url"], "model=test-model")
+        try:
+            self.wait_for(r"tg: .*polling")
+        except AssertionError:
             self.stop()
-            raise AssertionError("simulator: Telegram never became ready:\n" + self.text)
-
-    def _drain(self):
-        for line in self.p.stdout:
-            self.out.append(line)
-            if "polling" in line and "tg:" in line:
-                self.ready.set()
+            raise
 
     @property
     def text(self):
-        return "".join(self.out)
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.p.pid, signal.SIGKILL)
-                self.p.wait()
+        return self.output()
 
 
 def sent_to(st, chat):
@@ -64,19 +37,17 @@ def n_sent(tg, chat, n):
 
 
 def test_telegram_chat_end_to_end(tmp_path, fake_telegram, fake_anthropic):
-    need_runtime()
     tg, llm = fake_telegram, fake_anthropic
     tg.configure(retain=True)
     sim = Sim(tmp_path, tg, llm)
     try:
-        # 1. an allowed chat gets its answer, with "typing" first
-        # (no emoji in the LLM's reply: the fake LLM escapes it as a surrogate pair, which
-        # is the LLM layer's JSON decoding to handle; Telegram's side is checked here)
-        llm.script({"text": "Hello **there** \u4e2d <&>"})
+        # 1. an allowed chat gets its answer, with "typing" first (the fake LLM sends the
+        # emoji as an escaped surrogate pair: it must arrive as one character)
+        llm.script({"text": "Hello **there** \u4e2d <&> \U0001F600"})
         tg.update(chat_id=ALLOWED, text="hi \U0001F600")
         st = n_sent(tg, ALLOWED, 1)
         m = sent_to(st, ALLOWED)[0]
-        assert m["parse_mode"] == "HTML" and m["visible"] == "Hello there \u4e2d <&>", m
+        assert m["parse_mode"] == "HTML" and m["visible"] == "Hello there \u4e2d <&> \U0001F600", m
         assert st["actions"] and st["actions"][0]["chat_id"] == ALLOWED
         assert st["actions"][0]["t"] <= m["t"]
         assert len(llm.requests) == 1

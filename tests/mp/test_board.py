@@ -107,3 +107,27 @@ def test_heap_and_id():
     h = board.heap()
     assert h["free"] > 0 and h["alloc"] > 0
     assert len(board.unique_id()) == 8
+
+
+
+def test_atomic_write_cut_before_the_rename_keeps_the_old_file():
+    # A power cut while the new text is being written: the previous file stays whole
+    # (an in-place write would already have replaced it).
+    fs.write_atomic("/spiffs/a.md", "old contents")
+
+    class PowerCut:
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        def rename(self, a, b):
+            raise OSError(5)  # the board lost power here
+
+    fs.os = PowerCut()
+    try:
+        raises(OSError, fs.write_atomic, "/spiffs/a.md", "new contents, longer")
+    finally:
+        fs.os = os
+    assert fs.read_text("/spiffs/a.md") == "old contents"
+    fs.write_atomic("/spiffs/a.md", "new contents")  # the stale temp file is no obstacle
+    assert fs.read_text("/spiffs/a.md") == "new contents"
+    assert not fs.exists("/spiffs/a.md.tmp")

@@ -171,3 +171,18 @@ def test_repl_functions():
         repl.help()
     assert fresh().get("proxy_host") == "" and fresh().get("provider") == "anthropic"
     assert "set_wifi(ssid, password)" in out.text
+
+
+def test_wifi_scan_survives_a_non_utf8_ssid():
+    # MicroPython's bytes.decode() raises on invalid UTF-8 whatever `errors` says.
+    from mimi import repl, board
+
+    w = board.wlan()
+    w.scan = lambda: [(b"caf\xe9-net", b"\x02\x00\x00\x00\x00\x02", 6, -50, 3, False),
+                      (b"", b"\x02\x00\x00\x00\x00\x03", 1, -70, 0, True)]
+    try:
+        with Capture() as out:
+            repl.wifi_scan()
+    finally:
+        del w.scan
+    assert "caf\ufffd-net" in out.text and "(hidden)" in out.text, out.text

@@ -107,11 +107,11 @@ def test_fixed_part_identical_across_turns():
     f1, d1 = context.build_parts("telegram", "111")
     board.set_unix(NOW + 86400 * 3 + 4321)
     write("/spiffs/memory/MEMORY.md", "changed")
-    f2, d2 = context.build_parts("websocket", "other")
+    f2, d2 = context.build_parts("websocket", "w-other-77")
     assert f1 == f2
     assert d1 != d2
     assert f1.startswith(context.fixed_part())
-    for s in ("111", "other", "2025-12", "12:00"):
+    for s in ("111", "w-other-77", "2025-12", "12:00"):
         assert s not in f1, s
     assert "source_chat_id" not in f1
     assert context.build_system_prompt("telegram", "111") == f1 + context.build_parts("telegram", "111")[1]
@@ -135,3 +135,31 @@ def test_tools_listed_from_registry():
     board.set_unix(NOW + 999)
     assert context.build_parts("websocket", "2")[0] == f1
     assert nbytes(context.build_system_prompt("telegram", "1")) <= limits.PROMPT_MAX
+
+
+def test_tool_list_complete_from_the_first_turn():
+    # A REPL command may have imported one tool module before the first turn: the
+    # prompt still lists every tool, and the same way on every turn.
+    import mimi.tools.cron  # noqa: F401 - registers only the cron tools
+    from mimi.tools.registry import registry
+
+    f1, _ = context.build_parts("telegram", "1")
+    names = registry.names()
+    assert len(names) == 12
+    for name in names:
+        assert "\n- %s: " % name in f1, name
+    import mimi.tools
+
+    mimi.tools.load_all()
+    assert context.build_parts("websocket", "2")[0] == f1
+
+
+def test_fixed_instructions_match_the_tools():
+    f = context.fixed_part()
+    # cron_add answers in the current chat by itself (tools/cron.py _dest)
+    assert 'pass channel "telegram"' not in f
+    assert "leave channel and chat_id out" in f
+    assert 'schedule_type "every" with interval_s' in f and '"at" with at_epoch' in f
+    assert '"daily" with time "HH:MM"' in f and "local time" in f
+    assert "gpio_allow" in f and "leaves it an output at its level" in f
+    assert "Tavily" in f and "Brave" in f and "fallback" in f

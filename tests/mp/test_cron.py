@@ -155,10 +155,18 @@ def test_cron_json_format_and_atomic():
     raw = json.loads(read(cronsvc.PATH))
     assert list(raw) == ["jobs"]
     saved = raw["jobs"][0]
-    for k in ("id", "name", "enabled", "kind", "interval_s", "at_epoch", "message", "channel",
-              "chat_id", "last_run", "next_run", "delete_after_run"):
-        assert k in saved, k
+    spec = {"id", "name", "enabled", "kind", "interval_s", "at_epoch", "message", "channel",
+            "chat_id", "last_run", "next_run", "delete_after_run"}  # SPEC §4, exactly
+    assert set(saved) == spec, saved
     assert saved["id"] == j["id"] and saved["kind"] == "every" and saved["chat_id"] == "123"
+    s.add("a", "at", "m", "telegram", "123", at_epoch=T0 + 60)
+    s.add("d", "daily", "m", "telegram", "123", daily_at="07:30")
+    jobs = json.loads(read(cronsvc.PATH))["jobs"]
+    assert set(jobs[1]) == spec and jobs[1]["at_epoch"] == T0 + 60
+    assert set(jobs[2]) == spec | {"daily_at"} and jobs[2]["daily_at"] == "07:30"  # the extension
+    for job in jobs:
+        assert isinstance(job["chat_id"], str) and isinstance(job["enabled"], bool)
+        assert isinstance(job["next_run"], int) and isinstance(job["last_run"], int)
     import os
 
     assert "cron.json.tmp" not in os.listdir("/spiffs")

@@ -125,6 +125,40 @@ async def test_dispatcher_routes_system_replies_through_heartbeat():
     assert [(m.channel, m.chat_id, m.content) for m in got] == [("telegram", "555", "Your plants need water")]
 
 
+async def test_run_waits_for_a_valid_clock_then_checks_each_period():
+    import asyncio
+    from mimi import board
+    from mimi.services import ntp
+
+    cfg.set("heartbeat_min", 1)
+    write(hb.PATH, "- [ ] a task\n")
+    while bus.inbound.get_nowait():
+        pass
+    slept = []
+
+    async def sleep(s):
+        slept.append(s)
+        await asyncio.sleep_ms(1)
+
+    board.set_unix(1000)  # the RTC was never set
+    task = asyncio.create_task(hb.run(sleep))
+    try:
+        for _ in range(20):
+            await asyncio.sleep_ms(5)
+        assert slept == [] and bus.inbound.get_nowait() is None  # no period counted yet
+        ntp.apply(1893456000)
+        m = None
+        for _ in range(500):
+            m = bus.inbound.get_nowait()
+            if m:
+                break
+            await asyncio.sleep_ms(2)
+        assert m is not None and (m.channel, m.chat_id) == ("system", "heartbeat")
+        assert slept[0] == 60
+    finally:
+        task.cancel()
+
+
 def test_heartbeat_trigger_prints():
     with Capture() as c:
         hb.trigger()

@@ -137,6 +137,13 @@ def test_deadline_enforced():
     assert c.connects == 2
 
 
+def test_deadline_is_per_request_not_per_read():
+    # 40 bytes, one every 0.1 s: no read waits long, the whole answer takes 4 s.
+    c = https()
+    support.raises(http.Timeout, c.request, "GET", "/trickle", deadline_s=1)
+    assert c.request("GET", "/trickle", deadline_s=20).body == b"x" * 40
+
+
 def test_deadline_covers_a_stalled_tls_handshake():
     c = https("silent")
     support.raises(http.Timeout, c.request, "GET", "/hello", deadline_s=0.5)

@@ -222,6 +222,34 @@ def test_retries_backoff_and_errors():
     assert r.text == "fine" and waits == [limits.LLM_BACKOFF_BASE_S]
 
 
+def test_retry_waits_capped_and_what_is_not_retried():
+    from mimi.llm import http
+
+    msgs = [{"role": "user", "content": "x"}]
+    waits = []
+    t = FakeTransport(Resp(429, b"{}", {"retry-after": "3600"}),
+                      Resp(503, b"{}", {"retry-after-ms": "1500", "retry-after": "9"}),
+                      Resp(429, b"{}", {"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}),
+                      anthropic_ok("ok"))
+    assert Anthropic("k", client=t, sleep=waits.append).chat("s", msgs).text == "ok"
+    # Retry-After obeyed but capped; -ms preferred; an HTTP date falls back to backoff
+    assert waits == [limits.LLM_BACKOFF_MAX_S, 1.5, 4 * limits.LLM_BACKOFF_BASE_S], waits
+    waits[:] = []
+    t = FakeTransport(http.Timeout("no answer"), http.ConnectFailure("refused"),
+                      anthropic_ok("ok"))
+    assert Anthropic("k", client=t, sleep=waits.append).chat("s", msgs).text == "ok"
+    assert len(waits) == 2
+    for err in (http.TLSFailure("bad certificate"), http.TooLarge("too big")):
+        waits[:] = []
+        t = FakeTransport(err, anthropic_ok("never"))
+        e = raises(LLMError, Anthropic("k", client=t, sleep=waits.append).chat, "s", msgs)
+        assert str(err) in str(e) and waits == [] and len(t.sent) == 1
+    # A 4xx body that is not JSON (and cut inside a UTF-8 character) is still quoted.
+    t = FakeTransport(Resp(400, ("é" * limits.LLM_ERROR_BODY_MAX).encode()))
+    e = raises(LLMError, Anthropic("k", client=t, sleep=waits.append).chat, "s", msgs)
+    assert str(e).startswith("LLM error 400: éé") and e.status == 400 and waits == []
+
+
 class Cfg:
     def __init__(self, **kw):
         self.kw = kw
@@ -240,6 +268,16 @@ def test_from_config():
     e = raises(ValueError, from_config, Cfg(provider="gemini", api_key="k"), client=t)
     assert "gemini" in str(e)
     raises(ValueError, from_config, Cfg(), client=t)  # anthropic needs a key
+    # The real client: proxy settings reach it; same settings, same provider (and its
+    # open keep-alive connection) next turn; changed settings, a new one.
+    cfg = Cfg(api_key="k", proxy_host="127.0.0.1", proxy_port=3128, proxy_type="socks5")
+    p = from_config(cfg)
+    assert p.client.proxy == ("socks5", "127.0.0.1", 3128) and p.client.tls
+    assert from_config(cfg) is p
+    cfg.kw["model"] = "claude-other"
+    q = from_config(cfg)
+    assert q is not p and q.model == "claude-other"
+    q.close()
 
 
 class ScriptedProvider:

@@ -65,6 +65,23 @@ def test_good_bundle_applied_and_confirmed():
     assert_new()
 
 
+def test_download_keeps_the_watchdog_fed():
+    # ota_update() runs on the REPL, holding the loop: the download feeds the watchdog.
+    from mimi import ota
+    from mimi.services import watchdog
+
+    pokes = []
+    real = watchdog.poke
+    watchdog.poke = lambda: pokes.append(1)
+    try:
+        keyed()
+        ota.fetch(srv()["base"] + "/good.bundle")
+        ota.update_firmware(srv()["base"] + "/fw.bin", srv()["fw_sha256"], reboot=False)
+    finally:
+        watchdog.poke = real
+    assert len(pokes) >= len(srv()["files"]) + 3  # every file, every firmware block
+
+
 def test_redirect_and_chunked_download():
     from mimi import ota
 

@@ -142,7 +142,9 @@ async def test_form_saves_settings_and_never_echoes_secrets():
     assert saved.get("wifi_ssid") == "Home <Net>" and saved.get("provider") == "openai"
     assert saved.get("tg_allow") == "111,222" and saved.get("api_base") == "http://10.0.0.5:8080"
     status, _, after = await http(p, "GET", "/")
-    for text in (page, after):
+    status, _, scan = await http(p, "GET", "/scan")
+    assert status == 200 and "host-network" in scan
+    for text in (page, after, scan):
         for secret in list(SECRETS.values()) + [SECRETS["api_key"][:8], SECRETS["tg_token"][-12:]]:
             assert secret not in text, secret
     assert "Home &lt;Net&gt;" in after and "<Net>" not in after
@@ -166,6 +168,13 @@ async def test_bad_input_shows_error_and_saves_nothing():
     assert read("/config.json") == before and not cfg.get("api_key") and cfg.get("model") == ""
     status, _, page = await http(p, "POST", "/save", same_origin(p), form({"tg_allow": "12,abc"}))
     assert status == 400 and "chat ids are numbers" in page
+    assert read("/config.json") == before
+    # a refused secret is not shown back either (its error names the rule, not the value)
+    for key, bad in (("tg_token", "not-a-token-SECRETVALUE"), ("wifi_pass", "short7!"),
+                     ("api_key", "sk with SECRETSPACE")):
+        status, _, page = await http(p, "POST", "/save", same_origin(p), form({key: bad}))
+        assert status == 400 and "Not saved: " + key in page, page
+        assert bad not in page and "SECRET" not in page, key
     assert read("/config.json") == before
     await p.close()
 

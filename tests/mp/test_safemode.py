@@ -57,3 +57,21 @@ async def test_guard_task_marks_healthy():
     limits.HEALTHY_AFTER_S = 0  # the module constant, shortened for this test
     await safemode.guard()
     assert safemode.count() == 0
+
+
+def test_safe_mode_boot_runs_no_channels_and_no_agent():
+    import sys
+    from mimi import app, config
+    from mimi.agent import worker
+
+    config.cfg.load()
+    board.rtc_memory(b'{"boots": %d}' % limits.SAFE_MODE_BOOTS)  # this boot is one too many
+    app._stop.set()  # the loop ends as soon as its tasks are made
+    with Capture() as c:
+        app.main()
+    assert safemode.active and "SAFE MODE" in c.text
+    assert not worker.running()
+    for mod in ("mimi.channels.telegram", "mimi.channels.websocket", "mimi.channels.dispatch",
+                "mimi.services.cron", "mimi.services.heartbeat"):
+        assert mod not in sys.modules, mod
+    assert "mimi.services.wifi" in sys.modules and "mimi.services.portal" in sys.modules

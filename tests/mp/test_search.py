@@ -111,6 +111,13 @@ def test_brave_long_query_is_capped():
     assert out.startswith("1. Brave result 1 for üüü"), out  # the fake refuses > 255 bytes
 
 
+def test_both_keys_tavily_first():
+    servers()
+    cfg.update({"tavily_key": "tvly-good", "search_key": "brave-good"})
+    assert registry.call("web_search", {"query": "q"}).startswith("1. Tavily result 1 for q")
+    assert search._prefer == "tavily"
+
+
 def test_tavily_fails_brave_answers_then_is_preferred():
     servers()
     cfg.update({"tavily_key": "tvly-500", "search_key": "brave-good"})

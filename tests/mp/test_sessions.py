@@ -24,6 +24,9 @@ def pairs(n, tag="m"):
 
 
 def test_append_flush_load_roundtrip():
+    from mimi import board
+
+    board.set_unix(1800000000)  # ts is Unix time from the board clock (epoch-2000 safe)
     sessions.append("tg_1", "user", "hello")
     sessions.append("tg_1", "assistant", "hi there")
     assert not fs.exists("/spiffs/sessions/tg_1.jsonl")  # batched until flush
@@ -31,7 +34,8 @@ def test_append_flush_load_roundtrip():
     with open("/spiffs/sessions/tg_1.jsonl") as f:
         rows = [json.loads(x) for x in f.read().split("\n") if x]
     assert [r["role"] for r in rows] == ["user", "assistant"]
-    assert rows[0]["content"] == "hello" and isinstance(rows[0]["ts"], int)
+    assert rows[0]["content"] == "hello" and 1800000000 <= rows[0]["ts"] < 1800000100
+    assert [set(r) for r in rows] == [{"role", "content", "ts"}] * 2  # SPEC §4 line format
     assert sessions.load("tg_1") == [
         {"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi there"}]
 
@@ -156,6 +160,19 @@ def test_pending_buffer_flushes_itself():
     for i in range(40):
         sessions.append("tg_11", "user", "p" * 500)
     assert fs.size(sessions.path("tg_11")) > 0
+
+
+def test_pending_bytes_follow_what_is_buffered():
+    sessions.append("tg_p1", "user", "a" * 100)
+    sessions.append("tg_p2", "user", "b" * 100)
+    one = sessions._pending_bytes // 2
+    sessions.load("tg_p1")  # flushes tg_p1 only
+    assert sessions._pending_bytes == one
+    sessions.clear("tg_p2")
+    assert sessions._pending_bytes == 0
+    sessions.append("tg_p3", "user", "c")
+    sessions.flush()
+    assert sessions._pending_bytes == 0 and sessions._pending == {}
 
 
 def test_file_names_are_safe():

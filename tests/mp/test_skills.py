@@ -114,3 +114,44 @@ def test_repl_skill_commands():
     assert "weather" in t and "Weather: Get the current weather" in t
     assert "## How to use" in t and "no skill 'nope'" in t
     assert "no skill matches 'zzz'" in t
+
+
+def test_shipped_skill_examples_match_the_tools():
+    # Every `tool {json}` a shipped skill shows is a valid call of the real tool (no
+    # argument the schema lacks), and a shown `-> "result"` is what the tool answers.
+    import os
+    import json
+    import support
+    import mimi.tools
+    from mimi import board
+    from mimi.config import cfg
+    from mimi.tools.registry import Ctx
+
+    cfg.load()
+    reg = mimi.tools.load_all()
+    board.set_unix(1800000000)
+    src = support.REPO + "/spiffs_data/skills"
+    seen = []
+    for n in sorted(os.listdir(src)):
+        with open(src + "/" + n) as f:
+            text = f.read()
+        i = text.find(" {")
+        while i >= 0:
+            name = text[:i].replace("\n", " ").rsplit(" ", 1)[-1]
+            b = text.index("}", i) + 1
+            if name in reg.names():
+                args = json.loads(text[i + 1:b].replace(": N", ": 5"))  # "pin": N
+                props = reg.schema(name)["properties"]
+                for k in args:
+                    assert k in props, (n, name, k)
+                got = reg.call(name, args, Ctx("websocket", "w1"))
+                if name == "web_search":  # no key in this test: the arguments were accepted
+                    assert got.startswith("Error: No search API key"), got
+                else:
+                    assert not got.startswith("Error"), (n, name, got)
+                if text[b:].startswith(' -> "'):
+                    want = text[b + 5:text.index('"', b + 5)]
+                    assert got == want, (n, name, got, want)
+                seen.append(name)
+            i = text.find(" {", b)
+    assert sorted(set(seen)) == ["cron_add", "gpio_read", "gpio_write", "web_search"], seen

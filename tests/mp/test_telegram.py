@@ -5,8 +5,10 @@ import json
 import asyncio
 import support
 import tghttp
-from mimi import bus, config, limits, fs
-from mimi.channels import telegram
+from mimi import bus, config, limits, fs, log
+from mimi.channels import telegram, dispatch
+from mimi.services import wifi
+from test_wifi import Clock, FakeWLAN
 
 FIXTURES = ("fake_telegram",)
 HEAPSIZE = "2m"
@@ -59,6 +61,8 @@ def setup():
 
 
 def make_bot():
+    if not wifi.online():  # the host's always-connected WLAN: the supervisor goes online at once
+        asyncio.create_task(wifi.supervisor.run())
     return telegram.Telegram()
 
 
@@ -317,3 +321,82 @@ async def test_typing_renewed_until_reply():
 async def _actions_n(n):
     st = await state()
     return st if len(st["actions"]) >= n else None
+
+
+async def _fast(ms):  # the supervisor's checks and backoff, without the real waits
+    await asyncio.sleep_ms(min(ms, 20))
+
+
+def _polls(st):
+    return len([c for c in st["calls"] if c["method"] == "getUpdates"])
+
+
+async def test_offline_pauses_polling_and_keeps_replies():
+    wcfg = config.Config("/wifi-tg.json")
+    wcfg.update({"wifi_ssid": "home", "wifi_pass": "password1"})
+    router = FakeWLAN(Clock())  # test_wifi's scripted network.WLAN
+    router.aps["home"] = ("password1", "192.168.1.50")
+    wifi.supervisor = wifi.Supervisor(wlan=router, cfg=wcfg, sleep_ms=_fast)
+    wtask = asyncio.create_task(wifi.supervisor.run())
+    await until(wifi.online, "WiFi up")
+    await control("config", {"max_poll_s": 0.2})  # short long polls: the poller loops often
+    b, task = await started()
+    dispatch.register("telegram", b.send)
+    dtask = asyncio.create_task(dispatch.run())
+    await update(chat_id=ALLOWED, text="before")
+    assert (await inbound()).content == "before"
+
+    ap = router.aps.pop("home")  # the router goes away
+    router.drop()
+    await until(lambda: not wifi.online(), "WiFi down")
+    await until(lambda: b.paused, "poller paused")
+    st = await state()
+    polls, conns = _polls(st), st["connections"]
+    await update(chat_id=ALLOWED, text="while offline")
+    assert bus.outbound.put(bus.Msg("telegram", ALLOWED, "working", bus.STATUS))
+    assert bus.outbound.put(bus.Msg("telegram", ALLOWED, "reply **one**"))
+    assert bus.outbound.put(bus.Msg("telegram", ALLOWED, "reply two"))
+    await until(lambda: [m.content for m in dispatch._lanes["telegram"].items] == ["reply two"],
+                "reply one held by the sender, reply two queued behind it")
+    await asyncio.sleep_ms(500)
+    st = await state()
+    assert _polls(st) == polls, "polled while offline"
+    assert st["sent"] == [] and st["actions"] == []  # nothing tried, nothing dropped
+    assert bus.inbound.get_nowait() is None
+    assert wifi.supervisor.retries > 0  # still trying to reconnect
+
+    router.aps["home"] = ap
+    await until(wifi.online, "WiFi back")
+    st = await until(lambda: _sent_n(2), "held replies delivered")
+    assert [m["visible"] for m in st["sent"]] == ["reply one", "reply two"]
+    assert st["sent"][0]["parse_mode"] == "HTML"
+    assert (await inbound()).content == "while offline"  # polling resumed
+    st = await state()
+    assert st["connections"] >= conns + 2  # both keep-alive connections were renewed
+    lines = "\n".join(log.recent())
+    assert "polling paused" in lines and "polling resumes" in lines
+    assert "dropped" not in lines
+    for t in (task, dtask, wtask):
+        t.cancel()
+
+
+async def test_unreachable_api_holds_the_reply_until_it_gets_through():
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    good = b.send_api
+    b.send_api = telegram.Api("http://127.0.0.1:1", tg()["token"], 5)  # connection refused
+    sender = asyncio.create_task(b.send(bus.Msg("telegram", ALLOWED, "kept for later")))
+    await until(lambda: "\n".join(log.recent()).count("sendMessage failed") >= 2,
+                "two refused connections")
+    assert not sender.done()  # still holding the reply
+    assert (await state())["sent"] == []
+    b.send_api = good  # Telegram reachable again
+    await until(lambda: sender.done(), "the held reply sent")
+    st = await state()
+    assert [m["visible"] for m in st["sent"]] == ["kept for later"]
+    # an immediate answer (not an agent reply) still gives up after a few tries
+    b.send_api = telegram.Api("http://127.0.0.1:1", tg()["token"], 5)
+    limits.TG_SEND_RETRIES = 1
+    assert not await b.send_plain(ALLOWED, "not held")
+    task.cancel()

@@ -162,3 +162,53 @@ def test_llm_request_is_a_declared_blocking_call():
     p.post("/v1/messages", {}, {})
     assert seen[0] is not None and time.ticks_diff(seen[0], now()) == limits.LLM_TIMEOUT_S * 1000
     assert watchdog._block_until is None and watchdog._block_mark == now()
+
+
+def test_poke_feeds_while_the_loop_is_held_on_purpose():
+    # The console holding the loop for mpremote (a deploy's long fs cp) or an OTA
+    # download run from the REPL pokes; that feeds at the loop's pace, and only
+    # while the agent thread is alive.
+    a = Agent()
+    w = make(a)
+    watchdog.current = w
+    watchdog.poke()
+    assert w.feeds == 1
+    advance(limits.WDT_FEED_S - 1)
+    watchdog.poke()
+    assert w.feeds == 1  # no faster than the loop task would
+    for _ in range(100):  # 500 s with the loop held: still fed
+        advance(limits.WDT_FEED_S)
+        a.alive()
+        watchdog.poke()
+    assert w.feeds == 101 and not w.tripped
+    a.busy = True  # the agent thread stalls meanwhile: poking does not hide it
+    for _ in range(limits.WDT_AGENT_STALL_S // limits.WDT_FEED_S + 2):
+        advance(limits.WDT_FEED_S)
+        watchdog.poke()
+    assert "without progress" in w.tripped
+    watchdog.current = None
+    watchdog.poke()  # no watchdog running (host, before the loop): nothing happens
+
+
+def test_agent_thread_that_died_trips_but_a_stopped_one_does_not():
+    class Worker(Agent):
+        def __init__(self):
+            super().__init__()
+            self.up = False
+            self._stop = False
+
+        def running(self):
+            return self.up
+
+    a = Worker()
+    w = make(a)
+    assert run_for(w, 60) == 60 // limits.WDT_FEED_S  # not started yet: fed
+    a.up = True
+    assert run_for(w, 60, a, alive=True) == 60 // limits.WDT_FEED_S
+    a._stop, a.up = True, False  # worker.stop(): asked to end
+    assert run_for(w, 60) == 60 // limits.WDT_FEED_S and not w.tripped
+    a._stop, a.up = False, True
+    run_for(w, 10, a, alive=True)
+    a.up = False  # an exception ended its loop
+    run_for(w, 10)
+    assert w.tripped == "agent thread ended"

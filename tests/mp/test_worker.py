@@ -41,7 +41,8 @@ def test_turn_saved_on_success_and_history_used():
     assert worker.run_message(bus.Msg("websocket", "w1", "again")) == "second answer"
     system, msgs = s.calls[1]
     assert [x["content"] for x in msgs] == ["hello", "first answer", "again"]
-    assert "w1" in system  # the turn context names the chat
+    assert isinstance(system, list) and len(system) == 2  # [fixed, per-turn] for prompt caching
+    assert "w1" in system[1] and "w1" not in system[0]  # the per-turn part names the chat
     assert not worker.busy
 
 

@@ -254,9 +254,24 @@ async def test_replies_routed_by_chat_id_only():
     # nothing else arrives for b: the next frame it sees is the pong to its ping
     await b.send_raw(wp.frame(wp.PING, b"x", mask_key=KEY))
     assert await b.frame() == (True, wp.PONG, b"x")
-    # default chat ids differ per connection
-    c, d = await connect(), await connect()
-    assert c.status == d.status == 101
+    # a client that names no chat id gets a random one, told in the reply frames
+    c = await connect()
+    await c.send({"type": "message", "content": "anon"})
+    for _ in range(400):
+        m = bus.inbound.get_nowait()
+        if m:
+            break
+        await asyncio.sleep_ms(5)
+    assert m.content == "anon" and len(m.chat_id) == 16 and websocket.chat_id_ok(m.chat_id)
+    bus.outbound.put(bus.Msg("websocket", m.chat_id, "for anon"))
+    assert await c.recv() == {"type": "response", "content": "for anon", "chat_id": m.chat_id}
+
+
+def test_default_chat_ids_are_random_not_a_counter():
+    ids = [websocket.new_chat_id() for _ in range(50)]
+    assert len(set(ids)) == 50
+    assert all(len(i) == 16 and websocket.chat_id_ok(i) == i for i in ids)
+    assert "1" not in ids and "ws_1" not in ids
 
 
 async def test_full_inbound_answers_busy():

@@ -12,35 +12,14 @@ USER_PATH = limits.SPIFFS + "/config/USER.md"
 CHAT_ID_SHOWN_MAX = 64
 TOOL_LINE_MAX = 160
 
-# Used when the registry is not loaded (the names and one-liners of SPEC §10).
-FALLBACK_TOOLS = (
-    ("web_search", "search the web for current information"),
-    ("get_current_time", "the current date and time"),
-    ("read_file", "read a file under /spiffs/"),
-    ("write_file", "write (overwrite) a file under /spiffs/"),
-    ("edit_file", "replace the first occurrence of a text in a file under /spiffs/"),
-    ("list_dir", "list files under /spiffs/, optionally by path prefix"),
-    ("cron_add", "schedule a recurring ('every') or one-shot ('at') message to yourself"),
-    ("cron_list", "list scheduled jobs"),
-    ("cron_remove", "remove a scheduled job by id"),
-    ("gpio_write", "set a GPIO pin HIGH (1) or LOW (0)"),
-    ("gpio_read", "read a GPIO pin"),
-    ("gpio_read_all", "read every allowed GPIO pin"),
-)
-
 
 def _tools():
-    try:
-        from mimi.tools.registry import registry
+    """(name, description) of every tool, from the registry with every tool module
+    loaded, so the list is the same on the first turn as on later ones (and never
+    just the few tools a REPL command happened to import)."""
+    import mimi.tools
 
-        out = []
-        for t in registry.anthropic_tools():
-            out.append((t["name"], t.get("description") or ""))
-        if out:
-            return out
-    except Exception:  # no registry yet: the prompt still lists the tool set
-        pass
-    return FALLBACK_TOOLS
+    return [(t["name"], t.get("description") or "") for t in mimi.tools.load_all().anthropic_tools()]
 
 
 def _one_line(text):
@@ -73,9 +52,17 @@ in. Be concise: your replies are read on a phone.
 ## Tools
 %(tools)s
 Use tools when they help: get_current_time for the date and time, web_search for \
-anything current. For cron_add on Telegram, pass channel "telegram" and the chat_id \
-from Current Turn Context so the result reaches the user. Only touch GPIO pins the \
-user names.
+anything current (it uses whichever of Tavily and Brave has a key set, each the \
+other's fallback; if it says no key is configured, tell the user to set one on the \
+REPL).
+- Scheduling: a job made with cron_add fires as a new turn in the chat it was made \
+in, and its answer arrives there by itself: leave channel and chat_id out. Forms: \
+schedule_type "every" with interval_s (seconds), "at" with at_epoch (Unix time: \
+call get_current_time first), or "daily" with time "HH:MM" (24-hour, the user's \
+local time). Check cron_list before adding a job twice.
+- GPIO: only touch pins the user names. Pins outside the gpio_allow setting and \
+pins that would break the board are refused: tell the user, never try another \
+pin. Reading a pin set with gpio_write leaves it an output at its level.
 
 ## Files
 The file tools reach only /spiffs/. Your personality is %(soul)s, the user's \

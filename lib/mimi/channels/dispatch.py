@@ -56,12 +56,6 @@ def register(channel, send):
         lane.start()
 
 
-def unregister(channel):
-    lane = _lanes.pop(channel, None)
-    if lane and lane.task:
-        lane.task.cancel()
-
-
 def route(msg):
     if msg.channel == "system" and "system" not in _lanes:  # heartbeat registers one
         if msg.kind == bus.REPLY:

@@ -4,11 +4,15 @@
 # 30 s at a time), one for sends, so a reply never waits for a poll to end.
 # Access: only chats in tg_allow reach the agent; a stranger is told its chat id
 # (once per chat per hour) and nothing else happens: no LLM call, no file write.
+# While WiFi is down the poller waits and replies wait in the dispatcher's lane
+# (bounded); they go out, in order, once the supervisor is online again.
 import json
 import time
 import asyncio
 from mimi import limits, log, bus, fs, config, jsonutil
 from mimi.channels import tgformat
+from mimi.llm.http import ConnectFailure, Timeout
+from mimi.services import wifi
 
 TAG = "tg"
 CHANNEL = "telegram"
@@ -54,12 +58,18 @@ class Api:
         self.base = base
         self.token = token
         self.client = client or _client(base, timeout_s)
+        self.stale = False  # the network went away: the keep-alive socket is dead
+        self.lock = asyncio.Lock()  # the reconnect below must not cut a call in flight
 
     async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S):
         body = json.dumps(params or {}).encode()
-        r = await self.client.request(
-            "POST", "/bot%s/%s" % (self.token, method),
-            headers={"Content-Type": "application/json"}, body=body, deadline_s=deadline_s)
+        async with self.lock:
+            if self.stale:  # after an outage a request on the old socket would time out
+                self.stale = False
+                self.client.close()
+            r = await self.client.request(
+                "POST", "/bot%s/%s" % (self.token, method),
+                headers={"Content-Type": "application/json"}, body=body, deadline_s=deadline_s)
         try:
             obj = jsonutil.loads(r.body)
         except ValueError:
@@ -87,8 +97,11 @@ def _client(base, timeout_s):
 
 def _retryable_send(e):
     """May a failed send be repeated without risking a duplicate message? Only when
-    Telegram (or its gateway) answered that it did not take it. A connection that died
-    after the request went out may have delivered it: not repeated."""
+    Telegram (or its gateway) answered that it did not take it, or the connection was
+    never made. A connection that died after the request went out may have delivered
+    it: not repeated."""
+    if isinstance(e, ConnectFailure):
+        return True
     return isinstance(e, ApiError) and (e.code == 429 or e.code in (502, 503, 504))
 
 
@@ -109,6 +122,7 @@ class Telegram:
         self.recent = []  # "chat:message_id" of handled messages
         self.strangers = {}  # chat id -> time told
         self.typing = {}  # chat id -> renewal task
+        self.paused = False  # the poller is waiting for WiFi
         self.changed = asyncio.ThreadSafeFlag()
         cfg.watch(self._on_config)
 
@@ -154,6 +168,18 @@ class Telegram:
         self.poll_api = self.send_api = None
         self.token = None
 
+    def _network_lost(self):
+        for api in (self.poll_api, self.send_api):
+            if api:
+                api.stale = True
+
+    async def _online(self):
+        """Wait for WiFi (at once when online); after an outage, reconnect first."""
+        if wifi.online():
+            return
+        self._network_lost()
+        await wifi.wait_online()
+
     async def _wait_change(self, seconds):
         """Sleep up to `seconds`; returns early when the Telegram settings change."""
         try:
@@ -176,6 +202,14 @@ class Telegram:
                 await self._wait_change(3600)
                 continue
             idle_logged = False
+            if not wifi.online():
+                self.paused = True
+                log.info(TAG, "WiFi offline; polling paused")
+                await self._online()
+                log.info(TAG, "WiFi back; polling resumes")
+                self.paused = False
+                backoff = limits.TG_BACKOFF_MIN_S
+                continue  # the settings may have changed meanwhile
             try:
                 if token != self.token or self.poll_api is None or self.poll_api.base != cfg.get("tg_api_base"):
                     self._connect(token)
@@ -188,10 +222,12 @@ class Telegram:
                     "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
                     "limit": limits.TG_POLL_LIMIT, "allowed_updates": ["message"]},
                     deadline_s=limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S)
+                wifi.healthy()
                 backoff = limits.TG_BACKOFF_MIN_S
                 conflict = limits.TG_CONFLICT_MIN_S
                 await self._batch(updates or [])
             except ApiError as e:
+                wifi.healthy()  # Telegram answered: the network is fine
                 if e.code == 409:
                     log.warning(TAG, "409 Conflict: another program is polling this bot (or a "
                                 "webhook is set): %s; retrying in %d s", e.description, conflict)
@@ -212,6 +248,11 @@ class Telegram:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # network, TLS, timeouts: the client reconnects next time
+                if isinstance(e, (ConnectFailure, Timeout)):
+                    wifi.suspect(TAG)  # a few in a row while "online": WiFi reconnects
+                    self._network_lost()
+                if not wifi.online():
+                    continue  # the top of the loop waits for WiFi
                 log.warning(TAG, "polling failed: %s %s; retry in %d s", type(e).__name__, e, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, limits.TG_BACKOFF_MAX_S)
@@ -307,12 +348,12 @@ class Telegram:
         if what == "ignore":
             return
         if what == "stranger":
-            now = time.time()
+            now = time.ticks_ms()  # not wall time: an NTP step must not reopen the window
             last = self.strangers.get(chat_id)
-            if last is not None and 0 <= now - last < limits.TG_STRANGER_S:
+            if last is not None and 0 <= time.ticks_diff(now, last) < limits.TG_STRANGER_S * 1000:
                 return
             if len(self.strangers) >= limits.TG_STRANGERS_MAX:
-                oldest = min(self.strangers, key=lambda k: self.strangers[k])
+                oldest = min(self.strangers, key=lambda k: time.ticks_diff(self.strangers[k], now))
                 del self.strangers[oldest]
             self.strangers[chat_id] = now
             log.info(TAG, "message from chat %s, which is not in tg_allow", chat_id)
@@ -333,18 +374,34 @@ class Telegram:
                 await self.send_plain(chat_id, BUSY)
 
     # ---------------------------------------------------------------- sending
-    async def _send(self, params):
-        """One sendMessage with retries that cannot duplicate; raises the last error."""
-        tries = 0
+    async def _send(self, params, hold=False):
+        """One sendMessage with retries that cannot duplicate; raises the last error.
+        hold (replies from the agent): while WiFi is down or Telegram cannot be reached
+        at all, keep the message and retry (capped backoff) instead of giving up."""
+        tries = held = 0
         while True:
+            if hold:
+                await self._online()
+            api = self.send_api
+            if api is None:
+                raise ApiError(0, "no connection to Telegram (no bot token)")
             try:
-                return await self.send_api.call("sendMessage", params)
-            except ApiError as e:
-                if e.entities or not _retryable_send(e) or tries >= limits.TG_SEND_RETRIES:
+                return await api.call("sendMessage", params)
+            except (ApiError, ConnectFailure) as e:
+                if isinstance(e, ConnectFailure):
+                    wifi.suspect(TAG)
+                    self._network_lost()
+                if getattr(e, "entities", False) or not _retryable_send(e):
                     raise
-                wait = min(e.retry_after or (1 << tries), limits.TG_RETRY_AFTER_MAX_S)
-            tries += 1
-            log.warning(TAG, "sendMessage failed; retry %d in %d s", tries, wait)
+                if hold and isinstance(e, ConnectFailure):
+                    wait = min(limits.TG_BACKOFF_MIN_S << min(held, 6), limits.TG_BACKOFF_MAX_S)
+                    held += 1
+                else:
+                    if tries >= limits.TG_SEND_RETRIES:
+                        raise
+                    wait = min(getattr(e, "retry_after", None) or (1 << tries), limits.TG_RETRY_AFTER_MAX_S)
+                    tries += 1
+                log.warning(TAG, "sendMessage failed (%s); retry in %d s", e, wait)
             await asyncio.sleep(wait)
 
     async def send_plain(self, chat_id, text):
@@ -357,9 +414,10 @@ class Telegram:
             log.error(TAG, "sending to %s failed: %s", chat_id, e)
             return False
 
-    async def send_text(self, chat_id, markdown, reply_to=None):
+    async def send_text(self, chat_id, markdown, reply_to=None, hold=False):
         """Markdown -> HTML parts in order; a part whose entities Telegram refuses is
-        sent again as plain text; any other failure is logged, never re-sent."""
+        sent again as plain text; any other failure is logged, never re-sent (hold: see
+        _send)."""
         if self.send_api is None:
             log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
             return False
@@ -370,7 +428,7 @@ class Telegram:
                 params["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
                 reply_to = None
             try:
-                await self._send(params)
+                await self._send(params, hold)
                 continue
             except ApiError as e:
                 if not e.entities:
@@ -387,7 +445,7 @@ class Telegram:
             params.pop("parse_mode")
             params["text"] = plain
             try:
-                await self._send(params)
+                await self._send(params, hold)
             except Exception as e:
                 log.error(TAG, "plain-text resend to %s failed: %s", chat_id, e)
                 ok = False
@@ -402,13 +460,14 @@ class Telegram:
             log.warning(TAG, "typing for %s failed: %s", chat_id, e)
 
     async def _typing_loop(self, chat_id):
-        start = time.time()
+        start = time.ticks_ms()
         try:
-            while time.time() - start < limits.TG_TYPING_MAX_S:
+            while time.ticks_diff(time.ticks_ms(), start) < limits.TG_TYPING_MAX_S * 1000:
                 await asyncio.sleep(limits.TG_TYPING_S)
                 if self.send_api is None:
                     break
-                await self._action(chat_id)
+                if wifi.online():
+                    await self._action(chat_id)
         finally:
             if self.typing.get(chat_id) is asyncio.current_task():
                 del self.typing[chat_id]
@@ -422,14 +481,16 @@ class Telegram:
         """The dispatcher's sender for channel "telegram"."""
         chat_id = msg.chat_id
         if msg.kind == bus.STATUS:
-            if self.send_api is None or chat_id in self.typing:
+            if self.send_api is None or chat_id in self.typing or not wifi.online():
                 return
             await self._action(chat_id)  # awaited: typing shows before a fast reply
             self.typing[chat_id] = asyncio.create_task(self._typing_loop(chat_id))
             return
         self._stop_typing(chat_id)
         meta = msg.meta or {}
-        await self.send_text(chat_id, msg.content, meta.get("message_id") if meta.get("group") else None)
+        # hold: an outage delays the reply (the lane keeps the ones behind it), never drops it
+        await self.send_text(chat_id, msg.content, meta.get("message_id") if meta.get("group") else None,
+                             hold=True)
 
 
 bot = None

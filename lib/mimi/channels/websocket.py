@@ -8,6 +8,7 @@ import os
 import json
 import errno
 import asyncio
+import binascii
 from mimi import limits, log, bus, board, config
 from mimi.channels import wsproto as wp
 from mimi.channels import dispatch
@@ -18,7 +19,12 @@ _ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 port = None  # the port actually listening (ws_port 0 picks one)
 clients = []
 _conns = 0
-_seq = 0
+
+
+def new_chat_id():
+    """A connection's chat id until it names one: random, so a new anonymous client
+    never lands in an earlier one's session (a counter restarts at 1 every boot)."""
+    return binascii.hexlify(os.urandom(limits.WS_CHAT_ID_RANDOM)).decode()
 
 
 class Client:
@@ -238,7 +244,6 @@ async def _respond(w, status, body, ctype="text/plain; charset=utf-8", extra=())
 
 async def _handshake(rd, w):
     """HTTP part. -> a registered-or-refused Client to run, or None when done."""
-    global _seq
     try:
         head = await asyncio.wait_for(rd.read_head(limits.WS_HEADER_MAX),
                                       limits.WS_HANDSHAKE_TIMEOUT_S)
@@ -284,8 +289,7 @@ async def _handshake(rd, w):
         return None
     w.write(wp.upgrade_response(key))
     await asyncio.wait_for(w.drain(), limits.WS_WRITE_TIMEOUT_S)
-    _seq += 1
-    return Client(rd, w, str(_seq))
+    return Client(rd, w, new_chat_id())
 
 
 async def _connection(sr, sw):

@@ -3,7 +3,7 @@
 # each provider module turns them into its wire format. This module holds the
 # parts both share: the reply shape, provider selection and retries.
 import time
-from mimi import limits, log, jsonutil
+from mimi import limits, log, jsonutil, fs
 
 PROVIDERS = ("anthropic", "openai")
 DEFAULT_BASE = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
@@ -100,11 +100,7 @@ def error_text(resp):
         for v in (err, data.get("message"), data.get("detail")):
             if isinstance(v, str) and v:
                 return v
-    body = resp.body or b""
-    try:
-        text = body[: limits.LLM_ERROR_BODY_MAX].decode()
-    except UnicodeError:
-        text = repr(body[: limits.LLM_ERROR_BODY_MAX])
+    text = fs.decode(fs.utf8_cut(resp.body or b"", limits.LLM_ERROR_BODY_MAX))
     return text.strip() or "(empty response)"
 
 
@@ -151,7 +147,7 @@ class Provider:
             self._body = JsonBuf()
         payload = self._body.encode(body)
         body = None
-        errors = _transport_errors()
+        from mimi.llm.http import HTTPError
         from mimi.services import watchdog
         for attempt in range(limits.LLM_RETRIES + 1):
             wait = None
@@ -159,7 +155,7 @@ class Provider:
                 # A declared blocking call: the watchdog waits for its deadline, not less.
                 with watchdog.blocking(limits.LLM_TIMEOUT_S):
                     resp = self.client.request("POST", path, headers, payload)
-            except errors as e:
+            except (HTTPError, OSError) as e:
                 err = LLMError("LLM request failed: %s" % (str(e) or type(e).__name__))
                 if not _retryable_transport(e):
                     raise err
@@ -191,19 +187,11 @@ class Provider:
         return data
 
 
-def _transport_errors():
-    try:
-        from mimi.llm import http
-
-        return (http.HTTPError, OSError)
-    except ImportError:
-        return (OSError,)
-
-
 def _retryable_transport(e):
     # A bad certificate or an oversized reply will not get better by asking again.
-    name = type(e).__name__
-    return name not in ("TLSFailure", "TooLarge")
+    from mimi.llm import http
+
+    return not isinstance(e, (http.TLSFailure, http.TooLarge))
 
 
 def from_config(cfg, client=None, sleep=None):

@@ -70,15 +70,22 @@ def append(key, role, content):
 
 def flush():
     """Write every buffered message to its file; compact files grown past the cap."""
-    global _pending_bytes
     with _lock:
         for key in tuple(_pending):
             _flush_key(key)
-        _pending_bytes = 0
+
+
+def _take_pending(key):
+    """Remove and return key's buffered lines (caller holds _lock)."""
+    global _pending_bytes
+    lines = _pending.pop(key, None)
+    for data in lines or ():
+        _pending_bytes -= len(data) + 1
+    return lines
 
 
 def _flush_key(key):
-    lines = _pending.pop(key, None)
+    lines = _take_pending(key)
     if not lines:
         return
     p = path(key)
@@ -218,7 +225,7 @@ def load(key, n=limits.HISTORY_MAX):
 def clear(key):
     """Forget a session (its buffered messages and its file). True if there was one."""
     with _lock:
-        had = _pending.pop(key, None) is not None
+        had = _take_pending(key) is not None
         return fs.remove(path(key)) or had
 
 

@@ -2,21 +2,12 @@
 # local date). note_path() is the one place a note's path is made: the system prompt
 # and the loader both use it, so they cannot disagree.
 from mimi import limits, fs, board
+from mimi.config import tz_s
 
 DIR = limits.SPIFFS + "/memory"
 MEMORY_PATH = DIR + "/MEMORY.md"
 NOTE_SEP = "\n---\n"
 DAY_S = 86400
-
-
-def tz_s():
-    try:
-        from mimi.config import cfg
-        from mimi.board.clock import parse_tz
-
-        return parse_tz(cfg.get("tz"))
-    except Exception:  # a bad or missing setting must not break the prompt
-        return 0
 
 
 def today(unix=None):

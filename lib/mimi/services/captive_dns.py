@@ -49,13 +49,6 @@ class Server:
         self.answered = 0
         self._closed = False
 
-    def port(self):
-        # MicroPython has no getsockname on every port; the host tests need it
-        try:
-            return self.sock.getsockname()[1]
-        except AttributeError:
-            return None
-
     async def serve(self):
         from asyncio import core
 

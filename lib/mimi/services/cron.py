@@ -15,7 +15,9 @@ import json
 import _thread
 import asyncio
 from mimi import limits, log, fs, bus, board
-from mimi.board.clock import parse_tz, VALID_AFTER
+from mimi.board.clock import VALID_AFTER
+from mimi.services import ntp
+from mimi.config import tz_s
 
 PATH = limits.SPIFFS + "/cron.json"
 KINDS = ("every", "at", "daily")
@@ -61,21 +63,12 @@ def next_every(scheduled, interval, now):
     return scheduled + ((now - scheduled) // interval + 1) * interval
 
 
-def _tz():
-    from mimi.config import cfg
-
-    try:
-        return parse_tz(cfg.get("tz"))
-    except ValueError:
-        return 0
-
-
 def _int(v):
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 class Scheduler:
-    def __init__(self, path=PATH, clock=None, inbound=None, tz=_tz):
+    def __init__(self, path=PATH, clock=None, inbound=None, tz=tz_s):
         self.path = path
         self.clock = board.clock if clock is None else clock
         self.inbound = bus.inbound if inbound is None else inbound  # an empty Queue is falsy
@@ -370,8 +363,6 @@ class Scheduler:
             self._wake.set()  # safe from the agent thread
 
     async def run(self):
-        from mimi.services import ntp
-
         self._wake = asyncio.ThreadSafeFlag()
         await ntp.wait_valid()
         self._ensure()

@@ -122,11 +122,14 @@ async def deliver_system(msg, out=None):
 
 
 async def run(sleep=asyncio.sleep):
-    """Loop task: a check every heartbeat_min minutes (first one after one period)."""
+    """Loop task: a check every heartbeat_min minutes (first one after one period),
+    counted from when the clock is valid (SNTP)."""
     from mimi.config import cfg
     from mimi.channels import dispatch
+    from mimi.services import ntp
 
     dispatch.register("system", deliver_system)
+    await ntp.wait_valid()
     waited = 0
     while True:
         await sleep(limits.HEARTBEAT_POLL_S)

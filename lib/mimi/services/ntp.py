@@ -59,24 +59,8 @@ def _addr(host, port):
     return socket.getaddrinfo(host, port, 0, socket.SOCK_DGRAM)[0][-1]
 
 
-def query(host, port=PORT, timeout_s=limits.NTP_TIMEOUT_S):
-    """Blocking query (REPL, tests) -> Unix time."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        s.settimeout(timeout_s)
-        pkt, stamp = request()
-        s.sendto(pkt, _addr(host, port))
-        try:
-            data = s.recv(64)
-        except OSError:
-            raise NTPError("no reply from %s within %ds" % (host, timeout_s))
-        return parse(data, stamp)
-    finally:
-        s.close()
-
-
 async def aquery(host, port=PORT, timeout_s=limits.NTP_TIMEOUT_S):
-    """The same query without blocking the loop while waiting for the reply."""
+    """One SNTP query -> Unix time, without blocking the loop while waiting."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         pkt, stamp = request()

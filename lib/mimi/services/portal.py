@@ -9,7 +9,8 @@ import os
 import json
 import errno
 import asyncio
-from mimi import limits, log, config, board
+from mimi import limits, log, config, board, fs
+from mimi.channels import wsproto as wp  # HTTP request parsing shared with the gateway
 
 TAG = "portal"
 cfg = config.cfg
@@ -38,29 +39,9 @@ def escape(s):
             .replace('"', "&quot;").replace("'", "&#39;"))
 
 
-def unquote(s):
-    s = s.replace("+", " ")
-    if "%" not in s:
-        return s
-    out = bytearray()
-    parts = s.split("%")
-    out += parts[0].encode()
-    for part in parts[1:]:
-        try:
-            out.append(int(part[:2], 16))
-            out += part[2:].encode()
-        except ValueError:
-            out += ("%" + part).encode()
-    return out.decode()
-
-
 def parse_form(body):
-    out = {}
-    for item in body.decode().split("&"):
-        if item:
-            k, _, v = item.partition("=")
-            out[unquote(k)] = unquote(v)
-    return out
+    """application/x-www-form-urlencoded -> dict (UnicodeError on bad UTF-8)."""
+    return wp.parse_query(body.decode())
 
 
 def _wifi():
@@ -73,6 +54,18 @@ def _random_port():
     r = os.urandom(2)
     lo, hi = limits.PORTAL_PORT_ANY
     return lo + (r[0] << 8 | r[1]) % (hi - lo)
+
+
+async def _on_port(want, make):
+    """(await make(port), port) on `want`, or when want is 0 on a random free port."""
+    for _ in range(limits.PORTAL_PORT_TRIES if not want else 1):
+        port = want or _random_port()
+        try:
+            return await make(port), port
+        except OSError as e:
+            if want or e.errno != errno.EADDRINUSE:
+                raise
+    raise OSError(errno.EADDRINUSE, "no free port")
 
 
 class Portal:
@@ -137,8 +130,19 @@ class Portal:
         ap.config(ssid=self.ssid, key=password, authmode=limits.AP_AUTH_WPA2,
                   channel=limits.AP_CHANNEL, max_clients=limits.AP_MAX_CLIENTS)
         self.ip = ap.ifconfig()[0]
-        self._http, self.http_port = await self._listen(self.want_http)
-        self._dns, self.dns_port = self._bind_dns(captive_dns, self.want_dns)
+
+        async def http(port):
+            return await asyncio.start_server(self._conn, self.host, port)
+
+        async def dns(port):
+            return captive_dns.Server(self.ip, self.host, port)
+
+        try:
+            self._http, self.http_port = await _on_port(self.want_http, http)
+            self._dns, self.dns_port = await _on_port(self.want_dns, dns)
+        except BaseException:
+            await self.close()  # no half-open portal; run() tries again later
+            raise
         self._dns_task = asyncio.create_task(self._dns.serve())
         self.is_open = True
         why = "no WiFi settings" if not cfg.get("wifi_ssid") else "WiFi %r failed" % cfg.get("wifi_ssid")
@@ -170,26 +174,6 @@ class Portal:
         port = self.http_port
         return "http://%s/" % self.ip if port == 80 else "http://%s:%d/" % (self.ip, port)
 
-    async def _listen(self, want):
-        for _ in range(limits.PORTAL_PORT_TRIES if not want else 1):
-            port = want or _random_port()
-            try:
-                return await asyncio.start_server(self._conn, self.host, port), port
-            except OSError as e:
-                if want or e.errno != errno.EADDRINUSE:
-                    raise
-        raise OSError(errno.EADDRINUSE, "no free port")
-
-    def _bind_dns(self, mod, want):
-        for _ in range(limits.PORTAL_PORT_TRIES if not want else 1):
-            port = want or _random_port()
-            try:
-                return mod.Server(self.ip, self.host, port), port
-            except OSError as e:
-                if want or e.errno != errno.EADDRINUSE:
-                    raise
-        raise OSError(errno.EADDRINUSE, "no free port")
-
     # --- HTTP ---------------------------------------------------------------
     async def _conn(self, r, w):
         self.clients += 1
@@ -215,46 +199,28 @@ class Portal:
                 pass
 
     async def _read(self, r):
-        line = await r.readline()
-        parts = line.decode().split()
-        if len(parts) != 3:
-            raise _Refuse("400 Bad Request", "bad request line")
-        headers = {}
-        used = len(line)
-        while True:
-            h = await r.readline()
-            used += len(h)
-            if used > limits.PORTAL_HEADER_MAX:
-                raise _Refuse("431 Request Header Fields Too Large", "headers too large")
-            if not h or h in (b"\r\n", b"\n"):
-                break
-            k, _, v = h.decode().partition(":")
-            headers[k.strip().lower()] = v.strip()
-        body = b""
+        rd = wp.Reader(r)
+        try:
+            head = await rd.read_head(limits.PORTAL_HEADER_MAX)
+        except ValueError:
+            raise _Refuse("431 Request Header Fields Too Large", "headers too large")
+        try:
+            method, path, _, headers = wp.parse_request(head)
+        except ValueError as e:
+            raise _Refuse("400 Bad Request", str(e))
         n = headers.get("content-length", "0")
         if not n.isdigit():
             raise _Refuse("400 Bad Request", "bad Content-Length")
         n = int(n)
         if n > limits.PORTAL_BODY_MAX:
             if n <= limits.PORTAL_DRAIN_MAX:  # read it away so the client sees the answer, not a reset
-                while n > 0:
-                    got = await r.read(min(n, 512))
-                    if not got:
-                        break
-                    n -= len(got)
+                await rd.skip(n)
             raise _Refuse("413 Payload Too Large", "at most %d bytes" % limits.PORTAL_BODY_MAX)
-        if n:
-            body = await r.readexactly(n)
-        return parts[0], parts[1], headers, body
+        return method, path, headers, await rd.readexactly(n) if n else b""
 
     def response(self, status, body, ctype="text/plain; charset=utf-8", extra=()):
-        if isinstance(body, str):
-            body = body.encode()
-        head = ["HTTP/1.1 " + status, "Content-Type: " + ctype, "Content-Length: %d" % len(body),
-                "Connection: close", "Cache-Control: no-store", "X-Frame-Options: DENY",
-                "Referrer-Policy: no-referrer"]
-        head.extend(extra)
-        return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+        return wp.http_response(status, body, ctype,
+                                ("X-Frame-Options: DENY", "Referrer-Policy: no-referrer") + tuple(extra))
 
     def own_hosts(self):
         out = []
@@ -279,8 +245,7 @@ class Portal:
             origin = "http://" + ref[7:].split("/", 1)[0]
         return origin.lower().rstrip("/") == "http://" + host
 
-    def handle(self, method, target, headers, body):
-        path = target.split("?", 1)[0]
+    def handle(self, method, path, headers, body):
         if method == "GET" and path in ("/", "/index.html"):
             return self.response("200 OK", self.page(), "text/html; charset=utf-8")
         if method == "GET" and path == "/scan":
@@ -332,14 +297,14 @@ class Portal:
     def scan(self, fresh=False):
         import time
 
-        now = time.time()
-        if self._scan is None or fresh and now - self._scan_at > limits.PORTAL_SCAN_TTL_S:
+        now = time.ticks_ms()
+        if self._scan is None or fresh and time.ticks_diff(now, self._scan_at) > limits.PORTAL_SCAN_TTL_S * 1000:
             nets = {}
             try:
                 w = board.wlan()
                 w.active(True)
                 for n in w.scan():
-                    ssid = n[0].decode("utf-8", "replace") if isinstance(n[0], bytes) else str(n[0])
+                    ssid = fs.decode(n[0]) if isinstance(n[0], bytes) else str(n[0])
                     if ssid and (ssid not in nets or n[3] > nets[ssid]["rssi"]):
                         nets[ssid] = {"ssid": ssid, "rssi": n[3], "ch": n[2], "auth": n[4]}
             except OSError as e:
@@ -422,10 +387,6 @@ def task(sup=None):
     global current
     current = Portal(sup)
     return current.run()
-
-
-def needed():
-    return (current or Portal()).needed()
 
 
 def print_status():

@@ -59,6 +59,8 @@ class Watchdog:
         self.wdt = None
         self.tripped = None  # why feeding stopped
         self.feeds = 0
+        self.last = None  # ticks_ms of the last feeding decision
+        self._seen = False  # the agent thread was seen running
 
     def start(self):
         if self.wdt is None:
@@ -68,8 +70,15 @@ class Watchdog:
     def agent_problem(self, now):
         """None when the agent thread looks alive, else what is wrong."""
         a = self._agent()
-        if a is None or (hasattr(a, "running") and not a.running()):
-            return None  # no agent thread (safe mode, not started yet)
+        if a is None:
+            return None
+        if hasattr(a, "running") and not a.running():
+            # Not started yet, or safe mode: fine. Started, then gone without a
+            # stop() (an exception out of its loop): nothing would answer again.
+            if self._seen and not getattr(a, "_stop", False):
+                return "agent thread ended"
+            return None
+        self._seen = True
         last = a.progress
         if _block_mark is not None and time.ticks_diff(_block_mark, last) > 0:
             last = _block_mark
@@ -90,7 +99,8 @@ class Watchdog:
         """One feeding decision (the loop task calls this every WDT_FEED_S)."""
         if self.tripped:
             return False
-        why = self.agent_problem(_ticks())
+        now = self.last = _ticks()
+        why = self.agent_problem(now)
         if why:
             self.tripped = why
             log.error(TAG, "%s: no more feeding, the watchdog resets the board", why)
@@ -114,6 +124,16 @@ def task():
     global current
     current = Watchdog()
     return current.run()
+
+
+def poke():
+    """The loop is held on purpose (the console serving mpremote, an OTA download
+    run from the REPL): feed from there, as the loop task would, at most every
+    WDT_FEED_S and still only while the agent thread shows life."""
+    w = current
+    if w is not None and w.wdt is not None and (
+            w.last is None or time.ticks_diff(_ticks(), w.last) >= limits.WDT_FEED_S * 1000):
+        w.tick()
 
 
 def release():

@@ -9,14 +9,18 @@ DESCRIPTION = ("Get the current date, time, weekday and Unix time in the user's 
 
 
 def now_text(tz_text=None, unix=None):
+    """tz_text: a UTC offset such as "+08:00" (default: the `tz` setting)."""
     if tz_text is None:
-        from mimi.config import cfg
+        # Imported here: the settings (~25 KB of heap) are not part of a bare LLM turn,
+        # which must fit a 256 KB heap (tests/mp/llmcases.py big_turn).
+        from mimi.config import tz_s
 
-        tz_text = cfg.get("tz")
-    try:
-        tz = parse_tz(tz_text)
-    except ValueError:
-        tz = 0
+        tz = tz_s()
+    else:
+        try:
+            tz = parse_tz(tz_text)
+        except ValueError:
+            tz = 0
     clock = board.clock
     if unix is None:
         unix = clock.unix()

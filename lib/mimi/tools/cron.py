@@ -9,8 +9,8 @@
 # whose answers are delivered to the owner (see services/heartbeat.deliver_system).
 from mimi.services.cron import service
 from mimi.tools.registry import registry
-from mimi import board
-from mimi.board.clock import parse_tz
+from mimi import board, limits
+from mimi.config import tz_s
 
 USER_CHANNELS = ("telegram", "websocket")
 
@@ -32,13 +32,7 @@ def _dest(args, ctx):
 
 
 def _local(epoch):
-    from mimi.config import cfg
-
-    try:
-        tz = parse_tz(cfg.get("tz"))
-    except ValueError:
-        tz = 0
-    return board.clock.local_str(tz, epoch)
+    return board.clock.local_str(tz_s(), epoch)
 
 
 def cron_add(args, ctx):
@@ -93,7 +87,7 @@ registry.add(
     "Schedule a message to yourself ('every' N seconds, once 'at' a Unix time, or 'daily' at HH:MM). "
     "When it fires it runs as a new turn and the answer goes to the chat the job was made in. "
     "'every' needs interval_s; 'at' needs at_epoch (call get_current_time first); 'daily' "
-    "needs time \"HH:MM\" (24-hour, the user's local time). At most 16 jobs.",
+    "needs time \"HH:MM\" (24-hour, the user's local time). At most %d jobs." % limits.CRON_MAX_JOBS,
     {"type": "object", "properties": {
         "name": {"type": "string", "description": "Short name for the job"},
         "schedule_type": {"type": "string", "description": "'every' (recurring), 'at' (one-shot) or 'daily'"},

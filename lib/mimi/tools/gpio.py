@@ -94,7 +94,7 @@ def gpio_read_all(args, ctx):
 
 
 PIN = {"type": "integer", "description": "GPIO pin number"}
-_ALLOW_NOTE = (" Allowed pins are set by the user (default 1,2,4-18,21,38-42,47,48); "
+_ALLOW_NOTE = (" Allowed pins are set by the user (default %s); " % gpio_policy.DEFAULT +
                "strapping, USB, flash, PSRAM and console pins are always refused.")
 
 registry.add(

@@ -60,10 +60,9 @@ class Registry:
 
     def openai_tools(self):
         if self._openai is None:
-            self._openai = [{"type": "function",
-                             "function": {"name": n, "description": self._tools[n][0],
-                                          "parameters": self._tools[n][1]}}
-                            for n in self._order]
+            from mimi.llm.openai import to_tools  # the one place that knows OpenAI's shape
+
+            self._openai = to_tools(self.anthropic_tools())
         return self._openai
 
     def call(self, name, args=None, ctx=None):

@@ -228,7 +228,8 @@ def search(query):
     order = [(n, cfg.get(k), fn) for n, k, fn in PROVIDERS if cfg.get(k)]
     if not order:
         return NO_KEY
-    order.sort(key=lambda p: 0 if p[0] == _prefer else 1)
+    # Tavily first unless Brave answered last (no sort(): MicroPython's is not stable)
+    order = [p for p in order if p[0] == _prefer] + [p for p in order if p[0] != _prefer]
     errors = []
     for name, key, fn in order:
         try:

@@ -1,0 +1,49 @@
+# The boot sequence (mimi.app.boot): defaults installed without touching user edits,
+# settings loaded, the status banner.
+from support import write, read, Capture
+
+
+def boot():
+    from mimi import app
+
+    with Capture() as c:
+        app.boot()
+    return c.text
+
+
+def test_user_edited_default_files_survive_a_second_boot():
+    write("/defaults/config/SOUL.md", "shipped soul")
+    write("/defaults/memory/MEMORY.md", "shipped memory")
+    first = boot()
+    assert read("/spiffs/config/SOUL.md") == "shipped soul"
+    assert "ws_token =" in first  # made at first boot, shown once
+    write("/spiffs/config/SOUL.md", "my own soul")  # the user (or the agent) edits it
+    second = boot()
+    assert read("/spiffs/config/SOUL.md") == "my own soul"
+    assert read("/spiffs/memory/MEMORY.md") == "shipped memory"
+    assert "ws_token =" not in second
+
+
+def test_banner_names_the_default_model_and_the_gateway():
+    from mimi.config import cfg
+    from mimi.llm.provider import DEFAULT_MODEL
+
+    text = boot()
+    assert "model %s (default)" % DEFAULT_MODEL["anthropic"] in text, text
+    assert "ws://127.0.0.1:18789/" in text and "(auth on)" in text
+    cfg.update({"provider": "openai", "model": "", "ws_port": 0})
+    text = boot()
+    assert "provider openai, model %s (default)" % DEFAULT_MODEL["openai"] in text, text
+    assert ":0/" not in text and "chosen at start" in text, text
+    cfg.set("model", "llama3")
+    assert "model llama3\n" in boot()
+
+
+def test_banner_before_wifi_is_up():
+    from mimi import app, board
+
+    board.wlan().active(False)
+    try:
+        assert "ws://<board IP once WiFi is up>:18789/" == app.gateway_url()
+    finally:
+        board.wlan().active(True)
