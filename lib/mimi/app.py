@@ -4,7 +4,7 @@ import os
 import asyncio
 import binascii
 import mimi
-from mimi import limits, log, config, defaults, board
+from mimi import log, config, defaults, board
 
 cfg = config.cfg
 

@@ -16,7 +16,8 @@ level = INFO
 mute = False  # True while mpremote holds the console (mimi.console): ring only
 _ring = []
 _lock = _thread.allocate_lock()
-_t0 = time.ticks_ms()
+_up_ms = 0  # uptime shown on each line, carried forward line by line
+_last = time.ticks_ms()
 
 
 def _logging_sink():
@@ -44,6 +45,21 @@ def _logging_sink():
 _logger = _logging_sink()
 
 
+_PERIOD = time.ticks_add(0, -1) + 1  # ticks_ms wraps here (ESP32: 2**30 ms, 12.4 days)
+
+
+def _uptime_ms():
+    # A diff from boot would go negative after half a period (6 days on the board):
+    # add up the steps between lines instead (time only moves forward, so a negative
+    # step is a wrap). Whole milliseconds: float32 seconds lose them after hours.
+    global _up_ms, _last
+    now = time.ticks_ms()
+    step = time.ticks_diff(now, _last)
+    _up_ms += step if step >= 0 else step + _PERIOD
+    _last = now
+    return _up_ms
+
+
 def _emit(lvl, tag, msg, args):
     if lvl < level:
         return
@@ -52,11 +68,11 @@ def _emit(lvl, tag, msg, args):
             msg = msg % args
         except (TypeError, ValueError):
             msg = "%s %r" % (msg, args)
-    secs = time.ticks_diff(time.ticks_ms(), _t0) / 1000
-    line = "[%9.3f] %s %s: %s" % (secs, _NAMES.get(lvl, "?"), tag, msg)
-    if len(line) > limits.LOG_LINE_MAX:
-        line = line[: limits.LOG_LINE_MAX - 3] + "..."
     with _lock:
+        up = _uptime_ms()
+        line = "[%5d.%03d] %s %s: %s" % (up // 1000, up % 1000, _NAMES.get(lvl, "?"), tag, msg)
+        if len(line) > limits.LOG_LINE_MAX:
+            line = line[: limits.LOG_LINE_MAX - 3] + "..."
         _ring.append(line)
         if len(_ring) > limits.LOG_RING:
             _ring.pop(0)

@@ -175,12 +175,14 @@ class Server(_Base):
         """tls: dict with "cert" and "key" PEM paths (tlsca.make()), or None for plain HTTP."""
         super().__init__()
         self.handshakes = 0
+        self.sni = []  # server names the clients sent in their TLS hello (None: none)
         self.requests = []
         self._routes = []
         self._ctx = None
         if tls:
             self._ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             self._ctx.load_cert_chain(tls["cert"], tls["key"])
+            self._ctx.sni_callback = self._on_sni
         scheme = "https" if tls else "http"
         self.url = "%s://%s:%d" % (scheme, hostname, self.port)
 
@@ -188,9 +190,13 @@ class Server(_Base):
         """handler(Request) -> Reply | dict | list | str | bytes; path may end with *."""
         self._routes.insert(0, (method, path, handler))
 
+    def _on_sni(self, sslsock, name, ctx):
+        with self._lock:
+            self.sni.append(name)
+
     def stats(self):
         return {"connections": self.connections, "handshakes": self.handshakes,
-                "requests": len(self.requests)}
+                "requests": len(self.requests), "sni": list(self.sni)}
 
     @staticmethod
     def stats_route(servers):

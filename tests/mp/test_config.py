@@ -186,3 +186,30 @@ def test_wifi_scan_survives_a_non_utf8_ssid():
     finally:
         del w.scan
     assert "caf\ufffd-net" in out.text and "(hidden)" in out.text, out.text
+
+
+def test_every_settings_command_of_spec_6():
+    from mimi import repl
+
+    repl.cfg = config.cfg = fresh()
+    for name in ("help", "config_show", "config_set", "config_reset", "set_wifi",
+                 "set_tg_token", "set_api_key", "set_model", "set_model_provider",
+                 "set_api_base", "set_search_key", "set_tavily_key", "set_proxy",
+                 "clear_proxy", "allow_chat", "heap_info", "restart"):
+        assert name in repl.__all__ and callable(getattr(repl, name)), name
+    with Capture() as out:
+        repl.set_wifi("home", "password1")
+        repl.set_wifi("x", "short")  # refused: nothing written
+        repl.set_tg_token("123456:ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        repl.set_model("llama3")
+        repl.set_api_base("http://192.168.1.5:11434/v1/")
+        repl.set_search_key("brave-key-123")
+        repl.set_tavily_key("tvly-key-123")
+        repl.heap_info()
+    c = fresh()
+    assert (c.get("wifi_ssid"), c.get("wifi_pass")) == ("home", "password1")
+    assert c.get("model") == "llama3" and c.get("api_base") == "http://192.168.1.5:11434/v1"
+    assert c.get("search_key") == "brave-key-123" and c.get("tavily_key") == "tvly-key-123"
+    assert "Error: wifi_pass" in out.text and "password1" not in out.text
+    assert "free" in out.text and "flash" in out.text
+    raises(SystemExit, repl.restart)  # the host's reset: tools/sim boots again

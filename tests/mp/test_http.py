@@ -43,7 +43,8 @@ def test_valid_cert_accepted():
     assert r.headers["content-length"] == "5"
     assert c.handshakes == 1 and c.connects == 1
     c.close()
-    assert stats()["tls"]["handshakes"] == 1
+    s = stats()["tls"]
+    assert s["handshakes"] == 1 and s["sni"] == ["localhost"], s  # SNI sent
 
 
 def test_ca_given_as_pem_or_der_bytes():

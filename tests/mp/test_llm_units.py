@@ -268,6 +268,8 @@ def test_from_config():
     e = raises(ValueError, from_config, Cfg(provider="gemini", api_key="k"), client=t)
     assert "gemini" in str(e)
     raises(ValueError, from_config, Cfg(), client=t)  # anthropic needs a key
+    e = raises(ValueError, from_config, Cfg(provider="openai"), client=t)  # so does OpenAI's
+    assert "set_api_key" in str(e)
     # The real client: proxy settings reach it; same settings, same provider (and its
     # open keep-alive connection) next turn; changed settings, a new one.
     cfg = Cfg(api_key="k", proxy_host="127.0.0.1", proxy_port=3128, proxy_type="socks5")

@@ -151,3 +151,26 @@ def test_firmware_boots_with_logging_installed():
     assert run_turn(P(), "s", [], "hi", None).text == "hello"
     assert "I agent: turn: 1 LLM calls" in "\n".join(logging.LINES)
     assert bus.inbound.put(bus.Msg("websocket", "1", "x"))
+
+
+def test_uptime_survives_days_and_tick_wraps():
+    import time
+    from mimi import log
+
+    week = 7 * 86400 * 1000
+    # A week up, and more than half a tick period since the last line (where a plain
+    # ticks_diff turns negative; 6 days on the board): the stamp still counts on.
+    gap = log._PERIOD // 2 + 2000
+    log._up_ms = week
+    log._last = time.ticks_add(time.ticks_add(time.ticks_ms(), -(log._PERIOD // 4)),
+                               -(gap - log._PERIOD // 4))
+    with support.Capture():
+        log.info("t", "later")
+    assert 0 <= log._up_ms - (week + gap) < 1000, log._up_ms - (week + gap)
+    secs, rest = log.recent(1)[0][1:].split("] ", 1)
+    assert rest == "I t: later"
+    assert int(secs.split(".")[0]) == log._up_ms // 1000 and len(secs.split(".")[1]) == 3
+    before = log._up_ms
+    with support.Capture():
+        log.info("t", "next")
+    assert 0 <= log._up_ms - before < 1000

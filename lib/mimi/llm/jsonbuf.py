@@ -7,10 +7,6 @@ import json
 from mimi import limits
 
 
-class _Full(Exception):
-    pass
-
-
 class JsonBuf:
     def __init__(self, size=limits.LLM_BODY_BUF):
         self.size = size
@@ -31,18 +27,21 @@ class JsonBuf:
                 gc.collect()
                 self.buf = bytearray(self.size)
             self.n = 0
-            try:
-                self._put(obj)
+            self.over = False
+            self._put(obj)
+            if not self.over:
                 return memoryview(self.buf)[: self.n]
-            except _Full:
-                need = 2 * len(self.buf)
+            # Too small: the pass went on counting, so the size is exact. Round up to
+            # whole KB so small growth doesn't mean a new buffer every call.
+            need = (self.n + 1023) // 1024 * 1024
 
     def _w(self, data):
         mv = memoryview(data)  # a str's view is its UTF-8 bytes
         end = self.n + len(mv)
         if end > len(self.buf):
-            raise _Full
-        self.buf[self.n:end] = mv
+            self.over = True  # keep counting; encode() retries with the exact size
+        if not self.over:
+            self.buf[self.n:end] = mv
         self.n = end
 
     def _put(self, o):

@@ -202,7 +202,8 @@ def from_config(cfg, client=None, sleep=None):
         raise ValueError("unknown provider %r: use 'anthropic' or 'openai'" % (name,))
     key = cfg.get("api_key")
     base = cfg.get("api_base") or DEFAULT_BASE[name]
-    if not key and name == "anthropic":
+    # Only a LAN server (Ollama, LM Studio...) at its own api_base may go without a key.
+    if not key and (name == "anthropic" or base.rstrip("/") == DEFAULT_BASE[name]):
         raise ValueError("no API key: set one with set_api_key('...')")
     model = cfg.get("model") or DEFAULT_MODEL[name]
     proxy = None

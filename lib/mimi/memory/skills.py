@@ -64,12 +64,14 @@ def summary(limit=limits.SKILLS_MAX):
     """One line per skill for the system prompt, at most `limit` UTF-8 bytes."""
     lines = []
     used = 0
-    items = skill_list()
-    for i, (name, title, desc) in enumerate(items):
+    files = names()  # only file names here: a skill is opened only if its line may fit
+    for i, fname in enumerate(files):
+        name = fname[:-3]
+        title, desc = parse(_head(fname), name)
         line = "- **%s**: %s (read_file %s/%s.md)\n" % (title, desc or "(no description)", DIR, name)
         b = len(line.encode())
-        more = "- ... %d more: list_dir %s/\n" % (len(items) - i, DIR)
-        if used + b + (len(more) if i < len(items) - 1 else 0) > limit:
+        more = "- ... %d more: list_dir %s/\n" % (len(files) - i, DIR)
+        if used + b + (len(more) if i < len(files) - 1 else 0) > limit:
             if used + len(more) <= limit:
                 lines.append(more)
             break
