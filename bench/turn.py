@@ -11,7 +11,7 @@ Connections: keep-alive (the firmware's client) or "Connection: close" on every 
 Token counts are the fake's: len(JSON of the request) // 4; with Anthropic prompt
 caching, the prefix up to the last cache_control mark (tools, then the first system
 block) counts as a cache read when an identical prefix was seen before
-(tests/fakes/llm.py, FakeLLM.tokens and _cached_prefix).
+(tests/fakes/llm.py, FakeLLM.tokens and _cached_prefixes).
 """
 import json
 import tempfile

@@ -59,7 +59,8 @@ def banner():
 
 
 def tasks():
-    """The loop's long-running tasks. Later parts (gateway, Telegram, cron...) add theirs here."""
+    """The loop's long-running tasks. Imported here, not at the top, so safe mode
+    never loads the channels or the agent's modules."""
     from mimi import safemode
 
     if safemode.active:  # crash loop: only WiFi (+ onboarding) and the REPL

@@ -386,17 +386,18 @@ class FakeAnthropic(FakeLLM):
             content.append({"type": "tool_use", "id": c.get("id") or "toolu_%02d%02d" % (seq, k),
                             "name": c["name"], "input": c.get("input", {})})
         stop = item.get("stop") or ("tool_use" if calls else "end_turn")
-        prefix = _cached_prefix(req)
+        # Like the real cache: every marked prefix is written; a request reads the
+        # longest marked prefix already cached and writes the rest up to its last mark.
         read = created = 0
-        if prefix:
-            key = json.dumps(prefix, sort_keys=True)
+        prefixes = _cached_prefixes(req)
+        if prefixes:
             with self.lock:
-                hit = key in self._cached
-                self._cached.add(key)
-            if hit:
-                read = self.tokens(prefix)
-            else:
-                created = self.tokens(prefix)
+                for pre in prefixes:
+                    if json.dumps(pre, sort_keys=True) in self._cached:
+                        read = self.tokens(pre)
+                for pre in prefixes:
+                    self._cached.add(json.dumps(pre, sort_keys=True))
+            created = max(0, self.tokens(prefixes[-1]) - read)
         usage = {"input_tokens": max(1, self.tokens(req) - read - created),
                  "output_tokens": self.tokens(content),
                  "cache_creation_input_tokens": created, "cache_read_input_tokens": read}
@@ -608,20 +609,20 @@ def _check_cache(blk, where):
     return []
 
 
-def _cached_prefix(req):
-    """The request prefix up to the last cache_control mark (tools, then system)."""
-    parts, cut = [], 0
+def _cached_prefixes(req):
+    """The request prefixes ending at each cache_control mark (tools, then system)."""
+    parts, cuts = [], []
     for t in req.get("tools") or []:
         parts.append(t)
         if "cache_control" in t:
-            cut = len(parts)
+            cuts.append(len(parts))
     system = req.get("system")
     if isinstance(system, list):
         for blk in system:
             parts.append(blk)
             if "cache_control" in blk:
-                cut = len(parts)
-    return parts[:cut]
+                cuts.append(len(parts))
+    return [parts[:c] for c in cuts]
 
 
 def _json(status, obj, headers=()):

@@ -301,3 +301,21 @@ def big_turn(kind):
     gc.collect()
     clean(kind)
     assert snap(kind, bodies=False)["requests"][-1]["size"] > 16000 + 20 * 300
+
+
+def cache_survives_memory_change(kind):
+    """The worker's system prompt is [fixed instructions, memory... + turn context]:
+    when memory changes between turns, the tools + fixed part are still cache reads."""
+    fixed = "You are Mimi. Fixed rules. " * 40
+    p = provider(kind)
+    t1 = turn(p, "one", system=[fixed, "Memory: A\n## Current Turn Context\nturn 1"])
+    t2 = turn(p, "two", system=[fixed, "Memory: A\n## Current Turn Context\nturn 2"])
+    t3 = turn(p, "three", system=[fixed, "Memory: B changed\n## Current Turn Context\nturn 3"])
+    clean(kind)
+    assert t1.usage["cache_read"] == 0
+    # Same memory: everything before the turn context is read from the cache.
+    assert t2.usage["cache_read"] > 0
+    # New memory: only the memory block is new; tools + fixed still come from the cache.
+    assert 0 < t3.usage["cache_read"] < t2.usage["cache_read"]
+    assert t3.usage["cache_read"] > len(fixed) // 4 // 2
+    p.close()

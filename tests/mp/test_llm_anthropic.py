@@ -70,3 +70,7 @@ def test_validator_catches_mismatched_tool_result_id():
 
 def test_big_turn():
     c.big_turn(K)
+
+
+def test_cache_survives_memory_change():
+    c.cache_survives_memory_change(K)

@@ -138,7 +138,12 @@ def test_anthropic_request_shape_and_cache():
         {"type": "text", "text": "\n## Current Turn Context\nchannel: x"}]
     assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in reg.anthropic_tools()[-1]  # registry's list untouched
-    assert system_blocks(["a", "b"])[1] == {"type": "text", "text": "b"}
+    # The worker's [fixed, memory + turn context]: both stable blocks marked, the
+    # per-turn context split off unmarked.
+    assert system_blocks(["fixed", "memory\n## Current Turn Context\nnow"]) == [
+        {"type": "text", "text": "fixed", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "memory", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "\n## Current Turn Context\nnow"}]
 
 
 def test_openai_conversion():

@@ -8,17 +8,24 @@ TURN_MARK = "\n## Current Turn Context"  # the per-turn tail of the system promp
 
 
 def system_blocks(system):
-    """System prompt as text blocks, the stable first part marked for the prompt cache.
-    `system` is a string (split before the per-turn context section) or a list of
-    strings whose first item is the stable part."""
-    if isinstance(system, str):
-        cut = system.find(TURN_MARK)
-        parts = [system[:cut], system[cut:]] if cut > 0 else [system]
-    else:
-        parts = list(system)
+    """System prompt as text blocks with prompt-cache marks on every stable block.
+    `system` is a string or a list of strings (the worker sends [fixed instructions,
+    memory/notes/skills + turn context]); the per-turn context section, which changes
+    every turn, is split off and left unmarked. Marks: at most 2 here + 1 on the tools,
+    within Anthropic's limit of 4. A memory edit then still reads the tools and the
+    fixed instructions from the cache."""
+    parts = [system] if isinstance(system, str) else list(system)
+    turn = ""
+    if parts:
+        cut = parts[-1].find(TURN_MARK)
+        if cut >= 0:
+            turn = parts[-1][cut:]
+            parts[-1] = parts[-1][:cut]
     blocks = [{"type": "text", "text": p} for p in parts if p]
-    if blocks:
-        blocks[0]["cache_control"] = CACHE
+    for b in blocks[-2:] if len(blocks) > 2 else blocks:
+        b["cache_control"] = CACHE
+    if turn:
+        blocks.append({"type": "text", "text": turn})
     return blocks
 
 
