@@ -13,7 +13,8 @@ import pytest
 
 from websockets.asyncio.client import connect
 
-from test_gateway_e2e import TOKEN, Sim
+from simproc import Sim, llm_settings
+from test_gateway_e2e import TOKEN
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 EVIL = '<img src=x onerror="window.__pwned=1"><b>bold?</b>'
@@ -96,10 +97,8 @@ def page_ws(devtools_url):
 
 def test_chat_page_in_chromium(tmp_path, browser, fake_anthropic):
     fake_anthropic.script({"text": EVIL})
-    sim = Sim(tmp_path / "fs.img", "ws_port=0", "ws_token=" + TOKEN, "provider=anthropic",
-              "api_key=" + fake_anthropic["api_key"],
-              "api_base=" + fake_anthropic["http_base_url"], "model=test-model")
-    try:
+    with Sim.start(tmp_path, "ws_port=0", "ws_token=" + TOKEN,
+                   *llm_settings(fake_anthropic)) as sim:
         async def go():
             async with connect(page_ws(browser), max_size=None) as ws:
                 page = Page(ws)
@@ -124,8 +123,6 @@ def test_chat_page_in_chromium(tmp_path, browser, fake_anthropic):
                 return reply, mine, statuses, pwned
 
         reply, mine, statuses, pwned = asyncio.run(go())
-    finally:
-        sim.stop()
     assert mine == "hello from chromium"
     assert any("working" in s for s in statuses), statuses
     assert reply == EVIL  # shown as text, exactly

@@ -3,13 +3,12 @@ cron job a few seconds ahead; when it fires, the agent runs a turn in that chat 
 its answer reaches the same WebSocket client. cron.json on the flash records it."""
 import asyncio
 import json
-import re
 import time
 
 import pytest
 
 from conftest import ROOT
-from test_sim import start_sim, read_until, stop_sim
+from simproc import Sim, llm_settings
 
 websockets = pytest.importorskip("websockets")
 
@@ -38,15 +37,9 @@ def test_cron_job_answers_in_the_websocket_chat(tmp_path, fake_anthropic):
     if not (ROOT / "lib" / "mimi" / "llm" / "http.py").exists():
         pytest.skip("lib/mimi/llm/http.py (the LLM HTTP client) not there yet")
     token = "crontoken"
-    p = start_sim(tmp_path, "--set", "ws_port=0", "--set", "ws_token=" + token,
-                  "--set", "provider=anthropic", "--set", "api_key=" + fake_anthropic["api_key"],
-                  "--set", "api_base=" + fake_anthropic["http_base_url"], "--set", "model=test-model")
-    try:
-        out = read_until(p, "gateway listening on")
-        port = int(re.search(r"gateway listening on [\d.]+:(\d+)", out).group(1))
-        at, responses = asyncio.run(converse(port, token, fake_anthropic))
-    finally:
-        stop_sim(p)
+    with Sim.start(tmp_path, "ws_port=0", "ws_token=" + token,
+                   *llm_settings(fake_anthropic)) as sim:
+        at, responses = asyncio.run(converse(sim.port, token, fake_anthropic))
     assert [r["content"] for r in responses] == ["Scheduled.", "pong!"]
     assert responses[0]["chat_id"] == responses[1]["chat_id"]
     reqs = fake_anthropic.requests

@@ -218,9 +218,8 @@ def test_flashed_files_survive_the_boards_first_writes(tmp_path):
     # defaults, small files were stored inline in a way the board's first metadata
     # compaction truncated (main.py came back as 0xFF after one boot).
     import signal
-    import time
 
-    from conftest import micropython_bin
+    from simproc import Sim
 
     fw = firmware(tmp_path / "fw.bin")
     rc, out, err = run_flash("image", "--firmware", str(fw), "--flash", "8M", out_dir=tmp_path)
@@ -228,18 +227,10 @@ def test_flashed_files_survive_the_boards_first_writes(tmp_path):
     img = tmp_path / "flash.img"
     data = (tmp_path / "mimiclaw-8M.bin").read_bytes()[0x200000:]
     img.write_bytes(data + b"\xff" * (1536 * BS - len(data)))
-    p = subprocess.Popen([micropython_bin(), str(ROOT / "tools" / "simboot.py"), str(img),
-                          str(ROOT / "build" / "lib"), "ws_port=0"],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines = []
-    deadline = time.time() + 60
-    for line in p.stdout:
-        lines.append(line)
-        if "I app: ready" in line or time.time() > deadline:
-            break
-    p.send_signal(signal.SIGINT)
-    p.communicate(timeout=30)
-    assert any("I app: ready" in ln for ln in lines), "".join(lines)
+    with Sim.boot(img, "ws_port=0") as sim:
+        sim.wait_for(r"I app: ready")
+        sim.stop(signal.SIGINT, 30)
+    assert "I app: ready" in sim.output(), sim.output()
     fs = lfs_files(img.read_bytes(), 1536)
     for name in ("/main.py", "/boot.py"):
         with fs.open(name, "rb") as f:

@@ -7,80 +7,19 @@ import asyncio
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import threading
-import time
 import urllib.request
 
 import pytest
 
 from conftest import ROOT
+from simproc import Sim, llm_settings
 
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 TOKEN = "gw-e2e-token"
-PORT_RE = re.compile(r"gateway listening on ([\d.]+):(\d+)")
-
-
-class Sim:
-    """tools/sim in its own process group; its output is collected by a thread."""
-
-    def __init__(self, fs, *settings):
-        args = []
-        for s in settings:
-            args += ["--set", s]
-        self.p = subprocess.Popen(
-            [sys.executable, str(ROOT / "tools" / "sim"), "--fs", str(fs), *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        self.lines = []
-        self.cv = threading.Condition()
-        threading.Thread(target=self._pump, daemon=True).start()
-        m = self.wait_for(PORT_RE)
-        self.port = int(m.group(2))
-        self.url = "ws://127.0.0.1:%d/" % self.port
-
-    def _pump(self):
-        for line in self.p.stdout:
-            with self.cv:
-                self.lines.append(line)
-                self.cv.notify_all()
-        with self.cv:
-            self.lines.append(None)
-            self.cv.notify_all()
-
-    def wait_for(self, pattern, timeout=90):
-        pat = re.compile(pattern) if isinstance(pattern, str) else pattern
-        deadline = time.monotonic() + timeout
-        i = 0
-        with self.cv:
-            while True:
-                while i < len(self.lines):
-                    line = self.lines[i]
-                    if line is None:
-                        raise AssertionError("simulator exited:\n" + self.output())
-                    m = pat.search(line)
-                    if m:
-                        return m
-                    i += 1
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError("no %r in:\n%s" % (pat.pattern, self.output()))
-                self.cv.wait(left)
-
-    def output(self):
-        return "".join(x for x in self.lines if x)
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.p.pid, signal.SIGKILL)
-                self.p.wait()
 
 
 @pytest.fixture(scope="module")
@@ -94,11 +33,10 @@ def llm():
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory, llm):
-    s = Sim(tmp_path_factory.mktemp("gw") / "fs.img", "ws_port=0", "ws_token=" + TOKEN,
-            "provider=anthropic", "api_key=" + llm["api_key"], "api_base=" + llm["http_base_url"],
-            "model=test-model")
-    yield s
-    s.stop()
+    with Sim.start(tmp_path_factory.mktemp("gw"), "ws_port=0", "ws_token=" + TOKEN,
+                   *llm_settings(llm)) as s:
+        s.port  # booted: a failure to boot is this fixture's error
+        yield s
 
 
 @pytest.fixture
@@ -173,8 +111,7 @@ def test_token_required(sim):
 
 
 def test_wrong_origin_refused_when_auth_is_off(tmp_path):
-    s = Sim(tmp_path / "fs.img", "ws_port=0", "ws_token=")
-    try:
+    with Sim.start(tmp_path, "ws_port=0", "ws_token=") as s:
         assert "gateway auth is OFF" in s.output() or s.wait_for("auth is OFF")
 
         async def go():
@@ -190,8 +127,6 @@ def test_wrong_origin_refused_when_auth_is_off(tmp_path):
                 await ws.ping()
 
         asyncio.run(go())
-    finally:
-        s.stop()
 
 
 def test_fifth_client_closed_with_1013_and_slots_come_back(sim):

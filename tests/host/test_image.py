@@ -1,14 +1,15 @@
 """Image builder: LittleFS images of the right geometry that MicroPython mounts and boots."""
 import json
+import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 import mkimage
 from conftest import ROOT, micropython_bin
+from simproc import Sim
 
 MOUNT_CHECK = r"""
 import sys, os, vfs
@@ -65,22 +66,10 @@ except OSError as e:
 def test_firmware_boots_from_image(tmp_path, files, flash):
     img = tmp_path / "fs.img"
     mkimage.build_image(img, flash, files)
-    p = subprocess.Popen(
-        [micropython_bin(), str(ROOT / "tools" / "simboot.py"), str(img), str(ROOT / "build" / "lib"),
-         "ws_port=0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out = []
-    deadline = time.time() + 30
-    try:
-        for line in p.stdout:
-            out.append(line)
-            if "I app: ready" in line or time.time() > deadline:
-                break
-    finally:
-        p.send_signal(2)
-        rest, _ = p.communicate(timeout=20)
-        out.append(rest)
-    text = "".join(out)
+    with Sim.boot(img, "ws_port=0") as sim:
+        sim.wait_for(r"I app: ready")
+        sim.stop(signal.SIGINT)
+    text = sim.output()
     assert "MimiClaw" in text and "on host" in text, text
     assert "ws_token =" in text
     assert "I app: ready" in text

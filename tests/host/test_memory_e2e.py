@@ -3,11 +3,10 @@ edit_file, the next turn's system prompt (as the fake LLM received it) carries i
 and memory_read() on the same flash image shows it."""
 import asyncio
 import json
-import re
 import subprocess
 
 from conftest import ROOT, micropython_bin
-from test_sim import start_sim, read_until, stop_sim
+from simproc import Sim, llm_settings
 
 websockets = __import__("pytest").importorskip("websockets")
 
@@ -46,16 +45,10 @@ def test_model_remembers_name_across_turns(tmp_path, fake_anthropic):
         {"text": "You are Ada Lovelace."},
     )
     token = "e2etoken"
-    p = start_sim(tmp_path, "--set", "ws_port=0", "--set", "ws_token=" + token,
-                  "--set", "provider=anthropic", "--set", "api_key=" + fake_anthropic["api_key"],
-                  "--set", "api_base=" + fake_anthropic["http_base_url"], "--set", "model=test-model")
-    try:
-        out = read_until(p, "gateway listening on")
-        port = int(re.search(r"gateway listening on [\d.]+:(\d+)", out).group(1))
-        replies = asyncio.run(chat(port, token, ["My name is Ada Lovelace.", "What is my name?"]))
+    with Sim.start(tmp_path, "ws_port=0", "ws_token=" + token,
+                   *llm_settings(fake_anthropic)) as sim:
+        replies = asyncio.run(chat(sim.port, token, ["My name is Ada Lovelace.", "What is my name?"]))
         assert replies == ["Nice to meet you, Ada!", "You are Ada Lovelace."]
-    finally:
-        stop_sim(p)
     reqs = fake_anthropic.requests
     assert fake_anthropic.violations == []
     assert len(reqs) == 3

@@ -2,52 +2,26 @@
 firmware over a pseudo-terminal, and the firmware keeps serving meanwhile."""
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
+from simproc import Sim
 
 MPREMOTE = str(Path(sys.executable).parent / "mpremote")
 SECRET = "sk-ant-secret-0123456789"
 
 
-def wait_for(path, pattern, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        m = re.search(pattern, path.read_text(errors="replace"))
-        if m:
-            return m
-        time.sleep(0.1)
-    raise AssertionError("no %r in:\n%s" % (pattern, path.read_text(errors="replace")))
-
-
 @pytest.fixture
 def sim(tmp_path):
-    out = tmp_path / "sim.out"
-    link = tmp_path / "tty"
-    with open(out, "wb") as f:
-        p = subprocess.Popen(
-            [sys.executable, str(ROOT / "tools" / "sim"), "--fs", str(tmp_path / "fs.img"), "--pty",
-             "--pty-link", str(link), "--set", "ws_port=0", "--set", "api_key=" + SECRET],
-            stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
-        wait_for(out, r"I app: ready")
-        assert link.exists()
-        yield p, str(link), out
-    finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+    with Sim.start(tmp_path, "ws_port=0", "api_key=" + SECRET, pty=True) as s:
+        s.wait_for(r"I app: ready")
+        assert Path(s.tty).exists()
+        yield s
 
 
 def mpremote(port, *args, timeout=60):
@@ -70,7 +44,7 @@ def http_get_root(port):
 
 
 def test_mpremote_resume_over_pty(sim):
-    p, port, out = sim
+    port = sim.tty
     assert "hello 2" in mpremote(port, "resume", "exec", "print('hello', 1 + 1)")
     shown = mpremote(port, "resume", "exec", "config_show()")
     assert "api_key" in shown and SECRET not in shown and SECRET[:4] + "****" in shown
@@ -84,12 +58,12 @@ def test_mpremote_resume_over_pty(sim):
     # Several commands in one connection, and the filesystem commands.
     listing = mpremote(port, "resume", "fs", "ls", "/spiffs/memory", "+", "exec", "wifi_status()")
     assert "MEMORY.md" in listing and "WiFi: online" in listing and "127.0.0.1" in listing
-    assert p.poll() is None
+    assert sim.running()
     # The loop kept running: the log shows the gateway, and it still answers.
-    m = re.search(r"listening on 127\.0\.0\.1:(\d+)", out.read_text(errors="replace"))
+    m = re.search(r"listening on 127\.0\.0\.1:(\d+)", sim.output())
     assert m, "gateway port not in the log"
     assert http_get_root(int(m.group(1))).startswith(b"HTTP/1.1 ")
-    token = re.search(r"ws_token = (\w+)", out.read_text(errors="replace")).group(1)
+    token = re.search(r"ws_token = (\w+)", sim.output()).group(1)
     from websockets.sync.client import connect
 
     with connect("ws://127.0.0.1:%s/?token=%s" % (m.group(1), token), open_timeout=20) as ws:
@@ -97,41 +71,38 @@ def test_mpremote_resume_over_pty(sim):
 
 
 def test_without_resume_the_firmware_survives(sim):
-    p, port, out = sim
+    port = sim.tty
     # mpremote's automatic soft reset is acknowledged but does not stop the firmware.
     assert "still here" in mpremote(port, "exec", "print('still here')")
-    assert p.poll() is None
+    assert sim.running()
     assert "42" in mpremote(port, "resume", "eval", "6 * 7")
 
 
 def test_fs_cp_and_restart_keep_the_pty(sim, tmp_path):
-    p, port, out = sim
+    port = sim.tty
     src = tmp_path / "note.txt"
     src.write_text("hello from the host\n" * 50)
     mpremote(port, "resume", "fs", "cp", str(src), ":/spiffs/note.txt")
     assert mpremote(port, "resume", "fs", "cat", ":/spiffs/note.txt").count("hello from the host") == 50
     mpremote(port, "resume", "exec", "--no-follow", "restart()")
-    wait_for(out, r"board reset, booting again[\s\S]*I app: ready")
+    sim.wait_for(r"board reset, booting again[\s\S]*I app: ready")
     assert "50" in mpremote(port, "resume", "eval", "open('/spiffs/note.txt').read().count('host')")
 
 
 def test_deploy_keeps_user_data_and_prunes_stale_code(sim):
-    p, port, out = sim
+    port = sim.tty
     mpremote(port, "resume", "exec", "memory_write('remember the milk')", "+",
              "exec", "config_set('model', 'my-model')", "+",
              "fs", "touch", ":/lib/mimi/gone_module.mpy", "+",
              "fs", "touch", ":/spiffs/skills/mine.md")
-    booted = out.read_text(errors="replace").count("I app: ready")
+    booted = len(sim.output())  # the next "I app: ready" is the new boot
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "deploy.py"), "--port", port],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "removed /lib/mimi/gone_module.mpy" in r.stdout
     assert "/spiffs" not in r.stdout.replace("/spiffs/skills", "")  # nothing of the user's touched
     # The board was reset and came back with the user's data.
-    deadline = time.time() + 60
-    while out.read_text(errors="replace").count("I app: ready") <= booted:
-        assert time.time() < deadline, out.read_text(errors="replace")
-        time.sleep(0.2)
+    sim.wait_for(r"I app: ready", start=booted)
     text = mpremote(port, "resume", "exec", "memory_read()", "+", "exec", "config_show()",
                     "+", "fs", "ls", ":/spiffs/skills", "+", "fs", "ls", ":/lib/mimi")
     assert "remember the milk" in text and "my-model" in text and "mine.md" in text
@@ -151,7 +122,7 @@ def test_deploy_dry_run_and_errors(tmp_path):
 
 
 def test_mpremote_shortcuts(sim, tmp_path):
-    p, port, out = sim
+    port = sim.tty
     env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "xdg"))
     inst = [sys.executable, str(ROOT / "tools" / "mpremote_config.py"), "install"]
     r = subprocess.run(inst, capture_output=True, text=True, env=env, timeout=60)
@@ -177,27 +148,24 @@ def test_mpremote_shortcuts(sim, tmp_path):
     assert "short-model" in shown and SECRET not in shown
     assert "I app: ready" in short("log-tail", "100")
     assert "WiFi:" in short("wifi-status")
-    assert p.poll() is None
+    assert sim.running()
 
 
 def test_stopped_firmware_keeps_the_repl(sim):
     # Ctrl-D at the console stops the loop; the REPL functions stay reachable (the
     # board's own REPL), and restart() boots the firmware again.
-    p, port, out = sim
+    port = sim.tty
     fd = os.open(port, os.O_RDWR | os.O_NOCTTY)
     try:
         os.write(fd, b"\x03\x04")
-        wait_for(out, r"loop stopped \(console Ctrl-D\)")
+        sim.wait_for(r"loop stopped \(console Ctrl-D\)")
     finally:
         os.close(fd)
     assert "stopped-ok" in mpremote(port, "resume", "exec", "print('stopped-ok')")
     mpremote(port, "resume", "exec", "memory_write('written while stopped')")
     assert "written while stopped" in mpremote(port, "resume", "exec", "memory_read()")
-    booted = out.read_text(errors="replace").count("I app: ready")
+    booted = len(sim.output())  # the next "I app: ready" is the new boot
     mpremote(port, "resume", "exec", "--no-follow", "restart()")
-    deadline = time.time() + 60
-    while out.read_text(errors="replace").count("I app: ready") <= booted:
-        assert time.time() < deadline, out.read_text(errors="replace")
-        time.sleep(0.2)
+    sim.wait_for(r"I app: ready", start=booted)
     assert "written while stopped" in mpremote(port, "resume", "exec", "memory_read()")
-    assert p.poll() is None
+    assert sim.running()

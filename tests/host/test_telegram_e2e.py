@@ -3,29 +3,15 @@ The chat goes through the poller, the agent thread, the dispatcher and back."""
 import subprocess
 
 from conftest import ROOT, micropython_bin
-from test_gateway_e2e import Sim as GatewaySim
+from simproc import Sim, llm_settings
 
 ALLOWED = 42
 
 
-class Sim(GatewaySim):
-    """The simulator (output kept by the gateway tests' Sim) with Telegram on the fake;
-    ready once the bot polls."""
-
-    def __init__(self, tmp_path, tg, llm):
-        super().__init__(
-            tmp_path / "fs.img", "ws_port=0", "tg_api_base=" + tg["base_url"],
-            "tg_token=" + tg["token"], "tg_allow=%d" % ALLOWED, "provider=anthropic",
-            "api_key=" + llm["api_key"], "api_base=" + llm["http_base_url"], "model=test-model")
-        try:
-            self.wait_for(r"tg: .*polling")
-        except AssertionError:
-            self.stop()
-            raise
-
-    @property
-    def text(self):
-        return self.output()
+def start_sim(tmp_path, tg, llm):
+    """The simulator with Telegram on the fake (ready once the log says it polls)."""
+    return Sim.start(tmp_path, "ws_port=0", "tg_api_base=" + tg["base_url"],
+                     "tg_token=" + tg["token"], "tg_allow=%d" % ALLOWED, *llm_settings(llm))
 
 
 def sent_to(st, chat):
@@ -39,8 +25,8 @@ def n_sent(tg, chat, n):
 def test_telegram_chat_end_to_end(tmp_path, fake_telegram, fake_anthropic):
     tg, llm = fake_telegram, fake_anthropic
     tg.configure(retain=True)
-    sim = Sim(tmp_path, tg, llm)
-    try:
+    with start_sim(tmp_path, tg, llm) as sim:
+        sim.wait_for(r"tg: .*polling")
         # 1. an allowed chat gets its answer, with "typing" first (the fake LLM sends the
         # emoji as an escaped surrogate pair: it must arrive as one character)
         llm.script({"text": "Hello **there** \u4e2d <&> \U0001F600"})
@@ -88,7 +74,7 @@ def test_telegram_chat_end_to_end(tmp_path, fake_telegram, fake_anthropic):
         tg.update(chat_id=ALLOWED, text="are you there?")
         st = n_sent(tg, ALLOWED, 6)
         assert sent_to(st, ALLOWED)[5]["visible"] == "still here"
-        assert "409 Conflict" in sim.text
+        assert "409 Conflict" in sim.output()
 
         # 6. /reset clears the session: the next turn's history starts over
         tg.update(chat_id=ALLOWED, text="/reset")
@@ -99,8 +85,6 @@ def test_telegram_chat_end_to_end(tmp_path, fake_telegram, fake_anthropic):
         n_sent(tg, ALLOWED, 8)
         msgs = llm.requests[-1]["body"]["messages"]
         assert len(msgs) == 1, msgs
-    finally:
-        sim.stop()
     # the session file on the flash image holds only the turn after /reset
     snippet = ("import sys\nsys.path[:] = [%r]\nfrom mimi import board\nboard.mount_image(%r)\n"
                "print(open('/spiffs/sessions/tg_%d.jsonl').read())\n"
@@ -115,8 +99,8 @@ def test_telegram_chat_end_to_end(tmp_path, fake_telegram, fake_anthropic):
 
     # 7. after a restart nothing is processed twice (the fake would hand every old
     # update to a bot that lost its offset)
-    sim = Sim(tmp_path, tg, llm)
-    try:
+    with start_sim(tmp_path, tg, llm) as sim:
+        sim.wait_for(r"tg: .*polling")
         llm.script({"text": "after restart"})
         tg.update(chat_id=ALLOWED, text="back?")
         st = n_sent(tg, ALLOWED, 9)
@@ -125,5 +109,3 @@ def test_telegram_chat_end_to_end(tmp_path, fake_telegram, fake_anthropic):
         assert len(llm.requests) == calls_before + 1
         polls = [c for c in st["calls"] if c["method"] == "getUpdates"]
         assert all(int(c["params"].get("offset", 0)) > 0 for c in polls[-2:])
-    finally:
-        sim.stop()

@@ -49,12 +49,7 @@ async def http(p, method, path, headers=None, body=b"", host=None):
     req = "%s %s HTTP/1.1\r\n" % (method, path) + "".join("%s: %s\r\n" % kv for kv in h.items())
     w.write(req.encode() + b"\r\n" + body)
     await w.drain()
-    data = b""
-    while True:
-        chunk = await r.read(1024)
-        if not chunk:
-            break
-        data += chunk
+    data = await r.read(-1)  # to EOF
     w.close()
     await w.wait_closed()
     head, _, rest = data.partition(b"\r\n\r\n")

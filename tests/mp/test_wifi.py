@@ -71,13 +71,23 @@ class FakeWLAN:
         self.assoc, self.ip, self.code = None, "0.0.0.0", 200  # beacon timeout
 
 
-def make(ssid="home", password="password1"):
+def make(ssid="home", password="password1", router=True):
     clock = Clock()
     w = FakeWLAN(clock)
+    if router:  # the home router is up
+        w.aps["home"] = ("password1", "192.168.1.50")
     cfg = config.Config("/wifi-test.json")
     cfg.update({"wifi_ssid": ssid, "wifi_pass": password})
     sup = wifi.Supervisor(wlan=w, cfg=cfg, sleep_ms=clock.sleep_ms)
     return sup, w, clock, cfg
+
+
+async def online():
+    """make(), running and online -> (sup, w, the supervisor's task)."""
+    sup, w, clock, cfg = make()
+    t = asyncio.create_task(sup.run())
+    await until(sup.online)
+    return sup, w, t
 
 
 async def until(cond, steps=200000):
@@ -89,10 +99,7 @@ async def until(cond, steps=200000):
 
 
 async def test_connects_at_once():
-    sup, w, clock, cfg = make()
-    w.aps["home"] = ("password1", "192.168.1.50")
-    t = asyncio.create_task(sup.run())
-    await until(sup.online)
+    sup, w, t = await online()
     assert sup.state == "online" and sup.ip == "192.168.1.50" and sup.retries == 0
     assert w.connects == [(0, "home")]
     st = sup.status()
@@ -101,7 +108,7 @@ async def test_connects_at_once():
 
 
 async def test_long_outage_backoff_is_capped_and_never_gives_up():
-    sup, w, clock, cfg = make()
+    sup, w, clock, cfg = make(router=False)
     t = asyncio.create_task(sup.run())
     await until(lambda: len(w.connects) >= 14)
     assert not sup.online() and sup.state in ("backoff", "connecting")
@@ -130,7 +137,6 @@ async def test_long_outage_backoff_is_capped_and_never_gives_up():
 
 async def test_wrong_password_is_reported_and_retried():
     sup, w, clock, cfg = make(password="wrongpass")
-    w.aps["home"] = ("password1", "192.168.1.50")
     t = asyncio.create_task(sup.run())
     await until(lambda: len(w.connects) >= 3)
     assert sup.last_error == "wrong password" and not sup.online()
@@ -141,10 +147,7 @@ async def test_wrong_password_is_reported_and_retried():
 
 
 async def test_drop_reconnects_and_waiters_resume():
-    sup, w, clock, cfg = make()
-    w.aps["home"] = ("password1", "192.168.1.50")
-    t = asyncio.create_task(sup.run())
-    await until(sup.online)
+    sup, w, t = await online()
     del w.aps["home"]  # the router reboots
     w.drop()
     await until(lambda: not sup.online() and sup.retries >= 2)
@@ -167,10 +170,7 @@ async def test_drop_reconnects_and_waiters_resume():
 async def test_router_swap_same_ssid_renews_the_lease():
     # #169: a new router with the same SSID. The station stays "associated" but the
     # old lease is gone; the supervisor must re-associate and ask DHCP again.
-    sup, w, clock, cfg = make()
-    w.aps["home"] = ("password1", "192.168.1.50")
-    t = asyncio.create_task(sup.run())
-    await until(sup.online)
+    sup, w, t = await online()
     disc = w.disconnects
     w.aps["home"] = ("password1", "10.0.0.7")  # the new router's network
     w.ip = "0.0.0.0"  # lease lost, link still up
@@ -183,10 +183,7 @@ async def test_router_swap_same_ssid_renews_the_lease():
 async def test_unreachable_while_online_forces_reconnect():
     # Same SSID, new router, and the old IP still looks fine locally: the channels'
     # failures (wifi.suspect) make the supervisor re-associate.
-    sup, w, clock, cfg = make()
-    w.aps["home"] = ("password1", "192.168.1.50")
-    t = asyncio.create_task(sup.run())
-    await until(sup.online)
+    sup, w, t = await online()
     w.aps["home"] = ("password1", "10.0.0.7")
     for _ in range(limits.WIFI_SUSPECT_MAX):
         sup.suspect("telegram: connect failed")
@@ -197,7 +194,6 @@ async def test_unreachable_while_online_forces_reconnect():
 
 async def test_settings_change_moves_to_the_new_network():
     sup, w, clock, cfg = make()
-    w.aps["home"] = ("password1", "192.168.1.50")
     w.aps["office"] = ("password2", "172.16.0.9")
     t = asyncio.create_task(sup.run())
     await until(sup.online)
@@ -209,7 +205,6 @@ async def test_settings_change_moves_to_the_new_network():
 
 async def test_no_ssid_waits_for_settings():
     sup, w, clock, cfg = make(ssid="", password="")
-    w.aps["home"] = ("password1", "192.168.1.50")
     t = asyncio.create_task(sup.run())
     await until(lambda: sup.state == "no-config")
     assert w.connects == []

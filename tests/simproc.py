@@ -1,0 +1,171 @@
+"""The simulator (tools/sim) as a child process of a host test.
+
+    with Sim.start(tmp_path, "ws_port=0", "model=m") as sim:   # --fs tmp_path/fs.img
+        sim.wait_for(r"I app: ready")
+        connect(sim.port)                                      # from the gateway log line
+    assert "loop stopped" in sim.output()
+
+It runs in its own process group; a thread collects its output (stdout and stderr),
+so the pipe never fills. stop() and wait() kill the whole group and fail if it does
+not end in time; the end of the with block stops it the same way without failing. A
+Sim still running when the test process exits is killed.
+"""
+import atexit
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PORT_RE = re.compile(r"gateway listening on ([\d.]+):(\d+)")
+BOOT_S = 90  # a first boot builds the image and compiles: slow on a loaded machine
+STOP_S = 20
+
+_running = set()
+
+
+class Sim:
+    def __init__(self, cmd, env=None):
+        self.p = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            encoding="utf-8", errors="replace", start_new_session=True,
+            env=dict(os.environ, **env) if env else None)
+        _running.add(self)
+        self._text = ""
+        self._eof = False
+        self._cv = threading.Condition()
+        self._pump = threading.Thread(target=self._read, daemon=True)
+        self._pump.start()
+        self._port = None
+        self.tty = None
+
+    @classmethod
+    def start(cls, tmp_path, *sets, pty=False, env=None):
+        """tools/sim on tmp_path/fs.img (made on the first start, kept after), with
+        --set KEY=VALUE for each of sets; pty: the console on tmp_path/tty (.tty)."""
+        tmp = Path(tmp_path)
+        cmd = [sys.executable, str(ROOT / "tools" / "sim"), "--fs", str(tmp / "fs.img")]
+        if pty:
+            cmd += ["--pty", "--pty-link", str(tmp / "tty")]
+        for s in sets:
+            cmd += ["--set", s]
+        sim = cls(cmd, env)
+        if pty:
+            sim.tty = str(tmp / "tty")
+        return sim
+
+    @classmethod
+    def boot(cls, image, *sets):
+        """The firmware straight from an existing image (tools/simboot.py, no tools/sim)."""
+        return cls([str(Path(sys.executable).parent / "micropython"),
+                    str(ROOT / "tools" / "simboot.py"), str(image), str(ROOT / "build" / "lib"),
+                    *sets])
+
+    def _read(self):
+        for line in self.p.stdout:
+            with self._cv:
+                self._text += line
+                self._cv.notify_all()
+        with self._cv:
+            self._eof = True
+            self._cv.notify_all()
+
+    def output(self):
+        with self._cv:
+            return self._text
+
+    def wait_for(self, pattern, timeout=BOOT_S, start=0):
+        """-> the first match of pattern (a regex, may span lines) in the output from
+        offset start on; AssertionError with the output if the simulator ends first or
+        nothing matches in time."""
+        pat = re.compile(pattern) if isinstance(pattern, str) else pattern
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while True:
+                m = pat.search(self._text, start)
+                if m:
+                    return m
+                left = deadline - time.monotonic()
+                if self._eof or left <= 0:
+                    why = "simulator exited" if self._eof else "no %r" % pat.pattern
+                    raise AssertionError("%s; output:\n%s" % (why, self._text))
+                self._cv.wait(left)
+
+    def read_until(self, pattern, timeout=BOOT_S):
+        """The output up to the end of the line where pattern first matches."""
+        m = self.wait_for(pattern, timeout)
+        end = m.string.find("\n", m.end())
+        return m.string if end < 0 else m.string[:end + 1]
+
+    @property
+    def port(self):
+        """The gateway port (waits for the log line `gateway listening on IP:PORT`)."""
+        if self._port is None:
+            self._port = int(self.wait_for(PORT_RE).group(2))
+        return self._port
+
+    @property
+    def url(self):
+        return "ws://127.0.0.1:%d/" % self.port
+
+    def running(self):
+        return self.p.poll() is None
+
+    def wait(self, timeout=STOP_S):
+        """Wait for the simulator to end -> exit code; after timeout it is killed and
+        this fails."""
+        try:
+            self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError("simulator still running after %ss; output:\n%s"
+                                 % (timeout, self.output()))
+        return self._finish()
+
+    def stop(self, sig=signal.SIGTERM, timeout=STOP_S):
+        """SIGTERM, or SIGINT to the whole group as Ctrl-C does, then wait(timeout)."""
+        if self.p.poll() is None:
+            if sig == signal.SIGINT:
+                os.killpg(self.p.pid, sig)
+            else:
+                self.p.send_signal(sig)
+        return self.wait(timeout)
+
+    def kill(self):
+        if self.p.returncode is None:  # not reaped yet: the pid is still this group's
+            try:
+                os.killpg(self.p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.p.wait()
+        self._finish()
+
+    def _finish(self):
+        self._pump.join(10)  # the rest of the output
+        _running.discard(self)
+        return self.p.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.stop()
+        except AssertionError:
+            pass  # clean-up: a hang is killed here, not reported
+
+
+@atexit.register
+def _kill_leftovers():
+    for sim in list(_running):
+        sim.kill()
+
+
+def llm_settings(fake):
+    """--set values for the fake Anthropic API (fixture fake_anthropic, plain http://)."""
+    return ("provider=anthropic", "api_key=" + fake["api_key"],
+            "api_base=" + fake["http_base_url"], "model=test-model")
