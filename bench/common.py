@@ -24,25 +24,7 @@ for p in (ROOT / "tests", ROOT / "tools", ROOT / "lib"):
         sys.path.insert(0, str(p))
 
 import mkimage  # noqa: E402  (tools/)
-from fakes import httpserver, tlsca  # noqa: E402  (tests/fakes/)
-
-
-def _nodelay_fakes():
-    # The fake servers write a response head and body with two sendall() calls; with
-    # Nagle on, the body then waits for the client's delayed ACK (40 ms on Linux) on
-    # every response. Real API servers don't pay that, so the benchmarks switch it off.
-    import socket
-
-    serve = httpserver.Server.serve
-
-    def nodelay_serve(self, sock):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return serve(self, sock)
-
-    httpserver.Server.serve = nodelay_serve
-
-
-_nodelay_fakes()
+from fakes import tlsca  # noqa: E402  (tests/fakes/)
 
 
 # --- statistics and tables -------------------------------------------------------

@@ -36,6 +36,7 @@ LLM_BODY_BUF = const(32 * 1024)  # reusable request-body buffer (grows when need
 LLM_JSON_CHUNK = const(1024)  # long strings are JSON-escaped this many chars at a time
 HTTP_RESPONSE_MAX = const(256 * 1024)
 HTTP_HEADER_MAX = const(8 * 1024)
+HTTP_REDIRECTS = const(3)  # followed by httpstream.open_url (OTA downloads)
 
 # System prompt (SPEC §11)
 PROMPT_MAX = const(16 * 1024)
@@ -164,8 +165,8 @@ OTA_FILE_MAX = const(1024 * 1024)
 OTA_BUNDLE_MAX = const(4 * 1024 * 1024)
 OTA_CHUNK = const(4096)
 OTA_TRIAL_BOOTS = const(2)  # a new version that fails to come up this often is rolled back
-OTA_REDIRECTS = const(3)
-OTA_TIMEOUT_S = const(30)  # per socket read
+OTA_DEADLINE_S = const(900)  # a whole download (bundle or image), redirects included
+OTA_IDLE_S = const(30)  # one wait this long fails a download (< WDT_TIMEOUT_MS: ota_update holds the loop)
 
 # Watchdog and safe mode
 WDT_TIMEOUT_MS = const(60000)  # hardware watchdog: no feed this long resets the board

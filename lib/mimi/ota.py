@@ -15,7 +15,6 @@ import os
 import json
 import hashlib
 import binascii
-import socket
 from mimi import limits, log, fs, board, config
 from mimi.services import watchdog
 
@@ -62,141 +61,44 @@ def _key():
     return k.encode() if k else None
 
 
-# --- download ---------------------------------------------------------------
-class _Body:
-    """An HTTP response body read from a socket, Content-Length or chunked."""
+# --- download (the firmware's one HTTP client: verified TLS, proxy, redirects) ---
+def _open(url):
+    """GET url, following redirects: an http.Stream of a 200 answer."""
+    from mimi.llm import http, httpstream
 
-    def __init__(self, sock, length, chunked):
-        self.s = sock
-        self.left = length  # None: until the connection closes
-        self.chunked = chunked
-        self.chunk_left = 0
-        self.done = False
-        self.length = length
+    try:
+        st = httpstream.open_url(url, {"User-Agent": "MimiClaw-OTA"}, proxy=http.proxy_from_config(config.cfg),
+                                 timeout_s=limits.OTA_DEADLINE_S, idle_s=limits.OTA_IDLE_S)
+    except ValueError as e:  # not an http(s) URL
+        raise OTAError(str(e))
+    except (http.ConnectFailure, http.TLSFailure) as e:
+        raise OTAError("cannot connect (%s)" % e)
+    except http.HTTPError as e:
+        raise OTAError("download failed: %s" % e)
+    if st.status != 200:
+        st.close()
+        raise OTAError("download failed: HTTP %d" % st.status)
+    return st
 
-    def _raw(self, n):
-        data = self.s.read(n)
+
+def _exactly(body, n):
+    out = bytearray()
+    while len(out) < n:
+        data = body.read(min(n - len(out), limits.OTA_CHUNK))
         if not data:
-            raise OTAError("connection closed early")
-        return data
-
-    def read(self, n):
-        if self.done:
-            return b""
-        if self.chunked:
-            if self.chunk_left == 0:
-                line = self.s.readline()
-                size = int(line.split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    self.done = True
-                    return b""
-                self.chunk_left = size
-            data = self._raw(min(n, self.chunk_left))
-            self.chunk_left -= len(data)
-            if self.chunk_left == 0:
-                self.s.readline()
-            return data
-        if self.left is None:
-            data = self.s.read(n)
-            if not data:
-                self.done = True
-            return data or b""
-        if self.left == 0:
-            self.done = True
-            return b""
-        data = self._raw(min(n, self.left))
-        self.left -= len(data)
-        return data
-
-    def exactly(self, n):
-        parts = []
-        while n > 0:
-            data = self.read(min(n, limits.OTA_CHUNK))
-            if not data:
-                raise OTAError("bundle truncated")
-            parts.append(data)
-            n -= len(data)
-        return b"".join(parts)
-
-    def line(self, limit):
-        out = b""
-        while not out.endswith(b"\n"):
-            c = self.read(1)
-            if not c or len(out) >= limit:
-                raise OTAError("bad bundle header")
-            out += c
-        return out
-
-    def close(self):
-        try:
-            self.s.close()
-        except OSError:
-            pass
+            raise OTAError("bundle truncated")
+        out.extend(data)
+    return bytes(out)
 
 
-def _split_url(url):
-    proto, sep, rest = url.partition("://")
-    if not sep or proto not in ("http", "https"):
-        raise OTAError("the URL must start with https:// or http://")
-    hostport, _, path = rest.partition("/")
-    host, _, port = hostport.partition(":")
-    if not host:
-        raise OTAError("the URL has no host")
-    return proto == "https", host, int(port) if port else (443 if proto == "https" else 80), "/" + path
-
-
-def _connect(secure, host, port):
-    ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
-    s = socket.socket(ai[0], socket.SOCK_STREAM, ai[2])
-    s.settimeout(limits.OTA_TIMEOUT_S)
-    s.connect(ai[-1])
-    if secure:
-        from mimi.llm import http  # the same verified TLS (roots of limits.CA_BUNDLE) as the LLM calls
-
-        try:
-            s = http.make_context().wrap_socket(s, server_hostname=host)
-        except BaseException:
-            s.close()
-            raise
-    return s
-
-
-def open_url(url):
-    """GET url (following a few redirects); the body as a stream."""
-    for _ in range(limits.OTA_REDIRECTS + 1):
-        secure, host, port, path = _split_url(url)
-        try:
-            s = _connect(secure, host, port)
-        except Exception as e:  # OSError, mbedTLS's ValueError, http.TLSFailure (no CA bundle)
-            raise OTAError("cannot connect to %s:%d (%s)" % (host, port, str(e).strip() or e))
-        try:
-            hosthdr = host if port in (80, 443) else "%s:%d" % (host, port)
-            s.write(("GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: MimiClaw-OTA\r\n"
-                     "Connection: close\r\n\r\n" % (path, hosthdr)).encode())
-            status = s.readline().split(None, 2)
-            code = int(status[1]) if len(status) > 1 else 0
-            headers = {}
-            while True:
-                line = s.readline()
-                if not line or line in (b"\r\n", b"\n"):
-                    break
-                k, _, v = line.decode().partition(":")
-                headers[k.strip().lower()] = v.strip()
-        except (OSError, ValueError) as e:
-            s.close()
-            raise OTAError("download failed: %s" % e)
-        if code in (301, 302, 303, 307, 308) and "location" in headers:
-            s.close()
-            loc = headers["location"]
-            url = loc if "://" in loc else "%s://%s:%d%s" % (
-                "https" if secure else "http", host, port, loc)
-            continue
-        if code != 200:
-            s.close()
-            raise OTAError("download failed: HTTP %d" % code)
-        length = int(headers["content-length"]) if "content-length" in headers else None
-        return _Body(s, length, "chunked" in headers.get("transfer-encoding", ""))
-    raise OTAError("too many redirects")
+def _line(body, limit):
+    out = bytearray()
+    while not out.endswith(b"\n"):
+        c = body.read(1)
+        if not c or len(out) >= limit:
+            raise OTAError("bad bundle header")
+        out.extend(c)
+    return bytes(out)
 
 
 # --- small file helpers -----------------------------------------------------
@@ -275,18 +177,20 @@ def _check_manifest(raw):
 def fetch(url):
     """Download and verify a bundle into /ota/new; the manifest. Nothing of the
     running version changes; on any error /ota/new is removed."""
+    from mimi.llm.http import HTTPError
+
     rmtree(NEW)
-    body = open_url(url)
+    body = _open(url)
     try:
-        if body.exactly(len(MAGIC)) != MAGIC:
+        if _exactly(body, len(MAGIC)) != MAGIC:
             raise OTAError("not a MimiClaw update bundle")
-        head = body.line(200).decode().split()
+        head = _line(body, 200).decode().split()
         if len(head) != 2 or not head[0].isdigit():
             raise OTAError("bad bundle header")
         mlen = int(head[0])
         if mlen > limits.OTA_MANIFEST_MAX:
             raise OTAError("manifest too large")
-        raw = body.exactly(mlen)
+        raw = _exactly(body, mlen)
         key = _key()
         if key:
             mac = HMAC(key)
@@ -301,7 +205,7 @@ def fetch(url):
         free = board.fs_info()["free"]
         if m["total"] + 16 * limits.BLOCK_SIZE > free:
             raise OTAError("not enough flash: need %d bytes, %d free" % (m["total"], free))
-        buf = bytearray(limits.OTA_CHUNK)
+        buf = memoryview(bytearray(limits.OTA_CHUNK))
         for f in m["files"]:
             dest = NEW + f["path"]
             fs.makedirs(fs.parent(dest))
@@ -309,18 +213,18 @@ def fetch(url):
             left = f["size"]
             with open(dest, "wb") as out:
                 while left:
-                    data = body.read(min(left, len(buf)))
-                    if not data:
+                    n = body.readinto(buf[:min(left, len(buf))])
+                    if not n:
                         raise OTAError("bundle truncated in %s" % f["path"])
-                    h.update(data)
-                    out.write(data)
-                    left -= len(data)
+                    h.update(buf[:n])
+                    out.write(buf[:n])
+                    left -= n
                     watchdog.poke()  # run from the REPL, this holds the loop
             if binascii.hexlify(h.digest()).decode() != f["sha256"].lower():
                 raise OTAError("SHA-256 mismatch for %s" % f["path"])
         fs.write_atomic(NEW + "/manifest.json", raw)
         return m
-    except OSError as e:
+    except (OSError, HTTPError) as e:
         rmtree(NEW)
         raise OTAError("download failed: %s" % e)
     except BaseException:
@@ -444,16 +348,21 @@ def update_firmware(url, sha256=None, reboot=True):
     capacity = target.ioctl(4, 0) * bs
     key = _key()
     sig = None
+    from mimi.llm.http import HTTPError
+
     if key:
-        sigbody = open_url(url + ".sig")
+        sigbody = _open(url + ".sig")
         try:
-            sig = sigbody.exactly(64).decode().lower()
+            sig = _exactly(sigbody, 64).decode().lower()
+        except HTTPError as e:
+            raise OTAError("download failed: %s" % e)
         finally:
             sigbody.close()
-    body = open_url(url)
+    body = _open(url)
     h = hashlib.sha256()
     mac = HMAC(key) if key else None
     buf = bytearray(bs)
+    mv = memoryview(buf)
     block = total = 0
     try:
         if body.length is not None and body.length > capacity:
@@ -461,18 +370,17 @@ def update_firmware(url, sha256=None, reboot=True):
         while True:
             n = 0
             while n < bs:
-                data = body.read(bs - n)
-                if not data:
+                k = body.readinto(mv[n:])
+                if not k:
                     break
-                buf[n:n + len(data)] = data
-                n += len(data)
+                n += k
             if n == 0:
                 break
             if block == 0 and buf[0] != 0xE9:
                 raise OTAError("not an ESP32 app image")
             if (block + 1) * bs > capacity:
                 raise OTAError("image larger than the slot (%d)" % capacity)
-            view = memoryview(buf)[:n]
+            view = mv[:n]
             h.update(view)
             if mac:
                 mac.update(view)
@@ -484,7 +392,7 @@ def update_firmware(url, sha256=None, reboot=True):
             total += n
             if n < bs:
                 break
-    except OSError as e:
+    except (OSError, HTTPError) as e:
         raise OTAError("download failed: %s" % e)
     finally:
         body.close()

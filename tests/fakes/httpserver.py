@@ -132,6 +132,9 @@ class _Base:
 
         class H(socketserver.BaseRequestHandler):
             def handle(self):
+                # the head and the body go out in separate sendall() calls: without
+                # this, the body waits for the client's delayed ACK (40 ms on Linux)
+                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 with owner._lock:
                     owner.connections += 1
                     owner._socks.add(self.request)
@@ -372,6 +375,9 @@ class Socks5Proxy(_Proxy):
             _pump(sock, up)
 
 
+MEGA = bytes(range(256)) * 4096  # 1 MiB for the streaming tests
+
+
 def client_test_routes(srv, big):
     """The routes tests/mp/test_http.py uses (big: a body size over the client's cap)."""
     srv.route("GET", "/hello", lambda req: Reply(200, "hello"))
@@ -386,5 +392,10 @@ def client_test_routes(srv, big):
     srv.route("GET", "/hangup", lambda req: Reply(raw=b""))
     srv.route("GET", "/bighead", lambda req: Reply(200, "x", {"X-Big": "a" * 9000}))
     srv.route("GET", "/badjson", lambda req: Reply(200, "{not json", {"Content-Type": "application/json"}))
+    srv.route("GET", "/mega", lambda req: Reply(200, MEGA))
+    srv.route("GET", "/megachunked", lambda req: Reply(200, MEGA, chunked=True, chunks=300))
+    srv.route("*", "/redirect", lambda req: Reply(int(req.query.get("code", 302)), "moved",
+                                                  {"Location": req.query["to"]}))
+    srv.route("GET", "/loop", lambda req: Reply(302, b"", {"Location": "/loop"}))
     srv.route("*", "/echo", lambda req: {"method": req.method, "path": req.target,
                                          "headers": req.headers, "body": req.body.decode()})

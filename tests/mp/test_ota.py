@@ -224,3 +224,13 @@ def test_https_download_verifies_the_certificate():
     m = ota.fetch(srv()["https_base"] + "/good.bundle")
     ota.install(m)
     assert_new()
+
+
+def test_download_goes_through_the_proxy_setting():
+    from mimi import ota
+
+    keyed()
+    config.cfg.update({"proxy_host": "127.0.0.1", "proxy_port": 1, "proxy_type": "http"})
+    e = raises(ota.OTAError, ota.fetch, srv()["base"] + "/good.bundle")
+    assert "cannot connect" in str(e) and "127.0.0.1:1" in str(e), e  # the proxy, not the server
+    assert_old()

@@ -8,7 +8,7 @@ from mimi.tools.registry import registry
 
 FIXTURES = ("fake_search",)
 HEAPSIZE = "1m"
-HEAP = {"test_200kb_responses": "800k"}  # the HTTP client holds the body twice at its peak
+HEAP = {"test_200kb_responses": "576k"}  # the client holds the body once (twice before: 672k+)
 TIMEOUT = 60
 
 

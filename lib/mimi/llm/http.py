@@ -5,10 +5,13 @@
 #
 # API: Client(base_url, ca=None, proxy=None, timeout_s) .request(method, path,
 # headers=None, body=None, deadline_s=None) -> Response(.status .reason .headers
-# .body .text .json()); AsyncClient: the same with `await`. ca: None (limits.CA_BUNDLE),
-# a file path, or PEM/DER bytes. proxy: ("http"|"socks5", host, port). body: bytes,
-# str, or a dict/list sent as JSON. Errors: HTTPError > Timeout, TooLarge, TLSFailure,
-# ConnectFailure (the request never reached the server: safe to resend), ProtocolError.
+# .body .text .json()); AsyncClient: the same with `await`. .body is a bytearray
+# (the one copy of the body). Client.stream(method, path, ..., cap=None, redirects=0)
+# and httpstream.open_url(url, ...): the body read piece by piece (httpstream.py).
+# ca: None (limits.CA_BUNDLE), a file path, or PEM/DER bytes. proxy: ("http"|"socks5",
+# host, port). body: bytes, str, or a dict/list sent as JSON. Errors: HTTPError >
+# Timeout, TooLarge, TLSFailure, ConnectFailure (the request never reached the
+# server: safe to resend), ProtocolError.
 # Counters: connects (TCP connections), handshakes (TLS handshakes started).
 #
 # The protocol is written once, as generators that yield I/O operations:
@@ -144,40 +147,45 @@ class _Buf:
             yield from self.fill(what)
         return bytes(self.take(n))
 
-    def read_into(self, dst, what):
-        """Fill memoryview dst: buffered bytes first, then straight from the wire."""
-        k = self.take(len(dst))
-        dst[0:len(k)] = k
-        off = len(k)
-        while off < len(dst):
-            n = yield (_R, dst[off:])
-            if not n:
-                raise ProtocolError("connection closed in the middle of the %s" % what)
-            off += n
-            self.got += n
-
-    def append_to(self, out, n, cap, what):
-        """Append n body bytes to bytearray out (via the buffer), at most cap in all."""
-        if len(out) + n > cap:
-            raise TooLarge("HTTP response body larger than %d bytes" % cap)
-        while n:
-            if self.i == self.j:
-                self.i = self.j = 0
-                yield from self.fill(what)
-            k = self.take(n)
-            out.extend(k)
-            n -= len(k)
-
-    def to_eof(self, out, cap):
-        while True:
-            out.extend(self.take(self.j - self.i))
-            self.i = self.j = 0
-            n = yield (_R, self.mv)
-            if not n:
-                return
-            if len(out) + n > cap:
-                raise TooLarge("HTTP response body larger than %d bytes" % cap)
-            self.j = n
+    def body(self, most):
+        """At most `most` bytes of the response body (framing set by _response) as a
+        view of the buffer, valid until the next call; empty at the end. The one body
+        decoder: request() reads bodies whole with it, streams piece by piece."""
+        if self.chunked and self.left == 0 and not self.done:
+            if self.seen and (yield from self.line("chunked body")):
+                raise ProtocolError("chunk not followed by CRLF")
+            ln = yield from self.line("chunk header")
+            try:
+                n = int(ln.split(b";", 1)[0].strip(), 16)
+                if n < 0:
+                    raise ValueError
+            except ValueError:
+                raise ProtocolError("malformed chunk size line: %r" % ln[:40])
+            if n == 0:
+                while (yield from self.line("chunk trailer")):
+                    pass
+                self.done = True
+            self.left = n
+        if self.done:
+            return self.mv[0:0]
+        if self.i == self.j:
+            self.i = 0
+            self.j = (yield (_R, self.mv)) or 0
+            self.got += self.j
+        left = self.left  # in the body or chunk; None: until EOF
+        k = self.take(min(most, self.j - self.i if left is None else left))
+        n = len(k)
+        if not n:
+            if left is not None:
+                raise ProtocolError("connection closed in the middle of the response body")
+            self.done = True
+        self.seen += n
+        if self.seen > self.cap:
+            raise TooLarge("HTTP response body larger than %d bytes" % self.cap)
+        if left is not None:
+            self.left = left - n
+            self.done = self.left == 0 and not self.chunked
+        return k
 
 
 def _parse_head(text):
@@ -210,28 +218,9 @@ def _read_head(buf, what="response headers"):
         return version, status, reason, headers
 
 
-def _chunked(buf, cap):
-    out = bytearray()
-    while True:
-        ln = yield from buf.line("chunk header")
-        try:
-            n = int(ln.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise ProtocolError("malformed chunk size line: %r" % ln[:40])
-        if n < 0:
-            raise ProtocolError("negative chunk size")
-        if n == 0:
-            break
-        yield from buf.append_to(out, n, cap, "chunked body")
-        if (yield from buf.line("chunked body")):
-            raise ProtocolError("chunk not followed by CRLF")
-    while (yield from buf.line("chunk trailer")):
-        pass
-    return out
-
-
-def _exchange(buf, head, body, method, cap):
-    """One request/response on an open connection. Returns (Response, keep_alive)."""
+def _response(buf, head, body, method, cap):
+    """Send a request on an open connection, read the response head and set up the
+    body's framing in buf. Returns (status, reason, headers, keep_alive)."""
     buf.clear()
     yield (_W, head)
     if body:
@@ -243,30 +232,49 @@ def _exchange(buf, head, body, method, cap):
     te = headers.get("transfer-encoding", "").lower()
     length = headers.get("content-length")
     if method == "HEAD" or status in (204, 304):
-        data = b""
-    elif te:
+        length, te = 0, ""
+    if te:
         if te != "chunked":
             raise ProtocolError("unsupported Transfer-Encoding: %s" % te)
-        data = yield from _chunked(buf, cap)
+        length = None
     elif length is not None:
         try:
-            n = int(length)
+            length = int(length)
         except ValueError:
-            n = -1
-        if n < 0:
-            raise ProtocolError("malformed Content-Length: %r" % length)
-        if n > cap:
+            length = -1
+        if length < 0:
+            raise ProtocolError("malformed Content-Length: %r" % headers["content-length"])
+        if length > cap:
             raise TooLarge("HTTP response body of %d bytes is larger than the %d byte limit"
-                           % (n, cap))
-        data = bytearray(n)
-        yield from buf.read_into(memoryview(data), "response body")
+                           % (length, cap))
     else:
         keep = False
-        data = bytearray()
-        yield from buf.to_eof(data, cap)
+    buf.chunked = bool(te)
+    buf.left = 0 if te else length
+    buf.done = length == 0
+    buf.seen = 0
+    buf.cap = cap
+    return status, reason, headers, keep
+
+
+def _exchange(buf, head, body, method, cap):
+    """One whole request/response on an open connection. Returns (Response, keep_alive)."""
+    status, reason, headers, keep = yield from _response(buf, head, body, method, cap)
+    sized = not buf.chunked and buf.left is not None
+    data = bytearray(buf.left if sized else 0)  # known size: the one allocation of the body
+    off = 0
+    while True:
+        k = yield from buf.body(len(buf.b))
+        if not k:
+            break
+        if sized:
+            data[off:off + len(k)] = k
+            off += len(k)
+        else:
+            data.extend(k)
     if buf.i != buf.j:  # bytes past the response: the connection is out of step
         keep = False
-    return Response(status, reason, headers, bytes(data)), keep
+    return Response(status, reason, headers, data), keep
 
 
 def _tunnel(buf, kind, host, port):
@@ -496,24 +504,41 @@ class _Base:
 # ---- blocking client (agent thread) ----
 
 class Client(_Base):
+    _busy = None  # the Stream whose body is still on the connection
+
     def request(self, method, path, headers=None, body=None, deadline_s=None):
+        deadline = self._begin(deadline_s)
+        return self._send(method, path, headers, body, deadline, _exchange,
+                          limits.HTTP_RESPONSE_MAX)[0]
+
+    def stream(self, *args, **kw):
+        """httpstream.stream(self, method, path, headers=None, body=None, deadline_s=None,
+        cap=None, redirects=0, idle_s=None): the response with its body still to read."""
+        from mimi.llm import httpstream  # not loaded by the LLM path
+
+        return httpstream.stream(self, *args, **kw)
+
+    def _begin(self, deadline_s):
         self._start()
-        head, data = self._build(method, path, headers, body)
+        if self._busy is not None:
+            self._busy.close()  # an unfinished stream: its connection goes
         self._secs = self.timeout_s if deadline_s is None else deadline_s
-        deadline = time.ticks_add(time.ticks_ms(), int(self._secs * 1000))
+        return time.ticks_add(time.ticks_ms(), int(self._secs * 1000))
+
+    def _send(self, method, path, headers, body, deadline, proto, cap):
+        head, data = self._build(method, path, headers, body)
         for attempt in (0, 1):
             reused = self._sock is not None
             try:
                 if not reused:
                     self._open(deadline)
-                resp, keep = self._run(_exchange(self._buf, head, data, method,
-                                                 limits.HTTP_RESPONSE_MAX), deadline)
+                res = self._run(proto(self._buf, head, data, method, cap), deadline)
             except Exception as e:  # noqa: B902 - any failure leaves the socket unusable
                 if self._failed(e, attempt, reused):
                     continue
-            if not keep:
+            if proto is _exchange and not res[1]:
                 self.close()
-            return resp
+            return res
 
     def _open(self, deadline):
         ctx = self._context() if self.tls else None  # no roots, no connection
@@ -524,6 +549,7 @@ class Client(_Base):
             raise ConnectFailure("cannot resolve %s: %s" % (host, e))
         s = socket.socket(ai[0], socket.SOCK_STREAM)
         self._sock = s
+        _nodelay(s)
         s.setblocking(False)
         try:
             s.connect(ai[-1])
@@ -576,6 +602,16 @@ class Client(_Base):
                         self._wait(select.POLLIN, deadline)
 
 
+def _nodelay(s):
+    # The head and the body go out in two writes: with Nagle on, the second waits
+    # for the server's delayed ACK (~40 ms on Linux) on every request. IPPROTO_TCP 6,
+    # TCP_NODELAY 1: the same on lwIP and Linux (the unix port's socket lacks the names).
+    try:
+        s.setsockopt(6, 1, 1)
+    except OSError:
+        pass
+
+
 # ---- asyncio client (event loop) ----
 
 class AsyncClient(_Base):
@@ -619,24 +655,19 @@ class AsyncClient(_Base):
         ctx = self._context() if self.tls else None  # no roots, no connection
         host, port = self._hop()
         try:
-            if ctx and not self.proxy:
-                self._sock, _ = await asyncio.open_connection(host, port, ssl=ctx,
-                                                              server_hostname=self.host)
-                self.handshakes += 1
-            else:
-                self._sock, _ = await asyncio.open_connection(host, port)
+            self._sock, _ = await asyncio.open_connection(host, port)
         except OSError as e:
             raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, e))
         self.connects += 1
+        _nodelay(self._sock.s)
         if self.proxy:
             await self._run(_tunnel(self._buf, self.proxy[0], self.host, self.port))
-            if ctx:
-                raw = self._sock.s
-                wrapped = ctx.wrap_socket(raw, server_hostname=self.host,
-                                          do_handshake_on_connect=False)
-                wrapped.setblocking(False)
-                self._sock = asyncio.StreamReader(wrapped)
-                self.handshakes += 1
+        if ctx:  # the handshake runs on the first write
+            wrapped = ctx.wrap_socket(self._sock.s, server_hostname=self.host,
+                                      do_handshake_on_connect=False)
+            wrapped.setblocking(False)
+            self._sock = asyncio.StreamReader(wrapped)
+            self.handshakes += 1
 
     async def _run(self, gen):
         s = self._sock

@@ -4,9 +4,10 @@
 #   1. Title
 #      https://url
 #      snippet
-# The response is held whole (up to limits.HTTP_RESPONSE_MAX) but never parsed
-# whole: a scanner walks the JSON bytes to the results array and decodes one result
-# at a time, so a 200 KB Brave answer costs the body plus one small object.
+# The response is held whole (up to limits.HTTP_RESPONSE_MAX; once: the client's
+# body bytearray is not copied) but never parsed whole: a scanner walks the JSON
+# bytes to the results array and decodes one result at a time, so a 200 KB Brave
+# answer costs the body plus one small object.
 import json
 from mimi import limits, log
 from mimi.config import cfg
