@@ -47,6 +47,21 @@ def _literal(tree, name, default):
     return default
 
 
+_compiled = None
+
+
+def compiled_lib():
+    """The firmware compiled to .mpy (build/lib), as the board runs it: tests import
+    the same bytecode, and a capped heap is not spent compiling source."""
+    global _compiled
+    if _compiled is None:
+        import mkimage
+
+        mkimage.compile_tree(ROOT / "build")
+        _compiled = str(ROOT / "build" / "lib")
+    return _compiled
+
+
 def run_mp(module, func, tmp_path, heapsize=None, blocks=256, timeout=60, fixtures=None):
     cmd = [micropython_bin()]
     if heapsize:
@@ -54,6 +69,7 @@ def run_mp(module, func, tmp_path, heapsize=None, blocks=256, timeout=60, fixtur
     cmd += [str(MP_DIR / "runner.py"), str(ROOT), module, func, str(tmp_path), str(blocks)]
     env = dict(os.environ)
     env["MIMI_TEST_FIXTURES"] = json.dumps(fixtures or {})
+    env["MIMI_TEST_LIB"] = compiled_lib()
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
                            cwd=str(tmp_path))

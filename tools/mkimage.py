@@ -42,7 +42,8 @@ def compile_module(src, out, march=None):
     # Written aside, then renamed: simulators and tests building at the same time
     # share build/lib and must never read a half-written .mpy.
     tmp = Path(out).with_name("%s.%d.tmp" % (Path(out).name, os.getpid()))
-    cmd = [mpy_cross(), "-o", str(tmp), "-s", src.name]
+    name = str(src.relative_to(ROOT)) if src.is_relative_to(ROOT) else src.name
+    cmd = [mpy_cross(), "-o", str(tmp), "-s", name]  # tracebacks name lib/mimi/...
     if march:
         cmd.append("-march=" + march)
     cmd.append(str(src))
@@ -60,7 +61,12 @@ def app_sources():
 def compile_tree(build, march=None):
     """Compile lib/**/*.py into build/lib/**/*.mpy; returns {device path: bytes}."""
     files = {}
-    for src in app_sources():
+    sources = app_sources()
+    wanted = {build / src.relative_to(ROOT).with_suffix(".mpy") for src in sources}
+    for old in (build / "lib").rglob("*.mpy") if (build / "lib").exists() else ():
+        if old not in wanted:  # its source is gone: never let an import find it
+            old.unlink(missing_ok=True)
+    for src in sources:
         rel = src.relative_to(ROOT)
         out = build / rel.with_suffix(".mpy")
         out.parent.mkdir(parents=True, exist_ok=True)

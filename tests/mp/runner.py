@@ -5,7 +5,10 @@
 import sys
 
 repo, module, func, tmp, blocks = sys.argv[1:6]
-sys.path[:] = [repo + "/tests/mp", repo + "/lib", ".frozen"]
+import os  # noqa: E402
+
+# The firmware as compiled .mpy (conftest builds it), else its sources.
+sys.path[:] = [repo + "/tests/mp", os.getenv("MIMI_TEST_LIB") or repo + "/lib", ".frozen"]
 
 import support  # noqa: E402
 
