@@ -38,3 +38,22 @@ def test_sim_refuses_bad_setting(tmp_path):
     out = sim.output()
     assert rc == 2
     assert "refused --set provider=gemini" in out and "anthropic, openai" in out
+
+
+def test_two_simulators_side_by_side(tmp_path):
+    import urllib.request
+
+    a_dir, b_dir = tmp_path / "a", tmp_path / "b"
+    a_dir.mkdir()
+    b_dir.mkdir()
+    with Sim.start(a_dir, "ws_port=0", "model=model-a") as a, \
+            Sim.start(b_dir, "ws_port=0", "model=model-b") as b:
+        a.wait_for("gateway listening")
+        b.wait_for("gateway listening")
+        assert a.port != b.port
+        for sim in (a, b):  # each serves its own chat page on its own port
+            page = urllib.request.urlopen("http://127.0.0.1:%d/" % sim.port, timeout=10).read()
+            assert b"<html" in page.lower()
+        assert a.stop() == 0 and b.stop() == 0
+    assert "model model-a" in a.output() and "model model-b" in b.output()
+    assert (a_dir / "fs.img").exists() and (b_dir / "fs.img").exists()
