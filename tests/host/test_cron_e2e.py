@@ -5,12 +5,9 @@ import asyncio
 import json
 import time
 
-import pytest
+import websockets
 
-from conftest import ROOT
 from simproc import Sim, llm_settings
-
-websockets = pytest.importorskip("websockets")
 
 
 async def converse(port, token, fake, chat_id="cronchat"):
@@ -34,8 +31,6 @@ async def converse(port, token, fake, chat_id="cronchat"):
 
 
 def test_cron_job_answers_in_the_websocket_chat(tmp_path, fake_anthropic):
-    if not (ROOT / "lib" / "mimi" / "llm" / "http.py").exists():
-        pytest.skip("lib/mimi/llm/http.py (the LLM HTTP client) not there yet")
     token = "crontoken"
     with Sim.start(tmp_path, "ws_port=0", "ws_token=" + token,
                    *llm_settings(fake_anthropic)) as sim:

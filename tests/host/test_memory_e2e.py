@@ -8,7 +8,7 @@ import subprocess
 from conftest import ROOT, micropython_bin
 from simproc import Sim, llm_settings
 
-websockets = __import__("pytest").importorskip("websockets")
+import websockets
 
 OLD = "(Nothing saved yet. Lasting facts about the user and decisions go here.)"
 
@@ -35,8 +35,6 @@ async def chat(port, token, texts, chat_id="e2e"):
 
 
 def test_model_remembers_name_across_turns(tmp_path, fake_anthropic):
-    if not (ROOT / "lib" / "mimi" / "llm" / "http.py").exists():
-        __import__("pytest").skip("lib/mimi/llm/http.py (the LLM HTTP client) not there yet")
     fake_anthropic.script(
         {"text": "Saving that.", "tool_calls": [{"name": "edit_file", "input": {
             "path": "/spiffs/memory/MEMORY.md", "old_string": OLD,

@@ -1,7 +1,7 @@
 # web_search against fake Tavily and Brave servers (tests/fakes/search.py), fallback
 # both ways, a 200 KB answer, and the JSON scanner that keeps memory small.
 import json
-from support import fixture, skip
+from support import fixture
 from mimi.config import cfg
 from mimi.tools import search
 from mimi.tools.registry import registry
@@ -18,10 +18,6 @@ def setup():
 
 
 def servers():
-    try:
-        import mimi.llm.http  # noqa: F401
-    except ImportError:
-        skip("mimi.llm.http not there yet")
     f = fixture("fake_search")
     search.TAVILY_BASE = f["tavily"]
     search.BRAVE_BASE = f["brave"]
