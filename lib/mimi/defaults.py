@@ -23,21 +23,6 @@ def file_hash(path):
     return binascii.hexlify(h.digest()).decode()
 
 
-def _copy(src, dst):
-    fs.makedirs(fs.parent(dst))
-    tmp = dst + ".tmp"
-    buf = bytearray(512)
-    with open(src, "rb") as fi, open(tmp, "wb") as fo:
-        while True:
-            n = fi.readinto(buf)
-            if not n:
-                break
-            fo.write(buf[:n] if n < len(buf) else buf)
-    import os
-
-    os.rename(tmp, dst)
-
-
 def install(src=limits.DEFAULTS_DIR, dst=limits.SPIFFS, record=limits.DEFAULTS_RECORD):
     """Returns {'installed': [...], 'upgraded': [...], 'kept': [...]} of relative paths."""
     for d in DIRS:
@@ -58,7 +43,7 @@ def install(src=limits.DEFAULTS_DIR, dst=limits.SPIFFS, record=limits.DEFAULTS_R
         if not fs.exists(target):
             if rel in rec:
                 continue  # the user deleted it: respect that
-            _copy(path, target)
+            fs.copy_atomic(path, target)
             rec[rel] = new
             result["installed"].append(rel)
             changed = True
@@ -69,7 +54,7 @@ def install(src=limits.DEFAULTS_DIR, dst=limits.SPIFFS, record=limits.DEFAULTS_R
                 rec[rel] = new
                 changed = True
         elif rec.get(rel) == cur:
-            _copy(path, target)
+            fs.copy_atomic(path, target)
             rec[rel] = new
             result["upgraded"].append(rel)
             changed = True

@@ -111,6 +111,24 @@ def utf8_cut(data, limit):
     return data
 
 
+def pump(fi, fo, buf):
+    """Copy the rest of open file fi into fo through buf (bounded memory)."""
+    while True:
+        n = fi.readinto(buf)
+        if not n:
+            return
+        fo.write(buf[:n] if n < len(buf) else buf)
+
+
+def copy_atomic(src, dst, bufsize=512):
+    """src's bytes to dst, through a temp file and a rename."""
+    makedirs(parent(dst))
+    tmp = dst + ".tmp"
+    with open(src, "rb") as fi, open(tmp, "wb") as fo:
+        pump(fi, fo, bytearray(bufsize))
+    os.rename(tmp, dst)
+
+
 def remove(path):
     try:
         os.remove(path)

@@ -113,11 +113,7 @@ def _compact(p, keep=limits.SESSION_KEEP):
             if size > keep:
                 fi.readline()  # skip the partial first line
             with open(tmp, "wb") as fo:
-                while True:
-                    n = fi.readinto(buf)
-                    if not n:
-                        break
-                    fo.write(buf[:n] if n < len(buf) else buf)
+                fs.pump(fi, fo, buf)
         os.rename(tmp, p)
         log.info("session", "compacted %s to %d bytes", p, fs.size(p))
     except OSError as e:
