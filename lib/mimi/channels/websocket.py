@@ -355,7 +355,8 @@ async def serve():
     try:
         server, port = await _listen(host, config.cfg.get("ws_port"))
     except OSError as e:
-        log.error("ws", "gateway could not listen on %s:%s: %s", host, config.cfg.get("ws_port"), e)
+        log.error("ws", "gateway could not listen on %s:%s: %s (port taken? pick another with "
+                  "config_set('ws_port', N), or tools/sim --set ws_port=N)", host, config.cfg.get("ws_port"), e)
         return
     dispatch.register(CHANNEL, send)
     # Tests find the port from this line: "gateway listening on HOST:PORT".
