@@ -9,6 +9,7 @@ mimi.log, i.e. MicroPython's share of the boot).
 """
 import re
 import tempfile
+import time
 from pathlib import Path
 
 from common import Sim, Table, cli, median, pct
@@ -16,17 +17,18 @@ from common import Sim, Table, cli, median, pct
 READY = r"\[\s*([\d.]+)\] I ws: gateway listening on"
 
 
-def boot_once(fs):
-    sim = Sim(fs, "ws_port=0", "ws_token=bench-token", console=True)
-    try:
-        m, wall, i = sim.wait_for(READY)
+def boot_once(tmp):
+    """One start of tools/sim on tmp/fs.img -> (wall s, firmware s, alloc, free)."""
+    with Sim.start(tmp, "ws_port=0", "ws_token=bench-token", console=True) as sim:
+        m = sim.wait_for(READY)
+        wall = time.monotonic() - sim.started
         fw = float(m.group(1))
         sim.send("heap_info()\r")
-        alloc = int(sim.wait_for(r"^alloc\s+(\d+)", start=i)[0].group(1))
-        free = int(sim.wait_for(r"^free\s+(\d+)", start=i)[0].group(1))
-        return wall, fw, alloc, free
-    finally:
-        sim.stop()
+        # up to heap_info()'s last line: a stop while it still runs would interrupt the
+        # console command instead of the firmware
+        h = sim.wait_for(re.compile(r"^alloc\s+(\d+)\n^free\s+(\d+)\n^flash .*free", re.M),
+                         start=m.end())
+        return wall, fw, int(h.group(1)), int(h.group(2))
 
 
 def tables(n=None):
@@ -42,8 +44,8 @@ def tables(n=None):
                 if kind == "fresh" and fs.exists():
                     fs.unlink()
                 if kind == "existing" and not fs.exists():
-                    boot_once(fs)
-                res.append(boot_once(fs))
+                    boot_once(tmp)
+                res.append(boot_once(tmp))
             walls = [r[0] * 1000 for r in res]
             fws = [r[1] * 1000 for r in res]
             alloc = median([r[2] for r in res])

@@ -2,17 +2,14 @@
 
 The drivers run the real firmware under .venv/bin/micropython (from the compiled
 tree build/lib, on a LittleFS image made by tools/mkimage.py, as tools/sim does) and
-use the fake servers of tests/fakes. Everything binds 127.0.0.1 only.
+use the fake servers of tests/fakes; the whole simulator (tools/sim) is driven with the
+host tests' helper, tests/simproc.py (`Sim`). Everything binds 127.0.0.1 only.
 """
 import json
 import os
 import platform
-import re
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +22,7 @@ for p in (ROOT / "tests", ROOT / "tools", ROOT / "lib"):
 
 import mkimage  # noqa: E402  (tools/)
 from fakes import tlsca  # noqa: E402  (tests/fakes/)
+from simproc import Sim  # noqa: E402,F401  (tests/simproc.py: tools/sim as a child process)
 
 
 # --- statistics and tables -------------------------------------------------------
@@ -118,87 +116,6 @@ def run_mp(script, args, heap=None, timeout=120):
 
 def mp_args(image, **kw):
     return dict(kw, image=str(image), lib=str(BUILD / "lib"))
-
-
-# --- the simulator ---------------------------------------------------------------
-
-PORT_RE = re.compile(r"gateway listening on ([\d.]+):(\d+)")
-
-
-class Sim:
-    """tools/sim in its own process group; output collected by a thread.
-    env: extra environment (MIMI_CONSOLE=1 puts the REPL on stdin)."""
-
-    def __init__(self, fs, *settings, env=None, console=False):
-        args = []
-        for s in settings:
-            args += ["--set", s]
-        e = dict(os.environ, **(env or {}))
-        if console:
-            e["MIMI_CONSOLE"] = "1"
-        self.t0 = time.monotonic()
-        self.p = subprocess.Popen(
-            [sys.executable, str(ROOT / "tools" / "sim"), "--fs", str(fs), *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True, env=e)
-        self.lines = []  # (monotonic time, text)
-        self.cv = threading.Condition()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        buf = b""
-        while True:
-            data = os.read(self.p.stdout.fileno(), 4096)
-            if not data:
-                break
-            buf += data
-            now = time.monotonic()
-            *done, buf = buf.split(b"\n")
-            with self.cv:
-                for line in done:
-                    self.lines.append((now, line.decode("utf-8", "replace")))
-                self.cv.notify_all()
-        with self.cv:
-            self.lines.append((time.monotonic(), None))
-            self.cv.notify_all()
-
-    def wait_for(self, pattern, timeout=60, start=0):
-        """-> (match, seconds since launch, index of the line)."""
-        pat = re.compile(pattern) if isinstance(pattern, str) else pattern
-        deadline = time.monotonic() + timeout
-        i = start
-        with self.cv:
-            while True:
-                while i < len(self.lines):
-                    t, line = self.lines[i]
-                    if line is None:
-                        raise RuntimeError("simulator exited:\n" + self.output())
-                    m = pat.search(line)
-                    if m:
-                        return m, t - self.t0, i
-                    i += 1
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise RuntimeError("no %r in:\n%s" % (pat.pattern, self.output()))
-                self.cv.wait(left)
-
-    def send(self, text):
-        self.p.stdin.write(text.encode())
-        self.p.stdin.flush()
-
-    def output(self):
-        return "\n".join(x for _, x in self.lines if x)
-
-    def stop(self, grace=5):
-        # With MIMI_CONSOLE=1 a SIGTERM sometimes does not end tools/sim within 20 s
-        # (seen here); the benchmarks don't measure shutdown, so the grace is short.
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.p.pid, signal.SIGKILL)
-                self.p.wait()
 
 
 def cli(tables_fn):

@@ -12,9 +12,8 @@ import asyncio
 import json
 import tempfile
 import time
-from pathlib import Path
 
-from common import Sim, Table, PORT_RE, cli, median, pct
+from common import Sim, Table, cli, median, pct
 from fakes import llm
 
 TOKEN = "bench-token"
@@ -50,12 +49,11 @@ def tables(n=None):
     n = n or 50
     svc = llm.start("anthropic")  # plain http:// only
     with tempfile.TemporaryDirectory() as tmp:
-        sim = Sim(Path(tmp) / "fs.img", "ws_port=0", "ws_token=" + TOKEN, "provider=anthropic",
-                  "api_key=" + svc["api_key"], "api_base=" + svc["http_base_url"],
-                  "model=bench-model")
+        sim = Sim.start(tmp, "ws_port=0", "ws_token=" + TOKEN, "provider=anthropic",
+                        "api_key=" + svc["api_key"], "api_base=" + svc["http_base_url"],
+                        "model=bench-model")
         try:
-            port = int(sim.wait_for(PORT_RE)[0].group(2))
-            url = "ws://127.0.0.1:%d/?token=%s" % (port, TOKEN)
+            url = "%s?token=%s" % (sim.url, TOKEN)
             one = asyncio.run(client(url, "solo", n))
             per = max(5, n // CLIENTS)
             many, wall = asyncio.run(concurrent(url, per))

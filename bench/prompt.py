@@ -17,14 +17,16 @@ def tables(n=None):
         if rc or len(recs) != 2:
             raise RuntimeError(out[-3000:])
     t = Table("System prompt build (median of %d)" % n,
-              ["files", "prompt bytes", "fixed (cacheable) bytes", "build ms",
+              ["files", "prompt bytes", "fixed instructions bytes",
+               "cache-marked bytes (Anthropic)", "build ms",
                "allocated per build", "of which skills.summary()", "held by the result"])
     for r in recs:
-        t.add(r["case"], r["bytes"], r["fixed"], r["us"] / 1000,
+        t.add(r["case"], r["bytes"], r["fixed"], r["marked"], r["us"] / 1000,
               "%.1f KB" % (r["churn"] / 1024), "%.1f KB" % (r["parts"]["skills"] / 1024),
               "%.1f KB" % (r["held"] / 1024))
-    t.notes = ("cap: limits.PROMPT_MAX = 16384 bytes. allocated = gc.mem_alloc() growth with "
-               "the GC off during one build.")
+    t.notes = ("cap: limits.PROMPT_MAX = 16384 bytes. cache-marked = the system blocks "
+               "mimi.llm.anthropic.system_blocks() marks (all but the per-turn context). "
+               "allocated = gc.mem_alloc() growth with the GC off during one build.")
     return [t]
 
 

@@ -9,8 +9,8 @@ Workloads: "default" = default data files, a new chat each turn (no history);
 "full" = 16 KB system prompt + 20 stored history messages.
 Connections: keep-alive (the firmware's client) or "Connection: close" on every call.
 Token counts are the fake's: len(JSON of the request) // 4; with Anthropic prompt
-caching, the prefix up to the last cache_control mark (tools, then the first system
-block) counts as a cache read when an identical prefix was seen before
+caching, every request prefix ending at a cache_control mark (the tools, then each
+marked system block) is cached, and the longest one seen before counts as a cache read
 (tests/fakes/llm.py, FakeLLM.tokens and _cached_prefixes).
 """
 import json
@@ -28,9 +28,8 @@ SCRIPT = [
 ]
 
 
-# (workload, Connection: close on every call, client TCP_NODELAY experiment)
-CASES = (("default", False, False), ("full", False, False), ("full", True, False),
-         ("full", False, True), ("full", True, True))
+# (workload, Connection: close on every call)
+CASES = (("default", False), ("full", False), ("full", True))
 
 
 def head_bytes(rec):
@@ -39,8 +38,8 @@ def head_bytes(rec):
     return n + sum(len(k) + 2 + len(v) + 2 for k, v in rec["headers"].items())
 
 
-def run(svc, tmp, ca, kind, workload, close, n, nodelay=False):
-    img = Path(tmp) / ("%s-%s-%d-%d.img" % (kind, workload, close, nodelay))
+def run(svc, tmp, ca, kind, workload, close, n):
+    img = Path(tmp) / ("%s-%s-%d.img" % (kind, workload, close))
     make_image(img, ca)
     args = mp_args(img, kind=kind, api_key=svc["api_key"], base=svc["base_url"],
                    workload=workload)
@@ -50,8 +49,7 @@ def run(svc, tmp, ca, kind, workload, close, n, nodelay=False):
     prep = recs[0]
     svc.reset()
     svc.script(*(SCRIPT * (n + 1)))
-    rc, recs, output = run_mp("turn.py", dict(args, mode="turns", turns=n + 1, close=close,
-                                                    nodelay=nodelay))
+    rc, recs, output = run_mp("turn.py", dict(args, mode="turns", turns=n + 1, close=close))
     bad = [r for r in recs if r["error"] or r["llm_calls"] != 4 or r["tool_calls"] != 3]
     if rc or len(recs) != n + 1 or bad:
         raise RuntimeError("turns failed (%s):\n%s" % (bad[:1], output[-3000:]))
@@ -89,17 +87,16 @@ def tables(n=None):
         for kind in ("anthropic", "openai"):
             svc = llm.start(kind, c)
             try:
-                for workload, close, nodelay in CASES:
-                    prep, recs, per_turn, snap = run(svc, tmp, c["ca"], kind, workload, close, n,
-                                                     nodelay)
+                for workload, close in CASES:
+                    prep, recs, per_turn, snap = run(svc, tmp, c["ca"], kind, workload, close, n)
                     later = recs[1:]
                     ms = [r["us"] / 1000 for r in later]
                     hs_first = recs[0]["handshakes"]
                     hs_later = (recs[-1]["handshakes"] - hs_first) / len(later)
-                    conn = ("close" if close else "keep-alive") + (" +NODELAY" if nodelay else "")
+                    conn = "close" if close else "keep-alive"
                     time_t.add(kind, workload, conn, prep["prompt_bytes"], recs[0]["us"] / 1000,
                                median(ms), pct(ms, 90), later[0]["llm_calls"], hs_first, hs_later)
-                    if not close and not nodelay:
+                    if not close:
                         u = later[-1]["usage"]
                         calls = per_turn[-1]
                         bytes_t.add(kind, workload, sum(calls), " / ".join(map(str, calls)),
@@ -108,8 +105,7 @@ def tables(n=None):
             finally:
                 svc.close()
     time_t.notes = ("handshakes counted by the firmware's HTTP client (Client.handshakes); the "
-                    "fake's HTTPS listener agrees. close = every LLM call sends Connection: close. +NODELAY = an experiment: the firmware's "
-                    "client sockets with TCP_NODELAY (bench/mp/turn.py patches http.socket).")
+                    "fake's HTTPS listener agrees. close = every LLM call sends Connection: close.")
     bytes_t.notes = ("request bytes = request line + headers + JSON body, as the fake received "
                      "them. Tokens: the fake's bytes/4 count; input includes cache reads.")
     return [time_t, bytes_t]

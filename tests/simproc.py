@@ -8,7 +8,9 @@
 It runs in its own process group; a thread collects its output (stdout and stderr),
 so the pipe never fills. stop() and wait() kill the whole group and fail if it does
 not end in time; the end of the with block stops it the same way without failing. A
-Sim still running when the test process exits is killed.
+Sim still running when the test process exits is killed. console=True puts the
+REPL on its stdin (MIMI_CONSOLE=1; type into it with send()); `started` is the
+time.monotonic() of the launch (bench/ measures boot time from it).
 """
 import atexit
 import os
@@ -29,9 +31,13 @@ _running = set()
 
 
 class Sim:
-    def __init__(self, cmd, env=None):
+    def __init__(self, cmd, env=None, console=False):
+        if console:
+            env = dict(env or {}, MIMI_CONSOLE="1")
+        self.started = time.monotonic()
         self.p = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cmd, stdin=subprocess.PIPE if console else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             encoding="utf-8", errors="replace", start_new_session=True,
             env=dict(os.environ, **env) if env else None)
         _running.add(self)
@@ -44,16 +50,17 @@ class Sim:
         self.tty = None
 
     @classmethod
-    def start(cls, tmp_path, *sets, pty=False, env=None):
+    def start(cls, tmp_path, *sets, pty=False, env=None, console=False):
         """tools/sim on tmp_path/fs.img (made on the first start, kept after), with
-        --set KEY=VALUE for each of sets; pty: the console on tmp_path/tty (.tty)."""
+        --set KEY=VALUE for each of sets; pty: the console on tmp_path/tty (.tty);
+        console: the console on stdin (send())."""
         tmp = Path(tmp_path)
         cmd = [sys.executable, str(ROOT / "tools" / "sim"), "--fs", str(tmp / "fs.img")]
         if pty:
             cmd += ["--pty", "--pty-link", str(tmp / "tty")]
         for s in sets:
             cmd += ["--set", s]
-        sim = cls(cmd, env)
+        sim = cls(cmd, env, console)
         if pty:
             sim.tty = str(tmp / "tty")
         return sim
@@ -73,6 +80,12 @@ class Sim:
         with self._cv:
             self._eof = True
             self._cv.notify_all()
+
+    def send(self, text):
+        """Type text on the console (console=True). A stop while a typed command still
+        runs interrupts that command, not the firmware: wait for its output first."""
+        self.p.stdin.write(text)
+        self.p.stdin.flush()
 
     def output(self):
         with self._cv:
@@ -146,6 +159,8 @@ class Sim:
 
     def _finish(self):
         self._pump.join(10)  # the rest of the output
+        if self.p.stdin:
+            self.p.stdin.close()
         _running.discard(self)
         return self.p.returncode
 

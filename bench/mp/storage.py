@@ -126,8 +126,12 @@ def prompt_bench():
                          ("soul", lambda: context._read(context.SOUL_PATH, limits.PROMPT_MAX)),
                          ("fixed", context.fixed_part)):
             parts[name] = measure(fn, 3)[1]
+        from mimi.llm import anthropic  # the blocks the Anthropic provider marks for caching
+        marked = sum(len(b["text"].encode()) for b in anthropic.system_blocks([fixed, dynamic])
+                     if "cache_control" in b)
         out({"case": label, "us": us, "churn": churn, "held": held, "parts": parts,
-             "bytes": len((fixed + dynamic).encode()), "fixed": len(fixed.encode())})
+             "bytes": len((fixed + dynamic).encode()), "fixed": len(fixed.encode()),
+             "marked": marked})
 
 
 def _day(offset):

@@ -88,19 +88,6 @@ def turns():
         for cls in (Anthropic, OpenAI):
             h = cls.headers
             cls.headers = lambda self, h=h: dict(h(self), Connection="close")
-    if A.get("nodelay"):  # experiment: TCP_NODELAY on the client's sockets
-        real = http.socket
-
-        class Shim:
-            def __getattr__(self, name):
-                return getattr(real, name)
-
-            def socket(self, *a):
-                s = real.socket(*a)
-                s.setsockopt(6, 1, 1)  # IPPROTO_TCP, TCP_NODELAY
-                return s
-
-        http.socket = Shim()
     if A.get("body_buf"):  # experiment: another starting size of the request body buffer
         from mimi.llm import jsonbuf
 

@@ -9,7 +9,7 @@ import json
 import errno
 import asyncio
 import binascii
-from mimi import limits, log, bus, board, config
+from mimi import limits, log, bus, board, config, net
 from mimi.channels import wsproto as wp
 from mimi.channels import dispatch
 
@@ -296,6 +296,7 @@ async def _connection(sr, sw):
     global _conns
     _conns += 1
     client = None
+    net.nodelay(sw.s)  # the "working" frame and the reply must not wait on delayed ACKs
     try:
         if _conns > limits.WS_MAX_CONN:
             log.warning("ws", "too many connections; one closed at once")

@@ -21,14 +21,13 @@
 # AsyncClient runs them on asyncio streams (event loop).
 import errno
 import json
-from mimi import jsonutil
 import select
 import socket
 import time
 
 import tls
 
-from mimi import limits
+from mimi import limits, jsonutil, net
 from mimi.fs import decode
 
 _W = 0
@@ -549,7 +548,7 @@ class Client(_Base):
             raise ConnectFailure("cannot resolve %s: %s" % (host, e))
         s = socket.socket(ai[0], socket.SOCK_STREAM)
         self._sock = s
-        _nodelay(s)
+        net.nodelay(s)
         s.setblocking(False)
         try:
             s.connect(ai[-1])
@@ -602,16 +601,6 @@ class Client(_Base):
                         self._wait(select.POLLIN, deadline)
 
 
-def _nodelay(s):
-    # The head and the body go out in two writes: with Nagle on, the second waits
-    # for the server's delayed ACK (~40 ms on Linux) on every request. IPPROTO_TCP 6,
-    # TCP_NODELAY 1: the same on lwIP and Linux (the unix port's socket lacks the names).
-    try:
-        s.setsockopt(6, 1, 1)
-    except OSError:
-        pass
-
-
 # ---- asyncio client (event loop) ----
 
 class AsyncClient(_Base):
@@ -659,7 +648,7 @@ class AsyncClient(_Base):
         except OSError as e:
             raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, e))
         self.connects += 1
-        _nodelay(self._sock.s)
+        net.nodelay(self._sock.s)
         if self.proxy:
             await self._run(_tunnel(self._buf, self.proxy[0], self.host, self.port))
         if ctx:  # the handshake runs on the first write
