@@ -50,12 +50,14 @@ class Sim:
         self.tty = None
 
     @classmethod
-    def start(cls, tmp_path, *sets, pty=False, env=None, console=False):
+    def start(cls, tmp_path, *sets, pty=False, env=None, console=False, heap=None):
         """tools/sim on tmp_path/fs.img (made on the first start, kept after), with
         --set KEY=VALUE for each of sets; pty: the console on tmp_path/tty (.tty);
-        console: the console on stdin (send())."""
+        console: the console on stdin (send()); heap: MicroPython heap cap ("768k")."""
         tmp = Path(tmp_path)
         cmd = [sys.executable, str(ROOT / "tools" / "sim"), "--fs", str(tmp / "fs.img")]
+        if heap:
+            cmd += ["--heap", heap]
         if pty:
             cmd += ["--pty", "--pty-link", str(tmp / "tty")]
         for s in sets:

@@ -55,13 +55,22 @@ def write_atomic(path, data):
     os.rename(tmp, path)
 
 
+def read_head(path, limit):
+    """The first `limit` bytes of a file (all of a shorter one). OSError if missing.
+    MicroPython's read(n) allocates n bytes up front: asking for the 12 KB a cap allows
+    to read a 300-byte file costs a 12 KB block, which a fragmented heap may not have."""
+    with open(path, "rb") as f:
+        size = f.seek(0, 2)
+        f.seek(0)
+        return f.read(min(limit, size))
+
+
 def read_text(path, limit=None):
     """The file's text, at most `limit` bytes (cut on a UTF-8 boundary). OSError if missing."""
-    with open(path, "rb") as f:
-        data = f.read(limit) if limit else f.read()
     if limit:
-        data = utf8_cut(data, limit)
-    return decode(data)
+        return decode(utf8_cut(read_head(path, limit), limit))
+    with open(path, "rb") as f:
+        return decode(f.read())
 
 
 def decode(data):

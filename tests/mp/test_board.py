@@ -131,3 +131,12 @@ def test_atomic_write_cut_before_the_rename_keeps_the_old_file():
     fs.write_atomic("/spiffs/a.md", "new contents")  # the stale temp file is no obstacle
     assert fs.read_text("/spiffs/a.md") == "new contents"
     assert not fs.exists("/spiffs/a.md.tmp")
+
+
+def test_capped_read_allocates_only_what_the_file_holds():
+    # read(n) in MicroPython allocates n bytes first: a generous cap on a small file
+    # must not turn into a huge allocation (a fragmented heap fails those).
+    fs.write_atomic("/spiffs/small.md", "tiny")
+    assert fs.read_text("/spiffs/small.md", 64 * 1024 * 1024) == "tiny"
+    assert fs.read_head("/spiffs/small.md", 64 * 1024 * 1024) == b"tiny"
+    assert fs.read_head("/spiffs/small.md", 2) == b"ti"

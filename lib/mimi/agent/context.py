@@ -90,8 +90,7 @@ read_file %(skills)s/<name>.md and follow it. To create a new skill, read \
 def _read(path, cap):
     """(bytes of the file as valid UTF-8, at most cap+1 of them, real size) or (b'', 0)."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(cap + 1)
+        raw = fs.read_head(path, cap + 1)
     except OSError:
         return b"", 0
     return fs.decode(raw).encode(), fs.size(path)

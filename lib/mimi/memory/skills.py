@@ -45,8 +45,8 @@ def parse(text, fallback=""):
 
 def _head(name):
     try:
-        with open(DIR + "/" + name, "rb") as f:
-            return fs.decode(fs.utf8_cut(f.read(limits.SKILL_HEAD_READ), limits.SKILL_HEAD_READ))
+        return fs.decode(fs.utf8_cut(fs.read_head(DIR + "/" + name, limits.SKILL_HEAD_READ),
+                                     limits.SKILL_HEAD_READ))
     except OSError:
         return ""
 

@@ -57,8 +57,7 @@ def recent_notes(limit=limits.NOTES_MAX, days=limits.NOTES_DAYS, unix=None):
     for date in note_dates(days, unix):
         p = note_path(date)
         try:
-            with open(p, "rb") as f:
-                raw = f.read(limit + 1)
+            raw = fs.read_head(p, limit + 1)
         except OSError:
             continue
         text = fs.decode(raw).strip()
