@@ -148,15 +148,27 @@ def _namespace():
     return __main__.__dict__
 
 
+# sys.stdin is a text stream: a byte that is not UTF-8 (line noise on the UART, a
+# terminal's odd key) raises UnicodeError from read(1). It becomes BAD, which the
+# friendly REPL shows and the raw REPL's compile rejects, instead of ending the task.
+BAD = b"?"
+
+
 async def _read(reader):
-    ch = await reader.read(1)
+    try:
+        ch = await reader.read(1)
+    except UnicodeError:
+        return BAD
     return ch.encode() if isinstance(ch, str) else ch
 
 
 def _read_blocking(poller, timeout_ms):
     if not poller.poll(timeout_ms):
         return None
-    ch = sys.stdin.read(1)
+    try:
+        ch = sys.stdin.read(1)
+    except UnicodeError:
+        return BAD
     return ch.encode() if isinstance(ch, str) else ch
 
 

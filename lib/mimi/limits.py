@@ -189,6 +189,7 @@ WIFI_BACKOFF_MAX_S = const(60)  # capped; retries never stop (MimiClaw gave up a
 WIFI_CHECK_S = const(5)  # link/IP check while online
 WIFI_RENEW_S = const(600)  # re-check the AP and lease this often (#169: new router, same SSID)
 WIFI_POLL_MS = const(250)  # while waiting for a connection attempt
+WIFI_FAIL_GRACE_MS = const(8000)  # a failure code equal to the previous attempt's is stale until then
 WIFI_SUSPECT_MAX = const(3)  # network failures reported while online before a forced reconnect
 
 # Host simulator: exit code that asks tools/sim to boot again (machine.reset()).

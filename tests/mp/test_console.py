@@ -73,3 +73,12 @@ def test_eval_prints_repr():
         feed(con, b"n + 1\r")
         feed(con, b"undefined_name\r")
     assert "4" in c.text
+
+
+async def test_a_non_utf8_byte_does_not_end_the_console():
+    # sys.stdin is text: read(1) of a stray 0xFF raises UnicodeError (board and unix)
+    class Reader:
+        async def read(self, n):
+            raise UnicodeError()
+
+    assert await console._read(Reader()) == console.BAD

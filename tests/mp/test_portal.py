@@ -271,3 +271,35 @@ def test_no_portal_while_online_or_before_the_first_look():
     sup.state = "no-config"
     assert p.needed()  # settings gone: onboarding again
     assert p.want_http == 0 and p.want_dns == 0  # the host never takes ports 80 and 53
+
+
+def test_scan_stops_a_connect_attempt_that_blocks_it():
+    # ESP-IDF refuses a user scan while the station connects; the esp32 port's
+    # WLAN.scan() then returns [] (network_wlan.c ignores the error).
+    class BusyWLAN:
+        def __init__(self):
+            self.connecting = True
+            self.disconnects = 0
+
+        def active(self, on=None):
+            return True
+
+        def disconnect(self):
+            self.disconnects += 1
+            self.connecting = False
+
+        def scan(self):
+            return [] if self.connecting else [(b"home", b"\x01" * 6, 6, -50, 3, False)]
+
+    w = BusyWLAN()
+    real = board.wlan
+    board.wlan = lambda: w
+    try:
+        p = portal.Portal(Sup(online=False), http_port=0, dns_port=0, host="127.0.0.1")
+        nets = p.scan(fresh=True)
+        assert w.disconnects == 1 and [n["ssid"] for n in nets] == ["home"]
+        w.connecting, w.disconnects = True, 0
+        p2 = portal.Portal(Sup(online=True), http_port=0, dns_port=0, host="127.0.0.1")
+        assert p2.scan(fresh=True) == [] and w.disconnects == 0  # online: never cut the link
+    finally:
+        board.wlan = real

@@ -400,3 +400,23 @@ async def test_unreachable_api_holds_the_reply_until_it_gets_through():
     limits.TG_SEND_RETRIES = 1
     assert not await b.send_plain(ALLOWED, "not held")
     task.cancel()
+
+
+async def test_no_https_before_the_clock_is_set():
+    # The board starts at 2000-01-01 and mbedTLS checks certificate dates: polling
+    # waits for SNTP instead of failing handshakes (the host clock is always valid).
+    from mimi import board
+    from mimi.board.clock import VALID_AFTER
+
+    before = len((await state())["calls"])
+    skew = board.clock.skew
+    board.clock.skew -= board.clock.unix() - (VALID_AFTER - 86400)  # "never set"
+    try:
+        b = make_bot()
+        task = asyncio.create_task(b.run())
+        await asyncio.sleep(1)
+        assert len((await state())["calls"]) == before and b.username is None
+    finally:
+        board.clock.skew = skew
+    await until(lambda: b.username, "getMe once the clock is valid")
+    task.cancel()

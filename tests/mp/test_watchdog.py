@@ -212,3 +212,55 @@ def test_agent_thread_that_died_trips_but_a_stopped_one_does_not():
     a.up = False  # an exception ended its loop
     run_for(w, 10)
     assert w.tripped == "agent thread ended"
+
+
+def test_timer_feeder_handover():
+    # board: release() feeds from machine.Timer(FEEDER_TIMER); boot.py does the same
+    # after a soft reset (timers stop, the esp_task_wdt does not); start() stops it.
+    import sys
+
+    calls = []
+
+    class Timer:
+        def __init__(self, n):
+            self.n = n
+
+        def init(self, period=None, callback=None):
+            calls.append(("init", self.n, period))
+            self.cb = callback
+            callback(self)
+
+        def deinit(self):
+            calls.append(("deinit", self.n))
+
+    class FakeMachine:
+        pass
+
+    FakeMachine.Timer = Timer
+    real = sys.modules.get("machine")
+    sys.modules["machine"] = FakeMachine
+    try:
+        w = watchdog.Watchdog(agent=lambda: None).start()
+        assert calls == [("deinit", watchdog.FEEDER_TIMER)]
+        watchdog.current = w
+        fed = w.wdt.feeds
+        watchdog.release()
+        assert calls[-1] == ("init", watchdog.FEEDER_TIMER, limits.WDT_FEED_S * 1000)
+        assert w.wdt.feeds == fed + 1  # the callback feeds the same WDT
+    finally:
+        if real is None:
+            del sys.modules["machine"]
+        else:
+            sys.modules["machine"] = real
+        watchdog.current = None
+
+
+def test_stale_block_mark_after_a_ticks_wrap_is_not_progress():
+    # ESP32 ticks_ms wraps every 2**30 ms: a done() mark from a week ago then looks
+    # newer than now. Emulated with this port's own (longer) ticks period.
+    half = (time.ticks_add(0, -1) + 1) // 2
+    a = Agent()
+    w = make(a)
+    watchdog._block_mark = time.ticks_add(time.ticks_add(now(), 1 - half), -5001)  # stale, wrapped
+    advance(limits.WDT_AGENT_IDLE_S + 5)  # the idle agent went silent
+    assert not w.tick() and "silent" in w.tripped

@@ -146,6 +146,67 @@ async def test_wrong_password_is_reported_and_retried():
     t.cancel()
 
 
+class Esp32WLAN(FakeWLAN):
+    """The esp32 port's status(): the last disconnect reason (201/202) stays until
+    the next GOT_IP (ports/esp32/network_wlan.c), disconnect() does not clear it,
+    and an association with the right password takes a few seconds."""
+
+    ASSOC_MS = 3000
+
+    def connect(self, ssid, key=None):
+        assert self._active, "connect before active(True)"
+        self.connects.append((self.clock.now, ssid))
+        ap = self.aps.get(ssid)
+        if ap is None:
+            self.code = 201
+        elif ap[0] != key:
+            self.code = 202
+        else:
+            self._up_at, self._ap = self.clock.now + self.ASSOC_MS, (ssid, ap[1])
+
+    def disconnect(self):
+        self.disconnects += 1
+        self.assoc, self.ip, self._up_at = None, "0.0.0.0", None  # self.code kept
+
+    def _tick(self):
+        if getattr(self, "_up_at", None) is not None and self.clock.now >= self._up_at:
+            self.assoc, self.ip = self._ap
+            self.code, self._up_at = wifi.STAT_GOT_IP, None
+
+    def isconnected(self):
+        self._tick()
+        return FakeWLAN.isconnected(self)
+
+    def status(self, param=None):
+        self._tick()
+        return FakeWLAN.status(self, param)
+
+
+async def test_stale_failure_code_after_new_password_is_not_a_failure():
+    clock = Clock()
+    w = Esp32WLAN(clock)
+    w.aps["home"] = ("password1", "192.168.1.50")
+    cfg = config.Config("/wifi-test.json")
+    cfg.update({"wifi_ssid": "home", "wifi_pass": "wrongpass"})
+    sup = wifi.Supervisor(wlan=w, cfg=cfg, sleep_ms=clock.sleep_ms)
+    t = asyncio.create_task(sup.run())
+    # the second attempt starts on the stale 202 and still ends as "wrong password"
+    await until(lambda: len(w.connects) >= 2 and sup.state == "backoff")
+    assert sup.last_error == "wrong password" and w.code == 202
+    cfg.update({"wifi_pass": "password1"})
+    await until(lambda: sup.state == "connecting")
+    states = set()
+    for _ in range(200000):
+        if sup.online():
+            break
+        states.add(sup.state)
+        await asyncio.sleep_ms(0)
+    # the right password's attempt was waited for, not failed on the old 202
+    assert sup.online() and "backoff" not in states, states
+    assert sup.retries == 0 and sup.last_error == ""
+    t.cancel()
+
+
 async def test_drop_reconnects_and_waiters_resume():
     sup, w, t = await online()
     del w.aps["home"]  # the router reboots

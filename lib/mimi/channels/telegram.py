@@ -12,7 +12,7 @@ import asyncio
 from mimi import limits, log, bus, fs, config, jsonutil
 from mimi.channels import tgformat
 from mimi.llm.http import ConnectFailure, Timeout
-from mimi.services import wifi
+from mimi.services import wifi, ntp
 
 TAG = "tg"
 CHANNEL = "telegram"
@@ -210,6 +210,12 @@ class Telegram:
                 self.paused = False
                 backoff = limits.TG_BACKOFF_MIN_S
                 continue  # the settings may have changed meanwhile
+            if not ntp.clock_ready():
+                # The board boots at 2000-01-01: mbedTLS checks certificate dates
+                # (MBEDTLS_HAVE_TIME_DATE), so every handshake fails until SNTP ran.
+                log.info(TAG, "waiting for the clock (SNTP) before HTTPS")
+                await ntp.wait_valid()
+                continue
             try:
                 if token != self.token or self.poll_api is None or self.poll_api.base != cfg.get("tg_api_base"):
                     self._connect(token)

@@ -37,7 +37,9 @@ def request():
 
 
 def parse(data, stamp=None):
-    """Server reply -> Unix time (float). NTPError for anything a server must not send."""
+    """Server reply -> Unix time in whole seconds (an int: the ESP32 port's floats are
+    32-bit, so a float of today's Unix time is only good to 128 s). NTPError for
+    anything a server must not send."""
     if len(data) < 48:
         raise NTPError("short reply (%d bytes)" % len(data))
     li, mode, stratum = data[0] >> 6, data[0] & 7, data[1]
@@ -52,7 +54,7 @@ def parse(data, stamp=None):
         raise NTPError("no transmit time")
     if secs < 0x80000000:  # era 1: after 2036-02-07
         secs += ERA
-    return secs - NTP_TO_UNIX + frac / ERA
+    return secs - NTP_TO_UNIX + (frac >> 31)  # rounded to the nearest second
 
 
 def _addr(host, port):
@@ -86,7 +88,7 @@ def apply(unix):
     """Set the board clock; logs the correction."""
     global last_sync, last_error
     before = board.clock.unix()
-    board.set_unix(int(unix + 0.5))
+    board.set_unix(int(unix))  # no float arithmetic: single precision on the board
     last_sync = board.clock.unix()
     last_error = None
     step = last_sync - before

@@ -298,12 +298,25 @@ class Portal:
         import time
 
         now = time.ticks_ms()
-        if self._scan is None or fresh and time.ticks_diff(now, self._scan_at) > limits.PORTAL_SCAN_TTL_S * 1000:
+        age = time.ticks_diff(now, self._scan_at) if self._scan is not None else 0
+        # a negative age: the stamp is older than half the ticks period (ESP32: 6.2 days)
+        if self._scan is None or fresh and not 0 <= age <= limits.PORTAL_SCAN_TTL_S * 1000:
             nets = {}
             try:
                 w = board.wlan()
                 w.active(True)
-                for n in w.scan():
+                found = w.scan()
+                if not found and not self.sup().online():
+                    # ESP-IDF refuses a user scan while the station is connecting
+                    # (the esp32 port then returns []), and the driver retries the
+                    # saved network for ever: stop that attempt, then scan. The
+                    # supervisor's next attempt connects again.
+                    try:
+                        w.disconnect()
+                    except OSError:
+                        pass
+                    found = w.scan()
+                for n in found:
                     ssid = fs.decode(n[0]) if isinstance(n[0], bytes) else str(n[0])
                     if ssid and (ssid not in nets or n[3] > nets[ssid]["rssi"]):
                         nets[ssid] = {"ssid": ssid, "rssi": n[3], "ch": n[2], "auth": n[4]}

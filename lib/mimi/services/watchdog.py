@@ -65,6 +65,7 @@ class Watchdog:
     def start(self):
         if self.wdt is None:
             self.wdt = board.WDT(timeout=self.timeout_ms)
+        _timer_feeder(None)  # boot.py's feeder (after a soft reset) hands over to us
         return self
 
     def agent_problem(self, now):
@@ -80,7 +81,10 @@ class Watchdog:
             return None
         self._seen = True
         last = a.progress
-        if _block_mark is not None and time.ticks_diff(_block_mark, last) > 0:
+        # A mark older than half the ticks period (ESP32: 2**29 ms, 6.2 days without
+        # an LLM call) wraps and looks newer than `now`: it is stale, not progress.
+        if (_block_mark is not None and time.ticks_diff(_block_mark, last) > 0
+                and time.ticks_diff(now, _block_mark) >= 0):
             last = _block_mark
         quiet = time.ticks_diff(now, last)
         if not a.busy:
@@ -136,15 +140,30 @@ def poke():
         w.tick()
 
 
-def release():
-    """The loop stopped on purpose (Ctrl-C): the REPL must not be reset from under
-    the user, and the chip's watchdog cannot be turned off, so a timer feeds it."""
-    w = current
-    if w is None or w.wdt is None:
-        return
+FEEDER_TIMER = 0  # machine.Timer id (the ESP32-S3 has 0..3); boot.py uses the same
+
+
+def _timer_feeder(wdt):
+    """Feed `wdt` from a machine.Timer every WDT_FEED_S (None: stop that timer).
+    No machine.Timer on the host: nothing to do."""
     try:
         import machine
 
-        machine.Timer(0).init(period=limits.WDT_FEED_S * 1000, callback=lambda t: w.wdt.feed())
+        t = machine.Timer(FEEDER_TIMER)
+        if wdt is None:
+            t.deinit()
+        else:
+            t.init(period=limits.WDT_FEED_S * 1000, callback=lambda _t: wdt.feed())
+        return True
     except (ImportError, AttributeError, ValueError, OSError):
-        pass
+        return False
+
+
+def release():
+    """The loop stopped on purpose (Ctrl-C): the REPL must not be reset from under
+    the user, and the chip's watchdog cannot be turned off, so a timer feeds it.
+    A soft reset stops that timer but not the watchdog: boot.py starts it again."""
+    w = current
+    if w is None or w.wdt is None:
+        return
+    _timer_feeder(w.wdt)

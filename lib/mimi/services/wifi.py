@@ -109,6 +109,13 @@ class Supervisor:
                 w.disconnect()  # a fresh association renews the DHCP lease
             except OSError:
                 pass
+            # The esp32 port keeps the last disconnect reason (201, 202...) until the
+            # next GOT_IP, so right after connect() status() still shows the previous
+            # attempt's failure: the same code counts only after WIFI_FAIL_GRACE_MS.
+            try:
+                stale = w.status()
+            except OSError:
+                stale = None
             w.connect(ssid, password)
         except OSError as e:
             return "connect failed: %s" % e
@@ -122,7 +129,7 @@ class Supervisor:
                 st = w.status()
             except OSError:
                 st = None
-            if st in FAILED:
+            if st in FAILED and (st != stale or waited >= limits.WIFI_FAIL_GRACE_MS):
                 return FAILED[st]
             if self._changed:
                 return "settings changed"
