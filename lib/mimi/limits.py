@@ -84,6 +84,7 @@ WS_PORT_ANY = (20000, 32000)  # ws_port 0 picks from here (below Linux's ephemer
 DISPATCH_LANE_MAX = const(32)  # outbound messages waiting for one channel
 AGENT_STATUS_WAIT_MS = const(1000)  # outbound full: a "working" status waits at most this
 AGENT_OUT_WARN_MS = const(10000)  # outbound full this long with a reply: warn (and keep trying)
+AGENT_CLOCK_WAIT_MS = const(15000)  # a turn right after boot waits this long for NTP (TLS needs the date)
 
 # Telegram (SPEC §8)
 TG_POLL_TIMEOUT_S = const(30)

@@ -115,3 +115,24 @@ def test_full_outbound_waits_instead_of_dropping():
         assert (m.kind, m.content, m.chat_id) == (bus.REPLY, "kept", "w4")
     finally:
         worker.stop()
+
+
+def test_turn_waits_for_the_clock_after_boot():
+    # The board boots with its clock in 2000; TLS can't check certificates until NTP
+    # sets it. A turn that arrives then waits for the clock instead of failing.
+    import _thread
+    from mimi import board
+
+    s = use(Stub("after ntp"))
+    board.clock.skew = -board.clock.unix() + 100  # "2000-ish": not valid
+    assert not board.clock.valid()
+    seen = []
+
+    def ntp():
+        time.sleep_ms(300)
+        seen.append(s.calls[:])  # no LLM call while the clock was wrong
+        board.clock.skew = 0
+
+    _thread.start_new_thread(ntp, ())
+    assert worker.run_message(bus.Msg("websocket", "w9", "hi")) == "after ntp"
+    assert seen == [[]] and len(s.calls) == 1

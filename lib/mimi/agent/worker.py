@@ -40,6 +40,20 @@ def _registry():
     return _tools
 
 
+def _wait_clock():
+    """Right after boot the board's clock reads 2000 until NTP answers, and TLS then
+    refuses every certificate: give NTP a moment instead of failing the first turn."""
+    from mimi import board
+
+    waited = 0
+    while not board.clock.valid() and waited < limits.AGENT_CLOCK_WAIT_MS:
+        time.sleep_ms(limits.AGENT_IDLE_MS)
+        waited += limits.AGENT_IDLE_MS
+        _alive()
+    if waited:
+        log.info("agent", "waited %d ms for the clock (NTP)", waited)
+
+
 def run_message(msg):
     """One turn for msg (a bus.Msg) -> the reply text. Never raises. The session
     gets the user text and the answer only when the turn succeeded."""
@@ -53,6 +67,7 @@ def run_message(msg):
         from mimi.tools.registry import Ctx
 
         key = msg.session
+        _wait_clock()
         system = _system_prompt(msg.channel, msg.chat_id)
         history = sessions.load(key)
         _alive()
