@@ -1,5 +1,6 @@
 # The agent thread (lib/mimi/agent/worker.py) with a stub LLM provider.
 import time
+import support
 from mimi import bus, config
 from mimi.agent import worker
 from mimi.llm import provider
@@ -136,3 +137,18 @@ def test_turn_waits_for_the_clock_after_boot():
     _thread.start_new_thread(ntp, ())
     assert worker.run_message(bus.Msg("websocket", "w9", "hi")) == "after ntp"
     assert seen == [[]] and len(s.calls) == 1
+
+
+def test_heartbeat_turns_carry_no_history_and_save_none():
+    from mimi.services import heartbeat
+
+    s = use(Stub("HEARTBEAT_OK", "HEARTBEAT_OK"))
+    sent = []
+    support.write("/spiffs/HEARTBEAT.md", "- [ ] water the plants\n")
+    for _ in range(2):
+        assert "queued" in heartbeat.check(lambda m: sent.append(m) or True)
+    for m in sent:
+        assert worker.run_message(m) == "HEARTBEAT_OK"
+    # each check is one user message, not the growing list of earlier checks
+    assert [len(msgs) for _, msgs in s.calls] == [1, 1]
+    assert sessions.load(sent[0].session) == []

@@ -67,9 +67,12 @@ def run_message(msg):
         from mimi.tools.registry import Ctx
 
         key = msg.session
+        # A heartbeat turn stands alone: carrying earlier heartbeat exchanges along
+        # would re-upload them on every check (peers' heartbeat token blow-ups).
+        stateless = bool(msg.meta and isinstance(msg.meta, dict) and msg.meta.get("stateless"))
         _wait_clock()
         system = _system_prompt(msg.channel, msg.chat_id)
-        history = sessions.load(key)
+        history = [] if stateless else sessions.load(key)
         _alive()
         # Built per turn so settings changed on the REPL apply without a reboot.
         llm = provider.from_config(config.cfg)
@@ -81,6 +84,8 @@ def run_message(msg):
             failures += 1
             log.warning("agent", "%s: turn failed: %s", key, turn.error)
             return turn.text or SORRY % turn.error
+        if stateless:
+            return turn.text
         sessions.append(key, "user", msg.content)
         sessions.append(key, "assistant", turn.text)
         sessions.flush()

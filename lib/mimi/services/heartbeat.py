@@ -92,7 +92,7 @@ def check(submit=None, path=PATH):
         last_result = "no open tasks in %s; no LLM call" % path
     else:
         submit = submit or bus.inbound.put
-        if submit(bus.Msg("system", CHAT_ID, PROMPT, meta={"heartbeat": len(tasks)})):
+        if submit(bus.Msg("system", CHAT_ID, PROMPT, meta={"heartbeat": len(tasks), "stateless": True})):
             dest = owner()
             last_result = "%d open task(s); heartbeat turn queued, answer goes to %s" % (
                 len(tasks), "%s:%s" % dest if dest else "the log (no owner: set tg_token and allow_chat)")
