@@ -402,3 +402,99 @@ def test_daily_jobs_follow_a_tz_change():
     cfg.set("tz", "+02:00")
     cronsvc._watch(["tz"])
     assert svc.get(k["id"])["next_run"] == T0 + 86400
+
+
+# --- deliver: plain reminders sent as is, no agent turn ------------------------
+
+def test_deliver_job_goes_to_outbound_not_inbound():
+    s, c, q = make()
+    out = bus.Queue(1)
+    s.outbound = out
+    j = s.add("pills", "at", "Take the pills!", "telegram", "42", at_epoch=T0 + 60, deliver=True)
+    n = s.add("brief", "at", "write the briefing", "telegram", "42", at_epoch=T0 + 60)
+    assert j["deliver"] is True and "deliver" not in n
+    out.put(bus.Msg("telegram", "42", "someone else"))  # outbound full: the reminder waits
+    c.t = T0 + 60
+    assert s.tick() == []
+    assert s.get(j["id"]) is not None and s.sleep_s() == limits.CRON_BUSY_RETRY_S
+    drain(out)
+    assert s.tick() == [j["id"], n["id"]]
+    m = drain(out)[0]
+    assert (m.channel, m.chat_id, m.content, m.kind) == ("telegram", "42", "Take the pills!", bus.REPLY)
+    assert [x.content for x in drain(q)] == ["write the briefing"]  # only the normal job is a turn
+    assert s.list() == []
+
+
+def test_deliver_every_job_no_llm_turn():
+    s, c, q = make()
+    out = bus.Queue(4)
+    s.outbound = out
+    j = s.add("stretch", "every", "Stretch.", "websocket", "w", interval_s=100, deliver=True)
+    c.t = T0 + 100
+    assert s.tick() == [j["id"]]
+    assert drain(q) == []
+    assert [(m.channel, m.chat_id, m.content) for m in drain(out)] == [("websocket", "w", "Stretch.")]
+    assert s.get(j["id"])["next_run"] == T0 + 200
+
+
+def test_deliver_system_job_goes_to_owner_or_log():
+    s, c, q = make()
+    out = bus.Queue(4)
+    s.outbound = out
+    s.add("a", "at", "Pills!", at_epoch=T0 + 10, deliver=True)  # system:cron, no owner
+    c.t = T0 + 10
+    assert len(s.tick()) == 1
+    assert drain(out) == [] and drain(q) == []
+    assert "Pills!" in "\n".join(log.recent(5))
+    cfg.update({"tg_token": "123456789:AAbbccddeeffgghhiijjkkllmmnnoopp", "tg_allow": "555,666"})
+    s.add("b", "at", "Water!", at_epoch=T0 + 20, deliver=True)
+    c.t = T0 + 20
+    assert len(s.tick()) == 1
+    assert [(m.channel, m.chat_id, m.content) for m in drain(out)] == [("telegram", "555", "Water!")]
+    assert drain(q) == []
+
+
+def test_deliver_persisted_and_reloaded():
+    s, c, q = make()
+    j = s.add("pills", "daily", "Take the pills!", "telegram", "42", daily_at="09:00", deliver=True)
+    s.add("n", "every", "m", "telegram", "42", interval_s=60, deliver=False)
+    jobs = json.loads(read(cronsvc.PATH))["jobs"]
+    assert jobs[0]["deliver"] is True and "deliver" not in jobs[1]
+    s2, c2, q2 = make()
+    assert not s2.load()  # nothing to repair
+    assert s2.get(j["id"])["deliver"] is True and "deliver" not in s2.list()[1]
+    # an old file without the field loads unchanged; a non-true value is not a deliver job
+    write(cronsvc.PATH, json.dumps({"jobs": [
+        {"id": "0000000a", "name": "old", "enabled": True, "kind": "every", "interval_s": 60,
+         "at_epoch": 0, "message": "m", "channel": "telegram", "chat_id": "1", "last_run": 0,
+         "next_run": T0 + 60, "delete_after_run": False},
+        {"id": "0000000b", "name": "odd", "enabled": True, "kind": "every", "interval_s": 60,
+         "at_epoch": 0, "message": "m", "channel": "telegram", "chat_id": "1", "last_run": 0,
+         "next_run": T0 + 60, "delete_after_run": False, "deliver": "yes"}]}))
+    s3, c3, q3 = make()
+    assert [("deliver" in j) for j in s3.list()] == [False, False]
+
+
+def test_deliver_tool():
+    s, c, q = use_service()
+    ws = Ctx("websocket", "abc")
+    out = registry.call("cron_add", {"name": "pills", "schedule_type": "at", "at_epoch": T0 + 60,
+                                     "message": "Take the pills!", "deliver": True}, ws)
+    jid = s.list()[0]["id"]
+    assert out == ("OK: Added one-shot job 'pills' (id=%s), fires at epoch %d. Will be deleted after "
+                   "firing. Its message will be sent as is (deliver)." % (jid, T0 + 60))
+    assert s.list()[0]["deliver"] is True
+    listing = registry.call("cron_list", {}, ws)
+    assert listing.split("\n")[1] == (
+        '[%s] "pills" — at %d, enabled, deliver, next=%d, last=never, ch=websocket:abc' % (jid, T0 + 60, T0 + 60))
+    out = registry.call("cron_add", {"name": "x", "schedule_type": "at", "at_epoch": T0 + 60,
+                                     "message": "m", "deliver": "yes"}, ws)
+    assert out.startswith("Error:") and "deliver" in out, out
+    assert len(s.list()) == 1
+    e = raises(ValueError, s.add, "x", "at", "m", "websocket", "a", at_epoch=T0 + 60, deliver=1)
+    assert "'deliver' must be true or false" in str(e)
+    add = registry.schema("cron_add")
+    assert add["properties"]["deliver"]["type"] == "boolean"
+    assert add["required"] == ["name", "schedule_type", "message"]
+    desc = [t["description"] for t in registry.anthropic_tools() if t["name"] == "cron_add"][0]
+    assert "deliver=true" in desc and "plain reminders" in desc

@@ -59,7 +59,9 @@ REPL).
 in, and its answer arrives there by itself: leave channel and chat_id out. Forms: \
 schedule_type "every" with interval_s (seconds), "at" with at_epoch (Unix time: \
 call get_current_time first), or "daily" with time "HH:MM" (24-hour, the user's \
-local time). Check cron_list before adding a job twice.
+local time). Check cron_list before adding a job twice. For a plain reminder \
+("remind me to take the pills at 9") set deliver=true with the reminder text as \
+message: it is sent as is, with no turn.
 - GPIO: only touch pins the user names. Pins outside the gpio_allow setting and \
 pins that would break the board are refused: tell the user, never try another \
 pin. Reading a pin set with gpio_write leaves it an output at its level.

@@ -8,6 +8,10 @@
 #    whole intervals, skipping the ones that were missed;
 #  - a job that fell due while the board was off fires once after boot;
 #  - a full inbound queue leaves the job due, and it is tried again shortly;
+#  - a job with "deliver": true (this firmware's extension, for plain reminders)
+#    skips the agent: its message goes as is onto bus.outbound as a REPLY to its
+#    chat (a system job to the owner, services/heartbeat.owner(), or the log); a
+#    full outbound queue leaves it due, like a full inbound queue;
 #  - the scheduler starts only once the clock is valid (SNTP), and sleeps until
 #    the next due job (at most limits.CRON_TICK_S), woken early by cron_add.
 import os
@@ -68,10 +72,11 @@ def _int(v):
 
 
 class Scheduler:
-    def __init__(self, path=PATH, clock=None, inbound=None, tz=tz_s):
+    def __init__(self, path=PATH, clock=None, inbound=None, tz=tz_s, outbound=None):
         self.path = path
         self.clock = board.clock if clock is None else clock
         self.inbound = bus.inbound if inbound is None else inbound  # an empty Queue is falsy
+        self.outbound = bus.outbound if outbound is None else outbound
         self.tz = tz
         self.jobs = []
         self.loaded = False
@@ -164,6 +169,8 @@ class Scheduler:
             notes.append("enabled")
         if not isinstance(job["delete_after_run"], bool):
             job["delete_after_run"] = kind == "at"
+        if e.get("deliver") is True:
+            job["deliver"] = True
         if job["channel"] not in CHANNELS:
             job["channel"], job["chat_id"] = "system", "cron"
             notes.append("channel")
@@ -218,7 +225,7 @@ class Scheduler:
 
     # --- jobs ----------------------------------------------------------------
     def add(self, name, kind, message, channel="system", chat_id="cron", interval_s=None,
-            at_epoch=None, daily_at=None, delete_after_run=None):
+            at_epoch=None, daily_at=None, delete_after_run=None, deliver=False):
         """The new job (dict); ValueError with a message for the user when refused."""
         self._ensure()
         now = self.now()
@@ -228,6 +235,10 @@ class Scheduler:
             raise ValueError("'message' must not be empty")
         if channel not in CHANNELS:
             raise ValueError("channel must be one of: " + ", ".join(CHANNELS))
+        if deliver is None:
+            deliver = False
+        if not isinstance(deliver, bool):
+            raise ValueError("'deliver' must be true or false")
         chat_id = str(chat_id or "")
         if channel == "telegram" and chat_id in ("", "cron"):
             raise ValueError("a telegram job needs the chat_id of the chat to answer in")
@@ -255,6 +266,8 @@ class Scheduler:
                 raise ValueError("'daily' needs time as \"HH:MM\" (24-hour, local time)")
             parse_hhmm(daily_at)
             job["daily_at"] = str(daily_at).strip()
+        if deliver:
+            job["deliver"] = True
         job["next_run"] = self._first_run(job, now)
         with self._lock:
             if len(self.jobs) >= limits.CRON_MAX_JOBS:
@@ -314,9 +327,22 @@ class Scheduler:
                     j["next_run"] = next_daily(j["daily_at"], self.tz(), now)
             self._save()
 
+    def _deliver(self, j):
+        """A "deliver" job's message, as is, to its chat: False = outbound full."""
+        channel, chat_id = j["channel"], j["chat_id"]
+        if channel == "system":
+            from mimi.services.heartbeat import owner
+
+            dest = owner()
+            if dest is None:
+                log.info("cron", "reminder %s (no owner): %s", j["id"], j["message"][:128])
+                return True
+            channel, chat_id = dest
+        return self.outbound.put(bus.Msg(channel, chat_id, j["message"], bus.REPLY))
+
     def tick(self, now=None):
-        """Fire every due job once; -> list of ids fired. A full inbound queue leaves
-        the rest due for the next try."""
+        """Fire every due job once; -> list of ids fired. A full inbound (or, for a
+        "deliver" job, outbound) queue leaves the rest due for the next try."""
         self._ensure()
         if now is None:
             now = self.now()
@@ -325,10 +351,15 @@ class Scheduler:
             due = [j for j in self.jobs if j["enabled"] and 0 < j["next_run"] <= now]
             due.sort(key=lambda j: (j["next_run"], self.jobs.index(j)))  # sort is not stable
             for j in due:
-                msg = bus.Msg(j["channel"], j["chat_id"], j["message"], meta={"cron": j["id"]})
-                if not self.inbound.put(msg):
-                    log.warning("cron", "agent busy; job %s waits", j["id"])
-                    break
+                if j.get("deliver"):
+                    if not self._deliver(j):
+                        log.warning("cron", "outbound queue full; job %s waits", j["id"])
+                        break
+                else:
+                    msg = bus.Msg(j["channel"], j["chat_id"], j["message"], meta={"cron": j["id"]})
+                    if not self.inbound.put(msg):
+                        log.warning("cron", "agent busy; job %s waits", j["id"])
+                        break
                 fired.append(j["id"])
                 j["last_run"] = now
                 if j["kind"] == "every":

@@ -1,6 +1,7 @@
 # cron_add, cron_list, cron_remove (MimiClaw's schemas and result strings), plus
 # this firmware's daily form: schedule_type "daily" with time "HH:MM" (local time
-# in the `tz` setting).
+# in the `tz` setting), and "deliver": true, which sends the message itself, as
+# is, to the chat when the job fires (no LLM turn: for plain reminders).
 #
 # Where the answer goes: a job made during a Telegram or WebSocket turn always
 # answers in that chat (channel/chat_id are filled from the turn; naming another
@@ -43,9 +44,14 @@ def cron_add(args, ctx):
     try:
         job = service.add(args.get("name"), kind, args.get("message"), channel, chat_id,
                           interval_s=args.get("interval_s"), at_epoch=args.get("at_epoch"),
-                          daily_at=args.get("time"), delete_after_run=args.get("delete_after_run"))
+                          daily_at=args.get("time"), delete_after_run=args.get("delete_after_run"),
+                          deliver=args.get("deliver", False))
     except ValueError as e:
         return "Error: %s" % e
+    return _added(job, kind) + (" Its message will be sent as is (deliver)." if job.get("deliver") else "")
+
+
+def _added(job, kind):
     if kind == "every":
         return "OK: Added recurring job '%s' (id=%s), runs every %d seconds. Next run at epoch %d." % (
             job["name"], job["id"], job["interval_s"], job["next_run"])
@@ -64,7 +70,7 @@ def describe(j):
     else:
         when = "daily %s" % j["daily_at"]
     return '[%s] "%s" — %s, %s, next=%s, last=%s, ch=%s:%s' % (
-        j["id"], j["name"], when, "enabled" if j["enabled"] else "disabled",
+        j["id"], j["name"], when, ("enabled" if j["enabled"] else "disabled") + (", deliver" if j.get("deliver") else ""),
         j["next_run"] or "none", j["last_run"] or "never", j["channel"], j["chat_id"])
 
 
@@ -87,7 +93,9 @@ registry.add(
     "Schedule a message to yourself ('every' N seconds, once 'at' a Unix time, or 'daily' at HH:MM). "
     "When it fires it runs as a new turn and the answer goes to the chat the job was made in. "
     "'every' needs interval_s; 'at' needs at_epoch (call get_current_time first); 'daily' "
-    "needs time \"HH:MM\" (24-hour, the user's local time). At most %d jobs." % limits.CRON_MAX_JOBS,
+    "needs time \"HH:MM\" (24-hour, the user's local time). At most %d jobs. Extension: "
+    "deliver=true sends the message itself, as is, to the chat when the job fires (no turn): "
+    "use it for plain reminders, with the reminder text as message." % limits.CRON_MAX_JOBS,
     {"type": "object", "properties": {
         "name": {"type": "string", "description": "Short name for the job"},
         "schedule_type": {"type": "string", "description": "'every' (recurring), 'at' (one-shot) or 'daily'"},
@@ -97,6 +105,7 @@ registry.add(
         "channel": {"type": "string", "description": "Optional: 'telegram', 'websocket' or 'system'; defaults to the current chat"},
         "chat_id": {"type": "string", "description": "Optional: chat to answer in (required for telegram from the REPL); defaults to the current chat"},
         "time": {"type": "string", "description": "Local time \"HH:MM\" (required for 'daily')"},
+        "deliver": {"type": "boolean", "description": "Optional: true = send the message as is when it fires, with no turn (plain reminders)"},
     }, "required": ["name", "schedule_type", "message"]},
     cron_add)
 registry.add(
