@@ -10,6 +10,9 @@ source (without running it):
   TIMEOUT = 60           seconds before the test is killed and failed
   FIXTURES = ("name",)   pytest fixtures whose (JSON) values reach the test as
                          support.fixture("name")
+  PARAMS = {"a": ("fixture",), "b": ()}
+                         a test function with one argument runs once per key, as
+                         test_x[a], called with the key, with that key's fixtures too
 """
 import ast
 import json
@@ -62,11 +65,14 @@ def compiled_lib():
     return _compiled
 
 
-def run_mp(module, func, tmp_path, heapsize=None, blocks=256, timeout=60, fixtures=None):
+def run_mp(module, func, tmp_path, heapsize=None, blocks=256, timeout=60, fixtures=None,
+           param=None):
     cmd = [micropython_bin()]
     if heapsize:
         cmd += ["-X", "heapsize=%s" % heapsize]
     cmd += [str(MP_DIR / "runner.py"), str(ROOT), module, func, str(tmp_path), str(blocks)]
+    if param is not None:
+        cmd.append(param)
     env = dict(os.environ)
     env["MIMI_TEST_FIXTURES"] = json.dumps(fixtures or {})
     env["MIMI_TEST_LIB"] = compiled_lib()
@@ -89,17 +95,27 @@ class MpFile(pytest.File):
             "timeout": _literal(tree, "TIMEOUT", 60),
             "fixtures": _literal(tree, "FIXTURES", ()),
         }
+        params = _literal(tree, "PARAMS", {})
         for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_"):
+            if not (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and node.name.startswith("test_")):
+                continue
+            if params and len(node.args.args) == 1:
+                for p, extra in params.items():
+                    yield pytest.Function.from_parent(
+                        self, name="%s[%s]" % (node.name, p),
+                        callobj=_make_runner(self.path.stem, node.name, settings, p, extra))
+            else:
                 yield pytest.Function.from_parent(
                     self, name=node.name, callobj=_make_runner(self.path.stem, node.name, settings))
 
 
-def _make_runner(module, func, s):
+def _make_runner(module, func, s, param=None, param_fixtures=()):
     def run(request, tmp_path):
-        fixtures = {name: request.getfixturevalue(name) for name in s["fixtures"]}
+        names = tuple(s["fixtures"]) + tuple(param_fixtures)
+        fixtures = {name: request.getfixturevalue(name) for name in names}
         r = run_mp(module, func, tmp_path, s["heap"].get(func, s["heapsize"]), s["blocks"],
-                   s["timeout"], fixtures)
+                   s["timeout"], fixtures, param)
         out = r.stdout + r.stderr
         if r.returncode == 3 and "SKIP:" in out:
             pytest.skip(out.split("SKIP:", 1)[1].strip())

@@ -113,3 +113,9 @@ def http_env(test_ca):
     yield dict({k: s.port for k, s in servers.items()}, control=control.port, ca=test_ca)
     for s in list(servers.values()) + [control]:
         s.stop()
+
+
+@pytest.fixture
+def harness_probe():
+    """A JSON value for tests/host/test_harness.py's probe of the PARAMS knob."""
+    return {"value": 42}

@@ -18,7 +18,13 @@ def test_failing_micropython_test_fails_pytest(tmp_path):
         "def test_passes():\n    assert 1 + 1 == 2\n\n"
         "def test_fails():\n    assert 1 + 1 == 3, 'arithmetic'\n\n"
         "async def test_async_passes():\n    import asyncio\n    await asyncio.sleep_ms(1)\n\n"
-        "def test_skips():\n    import support\n    support.skip('not on this port')\n")
+        "def test_skips():\n    import support\n    support.skip('not on this port')\n\n"
+        # PARAMS: a one-argument test runs once per key, with that key's fixtures
+        "PARAMS = {'one': ('harness_probe',), 'two': ()}\n\n"
+        "def test_params(p):\n    import support\n"
+        "    assert p in ('one', 'two')\n"
+        "    if p == 'one':\n        assert support.fixture('harness_probe') == {'value': 42}\n"
+        "    else:\n        assert support.raises(KeyError, support.fixture, 'harness_probe')\n")
     try:
         r = subprocess.run([sys.executable, "-m", "pytest", str(probe), "-p", "no:xdist", "-q",
                             "-p", "no:cacheprovider", "-o", "addopts="],
@@ -27,5 +33,5 @@ def test_failing_micropython_test_fails_pytest(tmp_path):
         probe.unlink()
     out = r.stdout + r.stderr
     assert r.returncode == 1, out
-    assert "1 failed, 5 passed, 1 skipped" in out, out
+    assert "1 failed, 7 passed, 1 skipped" in out, out
     assert "AssertionError: arithmetic" in out, out

@@ -1,4 +1,4 @@
-# Scenarios run against both fake LLM servers (test_llm_anthropic / test_llm_openai):
+# Scenarios run against both fake LLM servers (test_llm_providers.py, one item per provider):
 # the real providers and HTTP client talk TLS to the fakes of tests/fakes/llm.py.
 import llmfake
 import support

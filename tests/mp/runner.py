@@ -1,10 +1,11 @@
 # Runs one MicroPython test function on a fresh LittleFS mounted at / (the
 # board layer's host filesystem), and reports through the exit code:
 # 0 passed, 1 failed (traceback printed), 3 skipped.
-#   micropython runner.py REPO MODULE FUNC TMPDIR BLOCKS
+#   micropython runner.py REPO MODULE FUNC TMPDIR BLOCKS [PARAM]
 import sys
 
 repo, module, func, tmp, blocks = sys.argv[1:6]
+param = sys.argv[6] if len(sys.argv) > 6 else None
 import os  # noqa: E402
 
 # The firmware as compiled .mpy (conftest builds it), else its sources.
@@ -24,7 +25,8 @@ try:
     mod = __import__(module)
     if hasattr(mod, "setup"):
         mod.setup()
-    result = getattr(mod, func)()
+    fn = getattr(mod, func)
+    result = fn() if param is None else fn(param)
     if type(result).__name__ == "generator":  # an async def test
         import asyncio
 
