@@ -24,14 +24,18 @@ def rtc_memory(data=None):
     return rtc.memory() if data is None else rtc.memory(data)
 
 
-_ap = None
+_ifaces = {}
+
+
+def _iface(kind):
+    """One network.WLAN object per interface, made on first use."""
+    if kind not in _ifaces:
+        _ifaces[kind] = network.WLAN(kind)
+    return _ifaces[kind]
 
 
 def ap_wlan():
-    global _ap
-    if _ap is None:
-        _ap = network.WLAN(network.WLAN.IF_AP)
-    return _ap
+    return _iface(network.WLAN.IF_AP)
 
 
 def mount_image(path, block_count=None, mkfs=False):
@@ -47,14 +51,8 @@ def fs_info():
     return {"block_size": st[0], "blocks": st[2], "free": st[3] * st[0], "total": st[2] * st[0]}
 
 
-_wlan = None
-
-
 def wlan():
-    global _wlan
-    if _wlan is None:
-        _wlan = network.WLAN(network.WLAN.IF_STA)
-    return _wlan
+    return _iface(network.WLAN.IF_STA)
 
 
 def set_unix(t):
