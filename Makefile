@@ -7,7 +7,7 @@ FLASH ?= 8M
 SECRETS ?= secrets.json
 TEST_ARGS ?=
 
-.PHONY: setup test run bench image bundle browser clean help flash deploy mpremote-config
+.PHONY: setup test lint run bench image bundle browser mp32 clean help flash deploy mpremote-config
 
 help:
 	@echo "make test            run the whole test suite (sets itself up)"
@@ -29,14 +29,29 @@ $(STAMP): requirements.txt
 
 setup: $(STAMP)
 
-test: setup $(if $(wildcard /usr/bin/chromium),,browser)
+test: setup lint mp32 $(if $(wildcard /usr/bin/chromium),,browser)
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(TEST_ARGS)
+
+lint: setup
+	$(BIN)/ruff check .
+
+# The 32-bit MicroPython of ../shared/mp32 (board-sized objects; MP32=path overrides)
+# needs the 32-bit C library. Optional: nothing fails without it.
+MP32 ?= $(abspath ../shared/mp32/micropython)
+export MP32
+mp32:
+	@if [ ! -x "$(MP32)" ] || "$(MP32)" -c "pass" 2>/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "mp32: $(MP32) needs libc6-i386 (sudo apt-get install -y libc6-i386)"; exit 0; fi; \
+	echo "mp32: installing libc6-i386 for $(MP32)"; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q libc6-i386 >/dev/null 2>&1 || \
+	{ apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libc6-i386 >/dev/null 2>&1; } || \
+	echo "mp32: apt-get could not install libc6-i386; 32-bit runs are skipped"
 
 run: setup
 	$(BIN)/python tools/sim $(SIM_ARGS)
 
 # Speed and memory figures of this machine (docs/benchmarks.md); tables also in build/bench.md.
-bench: setup
+bench: setup mp32
 	$(BIN)/python bench/run_all.py --markdown build/bench.md $(BENCH_ARGS)
 
 # SECRETS named on the command line must exist; the default secrets.json is optional.

@@ -85,7 +85,9 @@ def tables(n=None):
                "calls, 3 tools, no error)." % (HI_KB, STEP_KB) + " Live heap: gc.mem_alloc() after gc.collect() "
                "before/after each HTTP request (the request body buffer, messages and reply "
                "alive). Experiment rows start the request body buffer (lib/mimi/llm/jsonbuf.py, "
-               "limits.LLM_BODY_BUF = 32 KB, regrown to the body's exact size, rounded up to a whole KB, when a body does not fit) at 40 KB. The driver loads only the agent path (no gateway, Telegram or cron loop). Unix "
+               "limits.LLM_BODY_BUF = 32 KB, regrown to the body's exact size, rounded up to a whole KB, "
+               "when a body does not fit) at 40 KB. The driver loads only the agent path (no gateway, "
+               "Telegram or cron loop). Unix "
                "port: 64-bit words; mbedTLS buffers are malloc'd outside the GC heap.")
     return [t]
 

@@ -37,7 +37,6 @@ commands = {
 def _install(argv):
     import os
     import shutil
-    import sys
 
     force = "--force" in argv
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")

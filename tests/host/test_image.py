@@ -2,8 +2,6 @@
 import json
 import signal
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 

@@ -1,6 +1,5 @@
 # Settings: validation, masking, atomic save, REPL functions.
 import json
-import os
 from support import raises, Capture
 from mimi import config, fs
 from mimi.config import Config

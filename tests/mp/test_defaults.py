@@ -1,6 +1,5 @@
 # First-boot install of the default files: user edits always survive.
 import os
-import json
 from support import write, read
 from mimi import defaults, fs
 

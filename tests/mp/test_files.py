@@ -1,6 +1,5 @@
 # File tools: MimiClaw's schemas and result strings, confinement to /spiffs/,
 # atomic writes, first-occurrence edits, recursive list_dir.
-import os
 from support import write, read
 from mimi import limits, fs
 from mimi.tools.registry import registry

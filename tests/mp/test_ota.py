@@ -185,7 +185,8 @@ def test_firmware_to_next_slot():
     n = srv()["fw_size"]
     slot = P.slots["ota_1"]
     assert slot[0] == 0xE9 and slot[n] == 0xFF
-    import hashlib, binascii
+    import hashlib
+    import binascii
 
     assert binascii.hexlify(hashlib.sha256(bytes(slot[:n])).digest()).decode() == srv()["fw_sha256"]
     assert not P.valid

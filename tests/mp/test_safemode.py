@@ -51,7 +51,6 @@ def test_counter_lives_in_rtc_memory_next_to_other_data():
 
 
 async def test_guard_task_marks_healthy():
-    import asyncio
 
     boot()
     limits.HEALTHY_AFTER_S = 0  # the module constant, shortened for this test

@@ -1,6 +1,5 @@
 # Session history: tail loading, corrupt and long lines, alternation repair,
 # batching, compaction, file names, clear and list.
-import os
 import json
 from support import write
 from mimi import limits, fs, log, bus

@@ -180,7 +180,7 @@ async def test_group_mention_or_reply_only():
     assert m.content == "and now?"
     # a group outside tg_allow that does not address the bot: silence
     await update(chat_id=-200, chat_type="group", from_id=5, text="hello all")
-    uid = await update(chat_id=-200, chat_type="group", from_id=5, text="@%s hi" % tg()["username"])
+    await update(chat_id=-200, chat_type="group", from_id=5, text="@%s hi" % tg()["username"])
     st = await until(lambda: _sent_n(1), "stranger group told")
     assert st["sent"][0]["chat_id"] == -200
     assert bus.inbound.get_nowait() is None

@@ -10,7 +10,7 @@ from mimi.jsonutil import fix_surrogates
 
 # Style tags. "pre" and "a" carry a value: ("pre", lang) / ("a", href).
 B = "b"
-I = "i"
+I = "i"  # noqa: E741 - the HTML tag name
 S = "s"
 CODE = "code"
 QUOTE = "blockquote"
