@@ -239,6 +239,14 @@ def test_retry_waits_capped_and_what_is_not_retried():
     assert Anthropic("k", client=t, sleep=waits.append).chat("s", msgs).text == "ok"
     # Retry-After obeyed but capped; -ms preferred; an HTTP date falls back to backoff
     assert waits == [limits.LLM_BACKOFF_MAX_S, 1.5, 4 * limits.LLM_BACKOFF_BASE_S], waits
+    # Negative, absurd and NaN values: clamped to [0, max] or our own backoff, never a failed turn
+    waits[:] = []
+    t = FakeTransport(Resp(429, b"{}", {"retry-after": "-5"}),
+                      Resp(503, b"{}", {"retry-after-ms": "-1e9"}),
+                      Resp(429, b"{}", {"retry-after": "nan"}),
+                      anthropic_ok("ok"))
+    assert Anthropic("k", client=t, sleep=waits.append).chat("s", msgs).text == "ok"
+    assert waits == [0, 0, 4 * limits.LLM_BACKOFF_BASE_S], waits
     waits[:] = []
     t = FakeTransport(http.Timeout("no answer"), http.ConnectFailure("refused"),
                       anthropic_ok("ok"))

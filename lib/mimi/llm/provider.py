@@ -71,18 +71,17 @@ def split_base(url):
 
 
 def _retry_after(headers):
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000
-        except ValueError:
-            pass
-    v = headers.get("retry-after")
-    if v:
-        try:
-            return float(v)
-        except ValueError:  # an HTTP date: fall back to our own backoff
-            pass
+    """Seconds the server asks us to wait, clamped to [0, LLM_BACKOFF_MAX_S] (a negative
+    value made time.sleep fail the turn); None when absent or unreadable (an HTTP date, NaN)."""
+    for key, scale in (("retry-after-ms", 1000), ("retry-after", 1)):
+        v = headers.get(key)
+        if v:
+            try:
+                w = float(v) / scale
+            except ValueError:  # an HTTP date: fall back to our own backoff
+                continue
+            if w == w:  # not NaN
+                return min(max(w, 0), limits.LLM_BACKOFF_MAX_S)
     return None
 
 
