@@ -115,8 +115,18 @@ def test_strip_think_and_base():
     assert strip_think("<think>never closed") == ""
     assert strip_think("reasoning</think>Answer") == "Answer"
     assert strip_think(None) == ""
-    assert split_base("https://openrouter.ai/api/v1/") == ("https://openrouter.ai", "/api")
-    assert split_base("http://127.0.0.1:11434") == ("http://127.0.0.1:11434", "")
+    for base, want in (
+            ("http://localhost:11434", ("http://localhost:11434", "/v1", "")),
+            ("http://localhost:11434/v1", ("http://localhost:11434", "/v1", "")),
+            ("http://localhost:1234/v1/", ("http://localhost:1234", "/v1", "")),
+            ("http://localhost:8080", ("http://localhost:8080", "/v1", "")),
+            ("https://openrouter.ai/api/v1/", ("https://openrouter.ai", "/api/v1", "")),
+            ("https://api.deepseek.com", ("https://api.deepseek.com", "/v1", "")),
+            ("https://generativelanguage.googleapis.com/v1beta/openai",
+             ("https://generativelanguage.googleapis.com", "/v1beta/openai", "")),
+            ("https://n.openai.azure.com/openai/deployments/d?api-version=2024-10-21",
+             ("https://n.openai.azure.com", "/openai/deployments/d", "?api-version=2024-10-21"))):
+        assert split_base(base) == want, (base, split_base(base))
 
 
 def test_anthropic_request_shape_and_cache():

@@ -42,7 +42,7 @@ def tool_list(tools):
 
 class Anthropic(Provider):
     name = "anthropic"
-    path = "/v1/messages"
+    path = "/messages"
     _sys_src = _sys_blocks = None
 
     def headers(self):

@@ -58,7 +58,7 @@ def to_tools(tools):
 
 class OpenAI(Provider):
     name = "openai"
-    path = "/v1/chat/completions"
+    path = "/chat/completions"
 
     def headers(self):
         h = {"content-type": "application/json"}

@@ -59,15 +59,14 @@ def strip_think(text):
 
 
 def split_base(url):
-    """'https://host:1/api/v1/' -> ('https://host:1', '/api'): origin for the client,
-    path prefix for requests (a trailing /v1 is dropped; the endpoints add it)."""
+    """A base URL as the user pasted it -> (origin, path prefix, query): a base with a path
+    is used as given ('https://openrouter.ai/api/v1' -> '/api/v1'), a bare host gets '/v1';
+    the endpoint ('/messages', '/chat/completions') goes between prefix and query."""
+    url, q, query = url.partition("?")
     url = url.rstrip("/")
     scheme, _, rest = url.partition("://")
     host, slash, path = rest.partition("/")
-    path = slash + path
-    if path.endswith("/v1"):
-        path = path[:-3]
-    return scheme + "://" + host, path
+    return scheme + "://" + host, (slash + path) or "/v1", q + query
 
 
 def _retry_after(headers):
@@ -114,7 +113,7 @@ class Provider:
         self.model = model or DEFAULT_MODEL[self.name]
         self.api_base = (api_base or DEFAULT_BASE[self.name]).rstrip("/")
         self.max_tokens = max_tokens or limits.MAX_TOKENS_DEFAULT
-        origin, self.prefix = split_base(self.api_base)
+        origin, self.prefix, self.query = split_base(self.api_base)
         if client is None:
             from mimi.llm import http
 
@@ -125,7 +124,7 @@ class Provider:
         self.sleep = sleep or time.sleep
 
     def chat(self, system, messages, tools=None):
-        data = self.post(self.prefix + self.path, self.headers(),
+        data = self.post(self.prefix + self.path + self.query, self.headers(),
                          self.encode(system, messages, tools or []))
         try:
             return self.decode(data)
