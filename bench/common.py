@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 BUILD = ROOT / "build"
 MP = str(Path(sys.executable).parent / "micropython")
+# The 32-bit MicroPython of ../shared/mp32 (the board's object sizes); MP32=path overrides.
+MP32 = os.environ.get("MP32") or str(ROOT.parent / "shared" / "mp32" / "micropython")
 for p in (ROOT / "tests", ROOT / "tools", ROOT / "lib"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
@@ -100,16 +102,35 @@ def make_image(path, ca=None, flash="8M"):
     return str(path)
 
 
-def run_mp(script, args, heap=None, timeout=120):
-    """Run bench/mp/<script> under MicroPython; -> (returncode, [BENCH records], output)."""
-    cmd = [MP]
+def interpreters():
+    """[(label, path)]: the .venv's 64-bit MicroPython, and the 32-bit one when it runs here."""
+    out = [("64-bit", MP)]
+    try:
+        ok = subprocess.run([MP32, "-c", "pass"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    if ok:
+        out.append(("32-bit", MP32))
+    return out
+
+
+def run_mp(script, args, heap=None, timeout=120, mp=MP):
+    """Run bench/mp/<script> under MicroPython; -> (returncode, [BENCH records], output).
+    The arguments travel in a JSON file: the unix port aborts on an argv item over 255
+    bytes ("FATAL: uncaught NLR")."""
+    import tempfile
+
+    cmd = [mp]
     if heap:
         cmd += ["-X", "heapsize=" + heap]
-    cmd += [str(BENCH / "mp" / script), json.dumps(args)]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        return -1, [], "timeout: %s" % ((e.stdout or b"")[-2000:],)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="bench-args-") as f:
+        json.dump(args, f)
+        f.flush()
+        try:
+            r = subprocess.run(cmd + [str(BENCH / "mp" / script), f.name],
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            return -1, [], "timeout: %s" % ((e.stdout or b"")[-2000:],)
     recs = [json.loads(line[6:]) for line in r.stdout.splitlines() if line.startswith("BENCH ")]
     return r.returncode, recs, r.stdout + r.stderr
 

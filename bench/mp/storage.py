@@ -1,11 +1,12 @@
 # MicroPython side of bench/history.py and bench/prompt.py: session history loads and
 # system prompt builds on a board image (LittleFS), timed with ticks_us, with the
 # bytes allocated per call measured with the GC off (gc.mem_alloc() difference).
-#   micropython bench/mp/storage.py '{"image":..., "lib":..., "mode": "sessions"|"prompt", "n": N}'
+#   micropython bench/mp/storage.py ARGS.json   ({"image":..., "lib":..., "mode": "sessions"|"prompt", "n": N})
 import sys
 import json
 
-A = json.loads(sys.argv[1])
+with open(sys.argv[1]) as _f:  # a JSON file: long argv items abort the unix port
+    A = json.load(_f)
 sys.path[:] = [A["lib"]]
 from mimi import board  # noqa: E402
 

@@ -1,14 +1,15 @@
 # MicroPython side of bench/turn.py and bench/minheap.py: full agent turns through
 # the firmware's own worker.run_message() (system prompt, session load, provider,
 # HTTP client, ReAct loop, real tools, session save) on a board image.
-#   micropython bench/mp/turn.py '{"image":..., "lib":..., "mode": "prepare"|"turns", ...}'
+#   micropython bench/mp/turn.py ARGS.json   ({"image":..., "lib":..., "mode": "prepare"|"turns", ...})
 # prepare: install defaults, settings, and for workload "full" a 16 KB system prompt
 #   (oversized SOUL/USER/MEMORY) and 20 stored history messages.
 # turns: run "turns" turns; one "BENCH {json}" line per turn.
 import sys
 import json
 
-A = json.loads(sys.argv[1])
+with open(sys.argv[1]) as _f:  # a JSON file: long argv items abort the unix port
+    A = json.load(_f)
 sys.path[:] = [A["lib"]]
 from mimi import board  # noqa: E402
 
