@@ -64,7 +64,7 @@ def _key():
 # --- download (the firmware's one HTTP client: verified TLS, proxy, redirects) ---
 def _open(url):
     """GET url, following redirects: an http.Stream of a 200 answer."""
-    from mimi.llm import http, httpstream
+    from mimi.net import http, httpstream
 
     try:
         st = httpstream.open_url(url, {"User-Agent": "MimiClaw-OTA"}, proxy=http.proxy_from_config(config.cfg),
@@ -177,7 +177,7 @@ def _check_manifest(raw):
 def fetch(url):
     """Download and verify a bundle into /ota/new; the manifest. Nothing of the
     running version changes; on any error /ota/new is removed."""
-    from mimi.llm.http import HTTPError
+    from mimi.net.http import HTTPError
 
     rmtree(NEW)
     body = _open(url)
@@ -348,7 +348,7 @@ def update_firmware(url, sha256=None, reboot=True):
     capacity = target.ioctl(4, 0) * bs
     key = _key()
     sig = None
-    from mimi.llm.http import HTTPError
+    from mimi.net.http import HTTPError
 
     if key:
         sigbody = _open(url + ".sig")

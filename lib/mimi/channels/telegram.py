@@ -11,7 +11,7 @@ import time
 import asyncio
 from mimi import limits, log, bus, fs, config, jsonutil
 from mimi.channels import tgformat
-from mimi.llm.http import ConnectFailure, Timeout
+from mimi.net.http import ConnectFailure, Timeout
 from mimi.services import wifi, ntp
 
 TAG = "tg"
@@ -89,7 +89,7 @@ class Api:
 
 
 def _client(base, timeout_s):
-    from mimi.llm import http
+    from mimi.net import http
 
     # ca=None: the client verifies against the board's root bundle (limits.CA_BUNDLE)
     return http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s)

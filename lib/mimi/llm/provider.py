@@ -115,7 +115,7 @@ class Provider:
         self.max_tokens = max_tokens or limits.MAX_TOKENS_DEFAULT
         origin, self.prefix, self.query = split_base(self.api_base)
         if client is None:
-            from mimi.llm import http
+            from mimi.net import http
 
             if not origin.startswith("https://"):
                 ca = None
@@ -145,7 +145,7 @@ class Provider:
             self._body = JsonBuf()
         payload = self._body.encode(body)
         body = None
-        from mimi.llm.http import HTTPError
+        from mimi.net.http import HTTPError
         from mimi.services import watchdog
         for attempt in range(limits.LLM_RETRIES + 1):
             wait = None
@@ -187,7 +187,7 @@ class Provider:
 
 def _retryable_transport(e):
     # A bad certificate or an oversized reply will not get better by asking again.
-    from mimi.llm import http
+    from mimi.net import http
 
     return not isinstance(e, (http.TLSFailure, http.TooLarge))
 
@@ -206,7 +206,7 @@ def from_config(cfg, client=None, sleep=None):
     model = cfg.get("model") or DEFAULT_MODEL[name]
     proxy = None
     if client is None:
-        from mimi.llm import http
+        from mimi.net import http
 
         proxy = http.proxy_from_config(cfg)
         # Same settings as last turn: keep the provider and its open TLS connection.

@@ -513,7 +513,7 @@ class Client(_Base):
     def stream(self, *args, **kw):
         """httpstream.stream(self, method, path, headers=None, body=None, deadline_s=None,
         cap=None, redirects=0, idle_s=None): the response with its body still to read."""
-        from mimi.llm import httpstream  # not loaded by the LLM path
+        from mimi.net import httpstream  # not loaded by the LLM path
 
         return httpstream.stream(self, *args, **kw)
 

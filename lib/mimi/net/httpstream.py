@@ -13,7 +13,7 @@
 import time
 
 from mimi import limits
-from mimi.llm import http
+from mimi.net import http
 
 _REDIRECTS = (301, 302, 303, 307, 308)
 
