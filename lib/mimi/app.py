@@ -1,8 +1,6 @@
 # Boot sequence and the runtime shape: defaults installed, settings loaded, the
 # agent thread started, then one asyncio loop for everything else.
-import os
 import asyncio
-import binascii
 import mimi
 from mimi import log, config, defaults, board
 
@@ -13,7 +11,9 @@ def ensure_ws_token():
     """First boot: make the gateway token and show it once on the console."""
     if cfg.is_set("ws_token"):
         return None
-    token = binascii.hexlify(os.urandom(12)).decode()
+    from mimi.net import random_id
+
+    token = random_id(12)
     cfg.set("ws_token", token)
     print("WebSocket gateway token (also in config_show(); shown in full only now):")
     print("    ws_token =", token)

@@ -5,6 +5,7 @@ import json
 import _thread
 from mimi import limits, fs, log
 from mimi.board.clock import parse_tz
+from mimi.net import split_url
 from mimi.llm.provider import PROVIDERS
 from mimi.tools import gpio_policy
 
@@ -60,9 +61,7 @@ def _url(v):
         raise ValueError("must start with https:// or http://")
     if len(v) > 200 or " " in v:
         raise ValueError("not a valid URL")
-    host = v.split("://", 1)[1].split("/", 1)[0]
-    if not host:
-        raise ValueError("URL has no host")
+    split_url(v)  # ValueError: no host, or a port that is not a number
     return v.rstrip("/")
 
 

@@ -4,6 +4,7 @@
 # parts both share: the reply shape, provider selection and retries.
 import time
 from mimi import limits, log, jsonutil, fs
+from mimi.net import split_url
 
 PROVIDERS = ("anthropic", "openai")
 DEFAULT_BASE = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
@@ -64,9 +65,8 @@ def split_base(url):
     the endpoint ('/messages', '/chat/completions') goes between prefix and query."""
     url, q, query = url.partition("?")
     url = url.rstrip("/")
-    scheme, _, rest = url.partition("://")
-    host, slash, path = rest.partition("/")
-    return scheme + "://" + host, (slash + path) or "/v1", q + query
+    path = split_url(url)[3]
+    return url[:len(url) - len(path)], path or "/v1", q + query
 
 
 def _retry_after(headers):

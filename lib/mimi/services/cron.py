@@ -22,6 +22,7 @@ from mimi import limits, log, fs, bus, board
 from mimi.board.clock import VALID_AFTER
 from mimi.services import ntp
 from mimi.config import tz_s
+from mimi.net import random_id
 
 PATH = limits.SPIFFS + "/cron.json"
 KINDS = ("every", "at", "daily")
@@ -30,9 +31,7 @@ DAY = 86400
 
 
 def new_id():
-    import binascii
-
-    return binascii.hexlify(os.urandom(4)).decode()
+    return random_id(4)
 
 
 def is_id(v):
