@@ -43,12 +43,10 @@ def gateway_url():
 
 
 def banner():
-    from mimi.llm.provider import DEFAULT_MODEL
-
     h = board.heap()
     f = board.fs_info()
     provider = cfg.get("provider")
-    model = cfg.get("model") or "%s (default)" % DEFAULT_MODEL[provider]
+    model = cfg.get("model") or "%s (default)" % config.DEFAULT_MODEL[provider]
     print("=" * 60)
     print("MimiClaw %s on %s (id %s)" % (mimi.VERSION, board.NAME, board.unique_id()))
     print("  provider %s, model %s" % (provider, model))

@@ -6,10 +6,14 @@ import _thread
 from mimi import limits, fs, log
 from mimi.board.clock import parse_tz
 from mimi.net import split_url
-from mimi.llm.provider import PROVIDERS
-from mimi.tools import gpio_policy
+from mimi import gpio_policy
 
 PROXY_TYPES = ("http", "socks5")
+# The LLM providers and their defaults (used when `api_base` / `model` are empty);
+# here, not in llm/, so reading settings never loads the LLM code.
+PROVIDERS = ("anthropic", "openai")
+DEFAULT_BASE = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
+DEFAULT_MODEL = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini"}
 
 
 def _str(maxlen):
@@ -148,7 +152,7 @@ SCHEMA = {
     "tg_api_base": ("https://api.telegram.org", _url, False),
     "ap_pass": (None, _ap_pass, True),  # onboarding AP's WPA2 password; None: made when first needed
     "ota_key": ("", _token, True),  # shared secret: update bundles must carry its HMAC-SHA256
-    # pins the GPIO tools may use ("4-18,21"; "" = none); see mimi/tools/gpio_policy.py
+    # pins the GPIO tools may use ("4-18,21"; "" = none); see mimi/gpio_policy.py
     "gpio_allow": (_gpio_allow(gpio_policy.DEFAULT), _gpio_allow, False),
 }
 

@@ -4,11 +4,8 @@
 # parts both share: the reply shape, provider selection and retries.
 import time
 from mimi import limits, log, jsonutil, fs
+from mimi.config import PROVIDERS, DEFAULT_BASE, DEFAULT_MODEL
 from mimi.net import split_url
-
-PROVIDERS = ("anthropic", "openai")
-DEFAULT_BASE = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
-DEFAULT_MODEL = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini"}
 
 
 class LLMError(Exception):
