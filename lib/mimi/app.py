@@ -67,18 +67,15 @@ def tasks():
 
     ts = [wifi.supervisor.run()]
     ts += safemode.guard_tasks()  # healthy-boot timer, watchdog, onboarding portal
-    from mimi.channels import dispatch, websocket
+    from mimi import channels
+    from mimi.channels import dispatch
 
     ts.append(dispatch.run())
-    ts.append(websocket.serve())
-    from mimi.channels import telegram
-
-    ts.append(telegram.run())  # also registers its sender with the dispatcher
-    from mimi.services import ntp, cron, heartbeat
+    ts += channels.tasks()  # the configured channels, each with its sender registered
+    from mimi.services import ntp, cron
 
     ts.append(ntp.run())
     ts.append(cron.task())
-    ts.append(heartbeat.run())
     if board.CONSOLE:
         from mimi import console
 

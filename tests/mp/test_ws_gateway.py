@@ -21,7 +21,8 @@ def setup():
 
 
 async def start():
-    tasks = [asyncio.create_task(dispatch.run()), asyncio.create_task(websocket.serve())]
+    dispatch.register("websocket", websocket.send)
+    tasks = [asyncio.create_task(dispatch.run()), asyncio.create_task(websocket.run())]
     while websocket.port is None:
         await asyncio.sleep_ms(5)
     return tasks

@@ -503,16 +503,18 @@ bot = None
 
 
 def install():
-    """Create the channel and register its sender with the dispatcher."""
+    """Create the channel (once)."""
     global bot
     if bot is None:
-        from mimi.channels import dispatch
-
         bot = Telegram()
-        dispatch.register(CHANNEL, bot.send)
     return bot
 
 
 def run():
-    """The poller task (app.tasks())."""
+    """The poller task (started by channels.start())."""
     return install().run()
+
+
+async def send(msg):
+    """The dispatcher's sender (registered by channels.start())."""
+    await install().send(msg)

@@ -9,7 +9,6 @@ import asyncio
 from mimi import limits, log, bus, board, config, net
 from mimi.net import httpserver as hs
 from mimi.channels import wsproto as wp
-from mimi.channels import dispatch
 
 CHANNEL = "websocket"
 _ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
@@ -332,8 +331,8 @@ async def _connection(sr, sw):
             pass
 
 
-async def serve():
-    """The gateway task (app.tasks())."""
+async def run():
+    """The gateway task (started by channels.start(), which registers send())."""
     global port
     host = board.BIND_ADDR
     try:
@@ -344,7 +343,6 @@ async def serve():
         log.error("ws", "gateway could not listen on %s:%s: %s (port taken? pick another with "
                   "config_set('ws_port', N), or tools/sim --set ws_port=N)", host, config.cfg.get("ws_port"), e)
         return
-    dispatch.register(CHANNEL, send)
     # Tests find the port from this line: "gateway listening on HOST:PORT".
     log.info("ws", "gateway listening on %s:%d", host, port)
     if not config.cfg.get("ws_token"):
