@@ -1,7 +1,7 @@
 """Curated root-CA bundle for the firmware (CPython; certifi + cryptography).
 
 MicroPython has no built-in CA store, so the image ships /certs/roots.pem
-(limits.CA_BUNDLE) and mimi.llm.http verifies every HTTPS server against it.
+(limits.CA_BUNDLE) and mimi.net.http verifies every HTTPS server against it.
 The whole Mozilla store (~120 roots, ~200 KB) would cost flash and, once parsed
 by mbedTLS, RAM on every TLS context; these are the roots the services the
 firmware talks to chain to (checked 2025-2026; CDNs rotate CAs, hence a margin):

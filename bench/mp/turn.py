@@ -70,7 +70,8 @@ def _body_buf(provider):
 
 def turns():
     from mimi.agent import worker, react
-    from mimi.llm import provider, http
+    from mimi.llm import provider
+    from mimi.net import http
 
     config.cfg.load()
     seen = []

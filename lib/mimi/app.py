@@ -1,8 +1,6 @@
 # Boot sequence and the runtime shape: defaults installed, settings loaded, the
 # agent thread started, then one asyncio loop for everything else.
-import os
 import asyncio
-import binascii
 import mimi
 from mimi import log, config, defaults, board
 
@@ -13,7 +11,9 @@ def ensure_ws_token():
     """First boot: make the gateway token and show it once on the console."""
     if cfg.is_set("ws_token"):
         return None
-    token = binascii.hexlify(os.urandom(12)).decode()
+    from mimi.net import random_id
+
+    token = random_id(12)
     cfg.set("ws_token", token)
     print("WebSocket gateway token (also in config_show(); shown in full only now):")
     print("    ws_token =", token)
@@ -43,12 +43,10 @@ def gateway_url():
 
 
 def banner():
-    from mimi.llm.provider import DEFAULT_MODEL
-
     h = board.heap()
     f = board.fs_info()
     provider = cfg.get("provider")
-    model = cfg.get("model") or "%s (default)" % DEFAULT_MODEL[provider]
+    model = cfg.get("model") or "%s (default)" % config.DEFAULT_MODEL[provider]
     print("=" * 60)
     print("MimiClaw %s on %s (id %s)" % (mimi.VERSION, board.NAME, board.unique_id()))
     print("  provider %s, model %s" % (provider, model))
@@ -69,18 +67,15 @@ def tasks():
 
     ts = [wifi.supervisor.run()]
     ts += safemode.guard_tasks()  # healthy-boot timer, watchdog, onboarding portal
-    from mimi.channels import dispatch, websocket
+    from mimi import channels
+    from mimi.channels import dispatch
 
     ts.append(dispatch.run())
-    ts.append(websocket.serve())
-    from mimi.channels import telegram
-
-    ts.append(telegram.run())  # also registers its sender with the dispatcher
-    from mimi.services import ntp, cron, heartbeat
+    ts += channels.tasks()  # the configured channels, each with its sender registered
+    from mimi.services import ntp, cron
 
     ts.append(ntp.run())
     ts.append(cron.task())
-    ts.append(heartbeat.run())
     if board.CONSOLE:
         from mimi import console
 

@@ -7,7 +7,7 @@ import sys
 import time
 import _thread
 import asyncio
-from mimi import limits
+from mimi import limits, channels
 
 # Message kinds on the outbound queue.
 REPLY = "reply"
@@ -21,6 +21,7 @@ class Msg:
     __slots__ = ("channel", "chat_id", "content", "kind", "meta")
 
     def __init__(self, channel, chat_id, content, kind=REPLY, meta=None):
+        channels.get(channel)  # an unknown channel is an error here, not a lost message later
         self.channel = channel
         self.chat_id = str(chat_id)
         self.content = content
@@ -35,11 +36,9 @@ class Msg:
         return "Msg(%s:%s %s %d chars)" % (self.channel, self.chat_id, self.kind, len(self.content or ""))
 
 
-PREFIX = {"telegram": "tg", "websocket": "ws", "system": "sys"}
-
-
 def session_key(channel, chat_id):
-    return "%s_%s" % (PREFIX.get(channel, channel), chat_id)
+    """'<the channel's prefix>_<chat_id>'; ValueError for an unknown channel."""
+    return "%s_%s" % (channels.get(channel).prefix, chat_id)
 
 
 class Queue:

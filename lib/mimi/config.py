@@ -5,10 +5,15 @@ import json
 import _thread
 from mimi import limits, fs, log
 from mimi.board.clock import parse_tz
-from mimi.llm.provider import PROVIDERS
-from mimi.tools import gpio_policy
+from mimi.net import split_url
+from mimi import gpio_policy
 
 PROXY_TYPES = ("http", "socks5")
+# The LLM providers and their defaults (used when `api_base` / `model` are empty);
+# here, not in llm/, so reading settings never loads the LLM code.
+PROVIDERS = ("anthropic", "openai")
+DEFAULT_BASE = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
+DEFAULT_MODEL = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini"}
 
 
 def _str(maxlen):
@@ -60,9 +65,7 @@ def _url(v):
         raise ValueError("must start with https:// or http://")
     if len(v) > 200 or " " in v:
         raise ValueError("not a valid URL")
-    host = v.split("://", 1)[1].split("/", 1)[0]
-    if not host:
-        raise ValueError("URL has no host")
+    split_url(v)  # ValueError: no host, or a port that is not a number
     return v.rstrip("/")
 
 
@@ -149,7 +152,7 @@ SCHEMA = {
     "tg_api_base": ("https://api.telegram.org", _url, False),
     "ap_pass": (None, _ap_pass, True),  # onboarding AP's WPA2 password; None: made when first needed
     "ota_key": ("", _token, True),  # shared secret: update bundles must carry its HMAC-SHA256
-    # pins the GPIO tools may use ("4-18,21"; "" = none); see mimi/tools/gpio_policy.py
+    # pins the GPIO tools may use ("4-18,21"; "" = none); see mimi/gpio_policy.py
     "gpio_allow": (_gpio_allow(gpio_policy.DEFAULT), _gpio_allow, False),
 }
 

@@ -17,6 +17,7 @@ import hashlib
 import binascii
 from mimi import limits, log, fs, board, config
 from mimi.services import watchdog
+from mimi.net import secrets_equal
 
 MAGIC = b"MIMIOTA1\n"
 NEW = limits.OTA_DIR + "/new"
@@ -47,15 +48,6 @@ class HMAC:
         return binascii.hexlify(outer.digest()).decode()
 
 
-def _same(a, b):
-    if len(a) != len(b):
-        return False
-    diff = 0
-    for x, y in zip(a, b):
-        diff |= ord(x) ^ ord(y)
-    return diff == 0
-
-
 def _key():
     k = config.cfg.get("ota_key")
     return k.encode() if k else None
@@ -64,7 +56,7 @@ def _key():
 # --- download (the firmware's one HTTP client: verified TLS, proxy, redirects) ---
 def _open(url):
     """GET url, following redirects: an http.Stream of a 200 answer."""
-    from mimi.llm import http, httpstream
+    from mimi.net import http, httpstream
 
     try:
         st = httpstream.open_url(url, {"User-Agent": "MimiClaw-OTA"}, proxy=http.proxy_from_config(config.cfg),
@@ -177,7 +169,7 @@ def _check_manifest(raw):
 def fetch(url):
     """Download and verify a bundle into /ota/new; the manifest. Nothing of the
     running version changes; on any error /ota/new is removed."""
-    from mimi.llm.http import HTTPError
+    from mimi.net.http import HTTPError
 
     rmtree(NEW)
     body = _open(url)
@@ -197,7 +189,7 @@ def fetch(url):
             mac.update(raw)
             if head[1] == "-":
                 raise OTAError("bundle is not signed, but ota_key is set")
-            if not _same(mac.hexdigest(), head[1].lower()):
+            if not secrets_equal(mac.hexdigest(), head[1].lower()):
                 raise OTAError("bad signature (ota_key differs or the bundle was changed)")
         else:
             log.warning("ota", "ota_key not set: checking SHA-256 only, not who made the bundle")
@@ -348,7 +340,7 @@ def update_firmware(url, sha256=None, reboot=True):
     capacity = target.ioctl(4, 0) * bs
     key = _key()
     sig = None
-    from mimi.llm.http import HTTPError
+    from mimi.net.http import HTTPError
 
     if key:
         sigbody = _open(url + ".sig")
@@ -402,7 +394,7 @@ def update_firmware(url, sha256=None, reboot=True):
     digest = binascii.hexlify(raw).decode()
     if sha256 and digest != sha256.lower():
         raise OTAError("SHA-256 mismatch: got %s" % digest)
-    if mac and not _same(mac.hexdigest(), sig):
+    if mac and not secrets_equal(mac.hexdigest(), sig):
         raise OTAError("bad signature (ota_key differs or the image was changed)")
     back = hashlib.sha256()
     for i in range(block):

@@ -1,7 +1,7 @@
 # The REPL commands of SPEC §6 (MimiClaw's serial CLI, as Python functions).
 # `from mimi.repl import *` in main.py puts them in the REPL namespace. Each prints
 # its result for a person and returns None, so the REPL shows nothing noisy.
-from mimi import config, log, board, fs
+from mimi import config, log, board, fs, channels
 from mimi.ota import ota_update, ota_firmware, ota_status, ota_rollback  # noqa: F401
 
 cfg = config.cfg
@@ -180,14 +180,14 @@ def session_list():
 
 
 def session_key_of(chat_id):
-    """A full session key ('tg_123', 'ws_x', 'sys_cron') as is; a bare id is Telegram's."""
+    """A full session key (a channel's prefix, '_', the chat id) as is; a bare id
+    belongs to the first channel of channels.TABLE."""
     cid = str(chat_id).strip()
-    for p in ("tg_", "ws_", "sys_"):
-        if cid.startswith(p):
-            return cid
+    if channels.of_session(cid):
+        return cid
     from mimi import bus
 
-    return bus.session_key("telegram", cid)
+    return bus.session_key(channels.TABLE[0].name, cid)
 
 
 def session_clear(chat_id):
@@ -262,7 +262,7 @@ USAGE = (
     ("memory_read()", "show /spiffs/memory/MEMORY.md"),
     ("memory_write(text)", "replace MEMORY.md with text"),
     ("session_list()", "stored chat sessions and their sizes"),
-    ("session_clear(id)", "forget a chat: 'tg_123', 'ws_x', or a bare Telegram id"),
+    ("session_clear(id)", "forget a chat: a key from session_list(), or a bare %s chat id" % channels.TABLE[0].label),
     ("skill_list()", "installed skills"),
     ("skill_show(name)", "a skill's full text"),
     ("skill_search(word)", "skills mentioning a word"),

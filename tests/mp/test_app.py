@@ -26,7 +26,7 @@ def test_user_edited_default_files_survive_a_second_boot():
 
 def test_banner_names_the_default_model_and_the_gateway():
     from mimi.config import cfg
-    from mimi.llm.provider import DEFAULT_MODEL
+    from mimi.config import DEFAULT_MODEL
 
     text = boot()
     assert "model %s (default)" % DEFAULT_MODEL["anthropic"] in text, text

@@ -9,6 +9,14 @@ def fresh():
     return Config("/config.json").load()
 
 
+def test_config_is_a_leaf():
+    # read everywhere from boot on: importing it must load none of the firmware's parts
+    import sys
+
+    parts = ("mimi.llm", "mimi.tools", "mimi.services", "mimi.channels", "mimi.agent", "mimi.memory")
+    assert [m for m in sys.modules if m.startswith(parts)] == []
+
+
 def test_defaults_when_no_file():
     c = fresh()
     assert c.get("provider") == "anthropic"

@@ -213,13 +213,23 @@ def test_bad_entries_dropped_good_kept():
     assert got[1]["id"] != "0123abcd" and cronsvc.is_id(got[1]["id"])
     m = got[2]
     assert m["next_run"] == T0 + 120 and m["enabled"] and m["channel"] == "system" and m["chat_id"] == "cron"
-    assert got[3]["channel"] == "system" and got[3]["next_run"] == next_daily("06:15", 0, T0)
+    # a channel this firmware lacks is never rerouted: the job is kept, reported, not run
+    assert got[3]["channel"] == "carrier-pigeon" and got[3]["next_run"] == next_daily("06:15", 0, T0)
     assert sum(1 for line in log.recent() if "dropped" in line) == 6
+    assert any("'carrier-pigeon', which this firmware does not have" in line for line in log.recent())
     # the repaired file is written back and loads cleanly
     log.clear()
     s2, c2, q2 = make()
     assert [j["id"] for j in s2.list()] == [j["id"] for j in got]
     assert not any("dropped" in line or "repaired" in line for line in log.recent())
+    assert json.loads(read(cronsvc.PATH))["jobs"][3]["channel"] == "carrier-pigeon"
+    c2.t = next_daily("06:15", 0, T0) + 1
+    assert s2.tick() == [j["id"] for j in got[:3]] and len(drain(q2)) == 3  # the others fire
+    for j in got[:3]:
+        s2.remove(j["id"])
+    assert s2.sleep_s() == limits.CRON_TICK_S  # the unfired job keeps nobody busy
+    assert s2.tick() == [] and drain(q2) == []
+    assert "(not run: this firmware has no such channel)" in registry.call("cron_list", {})
 
 
 def test_more_than_max_jobs_in_file_truncated():

@@ -2,7 +2,8 @@
 from support import raises
 from mimi import board
 from mimi.config import cfg
-from mimi.tools import gpio, gpio_policy
+from mimi import gpio_policy
+from mimi.tools import gpio
 from mimi.tools.registry import registry
 
 
@@ -97,7 +98,7 @@ def test_setting_validation():
         assert word in str(e), (bad, str(e))
     cfg.set("gpio_allow", " 8, 4-6 ,8,48")
     assert cfg.get("gpio_allow") == "4,5,6,8,48"
-    assert gpio_policy.allowed() == (4, 5, 6, 8, 48)
+    assert gpio.allowed() == (4, 5, 6, 8, 48)
     cfg.load()  # persisted
     assert cfg.get("gpio_allow") == "4,5,6,8,48"
 

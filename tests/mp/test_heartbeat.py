@@ -1,6 +1,6 @@
 # Heartbeat: open-task rules, no LLM call when nothing is open, delivery to the owner.
 from support import write, Capture
-from mimi import bus, log
+from mimi import bus, log, channels
 from mimi.config import cfg
 from mimi.services import heartbeat as hb
 
@@ -76,17 +76,17 @@ def test_default_submit_uses_inbound_queue():
 
 async def test_reply_delivered_to_owner_unless_ok():
     cfg.update({"tg_token": TOKEN, "tg_allow": "555,777"})
-    assert hb.owner() == ("telegram", "555")
+    assert channels.owner() == ("telegram", "555")
     out = bus.Queue(8)
-    await hb.deliver_system(bus.Msg("system", "heartbeat", "Time to stretch!"), out)
+    await hb.send(bus.Msg("system", "heartbeat", "Time to stretch!"), out)
     m = out.get_nowait()
     assert (m.channel, m.chat_id, m.content, m.kind) == ("telegram", "555", "Time to stretch!", bus.REPLY)
     for ok in ("HEARTBEAT_OK", " HEARTBEAT_OK\n", "**HEARTBEAT_OK**", "HEARTBEAT_OK."):
-        await hb.deliver_system(bus.Msg("system", "heartbeat", ok), out)
+        await hb.send(bus.Msg("system", "heartbeat", ok), out)
     assert out.get_nowait() is None
     # status messages are not delivered; system cron results are, marked with their chat id
-    await hb.deliver_system(bus.Msg("system", "heartbeat", "working", bus.STATUS), out)
-    await hb.deliver_system(bus.Msg("system", "cron", "Good morning briefing"), out)
+    await hb.send(bus.Msg("system", "heartbeat", "working", bus.STATUS), out)
+    await hb.send(bus.Msg("system", "cron", "Good morning briefing"), out)
     m = out.get_nowait()
     assert (m.chat_id, m.content) == ("555", "[cron] Good morning briefing")
     assert out.get_nowait() is None
@@ -95,11 +95,11 @@ async def test_reply_delivered_to_owner_unless_ok():
 async def test_no_owner_means_logged():
     out = bus.Queue(8)
     log.clear()
-    await hb.deliver_system(bus.Msg("system", "heartbeat", "Something to say"), out)
+    await hb.send(bus.Msg("system", "heartbeat", "Something to say"), out)
     assert out.get_nowait() is None
     assert any("Something to say" in line for line in log.recent())
     cfg.set("tg_allow", "555")  # no token: Telegram cannot deliver
-    assert hb.owner() is None
+    assert channels.owner() is None
 
 
 async def test_dispatcher_routes_system_replies_through_heartbeat():
@@ -113,7 +113,7 @@ async def test_dispatcher_routes_system_replies_through_heartbeat():
         got.append(msg)
 
     dispatch.register("telegram", tg_send)
-    dispatch.register("system", hb.deliver_system)
+    dispatch.register("system", hb.send)
     task = asyncio.create_task(dispatch.run())
     bus.outbound.put(bus.Msg("system", "heartbeat", "HEARTBEAT_OK"))
     bus.outbound.put(bus.Msg("system", "heartbeat", "Your plants need water"))
@@ -189,7 +189,7 @@ async def test_agent_turn_reaches_owner_and_ok_is_silent():
         worker.handle(msg)
         reply = bus.outbound.get_nowait()
         assert reply.channel == "system" and reply.chat_id == "heartbeat"
-        await hb.deliver_system(reply, out)
+        await hb.send(reply, out)
         return True
 
     assert not await one_check()  # no HEARTBEAT.md: no turn

@@ -1,10 +1,10 @@
-# mimi.llm.http against loopback servers (tests/fakes/httpserver.py via the
+# mimi.net.http against loopback servers (tests/fakes/httpserver.py via the
 # http_env fixture): TLS verification, framing, keep-alive, deadlines, caps, proxies.
 import json
 
 import support
 from mimi import board, limits
-from mimi.llm import http, httpstream
+from mimi.net import http, httpstream
 
 FIXTURES = ("http_env",)
 HEAPSIZE = "2m"

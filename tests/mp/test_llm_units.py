@@ -238,7 +238,7 @@ def test_retries_backoff_and_errors():
 
 
 def test_retry_waits_capped_and_what_is_not_retried():
-    from mimi.llm import http
+    from mimi.net import http
 
     msgs = [{"role": "user", "content": "x"}]
     waits = []

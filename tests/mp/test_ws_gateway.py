@@ -7,6 +7,7 @@ import asyncio
 from mimi import bus, config, limits
 from mimi.channels import websocket, dispatch
 from mimi.channels import wsproto as wp
+from mimi.net.httpserver import Reader
 
 TIMEOUT = 90
 KEY = b"\x01\x02\x03\x04"
@@ -20,7 +21,8 @@ def setup():
 
 
 async def start():
-    tasks = [asyncio.create_task(dispatch.run()), asyncio.create_task(websocket.serve())]
+    dispatch.register("websocket", websocket.send)
+    tasks = [asyncio.create_task(dispatch.run()), asyncio.create_task(websocket.run())]
     while websocket.port is None:
         await asyncio.sleep_ms(5)
     return tasks
@@ -28,7 +30,7 @@ async def start():
 
 class WS:
     def __init__(self, r, w, status, head):
-        self.rd = wp.Reader(r)
+        self.rd = Reader(r)
         self.w = w
         self.status = status
         self.head = head

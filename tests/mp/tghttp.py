@@ -1,6 +1,6 @@
 # Test helper: one JSON request to a loopback fake with the firmware's AsyncClient.
 import json
-from mimi.llm.http import AsyncClient
+from mimi.net.http import AsyncClient
 
 
 async def request_json(base, method, path, obj=None):

@@ -4,7 +4,7 @@
 # whole stays within PROMPT_MAX UTF-8 bytes whatever the files hold. The fixed part
 # carries no time or chat id, so it is byte-identical between turns and a provider
 # can cache it (build_parts returns it separately).
-from mimi import limits, fs, board
+from mimi import limits, fs, board, channels
 from mimi.memory import store, skills
 
 SOUL_PATH = limits.SPIFFS + "/config/SOUL.md"
@@ -40,13 +40,14 @@ def fixed_part():
         "skills": skills.DIR,
         "soul": SOUL_PATH,
         "user": USER_PATH,
+        "channels": channels.spoken([r.label for r in channels.available() if r.label], "and"),
     }
 
 
 FIXED = """# MimiClaw
 
 You are MimiClaw, a personal AI assistant running on an ESP32-S3 board. People talk \
-to you through Telegram and a WebSocket chat. Reply in the language the user writes \
+to you through %(channels)s. Reply in the language the user writes \
 in. Be concise: your replies are read on a phone.
 
 ## Tools

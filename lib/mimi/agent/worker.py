@@ -4,7 +4,7 @@
 # the loop reads the outbound queue through its ThreadSafeFlag.
 import time
 import _thread
-from mimi import limits, log, bus, config
+from mimi import limits, log, bus, config, channels
 
 SORRY = "Sorry, something went wrong: %s"
 # Read by the watchdog (no lock needed: single writes of small ints/bools).
@@ -115,7 +115,7 @@ def _put_out(msg, timeout_ms=None):
 def handle(msg):
     """Status, turn, reply: what the thread does with one inbound message."""
     log.info("agent", "turn for %s (%d chars)", msg.session, len(msg.content or ""))
-    if msg.channel != "system":
+    if channels.get(msg.channel).label:  # a person waits: show that a turn runs
         _put_out(bus.Msg(msg.channel, msg.chat_id, "working", bus.STATUS, msg.meta),
                  limits.AGENT_STATUS_WAIT_MS)
     reply = run_message(msg)

@@ -1,1 +1,134 @@
-# Channels: the WebSocket gateway, Telegram, and the outbound dispatcher.
+# The channel table: every channel the firmware talks on, one row each. The bus
+# (session prefixes), the dispatcher, the agent thread, cron, heartbeat, the REPL,
+# the prompt and app's task list read it; no other module spells a channel name.
+#
+# A row names its module as a string and nothing here is imported at the top: a
+# channel's code loads only when the channel starts. The module provides run()
+# (its loop task) and `async def send(msg)` (the dispatcher's sender for its
+# outbound messages), and keeps its own formatter and limits (Telegram's:
+# channels/tgformat.py, limits.TG_*). Adding a channel: docs/internals.md.
+
+
+class Channel:
+    __slots__ = ("name", "prefix", "module", "label", "needs", "allow")
+
+    def __init__(self, name, prefix, module=None, label=None, needs=None, allow=None):
+        self.name = name  # bus.Msg.channel, "channel" in cron.json
+        self.prefix = prefix  # sessions: /spiffs/sessions/<prefix>_<chat_id>.jsonl
+        self.module = module  # its code; None: not in this firmware, never started
+        self.label = label  # how the prompt names it; None: no person writes on it
+        self.needs = needs  # the setting it starts with (set later: starts then); None: always
+        # its allow-list setting (comma-separated chat ids): the first one is the
+        # owner, who gets heartbeat and system cron results; a cron job made on the
+        # REPL for this channel must name its chat
+        self.allow = allow
+
+
+SYSTEM = "system"  # heartbeat and cron turns that belong to no chat; results go to the owner
+
+# Order matters: the owner is looked for in this order, and a bare chat id on the
+# REPL (session_clear) belongs to the first row.
+TABLE = [
+    Channel("telegram", "tg", "mimi.channels.telegram", "Telegram", "tg_token", "tg_allow"),
+    Channel("feishu", "feishu"),  # Feishu/Lark: its module comes later
+    Channel("websocket", "ws", "mimi.channels.websocket", "a WebSocket chat"),
+    Channel(SYSTEM, "sys", "mimi.services.heartbeat"),
+]
+
+
+def find(name):
+    """The row of channel `name`, or None."""
+    for row in TABLE:
+        if row.name == name:
+            return row
+    return None
+
+
+def get(name):
+    """The row of channel `name`; ValueError naming the known channels when there is none."""
+    row = find(name)
+    if row is None:
+        raise ValueError("unknown channel %r (known: %s)" % (name, ", ".join(r.name for r in TABLE)))
+    return row
+
+
+def available():
+    """The rows whose code is in this firmware."""
+    return [row for row in TABLE if row.module]
+
+
+def of_session(key):
+    """The row whose session prefix starts `key` ('<prefix>_<chat id>'), or None."""
+    for row in TABLE:
+        if key.startswith(row.prefix + "_"):
+            return row
+    return None
+
+
+def spoken(words, last):
+    """['a', 'b', 'c'], 'or' -> 'a, b or c' (for the texts that list channels)."""
+    return ", ".join(words[:-1]) + " %s " % last + words[-1] if len(words) > 1 else "".join(words)
+
+
+def _configured(row, cfg):
+    return row.module and (not row.needs or cfg.get(row.needs))
+
+
+def owner():
+    """(channel, chat_id) of the owner, who gets heartbeat and system cron results:
+    the first id in the allow-list of the first configured channel that has one;
+    None when there is none (the results are then only logged)."""
+    from mimi.config import cfg
+
+    for row in TABLE:
+        if row.allow and _configured(row, cfg):
+            ids = [x for x in (cfg.get(row.allow) or "").split(",") if x]
+            if ids:
+                return row.name, ids[0]
+    return None
+
+
+_started = []
+
+
+def start(row):
+    """Load the channel's module, register its sender with the dispatcher and return
+    its loop task (a coroutine)."""
+    import sys
+    from mimi.channels import dispatch
+
+    __import__(row.module)
+    mod = sys.modules[row.module]
+    dispatch.register(row.name, mod.send)
+    _started.append(row.name)
+    return mod.run()
+
+
+def _due(cfg):
+    return [row for row in TABLE if row.name not in _started and _configured(row, cfg)]
+
+
+def _waiting():
+    return [row for row in available() if row.name not in _started]
+
+
+def tasks():
+    """The loop tasks of every configured channel (app.tasks()), plus, while some
+    channel still waits for its setting, a task that starts it once it is set."""
+    from mimi.config import cfg
+
+    out = [start(row) for row in _due(cfg)]
+    if _waiting():
+        out.append(_start_later(cfg))
+    return out
+
+
+async def _start_later(cfg):
+    import asyncio
+
+    flag = asyncio.ThreadSafeFlag()  # settings may change from any thread
+    cfg.watch(lambda keys: flag.set())
+    while _waiting():
+        await flag.wait()
+        for row in _due(cfg):
+            asyncio.create_task(start(row))

@@ -3,7 +3,7 @@
 # lane (a short queue and a task), so a slow channel (Telegram over TLS) never
 # holds up another; within a channel the order is kept (status before reply).
 import asyncio
-from mimi import bus, log, limits
+from mimi import bus, log, limits, channels
 
 _lanes = {}
 _running = False
@@ -49,7 +49,9 @@ class Lane:
 
 
 def register(channel, send):
-    """send: `async def send(msg)` for messages whose msg.channel is `channel`."""
+    """send: `async def send(msg)` for messages whose msg.channel is `channel` (a
+    channel of the table: channels.start() registers each one it starts)."""
+    channels.get(channel)
     lane = Lane(channel, send)
     _lanes[channel] = lane
     if _running:
@@ -57,13 +59,11 @@ def register(channel, send):
 
 
 def route(msg):
-    if msg.channel == "system" and "system" not in _lanes:  # heartbeat registers one
-        if msg.kind == bus.REPLY:
-            log.info("system", "%s: %s", msg.chat_id, (msg.content or "")[:128])
-        return
     lane = _lanes.get(msg.channel)
-    if lane is None:
-        log.warning("dispatch", "no channel %r; dropped %r", msg.channel, msg)
+    if lane is None:  # a channel that is not running (not configured)
+        if msg.kind == bus.REPLY:
+            log.warning("dispatch", "%s is not running; reply to %s only logged: %s",
+                        msg.channel, msg.chat_id, (msg.content or "")[:128])
         return
     lane.push(msg)
 

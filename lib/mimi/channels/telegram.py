@@ -11,7 +11,7 @@ import time
 import asyncio
 from mimi import limits, log, bus, fs, config, jsonutil
 from mimi.channels import tgformat
-from mimi.llm.http import ConnectFailure, Timeout
+from mimi.net.http import ConnectFailure, Timeout
 from mimi.services import wifi, ntp
 
 TAG = "tg"
@@ -89,7 +89,7 @@ class Api:
 
 
 def _client(base, timeout_s):
-    from mimi.llm import http
+    from mimi.net import http
 
     # ca=None: the client verifies against the board's root bundle (limits.CA_BUNDLE)
     return http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s)
@@ -503,16 +503,18 @@ bot = None
 
 
 def install():
-    """Create the channel and register its sender with the dispatcher."""
+    """Create the channel (once)."""
     global bot
     if bot is None:
-        from mimi.channels import dispatch
-
         bot = Telegram()
-        dispatch.register(CHANNEL, bot.send)
     return bot
 
 
 def run():
-    """The poller task (app.tasks())."""
+    """The poller task (started by channels.start())."""
     return install().run()
+
+
+async def send(msg):
+    """The dispatcher's sender (registered by channels.start())."""
+    await install().send(msg)

@@ -7,6 +7,7 @@
 # two is closed and reopened, and an entity or tag can never be cut.
 from mimi import limits
 from mimi.jsonutil import fix_surrogates
+from mimi.net import html_escape
 
 # Style tags. "pre" and "a" carry a value: ("pre", lang) / ("a", href).
 B = "b"
@@ -30,13 +31,6 @@ def u16len(s):
         if byte >= 0xF0:
             n += 1
     return n
-
-
-def escape(s, quote=False):
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    if quote:
-        s = s.replace('"', "&quot;")
-    return s
 
 
 def _word(c):
@@ -316,8 +310,8 @@ def parse(md):
 def _open(tag):
     if isinstance(tag, tuple):
         if tag[0] == PRE:
-            return '<pre><code class="language-%s">' % escape(tag[1], True) if tag[1] else "<pre>"
-        return '<a href="%s">' % escape(tag[1], True)
+            return '<pre><code class="language-%s">' % html_escape(tag[1]) if tag[1] else "<pre>"
+        return '<a href="%s">' % html_escape(tag[1])
     return "<%s>" % tag
 
 
@@ -341,7 +335,7 @@ def render_html(runs):
             out.append(_close(tag))
         for tag in style[k:]:
             out.append(_open(tag))
-        out.append(escape(text))
+        out.append(html_escape(text, False))
         cur = style
     for tag in reversed(cur):
         out.append(_close(tag))

@@ -4,14 +4,11 @@
 # Guards the C gateway lacked: token auth, a browser Origin check (a web page the
 # user visits must not drive the board), frame and message caps, client masking,
 # a connection cap, and slots freed on every kind of disconnect.
-import os
 import json
-import errno
 import asyncio
-import binascii
 from mimi import limits, log, bus, board, config, net
+from mimi.net import httpserver as hs
 from mimi.channels import wsproto as wp
-from mimi.channels import dispatch
 
 CHANNEL = "websocket"
 _ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
@@ -24,7 +21,7 @@ _conns = 0
 def new_chat_id():
     """A connection's chat id until it names one: random, so a new anonymous client
     never lands in an earlier one's session (a counter restarts at 1 every boot)."""
-    return binascii.hexlify(os.urandom(limits.WS_CHAT_ID_RANDOM)).decode()
+    return net.random_id(limits.WS_CHAT_ID_RANDOM)
 
 
 class Client:
@@ -238,7 +235,7 @@ async def send(msg):
 
 
 async def _respond(w, status, body, ctype="text/plain; charset=utf-8", extra=()):
-    w.write(wp.http_response(status, body, ctype, extra))
+    w.write(hs.http_response(status, body, ctype, extra))
     await asyncio.wait_for(w.drain(), limits.WS_WRITE_TIMEOUT_S)
 
 
@@ -247,7 +244,7 @@ async def _handshake(rd, w):
     try:
         head = await asyncio.wait_for(rd.read_head(limits.WS_HEADER_MAX),
                                       limits.WS_HANDSHAKE_TIMEOUT_S)
-        method, path, query, headers = wp.parse_request(head)
+        method, path, query, headers = hs.parse_request(head)
     except ValueError as e:
         await _respond(w, "400 Bad Request", "%s\n" % e)
         return None
@@ -255,7 +252,7 @@ async def _handshake(rd, w):
     if method != "GET":
         await _respond(w, "405 Method Not Allowed", "GET only\n", extra=("Allow: GET",))
         return None
-    if not wp.has_token(headers.get("upgrade"), "websocket"):
+    if not hs.has_token(headers.get("upgrade"), "websocket"):
         if path != "/":
             await _respond(w, "404 Not Found", "not found\n")
             return None
@@ -266,7 +263,7 @@ async def _handshake(rd, w):
             "Referrer-Policy: no-referrer", "X-Content-Type-Options: nosniff"))
         return None
     key = headers.get("sec-websocket-key", "")
-    if not wp.has_token(headers.get("connection"), "upgrade") or not wp.key_ok(key):
+    if not hs.has_token(headers.get("connection"), "upgrade") or not wp.key_ok(key):
         await _respond(w, "400 Bad Request", "bad WebSocket upgrade\n")
         return None
     if headers.get("sec-websocket-version") != "13":
@@ -301,7 +298,7 @@ async def _connection(sr, sw):
         if _conns > limits.WS_MAX_CONN:
             log.warning("ws", "too many connections; one closed at once")
             return
-        client = await _handshake(wp.Reader(sr), sw)
+        client = await _handshake(hs.Reader(sr), sw)
         if client is None:
             return
         if len(clients) >= limits.WS_MAX_CLIENTS:
@@ -334,32 +331,18 @@ async def _connection(sr, sw):
             pass
 
 
-async def _listen(host, want):
-    if want:
-        return await asyncio.start_server(_connection, host, want), want
-    lo, hi = limits.WS_PORT_ANY
-    for _ in range(limits.WS_PORT_TRIES):
-        r = os.urandom(2)
-        p = lo + (r[0] << 8 | r[1]) % (hi - lo)
-        try:
-            return await asyncio.start_server(_connection, host, p), p
-        except OSError as e:
-            if e.errno != errno.EADDRINUSE:
-                raise
-    raise OSError(errno.EADDRINUSE, "no free port found")
-
-
-async def serve():
-    """The gateway task (app.tasks())."""
+async def run():
+    """The gateway task (started by channels.start(), which registers send())."""
     global port
     host = board.BIND_ADDR
     try:
-        server, port = await _listen(host, config.cfg.get("ws_port"))
+        server, port = await hs.on_port(config.cfg.get("ws_port"),
+                                        lambda p: asyncio.start_server(_connection, host, p),
+                                        limits.WS_PORT_ANY, limits.WS_PORT_TRIES)
     except OSError as e:
         log.error("ws", "gateway could not listen on %s:%s: %s (port taken? pick another with "
                   "config_set('ws_port', N), or tools/sim --set ws_port=N)", host, config.cfg.get("ws_port"), e)
         return
-    dispatch.register(CHANNEL, send)
     # Tests find the port from this line: "gateway listening on HOST:PORT".
     log.info("ws", "gateway listening on %s:%d", host, port)
     if not config.cfg.get("ws_token"):

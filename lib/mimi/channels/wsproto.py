@@ -1,9 +1,10 @@
 # RFC 6455 pieces with no server state: the handshake key, frame reading and
-# writing, message reassembly, and the HTTP request/auth/origin checks of the
-# gateway. Runs under MicroPython and CPython (the tests use both).
+# writing, message reassembly, and the auth/origin checks of the gateway (the HTTP
+# request itself is parsed by mimi/net/httpserver.py).
 import struct
 import binascii
 import hashlib
+from mimi.net import split_url, secrets_equal
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 CONT = 0
@@ -155,126 +156,6 @@ class Assembler:
         return out
 
 
-class Reader:
-    """Buffered reads over an asyncio stream. Nothing is lost when a read is
-    cancelled (wait_for timeouts): data goes into the buffer as it arrives."""
-
-    def __init__(self, stream):
-        self.s = stream
-        self.buf = b""
-
-    async def _more(self, n):
-        d = await self.s.read(n)
-        if not d:
-            raise EOFError
-        self.buf += d
-
-    async def fill(self, n=1):
-        while len(self.buf) < n:
-            await self._more(512)
-
-    async def readexactly(self, n):
-        while len(self.buf) < n:
-            await self._more(n - len(self.buf))
-        out = self.buf[:n]
-        self.buf = self.buf[n:]
-        return out
-
-    async def skip(self, n):
-        while n > 0:
-            if not self.buf:
-                await self._more(min(n, 1024))
-            k = min(n, len(self.buf))
-            self.buf = self.buf[k:]
-            n -= k
-
-    async def read_head(self, limit):
-        """The HTTP request head (up to the blank line); ValueError past `limit` bytes."""
-        while True:
-            i = self.buf.find(b"\r\n\r\n")
-            if i > limit:
-                raise ValueError("request head too large")
-            if i >= 0:
-                head = self.buf[:i]
-                self.buf = self.buf[i + 4:]
-                return head
-            if len(self.buf) > limit:
-                raise ValueError("request head too large")
-            await self._more(512)
-
-
-def unquote(s):
-    if "%" not in s and "+" not in s:
-        return s
-    s = s.replace("+", " ")
-    out = bytearray()
-    parts = s.split("%")
-    out += parts[0].encode()
-    for p in parts[1:]:
-        try:
-            out.append(int(p[:2], 16))
-            out += p[2:].encode()
-        except ValueError:
-            out += ("%" + p).encode()
-    try:
-        return out.decode()
-    except UnicodeError:
-        return ""
-
-
-def parse_query(qs):
-    q = {}
-    for item in qs.split("&"):
-        if item:
-            k, _, v = item.partition("=")
-            q[unquote(k)] = unquote(v)
-    return q
-
-
-def parse_request(head):
-    """-> (method, path, query dict, headers dict with lower-case names); ValueError if bad."""
-    try:
-        text = head.decode()
-    except UnicodeError:
-        raise ValueError("request head is not UTF-8")
-    lines = text.split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise ValueError("bad request line")
-    method, target = parts[0], parts[1]
-    headers = {}
-    for line in lines[1:]:
-        k, sep, v = line.partition(":")
-        if not sep or not k.strip():
-            raise ValueError("bad header line")
-        k = k.strip().lower()
-        v = v.strip()
-        headers[k] = headers[k] + ", " + v if k in headers else v
-    path, _, qs = target.partition("?")
-    return method, path, parse_query(qs), headers
-
-
-def has_token(value, word):
-    """Is `word` one of the comma-separated tokens of a header value (case-insensitive)?"""
-    word = word.lower()
-    for t in (value or "").split(","):
-        if t.strip().lower() == word:
-            return True
-    return False
-
-
-def same(a, b):
-    """Compare secrets in time independent of where they differ."""
-    a = a.encode() if isinstance(a, str) else a
-    b = b.encode() if isinstance(b, str) else b
-    if len(a) != len(b):
-        return False
-    r = 0
-    for x, y in zip(a, b):
-        r |= x ^ y
-    return r == 0
-
-
 def presented_token(query, headers):
     t = query.get("token")
     if t:
@@ -287,7 +168,7 @@ def presented_token(query, headers):
 
 def token_ok(expected, query, headers):
     got = presented_token(query, headers)
-    return bool(expected) and got is not None and same(got, expected)
+    return bool(expected) and got is not None and secrets_equal(got, expected)
 
 
 def origin_ok(origin, hosts, port):
@@ -295,25 +176,11 @@ def origin_ok(origin, hosts, port):
     No Origin header (non-browser clients) passes; "null" and other sites do not."""
     if origin is None:
         return True
-    o = origin.strip().lower()
-    if not o.startswith("http://"):
+    try:
+        scheme, host, p, path = split_url(origin.strip().lower().rstrip("/"))
+    except ValueError:
         return False
-    hostport = o[7:].rstrip("/")
-    if "/" in hostport or "@" in hostport:
-        return False
-    host, sep, p = hostport.rpartition(":")
-    if not sep:
-        host, p = hostport, "80"
-    return host in hosts and p == str(port)
-
-
-def http_response(status, body=b"", ctype="text/plain; charset=utf-8", extra=()):
-    if isinstance(body, str):
-        body = body.encode()
-    head = ["HTTP/1.1 %s" % status, "Content-Type: " + ctype,
-            "Content-Length: %d" % len(body), "Connection: close", "Cache-Control: no-store"]
-    head.extend(extra)
-    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+    return scheme == "http" and not path and host in hosts and (80 if p is None else p) == port
 
 
 def upgrade_response(key):

@@ -3,6 +3,7 @@
 # internal Anthropic-style messages become OpenAI messages.
 import json
 from mimi.llm.provider import Provider, Reply, Call, strip_think
+from mimi.net import split_url
 
 OFFICIAL_HOST = "api.openai.com"
 
@@ -69,7 +70,7 @@ class OpenAI(Provider):
     def token_param(self):
         # api.openai.com wants max_completion_tokens (its reasoning models refuse
         # max_tokens); Ollama, LM Studio, DeepSeek and others only know max_tokens.
-        host = self.api_base.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+        host = split_url(self.api_base)[1]
         return "max_completion_tokens" if host == OFFICIAL_HOST else "max_tokens"
 
     def encode(self, system, messages, tools):

@@ -4,10 +4,8 @@
 # parts both share: the reply shape, provider selection and retries.
 import time
 from mimi import limits, log, jsonutil, fs
-
-PROVIDERS = ("anthropic", "openai")
-DEFAULT_BASE = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
-DEFAULT_MODEL = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini"}
+from mimi.config import PROVIDERS, DEFAULT_BASE, DEFAULT_MODEL
+from mimi.net import split_url
 
 
 class LLMError(Exception):
@@ -64,9 +62,8 @@ def split_base(url):
     the endpoint ('/messages', '/chat/completions') goes between prefix and query."""
     url, q, query = url.partition("?")
     url = url.rstrip("/")
-    scheme, _, rest = url.partition("://")
-    host, slash, path = rest.partition("/")
-    return scheme + "://" + host, (slash + path) or "/v1", q + query
+    path = split_url(url)[3]
+    return url[:len(url) - len(path)], path or "/v1", q + query
 
 
 def _retry_after(headers):
@@ -115,7 +112,7 @@ class Provider:
         self.max_tokens = max_tokens or limits.MAX_TOKENS_DEFAULT
         origin, self.prefix, self.query = split_base(self.api_base)
         if client is None:
-            from mimi.llm import http
+            from mimi.net import http
 
             if not origin.startswith("https://"):
                 ca = None
@@ -145,7 +142,7 @@ class Provider:
             self._body = JsonBuf()
         payload = self._body.encode(body)
         body = None
-        from mimi.llm.http import HTTPError
+        from mimi.net.http import HTTPError
         from mimi.services import watchdog
         for attempt in range(limits.LLM_RETRIES + 1):
             wait = None
@@ -187,7 +184,7 @@ class Provider:
 
 def _retryable_transport(e):
     # A bad certificate or an oversized reply will not get better by asking again.
-    from mimi.llm import http
+    from mimi.net import http
 
     return not isinstance(e, (http.TLSFailure, http.TooLarge))
 
@@ -206,7 +203,7 @@ def from_config(cfg, client=None, sleep=None):
     model = cfg.get("model") or DEFAULT_MODEL[name]
     proxy = None
     if client is None:
-        from mimi.llm import http
+        from mimi.net import http
 
         proxy = http.proxy_from_config(cfg)
         # Same settings as last turn: keep the provider and its open TLS connection.

@@ -10,29 +10,29 @@
 #  - a full inbound queue leaves the job due, and it is tried again shortly;
 #  - a job with "deliver": true (this firmware's extension, for plain reminders)
 #    skips the agent: its message goes as is onto bus.outbound as a REPLY to its
-#    chat (a system job to the owner, services/heartbeat.owner(), or the log); a
-#    full outbound queue leaves it due, like a full inbound queue;
+#    chat (a system job to the owner, channels.owner(), or the log); a full
+#    outbound queue leaves it due, like a full inbound queue;
+#  - a job for a channel this firmware does not have (channels.TABLE) is kept as
+#    it is, reported at load and in cron_list, and never fired;
 #  - the scheduler starts only once the clock is valid (SNTP), and sleeps until
 #    the next due job (at most limits.CRON_TICK_S), woken early by cron_add.
 import os
 import json
 import _thread
 import asyncio
-from mimi import limits, log, fs, bus, board
+from mimi import limits, log, fs, bus, board, channels
 from mimi.board.clock import VALID_AFTER
 from mimi.services import ntp
 from mimi.config import tz_s
+from mimi.net import random_id
 
 PATH = limits.SPIFFS + "/cron.json"
 KINDS = ("every", "at", "daily")
-CHANNELS = ("telegram", "websocket", "system")
 DAY = 86400
 
 
 def new_id():
-    import binascii
-
-    return binascii.hexlify(os.urandom(4)).decode()
+    return random_id(4)
 
 
 def is_id(v):
@@ -69,6 +69,12 @@ def next_every(scheduled, interval, now):
 
 def _int(v):
     return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def has_channel(channel):
+    """Does this firmware have the channel's code? (Else its jobs wait, unfired.)"""
+    row = channels.find(channel)
+    return row is not None and row.module is not None
 
 
 class Scheduler:
@@ -136,6 +142,10 @@ class Scheduler:
             self._save()
         for p in problems:
             log.warning("cron", "%s: %s", self.path, p)
+        for j in jobs:
+            if not has_channel(j["channel"]):
+                log.warning("cron", "job %s is for channel %r, which this firmware does not have: "
+                            "kept, not run", j["id"], j["channel"])
         log.info("cron", "%d job(s) loaded", len(jobs))
         return problems
 
@@ -171,8 +181,8 @@ class Scheduler:
             job["delete_after_run"] = kind == "at"
         if e.get("deliver") is True:
             job["deliver"] = True
-        if job["channel"] not in CHANNELS:
-            job["channel"], job["chat_id"] = "system", "cron"
+        if job["channel"] in (None, ""):  # optional in MimiClaw's format: a system job
+            job["channel"], job["chat_id"] = channels.SYSTEM, "cron"
             notes.append("channel")
         if not isinstance(job["chat_id"], str) or not job["chat_id"]:
             job["chat_id"] = str(job["chat_id"]) if _int(job["chat_id"]) is not None else "cron"
@@ -224,7 +234,7 @@ class Scheduler:
                     self._load()
 
     # --- jobs ----------------------------------------------------------------
-    def add(self, name, kind, message, channel="system", chat_id="cron", interval_s=None,
+    def add(self, name, kind, message, channel=channels.SYSTEM, chat_id="cron", interval_s=None,
             at_epoch=None, daily_at=None, delete_after_run=None, deliver=False):
         """The new job (dict); ValueError with a message for the user when refused."""
         self._ensure()
@@ -233,15 +243,15 @@ class Scheduler:
             raise ValueError("schedule_type must be 'every', 'at' or 'daily'")
         if not isinstance(message, str) or not message.strip():
             raise ValueError("'message' must not be empty")
-        if channel not in CHANNELS:
-            raise ValueError("channel must be one of: " + ", ".join(CHANNELS))
+        if not has_channel(channel):
+            raise ValueError("channel must be one of: " + ", ".join(r.name for r in channels.available()))
         if deliver is None:
             deliver = False
         if not isinstance(deliver, bool):
             raise ValueError("'deliver' must be true or false")
         chat_id = str(chat_id or "")
-        if channel == "telegram" and chat_id in ("", "cron"):
-            raise ValueError("a telegram job needs the chat_id of the chat to answer in")
+        if channels.get(channel).allow and chat_id in ("", "cron"):
+            raise ValueError("a %s job needs the chat_id of the chat to answer in" % channel)
         if not chat_id:
             chat_id = "cron"
         if not self.clock.valid() or now < VALID_AFTER:
@@ -330,10 +340,8 @@ class Scheduler:
     def _deliver(self, j):
         """A "deliver" job's message, as is, to its chat: False = outbound full."""
         channel, chat_id = j["channel"], j["chat_id"]
-        if channel == "system":
-            from mimi.services.heartbeat import owner
-
-            dest = owner()
+        if channel == channels.SYSTEM:
+            dest = channels.owner()
             if dest is None:
                 log.info("cron", "reminder %s (no owner): %s", j["id"], j["message"][:128])
                 return True
@@ -348,7 +356,7 @@ class Scheduler:
             now = self.now()
         fired = []
         with self._lock:
-            due = [j for j in self.jobs if j["enabled"] and 0 < j["next_run"] <= now]
+            due = [j for j in self.jobs if j["enabled"] and 0 < j["next_run"] <= now and has_channel(j["channel"])]
             due.sort(key=lambda j: (j["next_run"], self.jobs.index(j)))  # sort is not stable
             for j in due:
                 if j.get("deliver"):
@@ -381,7 +389,7 @@ class Scheduler:
         if now is None:
             now = self.now()
         with self._lock:
-            nxt = [j["next_run"] for j in self.jobs if j["enabled"] and j["next_run"] > 0]
+            nxt = [j["next_run"] for j in self.jobs if j["enabled"] and j["next_run"] > 0 and has_channel(j["channel"])]
         if not nxt:
             return limits.CRON_TICK_S
         delay = min(nxt) - now

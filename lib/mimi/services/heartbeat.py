@@ -1,5 +1,5 @@
 # Heartbeat: every `heartbeat_min` minutes (0 = off) look at /spiffs/HEARTBEAT.md;
-# when it has open tasks, run an agent turn (channel "system", chat "heartbeat")
+# when it has open tasks, run an agent turn (the system channel, chat "heartbeat")
 # that reads the file and acts on it. With nothing open there is no LLM call.
 #
 # A line is an open task unless, after leading spaces, it is empty, a "#" header,
@@ -7,12 +7,13 @@
 # inside an HTML comment (<!-- ... -->, which may span lines). Unchecked boxes
 # ("- [ ] water the plants") and plain text count.
 #
-# Unlike MimiClaw, answers from the system channel reach a person: every reply on
-# channel "system" (heartbeat turns, cron jobs made on the REPL) is delivered to the
-# owner — the first chat in `tg_allow`, over Telegram — except a heartbeat reply
-# that is just HEARTBEAT_OK; with no owner they are logged.
+# Unlike MimiClaw, answers from the system channel reach a person: this module is
+# the system channel's code (channels.TABLE), and its send() delivers every reply
+# on it (heartbeat turns, cron jobs made on the REPL) to the owner, channels.owner()
+# (the first chat of the first configured channel with an allow-list), except a
+# heartbeat reply that is just HEARTBEAT_OK; with no owner they are logged.
 import asyncio
-from mimi import limits, log, fs, bus
+from mimi import limits, log, fs, bus, channels
 
 PATH = limits.SPIFFS + "/HEARTBEAT.md"
 CHAT_ID = "heartbeat"
@@ -68,16 +69,6 @@ def read_tasks(path=PATH):
         return []  # no file: nothing to do
 
 
-def owner():
-    """(channel, chat_id) where system results go, or None (then they are logged)."""
-    from mimi.config import cfg
-
-    ids = [x for x in (cfg.get("tg_allow") or "").split(",") if x]
-    if ids and cfg.get("tg_token"):
-        return ("telegram", ids[0])
-    return None
-
-
 def is_ok(text):
     t = (text or "").strip().strip("*_`.!\"' \n")
     return t.upper() == OK
@@ -92,26 +83,31 @@ def check(submit=None, path=PATH):
         last_result = "no open tasks in %s; no LLM call" % path
     else:
         submit = submit or bus.inbound.put
-        if submit(bus.Msg("system", CHAT_ID, PROMPT, meta={"heartbeat": len(tasks), "stateless": True})):
-            dest = owner()
+        if submit(bus.Msg(channels.SYSTEM, CHAT_ID, PROMPT, meta={"heartbeat": len(tasks), "stateless": True})):
+            dest = channels.owner()
             last_result = "%d open task(s); heartbeat turn queued, answer goes to %s" % (
-                len(tasks), "%s:%s" % dest if dest else "the log (no owner: set tg_token and allow_chat)")
+                len(tasks), "%s:%s" % dest if dest else "the log (no owner: %s)" % _no_owner())
         else:
             last_result = "%d open task(s) but the agent is busy; skipped this time" % len(tasks)
     log.info("heartbeat", last_result)
     return last_result
 
 
-async def deliver_system(msg, out=None):
-    """The dispatcher's sender for channel "system" (replies to heartbeat and system
-    cron turns): to the owner, unless it is a heartbeat's HEARTBEAT_OK."""
+def _no_owner():
+    return " or ".join("set %s and allow a chat in %s" % (r.needs, r.allow)
+                       for r in channels.available() if r.allow)
+
+
+async def send(msg, out=None):
+    """The system channel's sender (replies to heartbeat and system cron turns): to
+    the owner, unless it is a heartbeat's HEARTBEAT_OK."""
     if msg.kind != bus.REPLY:
         return
     text = msg.content or ""
-    log.info("system", "%s: %s", msg.chat_id, text[:128])
+    log.info(channels.SYSTEM, "%s: %s", msg.chat_id, text[:128])
     if msg.chat_id == CHAT_ID and is_ok(text):
         return
-    dest = owner()
+    dest = channels.owner()
     if dest is None:
         return
     if msg.chat_id != CHAT_ID:
@@ -122,13 +118,12 @@ async def deliver_system(msg, out=None):
 
 
 async def run(sleep=asyncio.sleep):
-    """Loop task: a check every heartbeat_min minutes (first one after one period),
-    counted from when the clock is valid (SNTP)."""
+    """Loop task (started by channels.start(), which registers send()): a check every
+    heartbeat_min minutes (first one after one period), counted from when the clock
+    is valid (SNTP)."""
     from mimi.config import cfg
-    from mimi.channels import dispatch
     from mimi.services import ntp
 
-    dispatch.register("system", deliver_system)
     await ntp.wait_valid()
     waited = 0
     while True:

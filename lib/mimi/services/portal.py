@@ -7,10 +7,9 @@
 # access point once the board is online.
 import os
 import json
-import errno
 import asyncio
 from mimi import limits, log, config, board, fs
-from mimi.channels import wsproto as wp  # HTTP request parsing shared with the gateway
+from mimi.net import httpserver as hs, split_url, html_escape
 
 TAG = "portal"
 cfg = config.cfg
@@ -34,38 +33,15 @@ def ap_password():
     return p
 
 
-def escape(s):
-    return (str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;").replace("'", "&#39;"))
-
-
 def parse_form(body):
     """application/x-www-form-urlencoded -> dict (UnicodeError on bad UTF-8)."""
-    return wp.parse_query(body.decode())
+    return hs.parse_query(body.decode())
 
 
 def _wifi():
     from mimi.services import wifi
 
     return wifi.supervisor
-
-
-def _random_port():
-    r = os.urandom(2)
-    lo, hi = limits.PORTAL_PORT_ANY
-    return lo + (r[0] << 8 | r[1]) % (hi - lo)
-
-
-async def _on_port(want, make):
-    """(await make(port), port) on `want`, or when want is 0 on a random free port."""
-    for _ in range(limits.PORTAL_PORT_TRIES if not want else 1):
-        port = want or _random_port()
-        try:
-            return await make(port), port
-        except OSError as e:
-            if want or e.errno != errno.EADDRINUSE:
-                raise
-    raise OSError(errno.EADDRINUSE, "no free port")
 
 
 class Portal:
@@ -138,8 +114,9 @@ class Portal:
             return captive_dns.Server(self.ip, self.host, port)
 
         try:
-            self._http, self.http_port = await _on_port(self.want_http, http)
-            self._dns, self.dns_port = await _on_port(self.want_dns, dns)
+            span, tries = limits.PORTAL_PORT_ANY, limits.PORTAL_PORT_TRIES
+            self._http, self.http_port = await hs.on_port(self.want_http, http, span, tries)
+            self._dns, self.dns_port = await hs.on_port(self.want_dns, dns, span, tries)
         except BaseException:
             await self.close()  # no half-open portal; run() tries again later
             raise
@@ -199,13 +176,13 @@ class Portal:
                 pass
 
     async def _read(self, r):
-        rd = wp.Reader(r)
+        rd = hs.Reader(r)
         try:
             head = await rd.read_head(limits.PORTAL_HEADER_MAX)
         except ValueError:
             raise _Refuse("431 Request Header Fields Too Large", "headers too large")
         try:
-            method, path, _, headers = wp.parse_request(head)
+            method, path, _, headers = hs.parse_request(head)
         except ValueError as e:
             raise _Refuse("400 Bad Request", str(e))
         n = headers.get("content-length", "0")
@@ -219,7 +196,7 @@ class Portal:
         return method, path, headers, await rd.readexactly(n) if n else b""
 
     def response(self, status, body, ctype="text/plain; charset=utf-8", extra=()):
-        return wp.http_response(status, body, ctype,
+        return hs.http_response(status, body, ctype,
                                 ("X-Frame-Options: DENY", "Referrer-Policy: no-referrer") + tuple(extra))
 
     def own_hosts(self):
@@ -240,9 +217,11 @@ class Portal:
         origin = headers.get("origin")
         if origin is None:
             ref = headers.get("referer", "")
-            if not ref.startswith("http://"):
+            try:
+                path = split_url(ref)[3]
+            except ValueError:
                 return False
-            origin = "http://" + ref[7:].split("/", 1)[0]
+            origin = ref[:len(ref) - len(path)]
         return origin.lower().rstrip("/") == "http://" + host
 
     def handle(self, method, path, headers, body):
@@ -331,15 +310,15 @@ class Portal:
         form = form or {}
         out = [_HEAD]
         if note:
-            out.append('<p class="ok">%s</p>' % escape(note))
+            out.append('<p class="ok">%s</p>' % html_escape(note))
         if error:
-            out.append('<p class="err">Not saved: %s</p>' % escape(error))
+            out.append('<p class="err">Not saved: %s</p>' % html_escape(error))
         out.append('<form method="post" action="/save">')
 
         def text(key, label, hint=""):
             v = form.get(key, cfg.get(key) or "")
             out.append('<label>%s<input name="%s" value="%s"%s></label>' % (
-                label, key, escape(v), ' list="nets"' if key == "wifi_ssid" else ""))
+                label, key, html_escape(v), ' list="nets"' if key == "wifi_ssid" else ""))
             if hint:
                 out.append('<small>%s</small>' % hint)
 
@@ -356,11 +335,11 @@ class Portal:
         out.append('<datalist id="nets">')
         nets = self.scan()
         for n in nets:
-            out.append('<option value="%s">' % escape(n["ssid"]))
+            out.append('<option value="%s">' % html_escape(n["ssid"]))
         out.append("</datalist>")
         if nets:
             out.append("<small>Nearby: %s</small>" % ", ".join(
-                "%s (%d dBm)" % (escape(n["ssid"]), n["rssi"]) for n in nets))
+                "%s (%d dBm)" % (html_escape(n["ssid"]), n["rssi"]) for n in nets))
         secret("wifi_pass", "Password")
         out.append("<h2>LLM</h2><label>Provider<select name=\"provider\">")
         cur = form.get("provider", cfg.get("provider"))

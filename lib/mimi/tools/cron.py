@@ -3,17 +3,16 @@
 # in the `tz` setting), and "deliver": true, which sends the message itself, as
 # is, to the chat when the job fires (no LLM turn: for plain reminders).
 #
-# Where the answer goes: a job made during a Telegram or WebSocket turn always
-# answers in that chat (channel/chat_id are filled from the turn; naming another
-# chat is refused, so one chat can never schedule messages into another). From the
-# REPL or a system turn the arguments decide; the default is channel "system",
-# whose answers are delivered to the owner (see services/heartbeat.deliver_system).
-from mimi.services.cron import service
+# Where the answer goes: a job made during a turn in a person's chat (a channel
+# with a label in channels.TABLE) always answers in that chat (channel/chat_id are
+# filled from the turn; naming another chat is refused, so one chat can never
+# schedule messages into another). From the REPL or a system turn the arguments
+# decide; the default is the system channel, whose answers are delivered to the
+# owner (see services/heartbeat.send).
+from mimi.services.cron import service, has_channel
 from mimi.tools.registry import registry
-from mimi import board, limits
+from mimi import board, limits, channels
 from mimi.config import tz_s
-
-USER_CHANNELS = ("telegram", "websocket")
 
 
 def _dest(args, ctx):
@@ -21,15 +20,15 @@ def _dest(args, ctx):
     channel = (args.get("channel") or "").strip()
     chat_id = args.get("chat_id")
     chat_id = "" if chat_id is None else str(chat_id).strip()
-    here = getattr(ctx, "channel", None)
-    if here in USER_CHANNELS:
-        here_id = str(ctx.chat_id)
+    row = channels.find(getattr(ctx, "channel", None))
+    if row is not None and row.label:
+        here, here_id = row.name, str(ctx.chat_id)
         if channel and channel != here:
             return None, None, "Error: a job made in this chat can only answer in this chat (%s)" % here
         if chat_id and chat_id not in ("cron", here_id):
             return None, None, "Error: a job made in this chat can only answer in this chat (chat_id %s)" % here_id
         return here, here_id, None
-    return channel or "system", chat_id or "cron", None
+    return channel or channels.SYSTEM, chat_id or "cron", None
 
 
 def _local(epoch):
@@ -69,9 +68,10 @@ def describe(j):
         when = "at %d" % j["at_epoch"]
     else:
         when = "daily %s" % j["daily_at"]
-    return '[%s] "%s" — %s, %s, next=%s, last=%s, ch=%s:%s' % (
+    return '[%s] "%s" — %s, %s, next=%s, last=%s, ch=%s:%s%s' % (
         j["id"], j["name"], when, ("enabled" if j["enabled"] else "disabled") + (", deliver" if j.get("deliver") else ""),
-        j["next_run"] or "none", j["last_run"] or "never", j["channel"], j["chat_id"])
+        j["next_run"] or "none", j["last_run"] or "never", j["channel"], j["chat_id"],
+        "" if has_channel(j["channel"]) else " (not run: this firmware has no such channel)")
 
 
 def cron_list(args, ctx):
@@ -102,8 +102,10 @@ registry.add(
         "interval_s": {"type": "integer", "description": "Seconds between runs (required for 'every')"},
         "at_epoch": {"type": "integer", "description": "Unix time to fire at (required for 'at')"},
         "message": {"type": "string", "description": "What to do when the job fires, written as a request to yourself"},
-        "channel": {"type": "string", "description": "Optional: 'telegram', 'websocket' or 'system'; defaults to the current chat"},
-        "chat_id": {"type": "string", "description": "Optional: chat to answer in (required for telegram from the REPL); defaults to the current chat"},
+        "channel": {"type": "string", "description": "Optional: %s; defaults to the current chat" % channels.spoken(
+            ["'%s'" % r.name for r in channels.available()], "or")},
+        "chat_id": {"type": "string", "description": "Optional: chat to answer in (required for %s from the REPL); "
+                    "defaults to the current chat" % channels.spoken([r.name for r in channels.available() if r.allow], "and")},
         "time": {"type": "string", "description": "Local time \"HH:MM\" (required for 'daily')"},
         "deliver": {"type": "boolean", "description": "Optional: true = send the message as is when it fires, with no turn (plain reminders)"},
     }, "required": ["name", "schedule_type", "message"]},

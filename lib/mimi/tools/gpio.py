@@ -1,6 +1,6 @@
 # gpio_write, gpio_read, gpio_read_all (MimiClaw's schemas and result strings).
 #
-# Pin policy (mimi/tools/gpio_policy.py): only pins in the `gpio_allow` setting
+# Pin policy (mimi/gpio_policy.py): only pins in the `gpio_allow` setting
 # (default 1,2,4-18,21,38-42,47,48); these are refused whatever the setting says:
 #   0, 3, 45, 46  strapping pins (boot mode, JTAG source, flash voltage, ROM log)
 #   19, 20        USB Serial/JTAG (the REPL/console on most S3 boards)
@@ -14,7 +14,7 @@
 # value() reports the pad level) — a relay switched on stays on.
 import _thread
 from mimi import board
-from mimi.tools import gpio_policy
+from mimi import gpio_policy
 from mimi.tools.registry import registry
 
 OUT = "out"
@@ -28,11 +28,31 @@ def _level(v):
     return "HIGH" if v else "LOW"
 
 
+def allowed():
+    """The pins of the `gpio_allow` setting, as a sorted tuple."""
+    from mimi.config import cfg
+
+    try:
+        return gpio_policy.parse(cfg.get("gpio_allow"))
+    except ValueError:  # cannot happen for a validated setting; stay safe anyway
+        return ()
+
+
+def refusal(pin):
+    """None when `pin` may be used, else the tool's error string."""
+    if pin in allowed():
+        return None
+    msg = "Error: pin %d is not in allowed list" % pin
+    if pin in gpio_policy.NEVER:
+        msg += " (%s)" % gpio_policy.NEVER[pin]
+    return msg
+
+
 def _pin_arg(args):
     pin = args.get("pin")
     if isinstance(pin, bool) or not isinstance(pin, int):
         return None, "Error: 'pin' required (integer)"
-    return pin, gpio_policy.refusal(pin)
+    return pin, refusal(pin)
 
 
 def write(pin, state):
@@ -87,7 +107,7 @@ def gpio_read(args, ctx):
 
 
 def gpio_read_all(args, ctx):
-    pins = gpio_policy.allowed()
+    pins = allowed()
     if not pins:
         return "Error: no GPIO pins are allowed (setting gpio_allow is empty)"
     return "GPIO states: " + ", ".join("%d=%s" % (p, _level(read(p))) for p in pins)

@@ -180,7 +180,7 @@ def quote(text, cap=limits.SEARCH_QUERY_MAX):
 
 
 def _client(base):
-    from mimi.llm import http
+    from mimi.net import http
 
     # ca=None: the root bundle on the flash (limits.CA_BUNDLE); TLS is always verified
     return http.Client(base, proxy=http.proxy_from_config(cfg), timeout_s=limits.SEARCH_TIMEOUT_S)

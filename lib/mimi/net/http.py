@@ -385,22 +385,6 @@ def make_context(ca=None):
     return ctx
 
 
-def _split_url(url):
-    scheme, sep, rest = url.partition("://")
-    if not sep or scheme not in ("http", "https"):
-        raise ValueError("URL must start with http:// or https://: %r" % url)
-    hostport, slash, path = rest.partition("/")
-    host, port = hostport, 443 if scheme == "https" else 80
-    if ":" in hostport:
-        host, _, p = hostport.rpartition(":")
-        if not p.isdigit():
-            raise ValueError("bad port in URL %r" % url)
-        port = int(p)
-    if not host:
-        raise ValueError("URL has no host: %r" % url)
-    return scheme == "https", host, port, ("/" + path).rstrip("/") if slash else ""
-
-
 def _clean(s, what):
     s = str(s)
     if "\r" in s or "\n" in s:
@@ -410,7 +394,12 @@ def _clean(s, what):
 
 class _Base:
     def __init__(self, base_url, ca=None, proxy=None, timeout_s=limits.LLM_TIMEOUT_S):
-        self.tls, self.host, self.port, self.prefix = _split_url(base_url)
+        scheme, self.host, port, path = net.split_url(base_url)
+        if scheme not in ("http", "https"):
+            raise ValueError("URL must start with http:// or https://: %r" % base_url)
+        self.tls = scheme == "https"
+        self.port = (443 if self.tls else 80) if port is None else port
+        self.prefix = path.rstrip("/")
         self.ca = ca
         self.proxy = proxy
         if proxy and proxy[0] not in ("http", "socks5"):
@@ -513,7 +502,7 @@ class Client(_Base):
     def stream(self, *args, **kw):
         """httpstream.stream(self, method, path, headers=None, body=None, deadline_s=None,
         cap=None, redirects=0, idle_s=None): the response with its body still to read."""
-        from mimi.llm import httpstream  # not loaded by the LLM path
+        from mimi.net import httpstream  # not loaded by the LLM path
 
         return httpstream.stream(self, *args, **kw)
 

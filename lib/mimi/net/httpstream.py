@@ -12,8 +12,8 @@
 # would still be on it); a fully read one leaves it for keep-alive.
 import time
 
-from mimi import limits
-from mimi.llm import http
+from mimi import limits, net
+from mimi.net import http
 
 _REDIRECTS = (301, 302, 303, 307, 308)
 
@@ -132,9 +132,8 @@ def stream(client, method, path, headers=None, body=None, deadline_s=None, cap=N
 
 def _origin_path(url):
     """'https://h:1/a?b' -> ('https://h:1', '/a?b')"""
-    scheme, sep, rest = url.partition("://")
-    hostport, _, path = rest.partition("/")
-    return scheme + sep + hostport, "/" + path
+    path = net.split_url(url)[3]
+    return url[:len(url) - len(path)], path or "/"
 
 
 def _resolve(loc, c, path):

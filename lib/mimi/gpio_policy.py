@@ -2,6 +2,7 @@
 # from the usable ones; the pins in NEVER are refused whatever the setting says,
 # because driving them can stop the board from booting, kill the console or crash
 # the firmware (flash/PSRAM). The same rules apply on the host simulator.
+# A leaf module (no imports): config validates the setting with normalize().
 
 # GPIOs that exist on the ESP32-S3 (22-25 do not).
 EXISTING = tuple(range(0, 22)) + tuple(range(26, 49))
@@ -57,21 +58,3 @@ def normalize(text):
     """Validator for the setting: the canonical comma list ('' = no pin allowed)."""
     return ",".join(str(p) for p in parse(text))
 
-
-def allowed():
-    from mimi.config import cfg
-
-    try:
-        return parse(cfg.get("gpio_allow"))
-    except ValueError:  # cannot happen for a validated setting; stay safe anyway
-        return ()
-
-
-def refusal(pin):
-    """None when `pin` may be used, else the tool's error string."""
-    if pin in allowed():
-        return None
-    msg = "Error: pin %d is not in allowed list" % pin
-    if pin in NEVER:
-        msg += " (%s)" % NEVER[pin]
-    return msg

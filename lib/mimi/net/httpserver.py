@@ -1,0 +1,137 @@
+# The small HTTP/1.1 server side shared by the WebSocket gateway
+# (channels/websocket.py) and the onboarding portal (services/portal.py): buffered
+# reads of a request, its head parsed (query strings and forms decoded), a whole
+# response, and a listening port (a fixed one, or a free random one).
+import errno
+from mimi.net import random_id
+
+
+class Reader:
+    """Buffered reads over an asyncio stream. Nothing is lost when a read is
+    cancelled (wait_for timeouts): data goes into the buffer as it arrives."""
+
+    def __init__(self, stream):
+        self.s = stream
+        self.buf = b""
+
+    async def _more(self, n):
+        d = await self.s.read(n)
+        if not d:
+            raise EOFError
+        self.buf += d
+
+    async def fill(self, n=1):
+        while len(self.buf) < n:
+            await self._more(512)
+
+    async def readexactly(self, n):
+        while len(self.buf) < n:
+            await self._more(n - len(self.buf))
+        out = self.buf[:n]
+        self.buf = self.buf[n:]
+        return out
+
+    async def skip(self, n):
+        while n > 0:
+            if not self.buf:
+                await self._more(min(n, 1024))
+            k = min(n, len(self.buf))
+            self.buf = self.buf[k:]
+            n -= k
+
+    async def read_head(self, limit):
+        """The HTTP request head (up to the blank line); ValueError past `limit` bytes."""
+        while True:
+            i = self.buf.find(b"\r\n\r\n")
+            if i > limit:
+                raise ValueError("request head too large")
+            if i >= 0:
+                head = self.buf[:i]
+                self.buf = self.buf[i + 4:]
+                return head
+            if len(self.buf) > limit:
+                raise ValueError("request head too large")
+            await self._more(512)
+
+
+def unquote(s):
+    if "%" not in s and "+" not in s:
+        return s
+    s = s.replace("+", " ")
+    out = bytearray()
+    parts = s.split("%")
+    out += parts[0].encode()
+    for p in parts[1:]:
+        try:
+            out.append(int(p[:2], 16))
+            out += p[2:].encode()
+        except ValueError:
+            out += ("%" + p).encode()
+    try:
+        return out.decode()
+    except UnicodeError:
+        return ""
+
+
+def parse_query(qs):
+    q = {}
+    for item in qs.split("&"):
+        if item:
+            k, _, v = item.partition("=")
+            q[unquote(k)] = unquote(v)
+    return q
+
+
+def parse_request(head):
+    """-> (method, path, query dict, headers dict with lower-case names); ValueError if bad."""
+    try:
+        text = head.decode()
+    except UnicodeError:
+        raise ValueError("request head is not UTF-8")
+    lines = text.split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise ValueError("bad request line")
+    method, target = parts[0], parts[1]
+    headers = {}
+    for line in lines[1:]:
+        k, sep, v = line.partition(":")
+        if not sep or not k.strip():
+            raise ValueError("bad header line")
+        k = k.strip().lower()
+        v = v.strip()
+        headers[k] = headers[k] + ", " + v if k in headers else v
+    path, _, qs = target.partition("?")
+    return method, path, parse_query(qs), headers
+
+
+def has_token(value, word):
+    """Is `word` one of the comma-separated tokens of a header value (case-insensitive)?"""
+    word = word.lower()
+    for t in (value or "").split(","):
+        if t.strip().lower() == word:
+            return True
+    return False
+
+
+def http_response(status, body=b"", ctype="text/plain; charset=utf-8", extra=()):
+    if isinstance(body, str):
+        body = body.encode()
+    head = ["HTTP/1.1 %s" % status, "Content-Type: " + ctype,
+            "Content-Length: %d" % len(body), "Connection: close", "Cache-Control: no-store"]
+    head.extend(extra)
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+async def on_port(want, make, span, tries):
+    """(await make(port), port): on port `want`, or when want is 0 on a random port
+    in span (lo, hi) that is free (at most `tries` ports tried)."""
+    lo, hi = span
+    for _ in range(1 if want else tries):
+        port = want or lo + int(random_id(2), 16) % (hi - lo)
+        try:
+            return await make(port), port
+        except OSError as e:
+            if want or e.errno != errno.EADDRINUSE:
+                raise
+    raise OSError(errno.EADDRINUSE, "no free port found")
