@@ -89,17 +89,14 @@ def _flush_key(key):
     if not lines:
         return
     p = path(key)
-    try:
-        fs.makedirs(DIR)
-        with open(p, "ab") as f:
-            for data in lines:
-                f.write(data)
-                f.write(b"\n")
-    except OSError as e:
-        log.exception("session", "write " + p, e)
-        return
-    if fs.size(p) > limits.SESSION_FILE_MAX:
-        _compact(p)
+    with fs.lock:  # the append and a compaction it triggers are one change
+        try:
+            fs.append(p, [x for data in lines for x in (data, b"\n")])
+        except OSError as e:
+            log.exception("session", "write " + p, e)
+            return
+        if fs.size(p) > limits.SESSION_FILE_MAX:
+            _compact(p)
 
 
 def _compact(p, keep=limits.SESSION_KEEP):
@@ -107,14 +104,15 @@ def _compact(p, keep=limits.SESSION_KEEP):
     tmp = p + ".tmp"
     buf = bytearray(limits.SESSION_READ_BLOCK)
     try:
-        with open(p, "rb") as fi:
-            size = fi.seek(0, 2)
-            fi.seek(max(0, size - keep))
-            if size > keep:
-                fi.readline()  # skip the partial first line
-            with open(tmp, "wb") as fo:
-                fs.pump(fi, fo, buf)
-        os.rename(tmp, p)
+        with fs.lock:
+            with open(p, "rb") as fi:
+                size = fi.seek(0, 2)
+                fi.seek(max(0, size - keep))
+                if size > keep:
+                    fi.readline()  # skip the partial first line
+                with open(tmp, "wb") as fo:
+                    fs.pump(fi, fo, buf)
+            os.rename(tmp, p)
         log.info("session", "compacted %s to %d bytes", p, fs.size(p))
     except OSError as e:
         log.exception("session", "compact " + p, e)

@@ -89,7 +89,6 @@ def _write(p, data):
         fs.write_atomic(p, data)
     except OSError as e:
         log.exception("files", "write " + p, e)
-        fs.remove(p + ".tmp")
         return "Error: cannot write %s (%s)" % (p, e)
     return None
 
@@ -111,6 +110,11 @@ def edit_file(args, ctx):
     new = args["new_string"].encode()
     if not old:
         return "Error: old_string must not be empty"
+    with fs.lock:  # read, replace and write back as one change
+        return _edit(p, old, new)
+
+
+def _edit(p, old, new):
     if fs.isdir(p):
         return "Error: %s is a directory" % p
     size = fs.size(p)
