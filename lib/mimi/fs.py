@@ -93,11 +93,23 @@ def parent(path):
     return path[:i] if i > 0 else "/"
 
 
+def encode(text):
+    """str -> UTF-8 bytes for the flash; ValueError when the text is not valid UTF-8
+    (a lone surrogate, an overlong form): such text is never stored."""
+    data = text.encode()
+    if len(data) != len(text):  # not ASCII: check strictly
+        from mimi import utf8
+
+        if not utf8.valid(data):
+            raise ValueError(utf8.ERROR)
+    return data
+
+
 def write_atomic(path, data):
-    """Write all of `data` (str or bytes) to `path`; a power cut leaves old or new.
-    A failed write leaves no temporary file."""
+    """Write all of `data` (str, checked by encode(), or bytes) to `path`; a power cut
+    leaves old or new. A failed write leaves no temporary file."""
     if isinstance(data, str):
-        data = data.encode()
+        data = encode(data)
     tmp = path + ".tmp"
     with lock:
         makedirs(parent(path))
@@ -111,9 +123,9 @@ def write_atomic(path, data):
 
 
 def append(path, parts):
-    """Add each of `parts` (str or bytes) to the end of `path`, made with its folders
-    when missing, as one change."""
-    parts = [p.encode() if isinstance(p, str) else p for p in parts]
+    """Add each of `parts` (str, checked by encode(), or bytes) to the end of `path`,
+    made with its folders when missing, as one change."""
+    parts = [encode(p) if isinstance(p, str) else p for p in parts]
     with lock:
         makedirs(parent(path))
         with open(path, "ab") as f:
@@ -145,36 +157,17 @@ def read_text(path, limit=None):
 
 
 def decode(data):
-    """bytes -> str; invalid UTF-8 becomes U+FFFD instead of an exception."""
+    """bytes -> str, strictly: what is not valid UTF-8 (stray bytes, CESU-8
+    surrogates, overlong forms) becomes U+FFFD instead of an exception."""
     try:
-        return data.decode()
+        s = str(data, "utf-8")
+        if len(s) == len(data):
+            return s  # ASCII
     except UnicodeError:
         pass
-    out = []
-    i = start = 0
-    n = len(data)
-    while i < n:
-        b = data[i]
-        if b < 0x80:
-            i += 1
-            continue
-        need = 1 if 0xC2 <= b <= 0xDF else 2 if 0xE0 <= b <= 0xEF else 3 if 0xF0 <= b <= 0xF4 else 0
-        j = i + 1
-        while need and j < n and j < i + 1 + need and (data[j] & 0xC0) == 0x80:
-            j += 1
-        if need and j == i + 1 + need:
-            try:
-                bytes(data[i:j]).decode()
-                i = j
-                continue
-            except UnicodeError:
-                pass
-        out.append(bytes(data[start:i]).decode())
-        out.append("\ufffd")
-        i += 1
-        start = i
-    out.append(bytes(data[start:]).decode())
-    return "".join(out)
+    from mimi import utf8
+
+    return utf8.repair(data)
 
 
 def utf8_cut(data, limit):
