@@ -77,7 +77,7 @@ def run_mp(module, func, tmp_path, heapsize=None, blocks=256, timeout=60, fixtur
     env["MIMI_TEST_FIXTURES"] = json.dumps(fixtures or {})
     env["MIMI_TEST_LIB"] = compiled_lib()
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+        r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, env=env,
                            cwd=str(tmp_path))
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")

@@ -142,10 +142,19 @@ class Sim:
         return self._finish()
 
     def stop(self, sig=signal.SIGTERM, timeout=STOP_S):
-        """SIGTERM, or SIGINT to the whole group as Ctrl-C does, then wait(timeout)."""
+        """SIGTERM, or SIGINT to the whole group as Ctrl-C does, then wait(timeout).
+        SIGINT is repeated every second, as tools/sim does: the unix port raises Ctrl-C
+        wherever the firmware is, and one raised inside an import's stat is swallowed
+        by MicroPython (lib/mimi/board/host_vfs.py)."""
         if self.p.poll() is None:
             if sig == signal.SIGINT:
-                os.killpg(self.p.pid, sig)
+                end = time.monotonic() + timeout
+                while self.p.poll() is None and time.monotonic() < end:
+                    os.killpg(self.p.pid, sig)
+                    try:
+                        self.p.wait(timeout=1)
+                    except subprocess.TimeoutExpired:
+                        pass
             else:
                 self.p.send_signal(sig)
         return self.wait(timeout)

@@ -1,8 +1,58 @@
 # Small filesystem helpers: atomic rewrites (temp file + rename, which LittleFS
-# makes power-cut safe), capped reads, directory creation and walking.
+# makes power-cut safe), appends, capped reads, directory creation and walking.
+# Every flash write goes through here, under `lock`.
 import os
+import _thread
 
 _DIR = 0x4000
+
+
+class _Lock:
+    """The filesystem lock. LittleFS is not thread-safe and the agent thread and the
+    loop both write: each change (temp file + rename, an append, a compaction) holds
+    this lock, so no two interleave. On the board the GIL already makes one LittleFS
+    call whole; on the host (no GIL) board/host_vfs.py takes this lock around every
+    call too. Reentrant: a sequence that holds it calls helpers that take it again.
+    Never held across an await or a network wait."""
+
+    def __init__(self):
+        self._lock = _thread.allocate_lock()
+        self._owner = None
+        self._depth = 0
+
+    # No branch (if, and, or, loops) in __enter__/__exit__ and the helpers below: on
+    # the board the VM raises a Ctrl-C (KeyboardInterrupt) at the next branch, and one
+    # between acquire and its bookkeeping, or between the last exit and the release,
+    # would leave the lock held, and every file call at the REPL hanging.
+    def __enter__(self):
+        (_take, _again)[self._owner == _thread.get_ident()](self)
+        return self
+
+    def __exit__(self, *exc):
+        self._depth -= 1
+        (_nested, _release)[self._depth == 0](self)
+
+
+def _take(lk):
+    lk._lock.acquire()
+    lk._owner = _thread.get_ident()
+    lk._depth = 1
+
+
+def _again(lk):
+    lk._depth += 1
+
+
+def _nested(lk):
+    pass
+
+
+def _release(lk):
+    lk._owner = None
+    lk._lock.release()
+
+
+lock = _Lock()
 
 
 def exists(path):
@@ -29,16 +79,13 @@ def size(path):
 
 def makedirs(path):
     cur = ""
-    for part in path.split("/"):
-        if not part:
-            continue
-        cur += "/" + part
-        if not isdir(cur):
-            try:
+    with lock:
+        for part in path.split("/"):
+            if not part:
+                continue
+            cur += "/" + part
+            if not isdir(cur):
                 os.mkdir(cur)
-            except OSError:
-                if not isdir(cur):
-                    raise
 
 
 def parent(path):
@@ -46,20 +93,56 @@ def parent(path):
     return path[:i] if i > 0 else "/"
 
 
+def encode(text):
+    """str -> UTF-8 bytes for the flash; ValueError when the text is not valid UTF-8
+    (a lone surrogate, an overlong form): such text is never stored."""
+    data = text.encode()
+    if len(data) != len(text):  # not ASCII: check strictly
+        from mimi import utf8
+
+        if not utf8.valid(data):
+            raise ValueError(utf8.ERROR)
+    return data
+
+
 def write_atomic(path, data):
-    """Write all of `data` (str or bytes) to `path`; a power cut leaves old or new."""
+    """Write all of `data` (str, checked by encode(), or bytes) to `path`; a power cut
+    leaves old or new. A failed write leaves no temporary file."""
+    if isinstance(data, str):
+        data = encode(data)
     tmp = path + ".tmp"
-    makedirs(parent(path))
-    with open(tmp, "wb") as f:
-        f.write(data.encode() if isinstance(data, str) else data)
-    os.rename(tmp, path)
+    with lock:
+        makedirs(parent(path))
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.rename(tmp, path)
+        except OSError:
+            remove(tmp)
+            raise
+
+
+def append(path, parts):
+    """Add each of `parts` (str, checked by encode(), or bytes) to the end of `path`,
+    made with its folders when missing, as one change."""
+    parts = [encode(p) if isinstance(p, str) else p for p in parts]
+    with lock:
+        makedirs(parent(path))
+        with open(path, "ab") as f:
+            for p in parts:
+                f.write(p)
+
+
+def rename(src, dst):
+    with lock:
+        os.rename(src, dst)
 
 
 def read_head(path, limit):
     """The first `limit` bytes of a file (all of a shorter one). OSError if missing.
     MicroPython's read(n) allocates n bytes up front: asking for the 12 KB a cap allows
     to read a 300-byte file costs a 12 KB block, which a fragmented heap may not have."""
-    with open(path, "rb") as f:
+    with lock, open(path, "rb") as f:
         size = f.seek(0, 2)
         f.seek(0)
         return f.read(min(limit, size))
@@ -69,41 +152,22 @@ def read_text(path, limit=None):
     """The file's text, at most `limit` bytes (cut on a UTF-8 boundary). OSError if missing."""
     if limit:
         return decode(utf8_cut(read_head(path, limit), limit))
-    with open(path, "rb") as f:
+    with lock, open(path, "rb") as f:
         return decode(f.read())
 
 
 def decode(data):
-    """bytes -> str; invalid UTF-8 becomes U+FFFD instead of an exception."""
+    """bytes -> str, strictly: what is not valid UTF-8 (stray bytes, CESU-8
+    surrogates, overlong forms) becomes U+FFFD instead of an exception."""
     try:
-        return data.decode()
+        s = str(data, "utf-8")
+        if len(s) == len(data):
+            return s  # ASCII
     except UnicodeError:
         pass
-    out = []
-    i = start = 0
-    n = len(data)
-    while i < n:
-        b = data[i]
-        if b < 0x80:
-            i += 1
-            continue
-        need = 1 if 0xC2 <= b <= 0xDF else 2 if 0xE0 <= b <= 0xEF else 3 if 0xF0 <= b <= 0xF4 else 0
-        j = i + 1
-        while need and j < n and j < i + 1 + need and (data[j] & 0xC0) == 0x80:
-            j += 1
-        if need and j == i + 1 + need:
-            try:
-                bytes(data[i:j]).decode()
-                i = j
-                continue
-            except UnicodeError:
-                pass
-        out.append(bytes(data[start:i]).decode())
-        out.append("\ufffd")
-        i += 1
-        start = i
-    out.append(bytes(data[start:]).decode())
-    return "".join(out)
+    from mimi import utf8
+
+    return utf8.repair(data)
 
 
 def utf8_cut(data, limit):
@@ -131,16 +195,22 @@ def pump(fi, fo, buf):
 
 def copy_atomic(src, dst, bufsize=512):
     """src's bytes to dst, through a temp file and a rename."""
-    makedirs(parent(dst))
     tmp = dst + ".tmp"
-    with open(src, "rb") as fi, open(tmp, "wb") as fo:
-        pump(fi, fo, bytearray(bufsize))
-    os.rename(tmp, dst)
+    with lock:
+        makedirs(parent(dst))
+        try:
+            with open(src, "rb") as fi, open(tmp, "wb") as fo:
+                pump(fi, fo, bytearray(bufsize))
+            os.rename(tmp, dst)
+        except OSError:
+            remove(tmp)
+            raise
 
 
 def remove(path):
     try:
-        os.remove(path)
+        with lock:
+            os.remove(path)
         return True
     except OSError:
         return False

@@ -1,59 +1,36 @@
-# JSON decoding that MicroPython gets wrong on its own: its json module leaves a
-# UTF-16 surrogate pair escape ("\\ud83d\\ude00", how many servers send emoji) as two
-# lone surrogates, which are invalid UTF-8 and break every later request that
-# carries the text (session history, Telegram replies).
+# JSON off the network, decoded so that every string in it is valid UTF-8.
+# MicroPython's json turns a surrogate-pair escape ("\ud83d\ude00", how many servers
+# send emoji) into two lone surrogates and lets raw CESU-8 or overlong bytes through;
+# such text is refused by every later request that carries it (session history,
+# MEMORY.md in the system prompt), so one emoji could break a chat for good.
 import json
-
-
-def fix_surrogates(s):
-    """MicroPython's json leaves "\\ud83d\\ude00" as two lone surrogates (invalid
-    UTF-8 that Telegram refuses): join pairs into one character, lone ones -> U+FFFD."""
-    b = s.encode()
-    i = b.find(b"\xed")
-    while i >= 0 and not (i + 1 < len(b) and 0xA0 <= b[i + 1] <= 0xBF):
-        i = b.find(b"\xed", i + 1)
-    if i < 0:
-        return s
-    out = []
-    hi = None
-    for c in s:
-        o = ord(c)
-        if 0xD800 <= o <= 0xDBFF:
-            if hi is not None:
-                out.append("\ufffd")
-            hi = o
-            continue
-        if 0xDC00 <= o <= 0xDFFF:
-            if hi is not None:
-                out.append(chr(0x10000 + ((hi - 0xD800) << 10) + (o - 0xDC00)))
-                hi = None
-            else:
-                out.append("\ufffd")
-            continue
-        if hi is not None:
-            out.append("\ufffd")
-            hi = None
-        out.append(c)
-    if hi is not None:
-        out.append("\ufffd")
-    return "".join(out)
-
-
-def _fix_tree(o):
-    if isinstance(o, str):
-        return fix_surrogates(o)
-    if isinstance(o, list):
-        return [_fix_tree(x) for x in o]
-    if isinstance(o, dict):
-        return {k: _fix_tree(v) for k, v in o.items()}
-    return o
+from mimi.utf8 import valid, clean  # loaded with this module, not mid-parse next to a big body
 
 
 def loads(body):
-    """JSON text/bytes -> object, with surrogate-pair escapes joined into characters."""
+    """JSON text/bytes -> object; in every string (keys too) a surrogate pair becomes
+    its character and anything else that is not valid UTF-8 becomes U+FFFD."""
     obj = json.loads(body)
-    if isinstance(body, str):
-        has = "\\ud" in body or "\\uD" in body
-    else:
-        has = b"\\ud" in body or b"\\uD" in body
-    return _fix_tree(obj) if has else obj
+    if isinstance(obj, str):
+        return clean(obj)
+    stack = [obj]
+    while stack:  # no recursion: deep nesting from a server must not overflow the stack
+        o = stack.pop()
+        if isinstance(o, list):
+            for i in range(len(o)):
+                v = o[i]
+                if isinstance(v, str):
+                    o[i] = clean(v)
+                elif isinstance(v, (list, dict)):
+                    stack.append(v)
+        elif isinstance(o, dict):
+            bad = []
+            for k, v in o.items():
+                if isinstance(v, (list, dict)):
+                    stack.append(v)
+                if not valid(k) or isinstance(v, str) and not valid(v):
+                    bad.append(k)
+            for k in bad:
+                v = o.pop(k)
+                o[clean(k)] = clean(v) if isinstance(v, str) else v
+    return obj

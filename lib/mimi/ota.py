@@ -15,7 +15,7 @@ import os
 import json
 import hashlib
 import binascii
-from mimi import limits, log, fs, board, config
+from mimi import limits, log, fs, board, config, jsonutil
 from mimi.services import watchdog
 from mimi.net import secrets_equal
 
@@ -135,7 +135,7 @@ def _check_path(p, seen):
 
 def _check_manifest(raw):
     try:
-        m = json.loads(raw)
+        m = jsonutil.loads(raw)
         files = m["files"]
         if m.get("format") != 1 or not isinstance(files, list) or not files:
             raise ValueError("unknown format")

@@ -69,7 +69,9 @@ def mount_image(path, block_count=None, mkfs=False):
     bdev = FileBlockDev(path, block_count)
     if mkfs:
         vfs.VfsLfs2.mkfs(bdev)
-    fs = vfs.VfsLfs2(bdev)
+    from mimi.board.host_vfs import LockedVfs
+
+    fs = LockedVfs(vfs.VfsLfs2(bdev))  # no GIL here: one thread in LittleFS at a time
     if image_path is None:
         host = vfs.VfsPosix("/")
         cwd = os.getcwd()

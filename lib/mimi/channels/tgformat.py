@@ -6,8 +6,8 @@
 # every part is rendered on its own: tags are always balanced, a code block cut in
 # two is closed and reopened, and an entity or tag can never be cut.
 from mimi import limits
-from mimi.jsonutil import fix_surrogates
 from mimi.net import html_escape
+from mimi.utf8 import clean
 
 # Style tags. "pre" and "a" carry a value: ("pre", lang) / ("a", href).
 B = "b"
@@ -251,7 +251,7 @@ def _rule(t):
 
 def parse(md):
     """Markdown -> list of [text, style] runs (adjacent equal styles merged)."""
-    md = fix_surrogates(md).replace("\r\n", "\n")
+    md = clean(md).replace("\r\n", "\n")
     runs = []
     inl = _Inline(runs)
     lines = md.split("\n")

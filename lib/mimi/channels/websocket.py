@@ -58,7 +58,7 @@ class Client:
         return True
 
     def send_obj(self, obj):
-        return self.push(wp.frame(wp.TEXT, json.dumps(obj)))
+        return self.push(text_frame(obj))
 
     def error(self, text):
         self.send_obj({"type": "error", "content": text})
@@ -122,6 +122,11 @@ class Client:
                 if op == wp.PONG:
                     continue
                 m = asm.feed(fin, op, payload)
+                if m and m[0] == wp.TEXT:
+                    from mimi.utf8 import valid
+
+                    if not valid(m[1]):
+                        raise wp.ProtocolError(wp.INVALID_DATA, "text is not valid UTF-8")
             except wp.ProtocolError as e:
                 log.info("ws", "client %s: %s; closing with %d", self.chat_id, e.reason, e.code)
                 await self.close(e.code, e.reason, e.skip)
@@ -159,10 +164,10 @@ class Client:
     def on_message(self, op, data):
         if op != wp.TEXT:
             return self.error("only text frames with JSON are accepted")
+        from mimi import jsonutil
+
         try:
-            obj = json.loads(data.decode())
-        except UnicodeError:
-            return self.error("invalid UTF-8")
+            obj = jsonutil.loads(data)  # an escaped lone surrogate comes out as U+FFFD
         except ValueError:
             return self.error("invalid JSON")
         if not isinstance(obj, dict):
@@ -183,6 +188,14 @@ class Client:
         if not bus.inbound.put(bus.Msg(CHANNEL, self.chat_id, content)):
             log.warning("ws", "inbound queue full; told client %s to retry", self.chat_id)
             self.send_obj({"type": "error", "content": bus.BUSY, "chat_id": self.chat_id})
+
+
+def text_frame(obj):
+    """obj as a JSON text frame, never invalid UTF-8 (RFC 6455 makes a client fail
+    the connection on that): what slipped through elsewhere goes out as U+FFFD."""
+    from mimi.utf8 import clean
+
+    return wp.frame(wp.TEXT, clean(json.dumps(obj)))
 
 
 def _forget(client):
@@ -228,7 +241,7 @@ async def send(msg):
     for c in list(clients):  # push() may drop a client from the list
         if c.chat_id == msg.chat_id and not c.dead:
             if data is None:
-                data = wp.frame(wp.TEXT, json.dumps(obj))
+                data = text_frame(obj)
             n += c.push(data, status=msg.kind == bus.STATUS)
     if not n and msg.kind == bus.REPLY:
         log.info("ws", "no client on chat %s; the reply stays in its session", msg.chat_id)

@@ -18,6 +18,7 @@ PONG = 10
 NORMAL = 1000
 GOING_AWAY = 1001
 PROTOCOL = 1002
+INVALID_DATA = 1007  # a text message that is not valid UTF-8
 TOO_BIG = 1009
 TRY_LATER = 1013
 

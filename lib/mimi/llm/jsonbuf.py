@@ -5,6 +5,7 @@
 import gc
 import json
 from mimi import limits
+from mimi.utf8 import clean
 
 
 class JsonBuf:
@@ -69,6 +70,9 @@ class JsonBuf:
             self._w(json.dumps(o))
 
     def _str(self, s):
+        # Text that is not valid UTF-8 (a file or session line stored before it was
+        # checked) would make the server refuse every request that carries it.
+        s = clean(s)
         step = limits.LLM_JSON_CHUNK
         if len(s) <= step:
             self._w(json.dumps(s))

@@ -2,6 +2,7 @@
 # copy it (Ollama, LM Studio, DeepSeek, OpenRouter, ...). The one place where the
 # internal Anthropic-style messages become OpenAI messages.
 import json
+from mimi import jsonutil
 from mimi.llm.provider import Provider, Reply, Call, strip_think
 from mimi.net import split_url
 
@@ -92,7 +93,7 @@ class OpenAI(Provider):
                 args = raw
             else:
                 try:
-                    args = json.loads(raw) if raw else {}
+                    args = jsonutil.loads(raw) if raw else {}
                 except ValueError:
                     args = raw
             calls.append(Call(tc.get("id") or "call_%d" % k, f.get("name") or "", args))

@@ -38,7 +38,7 @@ def path(key):
 
 def _line(role, content, ts):
     rec = {"role": role, "content": content, "ts": ts}
-    data = json.dumps(rec).encode()
+    data = fs.encode(json.dumps(rec))
     if len(data) <= limits.SESSION_LINE_MAX or not isinstance(content, str):
         return data if len(data) <= limits.SESSION_LINE_MAX else None
     # Too long: keep the start of the text so the line stays loadable.
@@ -47,7 +47,7 @@ def _line(role, content, ts):
     while True:
         cut = fs.utf8_cut(raw, max(0, keep)).decode() + "\n[cut: message too long]"
         rec["content"] = cut
-        data = json.dumps(rec).encode()
+        data = fs.encode(json.dumps(rec))
         if len(data) <= limits.SESSION_LINE_MAX or keep <= 0:
             return data
         keep -= len(data) - limits.SESSION_LINE_MAX + 64
@@ -56,7 +56,11 @@ def _line(role, content, ts):
 def append(key, role, content):
     """Buffer one message; written by flush() (or when the buffer grows large)."""
     global _pending_bytes
-    data = _line(role, content, board.clock.unix())
+    try:
+        data = _line(role, content, board.clock.unix())
+    except ValueError as e:  # text that is not valid UTF-8 would break every later turn
+        log.warning("session", "%s: %s message not stored: %s", key, role, e)
+        return
     if data is None:
         log.warning("session", "%s: %s message not storable, dropped", key, role)
         return
@@ -89,17 +93,14 @@ def _flush_key(key):
     if not lines:
         return
     p = path(key)
-    try:
-        fs.makedirs(DIR)
-        with open(p, "ab") as f:
-            for data in lines:
-                f.write(data)
-                f.write(b"\n")
-    except OSError as e:
-        log.exception("session", "write " + p, e)
-        return
-    if fs.size(p) > limits.SESSION_FILE_MAX:
-        _compact(p)
+    with fs.lock:  # the append and a compaction it triggers are one change
+        try:
+            fs.append(p, [x for data in lines for x in (data, b"\n")])
+        except OSError as e:
+            log.exception("session", "write " + p, e)
+            return
+        if fs.size(p) > limits.SESSION_FILE_MAX:
+            _compact(p)
 
 
 def _compact(p, keep=limits.SESSION_KEEP):
@@ -107,14 +108,15 @@ def _compact(p, keep=limits.SESSION_KEEP):
     tmp = p + ".tmp"
     buf = bytearray(limits.SESSION_READ_BLOCK)
     try:
-        with open(p, "rb") as fi:
-            size = fi.seek(0, 2)
-            fi.seek(max(0, size - keep))
-            if size > keep:
-                fi.readline()  # skip the partial first line
-            with open(tmp, "wb") as fo:
-                fs.pump(fi, fo, buf)
-        os.rename(tmp, p)
+        with fs.lock:
+            with open(p, "rb") as fi:
+                size = fi.seek(0, 2)
+                fi.seek(max(0, size - keep))
+                if size > keep:
+                    fi.readline()  # skip the partial first line
+                with open(tmp, "wb") as fo:
+                    fs.pump(fi, fo, buf)
+            os.rename(tmp, p)
         log.info("session", "compacted %s to %d bytes", p, fs.size(p))
     except OSError as e:
         log.exception("session", "compact " + p, e)

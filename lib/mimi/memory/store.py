@@ -40,12 +40,9 @@ def write_memory(text):
 def append_note(text, date=None):
     """Add a line to today's note (created with a '# YYYY-MM-DD' header). Returns its path."""
     p = note_path(date)
-    fs.makedirs(DIR)
-    new = not fs.exists(p)
-    with open(p, "ab") as f:
-        if new:
-            f.write(("# %s\n\n" % (date or today())).encode())
-        f.write((text.rstrip("\n") + "\n").encode())
+    with fs.lock:  # header check and append as one change
+        head = [] if fs.exists(p) else ["# %s\n\n" % (date or today())]
+        fs.append(p, head + [text.rstrip("\n") + "\n"])
     return p
 
 

@@ -119,7 +119,7 @@ class Scheduler:
             bad = self.path + ".bad"
             fs.remove(bad)
             try:
-                os.rename(self.path, bad)
+                fs.rename(self.path, bad)
                 problems.append("kept the old file as " + bad)
             except OSError:
                 pass

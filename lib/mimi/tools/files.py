@@ -32,12 +32,24 @@ def _bad_char(c):
     return o < 32 or 127 <= o < 160 or o in (0x2028, 0x2029, 0xFEFF)
 
 
+def _utf8(what, text):
+    """(bytes, None), or (None, "Error: ...") for text that is not valid UTF-8: stored,
+    it would make every later request that carries it fail."""
+    try:
+        return fs.encode(text), None
+    except ValueError as e:
+        return None, "Error: %s is %s" % (what, e)
+
+
 def check_path(path):
     """(path, None) when `path` is an allowed file path, else (None, "Error: ...")."""
     if not isinstance(path, str) or not path:
         return None, "Error: 'path' required (string)"
     if len(path.encode()) > limits.PATH_MAX:
         return None, "Error: path too long (max %d bytes)" % limits.PATH_MAX
+    err = _utf8("path", path)[1]
+    if err:
+        return None, err
     for c in path:
         if _bad_char(c):
             return None, "Error: path must not contain control characters"
@@ -89,7 +101,6 @@ def _write(p, data):
         fs.write_atomic(p, data)
     except OSError as e:
         log.exception("files", "write " + p, e)
-        fs.remove(p + ".tmp")
         return "Error: cannot write %s (%s)" % (p, e)
     return None
 
@@ -98,8 +109,8 @@ def write_file(args, ctx):
     p, err = check_path(args.get("path"))
     if err:
         return err
-    data = args["content"].encode()
-    err = _write(p, data)
+    data, err = _utf8("content", args["content"])
+    err = err or _write(p, data)
     return err or "OK: wrote %d bytes to %s" % (len(data), p)
 
 
@@ -107,10 +118,17 @@ def edit_file(args, ctx):
     p, err = check_path(args.get("path"))
     if err:
         return err
-    old = args["old_string"].encode()
-    new = args["new_string"].encode()
+    old, err = _utf8("old_string", args["old_string"])
+    new, err2 = _utf8("new_string", args["new_string"])
+    if err or err2:
+        return err or err2
     if not old:
         return "Error: old_string must not be empty"
+    with fs.lock:  # read, replace and write back as one change
+        return _edit(p, old, new)
+
+
+def _edit(p, old, new):
     if fs.isdir(p):
         return "Error: %s is a directory" % p
     size = fs.size(p)

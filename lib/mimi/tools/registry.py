@@ -1,8 +1,7 @@
 # Tool registry: names, JSON schemas and handlers, both providers' tool formats,
 # and one `call` that always answers with a string ("Error: ..." on any problem),
 # so a tool can never crash the agent loop.
-import json
-from mimi import limits, log, fs
+from mimi import limits, log, fs, jsonutil
 
 TRUNC_NOTE = "\n[output truncated at %d bytes]"
 _TYPES = {
@@ -91,7 +90,7 @@ def check_args(schema, args):
         args = {}
     elif isinstance(args, (str, bytes)):
         try:
-            args = json.loads(args)
+            args = jsonutil.loads(args)
         except ValueError:
             return None, "arguments are not valid JSON"
     if not isinstance(args, dict):

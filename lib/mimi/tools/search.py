@@ -9,7 +9,7 @@
 # bytes to the results array and decodes one result at a time, so a 200 KB Brave
 # answer costs the body plus one small object.
 import json
-from mimi import limits, log
+from mimi import limits, log, jsonutil
 from mimi.config import cfg
 from mimi.tools.registry import registry
 
@@ -112,7 +112,7 @@ def items(body, path, limit):
         i = _ws(body, i + 1)
         while body[i] != 93 and len(out) < limit:
             j = _skip_value(body, i)
-            out.append(json.loads(body[i:j]))
+            out.append(jsonutil.loads(body[i:j]))
             i = _ws(body, j)
             if body[i] == 44:
                 i = _ws(body, i + 1)
