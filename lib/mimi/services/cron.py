@@ -16,7 +16,6 @@
 #    it is, reported at load and in cron_list, and never fired;
 #  - the scheduler starts only once the clock is valid (SNTP), and sleeps until
 #    the next due job (at most limits.CRON_TICK_S), woken early by cron_add.
-import os
 import json
 import _thread
 import asyncio
