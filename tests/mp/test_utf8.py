@@ -144,7 +144,7 @@ class Transport:
         self.sent = []
 
     def request(self, method, path, headers=None, body=None, deadline_s=None):
-        from mimi.llm.http import Response
+        from mimi.net.http import Response
 
         self.sent.append(bytes(body))
         return Response(200, "OK", {}, bytearray(self.bodies.pop(0)))
