@@ -483,7 +483,8 @@ class _Base:
     def close(self):
         if self._sock is not None:
             try:
-                self._sock.close()
+                # an asyncio Stream's close() does nothing (its wait_closed() closes): its socket
+                getattr(self._sock, "s", self._sock).close()
             except OSError:
                 pass
             self._sock = None
