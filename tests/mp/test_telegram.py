@@ -175,9 +175,11 @@ async def test_group_mention_or_reply_only():
     await update(chat_id=-100, chat_type="group", from_id=5, text="@%s what time is it?" % tg()["username"])
     m = await inbound()
     assert m.chat_id == "-100" and m.content == "what time is it?", m.content
-    await update(chat_id=-100, chat_type="group", from_id=5, text="and now?", reply_to_bot=True)
+    assert m.meta["group"] and m.meta["sender"] == "Ann"  # history lines carry the speaker
+    await update(chat_id=-100, chat_type="group", from_id=6, first_name="Bob", text="and now?",
+                 reply_to_bot=True)
     m = await inbound()
-    assert m.content == "and now?"
+    assert m.content == "and now?" and m.meta["sender"] == "Bob"
     # a group outside tg_allow that does not address the bot: silence
     await update(chat_id=-200, chat_type="group", from_id=5, text="hello all")
     await update(chat_id=-200, chat_type="group", from_id=5, text="@%s hi" % tg()["username"])

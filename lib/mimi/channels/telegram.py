@@ -312,6 +312,9 @@ class Telegram:
         group = chat.get("type") in ("group", "supergroup")
         meta = {"message_id": msg.get("message_id"), "group": group}
         if group:
+            who = msg.get("from") or {}
+            meta["sender"] = " ".join(x for x in (who.get("first_name"), who.get("last_name"))
+                                      if isinstance(x, str)) or who.get("username") or str(who.get("id"))
             text, addressed = self._addressed(msg, text)
             if not addressed:
                 return ("ignore", None, None, None)
