@@ -5,6 +5,7 @@ import json
 import asyncio
 import support
 import tghttp
+from tghttp import until
 from mimi import bus, config, limits, fs, log
 from mimi.channels import telegram, dispatch
 from mimi.services import wifi
@@ -37,18 +38,6 @@ async def update(**spec):
 
 async def fail(**rule):
     await control("fail", rule)
-
-
-async def until(pred, what, timeout_s=20):
-    """Wait for pred() (sync or async) to be true; a hang guard, not a timing check."""
-    for _ in range(timeout_s * 20):
-        v = pred()
-        if type(v).__name__ == "generator":
-            v = await v
-        if v:
-            return v
-        await asyncio.sleep_ms(50)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def setup():

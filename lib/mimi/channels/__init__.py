@@ -57,6 +57,21 @@ def available():
     return [row for row in TABLE if row.module]
 
 
+def tell_again(told, chat_id, window_s, most):
+    """May a chat outside a channel's allow-list be told its id (again)? Once per
+    window_s; told (chat id -> ticks_ms) keeps at most `most` chats, the oldest go."""
+    import time
+
+    now = time.ticks_ms()  # not wall time: an NTP step must not reopen the window
+    last = told.get(chat_id)
+    if last is not None and 0 <= time.ticks_diff(now, last) < window_s * 1000:
+        return False
+    if chat_id not in told and len(told) >= most:
+        del told[min(told, key=lambda k: time.ticks_diff(told[k], now))]
+    told[chat_id] = now
+    return True
+
+
 def of_session(key):
     """The row whose session prefix starts `key` ('<prefix>_<chat id>'), or None."""
     for row in TABLE:
