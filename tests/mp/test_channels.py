@@ -92,7 +92,7 @@ async def test_turn_status_reply_and_prompt_through_the_dispatcher():
     task.close()
     assert sent == [("7", bus.STATUS, "working"), ("7", bus.REPLY, "Coo, hello!")]
     assert sessions.load("pg_7")[-1] == {"role": "assistant", "content": "Coo, hello!"}
-    assert "People talk to you through Telegram, a WebSocket chat and carrier pigeons." in stub.system
+    assert "People talk to you through Telegram, Feishu, a WebSocket chat and carrier pigeons." in stub.system
     assert "source_channel: pigeon" in stub.system
 
 

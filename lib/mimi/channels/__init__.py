@@ -30,7 +30,7 @@ SYSTEM = "system"  # heartbeat and cron turns that belong to no chat; results go
 # REPL (session_clear) belongs to the first row.
 TABLE = [
     Channel("telegram", "tg", "mimi.channels.telegram", "Telegram", "tg_token", "tg_allow"),
-    Channel("feishu", "feishu"),  # Feishu/Lark: its module comes later
+    Channel("feishu", "feishu", "mimi.channels.feishu", "Feishu", "feishu_app_id", "feishu_allow"),
     Channel("websocket", "ws", "mimi.channels.websocket", "a WebSocket chat"),
     Channel(SYSTEM, "sys", "mimi.services.heartbeat"),
 ]
@@ -70,6 +70,14 @@ def tell_again(told, chat_id, window_s, most):
         del told[min(told, key=lambda k: time.ticks_diff(told[k], now))]
     told[chat_id] = now
     return True
+
+
+def of_setting(key):
+    """The row that starts with setting `key` (a channel's REPL shortcuts find it so)."""
+    for row in TABLE:
+        if row.needs == key:
+            return row
+    raise ValueError("no channel starts with setting %r" % key)
 
 
 def of_session(key):
