@@ -14,7 +14,7 @@ from mimi import bus, config, limits
 from mimi.net import wsproto as wp
 from mimi.channels import feishupb as pb, feishufmt as fmt
 
-FIXTURES = ("fake_feishu", "feishu_frames")
+FIXTURES = ("fake_feishu", "feishu_frames", "http_env")
 HEAPSIZE = "2m"
 TIMEOUT = 120
 
@@ -426,3 +426,22 @@ def test_feishu_send_on_the_repl_with_the_loop_stopped():
     st = asyncio.run(control("state"))
     m = st["sent"][-1]
     assert (m["receive_id"], m["msg_type"], m["visible"]) == (GROUP, "post", "from the **REPL**")
+
+
+async def test_the_api_and_the_long_connection_go_through_the_proxy():
+    from mimi.channels import feishu
+
+    env = support.fixture("http_env")
+    configure()
+    cfg.update({"proxy_host": "127.0.0.1", "proxy_port": env["connect"], "proxy_type": "http"})
+    b = feishu.Feishu()
+    conn, service = await b._connect()  # endpoint and bot info, then the WebSocket
+    await conn.close()
+    assert await b.send_text(USER, "via the proxy")
+    stats = await tghttp.request_json("http://127.0.0.1:%d" % env["control"], "GET", "/stats")
+    api = "127.0.0.1:" + fs_()["base_url"].rsplit(":", 1)[1]
+    targets = stats["connect"]["targets"]
+    assert targets.count(api) == 2, targets  # one API connection, then one for the reply
+    assert len(targets) == 3 and targets[1] != api  # the long connection, to its own port
+    st = await control("state")
+    assert st["sent"][-1]["visible"] == "via the proxy" and st["connections"] == 1
