@@ -43,6 +43,40 @@ def fake_telegram():
     svc.close()
 
 
+# --- fake Feishu / Lark open platform (tests/fakes/feishu.py) -------------------
+@pytest.fixture
+def fake_feishu():
+    """Fake Feishu: a dict (base_url, app_id, app_secret, bot_open_id, control) +
+    .event(...), .push(...), .fail(...), .configure(...), .drop(), .expire_tokens(),
+    .state(), .wait(pred)."""
+    from fakes import feishu
+
+    svc = feishu.start()
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def feishu_frames():
+    """pbbp2.Frames encoded by the fake's own protobuf code (tests/fakes/feishu.py), as
+    hex, with what they hold: the firmware's codec is checked against another one."""
+    from fakes import feishu
+
+    big = 1 << 40
+    frames = [
+        {"SeqID": 7, "LogID": big, "service": 33554678, "method": 1,
+         "headers": [["type", "event"], ["message_id", "m1"], ["sum", "1"], ["seq", "0"],
+                     ["trace_id", "\u4e2d\u6587"]], "payload": '{"code":200}'},
+        {"SeqID": 0, "LogID": 0, "service": -5, "method": 0, "headers": [["type", "ping"]], "payload": None},
+    ]
+    out = []
+    for f in frames:
+        enc = dict(f, headers=[tuple(h) for h in f["headers"]],
+                   payload=None if f["payload"] is None else f["payload"].encode())
+        out.append({"hex": feishu.encode_frame(enc).hex(), "frame": f})
+    return out
+
+
 # --- OTA bundles over loopback HTTP (tests/fakes/otaserver.py) -------------------
 @pytest.fixture
 def ota_server(tmp_path, llm_certs):

@@ -82,20 +82,36 @@ def _tg_token(v):
     return v
 
 
-def _chat_list(v):
-    if isinstance(v, (list, tuple)):
-        items = [str(x) for x in v]
-    else:
-        items = str(v).replace(" ", "").split(",")
-    out = []
-    for item in items:
-        if not item:
-            continue
-        if not item.lstrip("-").isdigit():
-            raise ValueError("chat ids are numbers, comma-separated (got %r)" % item)
-        if item not in out:
-            out.append(item)
-    return ",".join(out)
+def _id_list(ok, what):
+    """A comma-separated list of ids (or a list), each passing ok(id), duplicates dropped."""
+    def check(v):
+        if isinstance(v, (list, tuple)):
+            items = [str(x) for x in v]
+        else:
+            items = str(v).replace(" ", "").split(",")
+        out = []
+        for item in items:
+            if not item:
+                continue
+            if not ok(item):
+                raise ValueError("%s, comma-separated (got %r)" % (what, item))
+            if item not in out:
+                out.append(item)
+        return ",".join(out)
+
+    return check
+
+
+def _feishu_id(v):
+    # open_id "ou_..." (a person) or chat_id "oc_..." (a group)
+    return v[:3] in ("ou_", "oc_") and 3 < len(v) <= 64 and all(c.isalpha() or c.isdigit() for c in v[3:])
+
+
+def _feishu_app_id(v):
+    v = str(v).strip()
+    if v and (not v.startswith("cli_") or len(v) > 64 or any(ord(c) <= 32 for c in v)):
+        raise ValueError("a Feishu/Lark app id looks like cli_a1b2c3d4e5f6 (from the developer console)")
+    return v
 
 
 def _tz(v):
@@ -134,7 +150,7 @@ SCHEMA = {
     "wifi_ssid": ("", _str(32), False),
     "wifi_pass": ("", _wifi_pass, True),
     "tg_token": ("", _tg_token, True),
-    "tg_allow": ("", _chat_list, False),
+    "tg_allow": ("", _id_list(lambda v: v.lstrip("-").isdigit(), "chat ids are numbers"), False),
     "provider": ("anthropic", _choice(PROVIDERS), False),
     "api_key": ("", _token, True),
     "model": ("", _str(100), False),
@@ -150,6 +166,11 @@ SCHEMA = {
     "tz": ("+00:00", _tz, False),
     "heartbeat_min": (limits.HEARTBEAT_MIN_DEFAULT, _int(0, 1440), False),
     "tg_api_base": ("https://api.telegram.org", _url, False),
+    "feishu_app_id": ("", _feishu_app_id, False),
+    "feishu_app_secret": ("", _token, True),
+    # who is served: open_ids (ou_...) and group chat_ids (oc_...); empty = nobody
+    "feishu_allow": ("", _id_list(_feishu_id, "Feishu ids are open_ids (ou_...) or chat_ids (oc_...)"), False),
+    "feishu_api_base": ("https://open.feishu.cn", _url, False),  # Lark: https://open.larksuite.com
     "ap_pass": (None, _ap_pass, True),  # onboarding AP's WPA2 password; None: made when first needed
     "ota_key": ("", _token, True),  # shared secret: update bundles must carry its HMAC-SHA256
     # pins the GPIO tools may use ("4-18,21"; "" = none); see mimi/gpio_policy.py
@@ -289,6 +310,10 @@ class Config:
             out.append("no Telegram bot token: set_tg_token('...') (WebSocket chat still works)")
         elif not self.get("tg_allow"):
             out.append("Telegram allow-list is empty: nobody is served until allow_chat(<id>)")
+        if self.get("feishu_app_id") and not self.get("feishu_app_secret"):
+            out.append("Feishu app secret missing: set_feishu_creds(app_id, app_secret)")
+        elif self.get("feishu_app_id") and not self.get("feishu_allow"):
+            out.append("Feishu allow-list is empty: nobody is served until allow_feishu(<id>)")
         if self.get("ws_token") == "":
             out.append("WebSocket gateway auth is OFF (ws_token is empty)")
         return out

@@ -26,6 +26,7 @@ MAX_TOOL_ITER = const(10)
 MAX_TOOL_CALLS = const(4)
 TOOL_OUTPUT_MAX = const(8 * 1024)
 HISTORY_MAX = const(20)
+SENDER_NAME_MAX = const(32)  # chars of a group sender's name starting its lines ("Ann: ...")
 MAX_TOKENS_DEFAULT = const(4096)
 LLM_TIMEOUT_S = const(120)
 LLM_RETRIES = const(3)
@@ -106,6 +107,29 @@ TG_STRANGERS_MAX = const(32)  # chats remembered for that
 TG_DEDUP = const(64)  # recent (chat, message_id) pairs remembered
 TG_OFFSET_SAVE_EVERY = const(50)  # ignored updates: offset saved after this many
 TG_OFFSET_PATH = "/tg_offset.json"  # outside /spiffs: no file tool reaches it
+
+# Feishu / Lark (SPEC §8a)
+FEISHU_MSG_MAX = const(8 * 1024)  # UTF-8 bytes of one reply part
+FEISHU_RICH_MAX = const(30 * 1024)  # Feishu's cap on a post/card request body; a bigger part goes as text
+FEISHU_FRAME_MAX = const(16 * 1024)  # one WebSocket message of the long connection
+FEISHU_PAYLOAD_MAX = const(32 * 1024)  # an event joined from several frames (header sum > 1)
+FEISHU_PARTS = const(8)  # frames one event may be split into
+FEISHU_PARTS_WAIT_S = const(5)  # the frames of one event arrive within this, or are dropped
+FEISHU_DEDUP = const(64)  # recent message ids remembered: a redelivered event is dropped
+FEISHU_PING_S = const(120)  # ping interval until the server sends its own (PingInterval)
+FEISHU_PING_MIN_S = const(5)  # the server's PingInterval is kept within these
+FEISHU_PING_MAX_S = const(600)
+FEISHU_TIMEOUT_S = const(20)  # one API call, the endpoint request, the WebSocket upgrade
+FEISHU_BACKOFF_MIN_S = const(1)  # reconnects: 1, 2, 4 ... capped; never given up
+FEISHU_BACKOFF_MAX_S = const(60)
+FEISHU_JITTER_MAX_S = const(5)  # the server's ReconnectNonce (a random wait before reconnecting), capped
+FEISHU_REFUSED_S = const(300)  # credentials or long connection refused: retried this often or on change
+FEISHU_TOKEN_MARGIN_S = const(300)  # the tenant token is renewed this long before it expires
+FEISHU_RETRY_AFTER_MAX_S = const(300)  # a rate limit's x-ogw-ratelimit-reset is honoured up to this
+FEISHU_SEND_RETRIES = const(3)  # rate limits / 5xx / connect failures per message part
+FEISHU_STRANGER_S = const(3600)  # an id outside feishu_allow is told its id once per this
+FEISHU_STRANGERS_MAX = const(32)  # ids remembered for that
+FEISHU_NAMES_MAX = const(32)  # group members' display names remembered
 
 # Cron / heartbeat
 CRON_MAX_JOBS = const(16)

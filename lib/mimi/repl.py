@@ -10,7 +10,7 @@ __all__ = [
     "help", "config_show", "config_set", "config_reset", "set_wifi", "wifi_status",
     "wifi_scan", "set_tg_token", "set_api_key", "set_model", "set_model_provider",
     "set_api_base", "set_search_key", "set_tavily_key", "set_proxy", "clear_proxy",
-    "allow_chat", "heap_info", "log_tail", "restart",
+    "allow_chat", "set_feishu_creds", "allow_feishu", "feishu_send", "heap_info", "log_tail", "restart",
     "memory_read", "memory_write", "session_list", "session_clear", "skill_list",
     "skill_show", "skill_search", "tool_exec",
     "ota_update", "ota_firmware", "ota_status", "ota_rollback",
@@ -86,14 +86,33 @@ def clear_proxy():
     _set({"proxy_host": "", "proxy_port": 0, "proxy_type": "http"})
 
 
-def allow_chat(chat_id):
-    current = cfg.get("tg_allow")
-    ids = [x for x in current.split(",") if x]
+def _allow(key, chat_id):
+    ids = [x for x in cfg.get(key).split(",") if x]
     cid = str(chat_id).strip()
     if cid in ids:
-        print("chat %s is already allowed" % cid)
+        print("%s is already allowed" % cid)
         return
-    _set({"tg_allow": ",".join(ids + [cid])})
+    _set({key: ",".join(ids + [cid])})
+
+
+def allow_chat(chat_id):
+    _allow("tg_allow", chat_id)
+
+
+def set_feishu_creds(app_id, app_secret):
+    _set({"feishu_app_id": app_id, "feishu_app_secret": app_secret}, "The Feishu channel connects with them.")
+
+
+def allow_feishu(feishu_id):
+    _allow("feishu_allow", feishu_id)
+
+
+def feishu_send(feishu_id, text):
+    import sys
+
+    row = channels.of_setting("feishu_app_id")
+    __import__(row.module)
+    sys.modules[row.module].repl_send(feishu_id, text)
 
 
 def wifi_status():
@@ -249,6 +268,9 @@ USAGE = (
     ("wifi_scan()", "nearby networks"),
     ("set_tg_token(token)", "Telegram bot token from @BotFather"),
     ("allow_chat(chat_id)", "let a Telegram chat talk to the bot"),
+    ("set_feishu_creds(id, secret)", "Feishu/Lark app id and secret (developer console)"),
+    ("allow_feishu(id)", "let a Feishu user (ou_...) or group (oc_...) talk to the bot"),
+    ("feishu_send(id, text)", "send a Feishu message to a user or group"),
     ("set_api_key(key)", "LLM API key"),
     ("set_model_provider(p)", "'anthropic' or 'openai' (any OpenAI-compatible server)"),
     ("set_model(name)", "model name ('' = provider default)"),

@@ -92,7 +92,7 @@ async def test_turn_status_reply_and_prompt_through_the_dispatcher():
     task.close()
     assert sent == [("7", bus.STATUS, "working"), ("7", bus.REPLY, "Coo, hello!")]
     assert sessions.load("pg_7")[-1] == {"role": "assistant", "content": "Coo, hello!"}
-    assert "People talk to you through Telegram, a WebSocket chat and carrier pigeons." in stub.system
+    assert "People talk to you through Telegram, Feishu, a WebSocket chat and carrier pigeons." in stub.system
     assert "source_channel: pigeon" in stub.system
 
 
@@ -168,3 +168,15 @@ async def test_task_list_starts_a_channel_once_its_setting_is_set():
     assert "pigeon" in dispatch._lanes
     await until(lambda: waiter.done(), "the waiting task to end")
     assert "E " not in "\n".join(log.recent())
+
+
+def test_strangers_are_told_once_per_window_and_the_oldest_forgotten():
+    told = {}
+    assert channels.tell_again(told, "a", 3600, 2) and not channels.tell_again(told, "a", 3600, 2)
+    assert channels.tell_again(told, "b", 3600, 2)
+    assert channels.tell_again(told, "c", 3600, 2) and sorted(told) == ["b", "c"]  # "a" was oldest
+    assert channels.tell_again(told, "a", 3600, 2)  # forgotten, so told again
+    import time
+
+    told["b"] = time.ticks_add(told["b"], -3601 * 1000)  # its window has passed
+    assert channels.tell_again(told, "b", 3600, 2) and len(told) == 2

@@ -13,6 +13,7 @@ SECRETS = {
     "wifi_pass": "hunter2hunter2",
     "api_key": "sk-secret-abcdef123456",
     "tg_token": "123456789:AAsecretsecretsecretsecret_x",
+    "feishu_app_secret": "feishuSecretSecretSecret42",
 }
 
 
@@ -127,7 +128,7 @@ async def test_form_saves_settings_and_never_echoes_secrets():
     assert status == 200 and "not set" in page and 'action="/save"' in page
     assert "host-network" in page  # the scan list
     values = dict(SECRETS, wifi_ssid="Home <Net>", provider="openai", model="gpt-x",
-                  api_base="http://10.0.0.5:8080", tg_allow="111, 222")
+                  api_base="http://10.0.0.5:8080", tg_allow="111, 222", feishu_app_id="cli_a1b2c3")
     status, _, page = await http(p, "POST", "/save", same_origin(p), form(values))
     assert status == 200, page
     assert "Saved" in page
@@ -136,6 +137,7 @@ async def test_form_saves_settings_and_never_echoes_secrets():
         assert saved.get(k) == SECRETS[k]
     assert saved.get("wifi_ssid") == "Home <Net>" and saved.get("provider") == "openai"
     assert saved.get("tg_allow") == "111,222" and saved.get("api_base") == "http://10.0.0.5:8080"
+    assert saved.get("feishu_app_id") == "cli_a1b2c3"
     status, _, after = await http(p, "GET", "/")
     status, _, scan = await http(p, "GET", "/scan")
     assert status == 200 and "host-network" in scan
@@ -143,7 +145,7 @@ async def test_form_saves_settings_and_never_echoes_secrets():
         for secret in list(SECRETS.values()) + [SECRETS["api_key"][:8], SECRETS["tg_token"][-12:]]:
             assert secret not in text, secret
     assert "Home &lt;Net&gt;" in after and "<Net>" not in after
-    assert after.count("(set)") == 3
+    assert after.count("(set)") == 4 and 'value="cli_a1b2c3"' in after
     # an empty secret field keeps the stored one; the box clears it
     status, _, page = await http(p, "POST", "/save", same_origin(p),
                                  form({"api_key": "", "tg_token": "", "clear_tg_token": "1"}))
@@ -164,6 +166,8 @@ async def test_bad_input_shows_error_and_saves_nothing():
     status, _, page = await http(p, "POST", "/save", same_origin(p), form({"tg_allow": "12,abc"}))
     assert status == 400 and "chat ids are numbers" in page
     assert read("/config.json") == before
+    status, _, page = await http(p, "POST", "/save", same_origin(p), form({"feishu_app_id": "a1b2"}))
+    assert status == 400 and "cli_" in page and read("/config.json") == before
     # a refused secret is not shown back either (its error names the rule, not the value)
     for key, bad in (("tg_token", "not-a-token-SECRETVALUE"), ("wifi_pass", "short7!"),
                      ("api_key", "sk with SECRETSPACE")):

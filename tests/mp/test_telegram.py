@@ -5,6 +5,7 @@ import json
 import asyncio
 import support
 import tghttp
+from tghttp import until
 from mimi import bus, config, limits, fs, log
 from mimi.channels import telegram, dispatch
 from mimi.services import wifi
@@ -37,18 +38,6 @@ async def update(**spec):
 
 async def fail(**rule):
     await control("fail", rule)
-
-
-async def until(pred, what, timeout_s=20):
-    """Wait for pred() (sync or async) to be true; a hang guard, not a timing check."""
-    for _ in range(timeout_s * 20):
-        v = pred()
-        if type(v).__name__ == "generator":
-            v = await v
-        if v:
-            return v
-        await asyncio.sleep_ms(50)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def setup():
@@ -175,9 +164,11 @@ async def test_group_mention_or_reply_only():
     await update(chat_id=-100, chat_type="group", from_id=5, text="@%s what time is it?" % tg()["username"])
     m = await inbound()
     assert m.chat_id == "-100" and m.content == "what time is it?", m.content
-    await update(chat_id=-100, chat_type="group", from_id=5, text="and now?", reply_to_bot=True)
+    assert m.meta["group"] and m.meta["sender"] == "Ann"  # history lines carry the speaker
+    await update(chat_id=-100, chat_type="group", from_id=6, first_name="Bob", text="and now?",
+                 reply_to_bot=True)
     m = await inbound()
-    assert m.content == "and now?"
+    assert m.content == "and now?" and m.meta["sender"] == "Bob"
     # a group outside tg_allow that does not address the bot: silence
     await update(chat_id=-200, chat_type="group", from_id=5, text="hello all")
     await update(chat_id=-200, chat_type="group", from_id=5, text="@%s hi" % tg()["username"])

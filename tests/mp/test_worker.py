@@ -47,6 +47,23 @@ def test_turn_saved_on_success_and_history_used():
     assert not worker.busy
 
 
+def test_group_messages_carry_the_speakers_name():
+    s = use(Stub("hi Ann", "hi Bob"))
+    group = {"group": True, "message_id": 3}
+    worker.run_message(bus.Msg("telegram", "-100", "hello", meta=dict(group, sender="Ann\nSmith")))
+    worker.run_message(bus.Msg("telegram", "-100", "me too", meta=dict(group, sender="Bob" * 20)))
+    system, msgs = s.calls[1]
+    bob = ("Bob" * 20)[:32]
+    assert [m["content"] for m in msgs] == ["Ann Smith: hello", "hi Ann", bob + ": me too"]
+    assert "chat_type: group" in system[1] and "Ann:" in system[1]  # the prompt says how to read them
+    assert sessions.load("tg_-100")[0] == {"role": "user", "content": "Ann Smith: hello"}
+    # a private chat (or a group message without a name): as written, no group line
+    worker.run_message(bus.Msg("telegram", "42", "solo", meta={"group": False, "sender": "Ann"}))
+    worker.run_message(bus.Msg("telegram", "-7", "nameless", meta={"group": True}))
+    assert s.calls[2][1][-1]["content"] == "solo" and "chat_type" not in s.calls[2][0][1]
+    assert s.calls[3][1][-1]["content"] == "nameless" and "chat_type: group" in s.calls[3][0][1]
+
+
 def test_llm_failure_not_saved():
     use(Stub(provider.LLMError("HTTP 500 from the API")))
     out = worker.run_message(bus.Msg("websocket", "w2", "hello"))

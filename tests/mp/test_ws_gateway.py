@@ -6,7 +6,7 @@ import struct
 import asyncio
 from mimi import bus, config, limits
 from mimi.channels import websocket, dispatch
-from mimi.channels import wsproto as wp
+from mimi.net import wsproto as wp
 from mimi.net.httpserver import Reader
 
 TIMEOUT = 90

@@ -1,7 +1,7 @@
-# RFC 6455 pieces of the gateway (lib/mimi/channels/wsproto.py) under MicroPython.
+# RFC 6455 pieces of the gateway and the WebSocket client (lib/mimi/net/wsproto.py) under MicroPython.
 import struct
 from support import raises
-from mimi.channels import wsproto as wp
+from mimi.net import wsproto as wp
 from test_net import reader
 
 KEY = b"\x37\xfa\x21\x3d"

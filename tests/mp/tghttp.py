@@ -1,5 +1,7 @@
-# Test helper: one JSON request to a loopback fake with the firmware's AsyncClient.
+# Test helpers for the loopback fakes: one JSON request with the firmware's
+# AsyncClient, and waiting for a condition.
 import json
+import asyncio
 from mimi.net.http import AsyncClient
 
 
@@ -11,3 +13,16 @@ async def request_json(base, method, path, obj=None):
         return json.loads(r.body)
     finally:
         c.close()
+
+
+async def until(pred, what, timeout_s=20):
+    """Wait for pred() (plain or async) to be true -> its value; a hang guard, not a
+    timing check."""
+    for _ in range(timeout_s * 20):
+        v = pred()
+        if type(v).__name__ == "generator":
+            v = await v
+        if v:
+            return v
+        await asyncio.sleep_ms(50)
+    raise AssertionError("timed out waiting for " + what)

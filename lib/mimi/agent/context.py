@@ -10,6 +10,8 @@ from mimi.memory import store, skills
 SOUL_PATH = limits.SPIFFS + "/config/SOUL.md"
 USER_PATH = limits.SPIFFS + "/config/USER.md"
 CHAT_ID_SHOWN_MAX = 64
+GROUP = ("- chat_type: group (several people share this chat and its history; each of "
+         "their messages starts with the sender's name, e.g. \"Ann: ...\")\n")
 TOOL_LINE_MAX = 160
 
 
@@ -114,7 +116,7 @@ def _section(title, body):
     return ("## %s\n\n" % title).encode() + body.strip() + b"\n\n" if body.strip() else b""
 
 
-def _turn(channel, chat_id):
+def _turn(channel, chat_id, group):
     cid = str(chat_id)
     if len(cid) > CHAT_ID_SHOWN_MAX:
         cid = cid[:CHAT_ID_SHOWN_MAX] + "..."
@@ -123,17 +125,18 @@ def _turn(channel, chat_id):
         now = board.clock.local_str(tz)
     else:
         now = "unknown (the clock is not set yet; get_current_time may help)"
-    return ("## Current Turn Context\n\n- source_channel: %s\n- source_chat_id: %s\n"
+    return ("## Current Turn Context\n\n- source_channel: %s\n- source_chat_id: %s\n%s"
             "- local_time: %s\n- today_note: %s\n" % (
-                channel, cid, now, store.note_path())).encode()
+                channel, cid, GROUP if group else "", now, store.note_path())).encode()
 
 
-def build_parts(channel, chat_id):
-    """(fixed, dynamic) strings; fixed + dynamic is the system prompt, <= PROMPT_MAX bytes."""
+def build_parts(channel, chat_id, group=False):
+    """(fixed, dynamic) strings; fixed + dynamic is the system prompt, <= PROMPT_MAX bytes.
+    group: the chat is a group, whose members' messages start with their names."""
     fixed = fixed_part().encode()
     fixed = fs.utf8_cut(fixed, limits.PROMPT_MAX // 2)
     fixed += b"\n" if not fixed.endswith(b"\n\n") else b""
-    turn = _turn(channel, chat_id)
+    turn = _turn(channel, chat_id, group)
     mem, size = _read(store.MEMORY_PATH, limits.MEMORY_MAX)
     mem = _section("Long-term Memory", _fit(mem, limits.MEMORY_MAX, store.MEMORY_PATH, size))
     notes = _section("Recent Notes", store.recent_notes(limits.NOTES_MAX).encode())

@@ -23,12 +23,19 @@ def _alive():
     progress = time.ticks_ms()
 
 
-def _system_prompt(channel, chat_id):
+def _system_prompt(channel, chat_id, group):
     from mimi.agent import context
 
     # [fixed, per-turn]: the provider marks only the fixed part for prompt caching,
     # so a memory or note change doesn't invalidate the cached instructions.
-    return list(context.build_parts(channel, chat_id))
+    return list(context.build_parts(channel, chat_id, group))
+
+
+def _spoken(meta, text):
+    """A group shares one session: its members' messages carry the sender's name
+    ("Ann: ...", one line, capped), in the history as for the model."""
+    name = " ".join(str(meta.get("sender") or "").split())[:limits.SENDER_NAME_MAX]
+    return "%s: %s" % (name, text) if meta.get("group") and name else text
 
 
 def _registry():
@@ -67,16 +74,18 @@ def run_message(msg):
         from mimi.tools.registry import Ctx
 
         key = msg.session
+        meta = msg.meta if isinstance(msg.meta, dict) else {}
         # A heartbeat turn stands alone: carrying earlier heartbeat exchanges along
         # would re-upload them on every check (peers' heartbeat token blow-ups).
-        stateless = bool(msg.meta and isinstance(msg.meta, dict) and msg.meta.get("stateless"))
+        stateless = bool(meta.get("stateless"))
+        text = _spoken(meta, msg.content)
         _wait_clock()
-        system = _system_prompt(msg.channel, msg.chat_id)
+        system = _system_prompt(msg.channel, msg.chat_id, bool(meta.get("group")))
         history = [] if stateless else sessions.load(key)
         _alive()
         # Built per turn so settings changed on the REPL apply without a reboot.
         llm = provider.from_config(config.cfg)
-        turn = react.run_turn(llm, system, history, msg.content, _registry(),
+        turn = react.run_turn(llm, system, history, text, _registry(),
                               Ctx(msg.channel, msg.chat_id))
         system = history = llm = None
         turns += 1
@@ -86,7 +95,7 @@ def run_message(msg):
             return turn.text or SORRY % turn.error
         if stateless:
             return turn.text
-        sessions.append(key, "user", msg.content)
+        sessions.append(key, "user", text)
         sessions.append(key, "assistant", turn.text)
         sessions.flush()
         return turn.text

@@ -30,7 +30,7 @@ SYSTEM = "system"  # heartbeat and cron turns that belong to no chat; results go
 # REPL (session_clear) belongs to the first row.
 TABLE = [
     Channel("telegram", "tg", "mimi.channels.telegram", "Telegram", "tg_token", "tg_allow"),
-    Channel("feishu", "feishu"),  # Feishu/Lark: its module comes later
+    Channel("feishu", "feishu", "mimi.channels.feishu", "Feishu", "feishu_app_id", "feishu_allow"),
     Channel("websocket", "ws", "mimi.channels.websocket", "a WebSocket chat"),
     Channel(SYSTEM, "sys", "mimi.services.heartbeat"),
 ]
@@ -55,6 +55,29 @@ def get(name):
 def available():
     """The rows whose code is in this firmware."""
     return [row for row in TABLE if row.module]
+
+
+def tell_again(told, chat_id, window_s, most):
+    """May a chat outside a channel's allow-list be told its id (again)? Once per
+    window_s; told (chat id -> ticks_ms) keeps at most `most` chats, the oldest go."""
+    import time
+
+    now = time.ticks_ms()  # not wall time: an NTP step must not reopen the window
+    last = told.get(chat_id)
+    if last is not None and 0 <= time.ticks_diff(now, last) < window_s * 1000:
+        return False
+    if chat_id not in told and len(told) >= most:
+        del told[min(told, key=lambda k: time.ticks_diff(told[k], now))]
+    told[chat_id] = now
+    return True
+
+
+def of_setting(key):
+    """The row that starts with setting `key` (a channel's REPL shortcuts find it so)."""
+    for row in TABLE:
+        if row.needs == key:
+            return row
+    raise ValueError("no channel starts with setting %r" % key)
 
 
 def of_session(key):

@@ -9,7 +9,7 @@
 import json
 import time
 import asyncio
-from mimi import limits, log, bus, fs, config, jsonutil
+from mimi import limits, log, bus, fs, config, jsonutil, channels
 from mimi.channels import tgformat
 from mimi.net.http import ConnectFailure, Timeout
 from mimi.services import wifi, ntp
@@ -312,6 +312,9 @@ class Telegram:
         group = chat.get("type") in ("group", "supergroup")
         meta = {"message_id": msg.get("message_id"), "group": group}
         if group:
+            who = msg.get("from") or {}
+            meta["sender"] = " ".join(x for x in (who.get("first_name"), who.get("last_name"))
+                                      if isinstance(x, str)) or who.get("username") or str(who.get("id"))
             text, addressed = self._addressed(msg, text)
             if not addressed:
                 return ("ignore", None, None, None)
@@ -354,14 +357,8 @@ class Telegram:
         if what == "ignore":
             return
         if what == "stranger":
-            now = time.ticks_ms()  # not wall time: an NTP step must not reopen the window
-            last = self.strangers.get(chat_id)
-            if last is not None and 0 <= time.ticks_diff(now, last) < limits.TG_STRANGER_S * 1000:
+            if not channels.tell_again(self.strangers, chat_id, limits.TG_STRANGER_S, limits.TG_STRANGERS_MAX):
                 return
-            if len(self.strangers) >= limits.TG_STRANGERS_MAX:
-                oldest = min(self.strangers, key=lambda k: time.ticks_diff(self.strangers[k], now))
-                del self.strangers[oldest]
-            self.strangers[chat_id] = now
             log.info(TAG, "message from chat %s, which is not in tg_allow", chat_id)
             await self.send_plain(chat_id, STRANGER % (chat_id, chat_id))
         elif what == "text_only":

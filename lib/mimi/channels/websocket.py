@@ -8,7 +8,7 @@ import json
 import asyncio
 from mimi import limits, log, bus, board, config, net
 from mimi.net import httpserver as hs
-from mimi.channels import wsproto as wp
+from mimi.net import wsproto as wp
 
 CHANNEL = "websocket"
 _ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"

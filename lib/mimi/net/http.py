@@ -6,7 +6,8 @@
 # API: Client(base_url, ca=None, proxy=None, timeout_s) .request(method, path,
 # headers=None, body=None, deadline_s=None) -> Response(.status .reason .headers
 # .body .text .json()); AsyncClient: the same with `await`. .body is a bytearray
-# (the one copy of the body). Client.stream(method, path, ..., cap=None, redirects=0)
+# (the one copy of the body). AsyncClient.detach() hands a connection that switched
+# protocols (101) to its new owner (net/wsclient.py). Client.stream(method, path, ..., cap=None, redirects=0)
 # and httpstream.open_url(url, ...): the body read piece by piece (httpstream.py).
 # ca: None (limits.CA_BUNDLE), a file path, or PEM/DER bytes. proxy: ("http"|"socks5",
 # host, port). body: bytes, str, or a dict/list sent as JSON. Errors: HTTPError >
@@ -230,7 +231,7 @@ def _response(buf, head, body, method, cap):
     keep = "close" not in conn and (version != "HTTP/1.0" or "keep-alive" in conn)
     te = headers.get("transfer-encoding", "").lower()
     length = headers.get("content-length")
-    if method == "HEAD" or status in (204, 304):
+    if method == "HEAD" or status in (101, 204, 304):  # 101: the body is the new protocol's
         length, te = 0, ""
     if te:
         if te != "chunked":
@@ -271,7 +272,7 @@ def _exchange(buf, head, body, method, cap):
             off += len(k)
         else:
             data.extend(k)
-    if buf.i != buf.j:  # bytes past the response: the connection is out of step
+    if buf.i != buf.j and status != 101:  # bytes past the response: out of step (101: the new protocol's)
         keep = False
     return Response(status, reason, headers, data), keep
 
@@ -483,7 +484,8 @@ class _Base:
     def close(self):
         if self._sock is not None:
             try:
-                self._sock.close()
+                # an asyncio Stream's close() does nothing (its wait_closed() closes): its socket
+                getattr(self._sock, "s", self._sock).close()
             except OSError:
                 pass
             self._sock = None
@@ -611,6 +613,13 @@ class AsyncClient(_Base):
             except asyncio.TimeoutError:
                 self.close()
                 raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, secs))
+
+    def detach(self):
+        """After a 101 answer (a WebSocket upgrade): the connection leaves the client
+        -> (asyncio stream, bytes the server sent past the head)."""
+        buf = self._buf
+        stream, self._sock = self._sock, None
+        return stream, bytes(buf.mv[buf.i:buf.j])
 
     async def _request(self, method, head, data):
         for attempt in (0, 1):

@@ -1,8 +1,8 @@
 # Onboarding portal. With no WiFi settings, or when WiFi never came up since boot,
 # the board opens a WPA2 access point "MimiClaw-XXXX" (password generated once,
 # kept as the `ap_pass` setting and shown on the console), answers every DNS
-# query with its own address and serves a settings page for WiFi, the LLM and
-# Telegram. Unlike MimiClaw's portal it is never open, never sends a stored secret
+# query with its own address and serves a settings page for WiFi, the LLM,
+# Telegram and Feishu. Unlike MimiClaw's portal it is never open, never sends a stored secret
 # back, validates with the REPL's rules, refuses cross-origin posts, and closes the
 # access point once the board is online.
 import os
@@ -14,7 +14,7 @@ from mimi.net import httpserver as hs, split_url, html_escape
 TAG = "portal"
 cfg = config.cfg
 FIELDS = ("wifi_ssid", "wifi_pass", "provider", "api_key", "model", "api_base",
-          "tg_token", "tg_allow")
+          "tg_token", "tg_allow", "feishu_app_id", "feishu_app_secret")
 PASS_CHARS = "abcdefghjkmnpqrstuvwxyz23456789"  # no 0/o, 1/l/i: read off a console
 current = None
 
@@ -352,6 +352,9 @@ class Portal:
         out.append("<h2>Telegram</h2>")
         secret("tg_token", "Bot token")
         text("tg_allow", "Allowed chat ids", "comma-separated; empty: nobody")
+        out.append("<h2>Feishu / Lark</h2>")
+        text("feishu_app_id", "App ID", "cli_...; allow people with allow_feishu(id) on the REPL")
+        secret("feishu_app_secret", "App secret")
         out.append('<p><button>Save</button></p></form></body></html>')
         return "".join(out)
 

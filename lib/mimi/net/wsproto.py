@@ -1,6 +1,9 @@
-# RFC 6455 pieces with no server state: the handshake key, frame reading and
-# writing, message reassembly, and the auth/origin checks of the gateway (the HTTP
-# request itself is parsed by mimi/net/httpserver.py).
+# RFC 6455 pieces with no connection state, shared by the gateway
+# (channels/websocket.py, server side) and the WebSocket client (net/wsclient.py):
+# the handshake key, frame reading and writing with masking, close codes, message
+# reassembly, and the gateway's auth/origin checks (the HTTP request itself is
+# parsed by mimi/net/httpserver.py). One module: the gateway always has it loaded,
+# so the client costs nothing more for it.
 import struct
 import binascii
 import hashlib
