@@ -50,14 +50,18 @@ class Sim:
         self.tty = None
 
     @classmethod
-    def start(cls, tmp_path, *sets, pty=False, env=None, console=False, heap=None):
+    def start(cls, tmp_path, *sets, pty=False, env=None, console=False, heap=None,
+              micropython=None):
         """tools/sim on tmp_path/fs.img (made on the first start, kept after), with
         --set KEY=VALUE for each of sets; pty: the console on tmp_path/tty (.tty);
-        console: the console on stdin (send()); heap: MicroPython heap cap ("768k")."""
+        console: the console on stdin (send()); heap: MicroPython heap cap ("768k");
+        micropython: another interpreter (the 32-bit one)."""
         tmp = Path(tmp_path)
         cmd = [sys.executable, str(ROOT / "tools" / "sim"), "--fs", str(tmp / "fs.img")]
         if heap:
             cmd += ["--heap", heap]
+        if micropython:
+            cmd += ["--micropython", micropython]
         if pty:
             cmd += ["--pty", "--pty-link", str(tmp / "tty")]
         for s in sets:

@@ -12,7 +12,7 @@ NAME = "host"
 BIND_ADDR = "127.0.0.1"  # the simulator serves this machine only
 CONSOLE = bool(os.getenv("MIMI_CONSOLE"))  # tools/sim --pty: stdin is the serial console
 clock = Clock()
-image_path = None
+image_path = os.getenv("MIMI_SIM_IMAGE")  # tools/simboot.py: the image is mounted at / already
 HOST_MOUNT = "/host"  # the host's own filesystem, once the image is mounted at /
 
 
