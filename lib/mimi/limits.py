@@ -182,6 +182,8 @@ HEALTHY_AFTER_S = const(60)  # up this long = the boot counts as good
 CONSOLE_LINE_MAX = const(1024)
 CONSOLE_RAW_POLL_MS = const(50)  # loop held this long after each mpremote byte
 CONSOLE_RAW_IDLE_MS = const(60000)  # raw REPL without Ctrl-B for this long -> friendly again
+CONSOLE_RAW_MAX = const(8 * 1024)  # one raw-REPL command (mpremote sends 1-2 KB; `run` a whole file)
+CONSOLE_PASTE_WINDOW = const(128)  # raw-paste flow control: 2 windows fit the UART's 260-byte ring
 
 # WiFi supervisor (services/wifi.py)
 WIFI_CONNECT_TIMEOUT_S = const(20)  # one association + DHCP attempt
