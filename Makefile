@@ -16,7 +16,7 @@ help:
 	@echo "                     FIRMWARE=ESP32_GENERIC_S3-....bin one merged build/mimiclaw-FLASH.bin"
 	@echo "make flash PORT=/dev/ttyACM0 FIRMWARE=....bin [FLASH=8M|16M] [SECRETS=secrets.json]"
 	@echo "                     erase the board, write MicroPython and the filesystem image"
-	@echo "make deploy PORT=... [MIP=1]  copy the code to a running board (user data kept)"
+	@echo "make deploy PORT=... [MIP=1] [FORCE=1]  copy the code to a running board (user data kept)"
 	@echo "make mpremote-config install the mpremote shortcuts (memory-read, config-show, ...)"
 	@echo "make bundle          build the OTA update bundle into build/ (OTA_KEY=... signs it)"
 	@echo "make bench           run the benchmarks (bench/, results in docs/benchmarks.md)"
@@ -66,7 +66,7 @@ flash: setup
 	@$(BIN)/python tools/flash.py flash --port "$(PORT)" --firmware "$(FIRMWARE)" --flash $(FLASH) $(SECRETS_ARGS)
 
 deploy: setup
-	@$(BIN)/python tools/deploy.py --port "$(PORT)" $(if $(MIP),--mip)
+	@$(BIN)/python tools/deploy.py --port "$(PORT)" $(if $(MIP),--mip) $(if $(FORCE),--force)
 
 mpremote-config: setup
 	@$(BIN)/python tools/mpremote_config.py install

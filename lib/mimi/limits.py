@@ -160,7 +160,7 @@ DNS_PACKET_MAX = const(512)
 
 # Over-the-air updates
 OTA_DIR = "/ota"  # staging (new/), previous version (prev/), state.json
-OTA_TOPS = ("lib", "defaults", "certs", "boot.py", "main.py")  # what a bundle may replace
+OTA_TOPS = ("lib/mimi", "defaults", "certs", "boot.py", "main.py")  # swapped whole; other /lib packages (mip) stay
 OTA_MANIFEST_MAX = const(32 * 1024)
 OTA_FILE_MAX = const(1024 * 1024)
 OTA_BUNDLE_MAX = const(4 * 1024 * 1024)

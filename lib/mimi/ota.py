@@ -1,10 +1,15 @@
-# Over-the-air updates.
-# App updates: a bundle (format below) of the compiled lib/, default files and CA
-# roots is streamed to /ota/new with every file's SHA-256 checked against the
+# Over-the-air updates, and `make deploy` over USB, through one staging path.
+# App updates: a bundle (format below) of the compiled lib/mimi, default files and
+# CA roots is streamed to /ota/new with every file's SHA-256 checked against the
 # manifest (and the manifest's HMAC-SHA256 against the `ota_key` setting when one
-# is set), then swapped in by renaming directories; the old version waits in
-# /ota/prev. The new version is on trial: if it fails to come up healthy
-# OTA_TRIAL_BOOTS times, the boot guard puts the old one back.
+# is set). `make deploy` fills /ota/new with mpremote instead (a copy of the
+# installed version first, so only changed files cross the cable) plus the same
+# manifest. Either way verify_staged() then re-reads every staged file (size and
+# SHA-256, nothing extra) and install() swaps it in by renaming directories; the
+# old version waits in /ota/prev. A reset before the swap leaves the running
+# version untouched; one during the swap is finished at boot. The new version is
+# on trial: if it fails to come up healthy OTA_TRIAL_BOOTS times, the boot guard
+# puts the old one back.
 # Firmware updates (optional): the MicroPython app image written to the next OTA
 # slot through esp32.Partition, for boards flashed with firmware/'s table.
 #
@@ -22,6 +27,7 @@ MAGIC = b"MIMIOTA1\n"
 NEW = limits.OTA_DIR + "/new"
 PREV = limits.OTA_DIR + "/prev"
 STATE = limits.OTA_DIR + "/state.json"
+MANIFEST = NEW + "/manifest.json"
 _DIR = 0x4000
 
 
@@ -129,16 +135,18 @@ def _save_state(st):
 
 
 def _check_path(p, seen):
+    """-> the path's swap unit (a name of limits.OTA_TOPS)."""
     if not isinstance(p, str) or not p.startswith("/") or len(p) > 200 or p in seen:
         raise OTAError("bad path in manifest: %r" % (p,))
     parts = p[1:].split("/")
-    if parts[0] not in limits.OTA_TOPS or (parts[0].endswith(".py") and len(parts) > 1):
+    top = "/".join(parts[:2]) if parts[0] == "lib" else parts[0]  # /lib/<other> is the user's
+    if top not in limits.OTA_TOPS or (top.endswith(".py") and len(parts) > 1):
         raise OTAError("path outside the application: %r" % p)
     for part in parts:
         if part in ("", ".", "..") or any(ord(c) < 32 or c == "\\" for c in part):
             raise OTAError("bad path in manifest: %r" % p)
     seen[p] = True
-    return parts[0]
+    return top
 
 
 def _check_manifest(raw):
@@ -222,8 +230,8 @@ def fetch(url):
                     watchdog.poke()  # run from the REPL, this holds the loop
             if binascii.hexlify(h.digest()).decode() != f["sha256"].lower():
                 raise OTAError("SHA-256 mismatch for %s" % f["path"])
-        fs.write_atomic(NEW + "/manifest.json", raw)
-        return m
+        fs.write_atomic(MANIFEST, raw)
+        return verify_staged()
     except (OSError, HTTPError) as e:
         rmtree(NEW)
         raise OTAError("download failed: %s" % e)
@@ -234,12 +242,82 @@ def fetch(url):
         body.close()
 
 
+def _sha256(path, buf):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            n = f.readinto(buf)
+            if not n:
+                break
+            h.update(buf[:n] if n < len(buf) else buf)
+    return binascii.hexlify(h.digest()).decode()
+
+
+def verify_staged():
+    """Check /ota/new against its manifest.json as it is on the flash: every file
+    with the manifest's size and SHA-256; files the manifest does not list are
+    removed. -> the manifest; OTAError naming the first bad file."""
+    try:
+        with open(MANIFEST, "rb") as f:
+            raw = f.read(limits.OTA_MANIFEST_MAX + 1)
+    except OSError:
+        raise OTAError("nothing staged: %s is missing" % MANIFEST)
+    if len(raw) > limits.OTA_MANIFEST_MAX:
+        raise OTAError("manifest too large")
+    m = _check_manifest(raw)
+    listed = {NEW + f["path"]: f for f in m["files"]}
+    listed[MANIFEST] = None
+    for p in fs.walk_files(NEW):
+        if p not in listed:
+            os.remove(p)
+            print("removed", p[len(NEW):])
+    buf = bytearray(limits.OTA_CHUNK)
+    for p, f in listed.items():
+        if f is None:
+            continue
+        if fs.size(p) != f["size"]:
+            raise OTAError("%s: %d bytes staged, the manifest says %d" % (f["path"], fs.size(p), f["size"]))
+        if _sha256(p, buf) != f["sha256"].lower():
+            raise OTAError("SHA-256 mismatch for %s" % f["path"])
+        watchdog.poke()  # run from the REPL, this holds the loop
+    return m
+
+
+def stage_installed():
+    """Start a deploy: /ota/new becomes a copy of the installed application, so
+    mpremote (which skips files whose SHA-256 already matches) sends only changes."""
+    rmtree(NEW)
+    buf = bytearray(limits.OTA_CHUNK)
+    n = 0
+    for t in limits.OTA_TOPS:
+        src = "/" + t
+        for p in fs.walk_files(src) if fs.isdir(src) else ([src] if fs.exists(src) else ()):
+            fs.makedirs(fs.parent(NEW + p))
+            with open(p, "rb") as fi, open(NEW + p, "wb") as fo:
+                fs.pump(fi, fo, buf)
+            n += 1
+            watchdog.poke()
+    fs.makedirs(NEW)
+    print("staged: %d installed files in %s" % (n, NEW))
+
+
+def deploy_staged():
+    """End a deploy (tools/deploy.py): verify /ota/new and install it, like an OTA
+    update (trial boots, rollback). The caller resets the board."""
+    m = verify_staged()
+    install(m)
+    print("OK: version %s installed (%d files); the previous one is kept in %s" % (
+        m.get("version"), len(m["files"]), PREV))
+
+
 def _finish_swap(st):
     for t in st["tops"]:
         src = NEW + "/" + t
         if fs.exists(src):
             if fs.exists("/" + t):
+                fs.makedirs(fs.parent(PREV + "/" + t))
                 os.rename("/" + t, PREV + "/" + t)
+            fs.makedirs(fs.parent("/" + t))
             os.rename(src, "/" + t)
     st["state"] = "trial"
     st["boots"] = 0
@@ -268,6 +346,7 @@ def _finish_rollback(st):
             rmtree("/" + t)
         elif fs.exists(PREV + "/" + t):
             rmtree("/" + t)
+            fs.makedirs(fs.parent("/" + t))
             os.rename(PREV + "/" + t, "/" + t)
     fs.write_atomic(limits.OTA_DIR + "/last.json", json.dumps(
         {"rolled_back": st.get("version"), "back_to": st.get("prev"), "boots": st.get("boots")}))
@@ -279,6 +358,8 @@ def boot_check(reboot=True):
     interrupted, count a trial version's boots and roll it back when it has
     failed OTA_TRIAL_BOOTS times. Returns what it did (None: nothing)."""
     st = _state()
+    if not st or st.get("state") != "swap":
+        rmtree(NEW)  # staging a reset interrupted (download or deploy): the old version runs
     if not st:
         return None
     what = st.get("state")
