@@ -51,11 +51,12 @@ class Sim:
 
     @classmethod
     def start(cls, tmp_path, *sets, pty=False, env=None, console=False, heap=None,
-              micropython=None):
+              micropython=None, baud=None):
         """tools/sim on tmp_path/fs.img (made on the first start, kept after), with
-        --set KEY=VALUE for each of sets; pty: the console on tmp_path/tty (.tty);
-        console: the console on stdin (send()); heap: MicroPython heap cap ("768k");
-        micropython: another interpreter (the 32-bit one)."""
+        --set KEY=VALUE for each of sets; pty: the console on tmp_path/tty (.tty),
+        baud: that console as a UART at this rate; console: the console on stdin
+        (send()); heap: MicroPython heap cap ("768k"); micropython: another
+        interpreter (the 32-bit one). SIGUSR1 to .p presses RESET."""
         tmp = Path(tmp_path)
         cmd = [sys.executable, str(ROOT / "tools" / "sim"), "--fs", str(tmp / "fs.img")]
         if heap:
@@ -64,6 +65,8 @@ class Sim:
             cmd += ["--micropython", micropython]
         if pty:
             cmd += ["--pty", "--pty-link", str(tmp / "tty")]
+            if baud:
+                cmd += ["--baud", str(baud)]
         for s in sets:
             cmd += ["--set", s]
         sim = cls(cmd, env, console)
