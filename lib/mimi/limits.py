@@ -155,8 +155,13 @@ PORTAL_PORT_ANY = (32000, 40000)  # port 0 (tests) picks from here
 PORTAL_PORT_TRIES = const(32)
 AP_AUTH_WPA2 = const(3)  # network.AUTH_WPA2_PSK
 DNS_PORT = const(53)
-DNS_TTL_S = const(60)
+DNS_TTL_S = const(60)  # what the captive DNS tells phones
 DNS_PACKET_MAX = const(512)
+DNS_TIMEOUT_MS = const(2000)  # the resolver (mimi/dns.py): one wait for the answer ...
+DNS_TRIES = const(2)  # ... and how many times the question is sent
+DNS_CACHE_MAX = const(8)  # names remembered
+DNS_CACHE_MIN_S = const(60)  # an answer is reused at least this long ...
+DNS_CACHE_MAX_S = const(3600)  # ... and at most this long (its TTL in between)
 
 # Over-the-air updates
 OTA_DIR = "/ota"  # staging (new/), previous version (prev/), state.json

@@ -55,6 +55,15 @@ def wlan():
     return _iface(network.WLAN.IF_STA)
 
 
+def dns_server():
+    """(ip, port) of the DNS server DHCP gave the station; None before that."""
+    try:
+        ip = wlan().ifconfig()[3]
+    except OSError:
+        return None
+    return (ip, 53) if ip and ip != "0.0.0.0" else None
+
+
 def set_unix(t):
     tm = clock.gmtime(t)
     machine.RTC().datetime((tm[0], tm[1], tm[2], tm[6] + 1, tm[3], tm[4], tm[5], 0))

@@ -198,6 +198,16 @@ def sim_drive(pin, level):
     SIM_PINS.setdefault(pin, {"mode": Pin.IN, "level": 0, "pull": None})["level"] = 1 if level else 0
 
 
+def dns_server():
+    """MIMI_DNS=IP:PORT (the bench, tests): the loop's resolver asks that server, as
+    the board asks its network's. Unset: None, names go to this computer's resolver."""
+    v = os.getenv("MIMI_DNS")
+    if not v:
+        return None
+    ip, _, port = v.rpartition(":")
+    return (ip, int(port))
+
+
 def set_unix(t):
     clock.skew += int(t) - clock.unix()
 

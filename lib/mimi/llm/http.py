@@ -644,7 +644,9 @@ class AsyncClient(_Base):
         ctx = self._context() if self.tls else None  # no roots, no connection
         host, port = self._hop()
         try:
-            self._sock, _ = await asyncio.open_connection(host, port)
+            from mimi import dns  # open_connection's own lookup would hold the loop
+
+            self._sock, _ = await asyncio.open_connection(await dns.resolve(host), port)
         except OSError as e:
             raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, e))
         self.connects += 1
