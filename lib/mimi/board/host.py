@@ -108,6 +108,9 @@ def fs_info():
 class SimWLAN:
     """network.WLAN's station API, always connected (the host has a network)."""
 
+    scan_ms = 0  # how long scan() holds its caller (the board's: 2-3 s); the bench sets it
+    scans = 0
+
     def __init__(self):
         self._active = True
         self._ssid = None
@@ -135,6 +138,11 @@ class SimWLAN:
         return ("127.0.0.1", "255.0.0.0", "127.0.0.1", "127.0.0.1")
 
     def scan(self):
+        SimWLAN.scans += 1
+        if self.scan_ms:
+            import time
+
+            time.sleep_ms(self.scan_ms)
         return [(b"host-network", b"\x02\x00\x00\x00\x00\x01", 1, -40, 3, False)]
 
     def config(self, *args, **kw):
