@@ -65,33 +65,36 @@ def tasks():
 
     if safemode.active:  # crash loop: only WiFi (+ onboarding) and the REPL
         return safemode.tasks(stop)
-    from mimi.services import wifi
+    from mimi.services import wifi, loopwatch
 
-    ts = [wifi.supervisor.run()]
-    ts += safemode.guard_tasks()  # healthy-boot timer, watchdog, onboarding portal
+    w = loopwatch.watch  # each task's steps timed: "W loop: stalled 850 ms in telegram"
+    ts = [w("wifi", wifi.supervisor.run())]
+    ts += safemode.guard_tasks()  # healthy-boot timer, watchdog, onboarding portal, stall heartbeat
     from mimi.channels import dispatch, websocket
 
-    ts.append(dispatch.run())
-    ts.append(websocket.serve())
+    ts.append(w("dispatch", dispatch.run()))
+    ts.append(w("gateway", websocket.serve()))
     from mimi.channels import telegram
 
-    ts.append(telegram.run())  # also registers its sender with the dispatcher
+    ts.append(w("telegram", telegram.run()))  # also registers its sender with the dispatcher
     from mimi.services import ntp, cron, heartbeat
 
-    ts.append(ntp.run())
-    ts.append(cron.task())
-    ts.append(heartbeat.run())
+    ts.append(w("ntp", ntp.run()))
+    ts.append(w("cron", cron.task()))
+    ts.append(w("heartbeat", heartbeat.run()))
     if board.CONSOLE:
         from mimi import console
 
-        ts.append(console.task(stop))
+        ts.append(w("console", console.task(stop), quiet=True))  # holds the loop for mpremote
     return ts
 
 
 async def run():
     from mimi import bus
+    from mimi.services import loopwatch
 
     bus.prepare_loop()  # before any ThreadSafeFlag waits (unix port poll bug)
+    loopwatch.install()  # tasks started by a watched task are watched too
     for coro in tasks():
         asyncio.create_task(coro)
     log.info("app", "ready")

@@ -185,6 +185,10 @@ WDT_BLOCK_MARGIN_S = const(30)  # grace after a blocking call's own deadline
 SAFE_MODE_BOOTS = const(3)  # crash-boots in a row before safe mode
 HEALTHY_AFTER_S = const(60)  # up this long = the boot counts as good
 
+# Stall detector (services/loopwatch.py)
+LOOP_STALL_MS = const(200)  # a loop step (or a late wake-up) this long is logged
+LOOP_TICK_MS = const(250)  # the heartbeat's sleep
+
 # Serial console (mimi.console) while the firmware runs
 CONSOLE_LINE_MAX = const(1024)
 CONSOLE_RAW_POLL_MS = const(50)  # loop held this long after each mpremote byte
