@@ -62,11 +62,25 @@ SESSION_READ_BLOCK = const(1024)  # tail reads go backwards in blocks this big
 SESSION_PENDING_MAX = const(8 * 1024)  # buffered appends flushed at this size
 SESSION_NAME_MAX = const(64)  # chars of a session key used in its file name
 
+# Sockets. lwIP on the board has LWIP_SOCKETS for everything at once (TCP, UDP,
+# listeners); one more fails with ENFILE (errno 23), and a connection the gateway
+# cannot accept is reset unseen. The worst case online adds up to that limit:
+#   gateway listener 1 + WS_MAX_CONN + SOCK_TELEGRAM + SOCK_AGENT + SOCK_UDP
+# and while onboarding (never online, so no Telegram, LLM or DNS):
+#   gateway 1 + WS_MAX_CONN + portal listener 1 + PORTAL_CLIENTS + captive DNS 1
+# (an ota_update() run by hand while the agent searches the web takes one more).
+# A firmware built with more sockets: raise LWIP_SOCKETS, the gateway gets the rest.
+LWIP_SOCKETS = const(10)  # CONFIG_LWIP_MAX_SOCKETS: ESP-IDF's default, MicroPython's esp32 builds keep it
+SOCK_TELEGRAM = const(2)  # the long poll and the sender, each a keep-alive TLS connection
+SOCK_AGENT = const(2)  # the LLM's keep-alive connection, and a tool's meanwhile (web search)
+SOCK_UDP = const(1)  # the loop's DNS and NTP take turns (dns.exchange)
+
 # WebSocket gateway (SPEC §7)
 WS_PORT = const(18789)
 WS_MAX_CLIENTS = const(4)
 WS_FRAME_MAX = const(16 * 1024)  # one frame, and a whole fragmented message
-WS_MAX_CONN = const(8)  # open TCP connections (handshakes and page loads included)
+# open TCP connections (clients, handshakes, page loads): what the socket budget leaves
+WS_MAX_CONN = const(LWIP_SOCKETS - 1 - SOCK_TELEGRAM - SOCK_AGENT - SOCK_UDP)
 WS_HEADER_MAX = const(4096)  # HTTP request head
 WS_HANDSHAKE_TIMEOUT_S = const(10)
 WS_PING_S = const(60)  # a silent client is pinged; silent this long again, dropped
@@ -145,7 +159,7 @@ PORTAL_PORT = const(80)
 PORTAL_BODY_MAX = const(2048)
 PORTAL_DRAIN_MAX = const(16 * 1024)  # a larger refused body is not read away
 PORTAL_HEADER_MAX = const(2048)
-PORTAL_CLIENTS = const(4)
+PORTAL_CLIENTS = const(LWIP_SOCKETS - 1 - WS_MAX_CONN - 2)  # the socket budget's rest while onboarding
 PORTAL_READ_TIMEOUT_S = const(10)
 PORTAL_SCAN_MAX = const(20)
 PORTAL_SCAN_TTL_S = const(30)

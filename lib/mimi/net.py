@@ -1,4 +1,5 @@
 # Socket options shared by the HTTP client and the WebSocket gateway.
+from mimi import limits
 
 
 def nodelay(sock):
@@ -11,3 +12,13 @@ def nodelay(sock):
         sock.setsockopt(6, 1, 1)
     except (OSError, AttributeError):
         pass
+
+
+def explain(e):
+    """An OSError as text; running out of sockets (ENFILE, EMFILE: 23, 24 on lwIP and
+    Linux alike) says what that means on the board."""
+    if getattr(e, "errno", None) in (23, 24):
+        return ("%s: out of sockets (the board has %d for everything; see the socket budget "
+                "in limits.py: close a chat tab, or wait for the agent's turn to end)"
+                % (e, limits.LWIP_SOCKETS))
+    return str(e)
