@@ -53,7 +53,11 @@ def banner():
     print("MimiClaw %s on %s (id %s)" % (mimi.VERSION, board.NAME, board.unique_id()))
     print("  provider %s, model %s" % (provider, model))
     print("  gateway %s  (auth %s)" % (gateway_url(), "on" if cfg.get("ws_token") else "OFF"))
-    print("  heap free %d, flash free %d of %d" % (h["free"], f["free"], f["total"]))
+    print("  heap free %d (largest block %d), flash free %d of %d" % (
+        h["free"], h["largest"], f["free"], f["total"]))
+    if "internal_free" in h:  # the board: WiFi and TLS live in internal RAM
+        print("  internal RAM free %d (largest %d)%s" % (h["internal_free"], h["internal_largest"],
+              ", PSRAM free %d" % h["psram_free"] if "psram_free" in h else ", no PSRAM"))
     print("  REPL: help() lists the commands")
     print("=" * 60)
 

@@ -146,6 +146,10 @@ SEARCH_QUERY_MAX = const(255)  # URL-encoded query, bytes (Brave)
 SEARCH_SNIPPET_MAX = const(400)
 SEARCH_TITLE_MAX = const(160)
 
+# heap_info(): the largest free block is probed up to this, in steps this fine
+HEAP_PROBE_MAX = const(64 * 1024)
+HEAP_PROBE_STEP = const(256)
+
 # Logging
 LOG_RING = const(64)
 LOG_LINE_MAX = const(240)

@@ -225,8 +225,11 @@ def reset():
 
 
 def heap():
+    """Python heap: free, alloc, largest (free block, probed up to HEAP_PROBE_MAX)."""
+    from mimi.board.heapblock import largest
+
     gc.collect()
-    return {"free": gc.mem_free(), "alloc": gc.mem_alloc()}
+    return {"free": gc.mem_free(), "alloc": gc.mem_alloc(), "largest": largest()}
 
 
 def unique_id():
