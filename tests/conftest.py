@@ -38,50 +38,21 @@ sys.path.insert(0, str(ROOT / "tools"))
 # Not pytest_plugins = ["fixtures"]: pytest registers its own plugin under that name
 # and would silently skip ours.
 from fixtures import *  # noqa: E402,F401,F403
+import interpreters as interpreters_  # noqa: E402  (tools/)
 
 
 def micropython_bin():
-    exe = Path(sys.executable).parent / "micropython"
-    if not exe.exists():
-        raise RuntimeError("micropython not found next to %s; run `make setup`" % sys.executable)
-    return str(exe)
-
-
-MP32_DEFAULT = ROOT.parent / "shared" / "mp32" / "micropython"  # the Makefile's default too
-_mp32 = []
-# 32-bit, and able to end with a thread running (needs the 32-bit libgcc_s; Makefile: mp32)
-MP32_PROBE = ("import _thread, time, sys\n_thread.start_new_thread(time.sleep, (5,))\n"
-              "time.sleep_ms(20)\nprint(sys.maxsize)\nsys.exit(0)")
+    return interpreters_.micropython()
 
 
 def mp32_bin():
-    """The 32-bit interpreter ($MP32, else ../shared/mp32/micropython) when it runs here,
-    else None; -> (path or None, why not)."""
-    if not _mp32:
-        path = os.environ.get("MP32", str(MP32_DEFAULT))
-        why = None
-        if not path:
-            why = "MP32 is empty"
-        elif not os.access(path, os.X_OK):
-            why = "%s not found" % path
-        else:
-            try:
-                r = subprocess.run([path, "-c", MP32_PROBE], capture_output=True, text=True, timeout=30)
-                if r.returncode or r.stdout.strip() != str(2 ** 31 - 1):
-                    why = "%s does not run as a 32-bit MicroPython: %s" % (path, (r.stdout + r.stderr).strip()[:200])
-            except OSError as e:
-                why = "%s cannot start: %s" % (path, e)
-        _mp32.append((None if why else path, why))
-    return _mp32[0]
+    """(path of the 32-bit interpreter or None, why not): tools/interpreters.py."""
+    return interpreters_.mp32()
 
 
 def interpreters():
     """[(item suffix, micropython path)]: the 64-bit port, then the 32-bit one if present."""
-    out = [("", micropython_bin())]
-    path, _ = mp32_bin()
-    if path:
-        out.append(("mp32", path))
-    return out
+    return [("" if label == "64-bit" else "mp32", path) for label, path in interpreters_.all_present()]
 
 
 def pytest_report_header(config):
