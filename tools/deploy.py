@@ -34,8 +34,8 @@ from mimi import limits  # noqa: E402
 
 NEVER = (limits.SPIFFS + "/", limits.CONFIG_PATH)
 MIP_PACKAGES = ("logging", "aiorepl")
-STAGE = "from mimi import ota\nota.stage_installed()"
-INSTALL = "from mimi import ota\nota.deploy_staged()"
+STAGE = "from mimi import staging\nstaging.begin_deploy()"
+INSTALL = "from mimi import staging\nstaging.finish_deploy()"
 MANIFEST = "manifest.json"
 STAGING = limits.OTA_DIR + "/new"  # ota.NEW
 
@@ -84,8 +84,8 @@ def run(port, args, dry, cwd=None):
         seen += chunk
     out = seen.decode(errors="replace")
     if p.wait():
-        if "stage_installed" in out:
-            raise flash.Fail("the firmware on %s predates safe deploys (no ota.stage_installed): "
+        if "no module named 'mimi.staging'" in out:
+            raise flash.Fail("the firmware on %s predates safe deploys (no mimi.staging): "
                              "update it once with `make flash` (this erases the board's data)" % port)
         if "OTAError" in out:
             raise flash.Fail("the board refused the copy (nothing was installed, the running version "

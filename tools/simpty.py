@@ -30,6 +30,7 @@ import tty
 
 RESET_EXIT = 75  # limits.SIM_RESET_EXIT
 PENDING_MAX = 256 * 1024  # output kept for a slow or absent reader, oldest dropped
+RAW_BANNER = b"raw REPL; CTRL-B to exit"
 UART_RING = 260  # the ESP32 port's stdin ring buffer (ports/esp32/mphalport.c)
 UART_BURST = 32  # bytes a wire may deliver at once after a pause (a UART FIFO's worth)
 
@@ -95,7 +96,9 @@ def _relay(child, master, uart=None):
     in_fd = child.stdin.fileno()
     pending = bytearray()
     term = sys.stdout.buffer
-    quiet = False  # a raw REPL session (Ctrl-A .. Ctrl-B): keep mpremote's framing off the terminal
+    # A raw REPL session (the firmware's raw banner .. the host's Ctrl-B): mpremote's
+    # framing stays off the terminal. A reset ends it (a new child starts friendly).
+    quiet = False
     while True:
         rlist = [out_fd, master]
         wlist = [master] if pending else []
@@ -115,6 +118,8 @@ def _relay(child, master, uart=None):
             pending += data
             if len(pending) > PENDING_MAX:
                 del pending[: len(pending) - PENDING_MAX]
+            if RAW_BANNER in data:
+                quiet = True
             if not quiet:
                 try:
                     term.write(data)
@@ -140,8 +145,8 @@ def _relay(child, master, uart=None):
                     raise
                 data = b""
             if data:
-                if b"\x01" in data or b"\x02" in data:
-                    quiet = data.rfind(b"\x01") > data.rfind(b"\x02")
+                if b"\x02" in data:
+                    quiet = False
                 if uart:
                     uart.inbound += data
                     continue

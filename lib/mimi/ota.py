@@ -4,8 +4,8 @@
 # manifest (and the manifest's HMAC-SHA256 against the `ota_key` setting when one
 # is set). `make deploy` fills /ota/new with mpremote instead (a copy of the
 # installed version first, so only changed files cross the cable) plus the same
-# manifest. Either way verify_staged() then re-reads every staged file (size and
-# SHA-256, nothing extra) and install() swaps it in by renaming directories; the
+# manifest (mimi/staging.py). Either way staging.verify() then re-reads every staged
+# file (size and SHA-256, nothing extra) and install() swaps it in by renaming directories; the
 # old version waits in /ota/prev. A reset before the swap leaves the running
 # version untouched; one during the swap is finished at boot. The new version is
 # on trial: if it fails to come up healthy OTA_TRIAL_BOOTS times, the boot guard
@@ -231,7 +231,9 @@ def fetch(url):
             if binascii.hexlify(h.digest()).decode() != f["sha256"].lower():
                 raise OTAError("SHA-256 mismatch for %s" % f["path"])
         fs.write_atomic(MANIFEST, raw)
-        return verify_staged()
+        from mimi import staging  # re-read from the flash, as a deploy's is
+
+        return staging.verify()
     except (OSError, HTTPError) as e:
         rmtree(NEW)
         raise OTAError("download failed: %s" % e)
@@ -240,74 +242,6 @@ def fetch(url):
         raise
     finally:
         body.close()
-
-
-def _sha256(path, buf):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            n = f.readinto(buf)
-            if not n:
-                break
-            h.update(buf[:n] if n < len(buf) else buf)
-    return binascii.hexlify(h.digest()).decode()
-
-
-def verify_staged():
-    """Check /ota/new against its manifest.json as it is on the flash: every file
-    with the manifest's size and SHA-256; files the manifest does not list are
-    removed. -> the manifest; OTAError naming the first bad file."""
-    try:
-        with open(MANIFEST, "rb") as f:
-            raw = f.read(limits.OTA_MANIFEST_MAX + 1)
-    except OSError:
-        raise OTAError("nothing staged: %s is missing" % MANIFEST)
-    if len(raw) > limits.OTA_MANIFEST_MAX:
-        raise OTAError("manifest too large")
-    m = _check_manifest(raw)
-    listed = {NEW + f["path"]: f for f in m["files"]}
-    listed[MANIFEST] = None
-    for p in fs.walk_files(NEW):
-        if p not in listed:
-            os.remove(p)
-            print("removed", p[len(NEW):])
-    buf = bytearray(limits.OTA_CHUNK)
-    for p, f in listed.items():
-        if f is None:
-            continue
-        if fs.size(p) != f["size"]:
-            raise OTAError("%s: %d bytes staged, the manifest says %d" % (f["path"], fs.size(p), f["size"]))
-        if _sha256(p, buf) != f["sha256"].lower():
-            raise OTAError("SHA-256 mismatch for %s" % f["path"])
-        watchdog.poke()  # run from the REPL, this holds the loop
-    return m
-
-
-def stage_installed():
-    """Start a deploy: /ota/new becomes a copy of the installed application, so
-    mpremote (which skips files whose SHA-256 already matches) sends only changes."""
-    rmtree(NEW)
-    buf = bytearray(limits.OTA_CHUNK)
-    n = 0
-    for t in limits.OTA_TOPS:
-        src = "/" + t
-        for p in fs.walk_files(src) if fs.isdir(src) else ([src] if fs.exists(src) else ()):
-            fs.makedirs(fs.parent(NEW + p))
-            with open(p, "rb") as fi, open(NEW + p, "wb") as fo:
-                fs.pump(fi, fo, buf)
-            n += 1
-            watchdog.poke()
-    fs.makedirs(NEW)
-    print("staged: %d installed files in %s" % (n, NEW))
-
-
-def deploy_staged():
-    """End a deploy (tools/deploy.py): verify /ota/new and install it, like an OTA
-    update (trial boots, rollback). The caller resets the board."""
-    m = verify_staged()
-    install(m)
-    print("OK: version %s installed (%d files); the previous one is kept in %s" % (
-        m.get("version"), len(m["files"]), PREV))
 
 
 def _finish_swap(st):

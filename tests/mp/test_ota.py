@@ -265,12 +265,12 @@ def test_packages_beside_the_app_in_lib_stay():
 
 
 def test_deploy_goes_through_staging():
-    # tools/deploy.py: stage_installed(), mpremote copies the changed files and the
-    # manifest into /ota/new, deploy_staged() verifies all of it and swaps it in.
-    from mimi import ota
+    # tools/deploy.py: begin_deploy(), mpremote copies the changed files and the
+    # manifest into /ota/new, finish_deploy() verifies all of it and swaps it in.
+    from mimi import ota, staging
 
     with Capture() as c:
-        ota.stage_installed()
+        staging.begin_deploy()
     assert "staged: 4 installed files" in c.text
     for p, text in OLD.items():
         assert read(ota.NEW + p) == text
@@ -280,7 +280,7 @@ def test_deploy_goes_through_staging():
         write(ota.NEW + p, new[p].decode())
     write(ota.MANIFEST, manifest_for(new))
     with Capture() as c:
-        ota.deploy_staged()
+        staging.finish_deploy()
     assert "removed /lib/mimi/oldonly.py" in c.text and "OK: version 7.7.7 installed (4 files)" in c.text
     for p, data in new.items():
         assert read(p) == data.decode(), p
@@ -290,20 +290,20 @@ def test_deploy_goes_through_staging():
 
 
 def test_deploy_with_a_bad_copy_changes_nothing():
-    from mimi import ota
+    from mimi import ota, staging
 
     with Capture():
-        ota.stage_installed()
+        staging.begin_deploy()
     new = {"/lib/mimi/fakeapp.py": b"VERSION = 'deployed'\n"}
     write(ota.NEW + "/lib/mimi/fakeapp.py", "VERSION = 'deplo")  # the copy was cut short
     write(ota.MANIFEST, manifest_for(new))
-    e = raises(ota.OTAError, ota.deploy_staged)
+    e = raises(ota.OTAError, staging.finish_deploy)
     assert "/lib/mimi/fakeapp.py: 16 bytes staged, the manifest says 21" in str(e), str(e)
     write(ota.NEW + "/lib/mimi/fakeapp.py", "VERSION = 'deployeD'\n")  # right size, wrong bytes
-    e = raises(ota.OTAError, ota.deploy_staged)
+    e = raises(ota.OTAError, staging.finish_deploy)
     assert "SHA-256 mismatch for /lib/mimi/fakeapp.py" in str(e)
     fs.remove(ota.MANIFEST)
-    assert "nothing staged" in str(raises(ota.OTAError, ota.deploy_staged))
+    assert "nothing staged" in str(raises(ota.OTAError, staging.finish_deploy))
     assert_old(staged=True)
     # a reset now: the boot guard clears the staging, the old version runs
     assert ota.boot_check(reboot=False) is None
