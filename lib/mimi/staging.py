@@ -4,25 +4,13 @@
 # verify() is the one check before ota.install() swaps anything. Imported only for
 # an update or a deploy, not at boot.
 import os
-import hashlib
-import binascii
 from mimi import limits, fs, ota
+from mimi.defaults import file_hash
 from mimi.services import watchdog
 
 NEW = ota.NEW
 MANIFEST = ota.MANIFEST
 PREV = ota.PREV
-
-
-def _sha256(path, buf):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            n = f.readinto(buf)
-            if not n:
-                break
-            h.update(buf[:n] if n < len(buf) else buf)
-    return binascii.hexlify(h.digest()).decode()
 
 
 def verify():
@@ -43,13 +31,12 @@ def verify():
         if p not in listed:
             os.remove(p)
             print("removed", p[len(NEW):])
-    buf = bytearray(limits.OTA_CHUNK)
     for p, f in listed.items():
         if f is None:
             continue
         if fs.size(p) != f["size"]:
             raise ota.OTAError("%s: %d bytes staged, the manifest says %d" % (f["path"], fs.size(p), f["size"]))
-        if _sha256(p, buf) != f["sha256"].lower():
+        if file_hash(p) != f["sha256"].lower():
             raise ota.OTAError("SHA-256 mismatch for %s" % f["path"])
         watchdog.poke()  # run from the REPL, this holds the loop
     return m

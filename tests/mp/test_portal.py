@@ -309,25 +309,19 @@ async def test_a_slow_scan_leaves_the_loop_running():
     # wlan.scan() holds its caller 2-3 s on the board: it runs on its own thread; two
     # page loads during one scan wait for the same one.
     from mimi.board import host
-
-    ticks = []
-
-    async def ticker():
-        while True:
-            ticks.append(1)
-            await asyncio.sleep_ms(10)
+    from support import Ticker
 
     host.SimWLAN.scan_ms = 300
     before = host.SimWLAN.scans
-    t = asyncio.create_task(ticker())
+    t = Ticker()
     try:
         p = portal.Portal(Sup(online=True), http_port=0, dns_port=0, host="127.0.0.1")
-        start = len(ticks)
+        start = t.count
         a, b = await asyncio.gather(p.scan(), p.scan(fresh=True))
     finally:
-        t.cancel()
+        t.stop()
         host.SimWLAN.scan_ms = 0
     assert a == b and a[0]["ssid"] == "host-network"
     assert host.SimWLAN.scans == before + 1
-    assert len(ticks) > start + 1  # the loop ran while the scan was under way
+    assert t.count > start + 1  # the loop ran while the scan was under way
     assert await p.scan() is a  # cached now
