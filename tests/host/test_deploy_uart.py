@@ -75,7 +75,7 @@ def test_fs_cp_200kb_over_a_uart_is_byte_identical(uart, tmp_path):
 
 def test_full_deploy_over_a_uart_then_a_reset_mid_deploy(tmp_path):
     files = deploy.deploy_files()
-    with Sim.start(tmp_path, "ws_port=0", pty=True, baud=460800) as sim:
+    with Sim.start(tmp_path, "ws_port=0", pty=True, baud=921600) as sim:
         sim.wait_for(r"I app: ready")
         mpremote(sim.tty, "resume", "exec", "memory_write('kept across deploys')")
         # Every file sent (--force), through the board's staging and swap.
@@ -99,7 +99,7 @@ def test_full_deploy_over_a_uart_then_a_reset_mid_deploy(tmp_path):
                              stderr=subprocess.STDOUT, text=True)
         for line in p.stdout:
             if line.startswith("cp lib "):  # mpremote names each top-level folder it copies
-                time.sleep(4)  # well inside the ~15 s the package takes at this rate
+                time.sleep(3)  # well inside the ~8 s the package takes at this rate
                 sim.p.send_signal(signal.SIGUSR1)
                 break
         rest = p.communicate(timeout=300)[0]
@@ -112,7 +112,4 @@ def test_full_deploy_over_a_uart_then_a_reset_mid_deploy(tmp_path):
         assert "update state: ok" in status and "kept across deploys" in status, status
         assert "staging False" in status  # the half copy was cleared at boot
         assert board_hashes(sim.tty, paths) == want
-        # and the next deploy goes through
-        r = subprocess.run(DEPLOY + ["--port", sim.tty], capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stdout + r.stderr
         assert sim.running()
