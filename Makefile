@@ -16,7 +16,7 @@ help:
 	@echo "                     FIRMWARE=ESP32_GENERIC_S3-....bin one merged build/mimiclaw-FLASH.bin"
 	@echo "make flash PORT=/dev/ttyACM0 FIRMWARE=....bin [FLASH=8M|16M] [SECRETS=secrets.json]"
 	@echo "                     erase the board, write MicroPython and the filesystem image"
-	@echo "make deploy PORT=... [MIP=1]  copy the code to a running board (user data kept)"
+	@echo "make deploy PORT=... [MIP=1] [FORCE=1]  copy the code to a running board (user data kept)"
 	@echo "make mpremote-config install the mpremote shortcuts (memory-read, config-show, ...)"
 	@echo "make bundle          build the OTA update bundle into build/ (OTA_KEY=... signs it)"
 	@echo "make bench           run the benchmarks (bench/, results in docs/benchmarks.md)"
@@ -35,17 +35,19 @@ test: setup lint mp32 $(if $(wildcard /usr/bin/chromium),,browser)
 lint: setup
 	$(BIN)/ruff check .
 
-# The 32-bit MicroPython of ../shared/mp32 (board-sized objects; MP32=path overrides)
-# needs the 32-bit C library. Optional: nothing fails without it.
+# The 32-bit MicroPython of ../shared/mp32 (board-sized objects; MP32=path overrides,
+# MP32= turns it off) needs the 32-bit C library, and libgcc_s to end a process whose
+# threads still run. Optional: nothing fails without it, its tests are left out.
 MP32 ?= $(abspath ../shared/mp32/micropython)
 export MP32
+MP32_PROBE = import _thread,time,sys;_thread.start_new_thread(time.sleep,(5,));time.sleep_ms(20);sys.exit(0)
 mp32:
-	@if [ ! -x "$(MP32)" ] || "$(MP32)" -c "pass" 2>/dev/null; then exit 0; fi; \
-	if [ "$$(id -u)" != 0 ]; then echo "mp32: $(MP32) needs libc6-i386 (sudo apt-get install -y libc6-i386)"; exit 0; fi; \
-	echo "mp32: installing libc6-i386 for $(MP32)"; \
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q libc6-i386 >/dev/null 2>&1 || \
-	{ apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libc6-i386 >/dev/null 2>&1; } || \
-	echo "mp32: apt-get could not install libc6-i386; 32-bit runs are skipped"
+	@if [ ! -x "$(MP32)" ] || "$(MP32)" -c "$(MP32_PROBE)" >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "mp32: $(MP32) needs libc6-i386 and lib32gcc-s1 (sudo apt-get install -y libc6-i386 lib32gcc-s1)"; exit 0; fi; \
+	echo "mp32: installing libc6-i386 and lib32gcc-s1 for $(MP32)"; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q libc6-i386 lib32gcc-s1 >/dev/null 2>&1 || \
+	{ apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libc6-i386 lib32gcc-s1 >/dev/null 2>&1; } || \
+	echo "mp32: apt-get could not install libc6-i386 lib32gcc-s1; 32-bit runs are skipped"
 
 run: setup
 	$(BIN)/python tools/sim $(SIM_ARGS)
@@ -64,7 +66,7 @@ flash: setup
 	@$(BIN)/python tools/flash.py flash --port "$(PORT)" --firmware "$(FIRMWARE)" --flash $(FLASH) $(SECRETS_ARGS)
 
 deploy: setup
-	@$(BIN)/python tools/deploy.py --port "$(PORT)" $(if $(MIP),--mip)
+	@$(BIN)/python tools/deploy.py --port "$(PORT)" $(if $(MIP),--mip) $(if $(FORCE),--force)
 
 mpremote-config: setup
 	@$(BIN)/python tools/mpremote_config.py install

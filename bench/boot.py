@@ -26,9 +26,10 @@ def boot_once(tmp):
         sim.send("heap_info()\r")
         # up to heap_info()'s last line: a stop while it still runs would interrupt the
         # console command instead of the firmware
-        h = sim.wait_for(re.compile(r"^alloc\s+(\d+)\n^free\s+(\d+)\n^flash .*free", re.M),
+        h = sim.wait_for(re.compile(r"^heap free\s+(\d+) bytes \(in use (\d+)\)[\s\S]*?^flash .*free",
+                                    re.M),
                          start=m.end())
-        return wall, fw, int(h.group(1)), int(h.group(2))
+        return wall, fw, int(h.group(2)), int(h.group(1))
 
 
 def tables(n=None):

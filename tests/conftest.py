@@ -13,6 +13,12 @@ source (without running it):
   PARAMS = {"a": ("fixture",), "b": ()}
                          a test function with one argument runs once per key, as
                          test_x[a], called with the key, with that key's fixtures too
+
+Every MicroPython test runs on .venv's 64-bit unix port and, when it is there, also on
+the 32-bit MicroPython of ../shared/mp32 (the board's word size: 31-bit small ints,
+4-byte objects): items `test_x[mp32]`, `test_x[a-mp32]`. `MP32=path` names another
+32-bit interpreter; `MP32=` (empty) runs the 64-bit one only. An interpreter that
+cannot start (no 32-bit C library) is left out and the run header says so.
 """
 import ast
 import json
@@ -32,13 +38,27 @@ sys.path.insert(0, str(ROOT / "tools"))
 # Not pytest_plugins = ["fixtures"]: pytest registers its own plugin under that name
 # and would silently skip ours.
 from fixtures import *  # noqa: E402,F401,F403
+import interpreters as interpreters_  # noqa: E402  (tools/)
 
 
 def micropython_bin():
-    exe = Path(sys.executable).parent / "micropython"
-    if not exe.exists():
-        raise RuntimeError("micropython not found next to %s; run `make setup`" % sys.executable)
-    return str(exe)
+    return interpreters_.micropython()
+
+
+def mp32_bin():
+    """(path of the 32-bit interpreter or None, why not): tools/interpreters.py."""
+    return interpreters_.mp32()
+
+
+def interpreters():
+    """[(item suffix, micropython path)]: the 64-bit port, then the 32-bit one if present."""
+    return [("" if label == "64-bit" else "mp32", path) for label, path in interpreters_.all_present()]
+
+
+def pytest_report_header(config):
+    path, why = mp32_bin()
+    return "MicroPython tests on: 64-bit %s%s" % (
+        micropython_bin(), "; 32-bit %s" % path if path else " only (%s)" % why)
 
 
 def _literal(tree, name, default):
@@ -66,8 +86,8 @@ def compiled_lib():
 
 
 def run_mp(module, func, tmp_path, heapsize=None, blocks=256, timeout=60, fixtures=None,
-           param=None):
-    cmd = [micropython_bin()]
+           param=None, mp=None):
+    cmd = [mp or micropython_bin()]
     if heapsize:
         cmd += ["-X", "heapsize=%s" % heapsize]
     cmd += [str(MP_DIR / "runner.py"), str(ROOT), module, func, str(tmp_path), str(blocks)]
@@ -96,26 +116,28 @@ class MpFile(pytest.File):
             "fixtures": _literal(tree, "FIXTURES", ()),
         }
         params = _literal(tree, "PARAMS", {})
-        for node in tree.body:
-            if not (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                    and node.name.startswith("test_")):
-                continue
-            if params and len(node.args.args) == 1:
-                for p, extra in params.items():
+        for tag, mp in interpreters():
+            for node in tree.body:
+                if not (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and node.name.startswith("test_")):
+                    continue
+                if params and len(node.args.args) == 1:
+                    for p, extra in params.items():
+                        yield pytest.Function.from_parent(
+                            self, name="%s[%s]" % (node.name, "-".join(filter(None, (p, tag)))),
+                            callobj=_make_runner(self.path.stem, node.name, settings, mp, p, extra))
+                else:
                     yield pytest.Function.from_parent(
-                        self, name="%s[%s]" % (node.name, p),
-                        callobj=_make_runner(self.path.stem, node.name, settings, p, extra))
-            else:
-                yield pytest.Function.from_parent(
-                    self, name=node.name, callobj=_make_runner(self.path.stem, node.name, settings))
+                        self, name=node.name + ("[%s]" % tag if tag else ""),
+                        callobj=_make_runner(self.path.stem, node.name, settings, mp))
 
 
-def _make_runner(module, func, s, param=None, param_fixtures=()):
+def _make_runner(module, func, s, mp, param=None, param_fixtures=()):
     def run(request, tmp_path):
         names = tuple(s["fixtures"]) + tuple(param_fixtures)
         fixtures = {name: request.getfixturevalue(name) for name in names}
         r = run_mp(module, func, tmp_path, s["heap"].get(func, s["heapsize"]), s["blocks"],
-                   s["timeout"], fixtures, param)
+                   s["timeout"], fixtures, param, mp)
         out = r.stdout + r.stderr
         if r.returncode == 3 and "SKIP:" in out:
             pytest.skip(out.split("SKIP:", 1)[1].strip())

@@ -99,6 +99,20 @@ def fake_ntp():
     srv.close()
 
 
+# --- a fake DNS server on loopback UDP (tests/fakes/dns.py) ----------------------
+@pytest.fixture
+def fake_dns():
+    """{"port": UDP port, "names": {name: ip}}; slow./silent./forged. names behave so."""
+    from fakes import dns
+
+    srv = dns.Server({"api.telegram.test": "127.0.0.1", "slow.telegram.test": "127.0.0.1",
+                      "silent.example.test": "127.0.0.1", "forged.example.test": "127.0.0.1",
+                      "alias.example.test": "cname:real.example.test",
+                      "real.example.test": "127.0.0.2"})
+    yield srv.info()
+    srv.close()
+
+
 # --- fake Tavily and Brave search APIs (tests/fakes/search.py) -------------------
 @pytest.fixture
 def fake_search():

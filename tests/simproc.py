@@ -50,16 +50,23 @@ class Sim:
         self.tty = None
 
     @classmethod
-    def start(cls, tmp_path, *sets, pty=False, env=None, console=False, heap=None):
+    def start(cls, tmp_path, *sets, pty=False, env=None, console=False, heap=None,
+              micropython=None, baud=None):
         """tools/sim on tmp_path/fs.img (made on the first start, kept after), with
-        --set KEY=VALUE for each of sets; pty: the console on tmp_path/tty (.tty);
-        console: the console on stdin (send()); heap: MicroPython heap cap ("768k")."""
+        --set KEY=VALUE for each of sets; pty: the console on tmp_path/tty (.tty),
+        baud: that console as a UART at this rate; console: the console on stdin
+        (send()); heap: MicroPython heap cap ("768k"); micropython: another
+        interpreter (the 32-bit one). SIGUSR1 to .p presses RESET."""
         tmp = Path(tmp_path)
         cmd = [sys.executable, str(ROOT / "tools" / "sim"), "--fs", str(tmp / "fs.img")]
         if heap:
             cmd += ["--heap", heap]
+        if micropython:
+            cmd += ["--micropython", micropython]
         if pty:
             cmd += ["--pty", "--pty-link", str(tmp / "tty")]
+            if baud:
+                cmd += ["--baud", str(baud)]
         for s in sets:
             cmd += ["--set", s]
         sim = cls(cmd, env, console)

@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
 """Copy this repo's code to a running board with mpremote, keeping the user's data.
 
-  tools/deploy.py --port PORT [--mip] [--no-reset] [--dry-run]
+  tools/deploy.py --port PORT [--mip] [--force] [--no-reset] [--dry-run]
 
-Writes /boot.py, /main.py, /lib/mimi/** (compiled .mpy), /defaults/** (spiffs_data/)
-and /certs/roots.pem; removes .mpy files of the app that no longer exist; then
-resets the board. /spiffs/** (memory, sessions, skills, cron, the user's edits of
-the default files) and /config.json (settings and secrets) are never written.
---mip also installs the optional micropython-lib packages (logging, aiorepl).
-Every mpremote command starts with `resume`: the running firmware is not soft-reset
-(mimi.console answers mpremote while the loop runs).
+Installs /boot.py, /main.py, /lib/mimi/** (compiled .mpy), /defaults/** (spiffs_data/)
+and /certs/roots.pem the way an OTA update does (lib/mimi/ota.py), so a reset or a
+pulled cable mid-copy never leaves a half-written version: the board first copies
+its installed files to /ota/new, mpremote sends the files that differ and the
+manifest (sizes, SHA-256) there, the board checks every staged file against it,
+drops files the build no longer has, and only then swaps the directories (the old
+version kept in /ota/prev, the new one on trial: rolled back if it fails to boot
+twice). Then the board is reset. /spiffs/** (memory, sessions, skills, cron, the
+user's edits of the default files), /config.json (settings and secrets) and other
+packages in /lib are never written. --mip also installs the optional
+micropython-lib packages (logging, aiorepl). Every mpremote command starts with
+`resume`: the running firmware is not soft-reset (mimi.console answers mpremote
+while the loop runs).
 """
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -20,42 +27,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "lib"))
+import bundle  # noqa: E402  (the manifest format of OTA bundles)
 import flash  # noqa: E402  (port check, Fail)
 import mkimage  # noqa: E402
 from mimi import limits  # noqa: E402
 
-APP_DIRS = ("/lib/mimi", limits.DEFAULTS_DIR)  # only these trees are pruned
 NEVER = (limits.SPIFFS + "/", limits.CONFIG_PATH)
 MIP_PACKAGES = ("logging", "aiorepl")
-
-# Runs on the board: delete files under the app trees that the new build lacks.
-PRUNE = r"""
-import os
-def _prune(top, keep):
-    n = 0
-    try:
-        names = os.listdir(top)
-    except OSError:
-        return 0
-    for name in names:
-        p = top + '/' + name
-        if os.stat(p)[0] & 0x4000:
-            n += _prune(p, keep)
-            try:
-                if not os.listdir(p):
-                    os.rmdir(p)
-            except OSError:
-                pass
-        elif p not in keep:
-            os.remove(p)
-            print('removed', p)
-            n += 1
-    return n
-_keep = set(%r)
-_n = sum(_prune(t, _keep) for t in %r)
-print('stale files removed:', _n)
-del _prune, _keep, _n
-"""
+STAGE = "from mimi import staging\nstaging.begin_deploy()"
+INSTALL = "from mimi import staging\nstaging.finish_deploy()"
+MANIFEST = "manifest.json"
+STAGING = limits.OTA_DIR + "/new"  # ota.NEW
 
 RESET = ("import sys\nif sys.platform == 'esp32':\n    import machine\n    machine.reset()\n"
          "else:\n    from mimi import board\n    board.reset()\n")
@@ -71,11 +53,14 @@ def deploy_files():
 
 
 def stage(files, where):
+    """The files under `where` as the board's /ota/new will hold them, with the
+    manifest; -> the top-level names to copy."""
     for path, data in files.items():
         out = where / path.lstrip("/")
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(data)
-    return sorted({p.lstrip("/").split("/", 1)[0] for p in files})
+    (where / MANIFEST).write_bytes(bundle.manifest_bytes(files, bundle.app_version()))
+    return sorted({p.lstrip("/").split("/", 1)[0] for p in files}) + [MANIFEST]
 
 
 def mpremote_cmd():
@@ -86,19 +71,38 @@ def mpremote_cmd():
 def run(port, args, dry, cwd=None):
     cmd = mpremote_cmd() + ["connect", port, "resume"] + args
     shown = " ".join(a if len(a) < 60 else a[:57] + "..." for a in cmd[1:])
-    print("+ mpremote " + shown, flush=True)
+    print("+ mpremote " + shown.replace("\n", "; "), flush=True)
     if dry:
         return
-    r = subprocess.run(cmd, cwd=cwd)
-    if r.returncode:
+    # Shown as it comes (progress) and kept, to explain a failure.
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    seen = bytearray()
+    for chunk in iter(lambda: p.stdout.read1(4096), b""):
+        sys.stdout.buffer.write(chunk)
+        sys.stdout.flush()
+        seen += chunk
+    out = seen.decode(errors="replace")
+    if p.wait():
+        if "no module named 'mimi.staging'" in out:
+            raise flash.Fail("the firmware on %s predates safe deploys (no mimi.staging): "
+                             "update it once with `make flash` (this erases the board's data)" % port)
+        if "OTAError" in out:
+            raise flash.Fail("the board refused the copy (nothing was installed, the running version "
+                             "stays): see the error above; run make deploy again")
         raise flash.Fail("mpremote failed on %s (exit %d): is the board connected and running? "
-                         "Try `mpremote connect %s resume exec \"help()\"`" % (port, r.returncode, port))
+                         "Try `mpremote connect %s resume exec \"help()\"`. Unless the output says "
+                         "\"OK: version ... installed\", nothing was installed: the board runs its "
+                         "version as before (a partial copy in %s is discarded); run make deploy again"
+                         % (port, p.returncode, port, STAGING))
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", default="")
     ap.add_argument("--mip", action="store_true", help="also mip install %s" % ", ".join(MIP_PACKAGES))
+    ap.add_argument("--force", action="store_true",
+                    help="send every file, also those the board already has unchanged")
     ap.add_argument("--no-reset", action="store_true")
     ap.add_argument("--dry-run", action="store_true", help="print the mpremote commands only")
     a = ap.parse_args(argv)
@@ -111,9 +115,11 @@ def main(argv=None):
         with tempfile.TemporaryDirectory(prefix="mimi-deploy-") as tmp:
             staging = Path(tmp)
             tops = stage(files, staging)
-            # One connection: copy everything, then prune what the build no longer has.
-            args = ["fs", "cp", "-r"] + tops + [":"]
-            args += ["+", "exec", PRUNE % (sorted(files), APP_DIRS)]
+            # One connection: stage the installed version, send what differs (mpremote
+            # skips files whose SHA-256 matches), then verify and swap on the board.
+            args = ["exec", STAGE, "+", "fs", "cp", "-r"] + (["--force"] if a.force else [])
+            args += tops + [":%s/" % STAGING]
+            args += ["+", "exec", INSTALL]
             run(a.port, args, a.dry_run, cwd=str(staging))
         if a.mip:
             run(a.port, ["mip", "install"] + list(MIP_PACKAGES), a.dry_run)

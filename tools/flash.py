@@ -32,6 +32,7 @@ PART_TABLE = 0x8000
 PART_MAGIC = b"\xaa\x50"
 DOWNLOAD = "https://micropython.org/download/ESP32_GENERIC_S3/"
 BAUD = 460800
+V124_VFS_SIZE = 0x600000  # the "vfs" partition of ESP32_GENERIC_S3 v1.24/v1.25 (partitions-8MiB.csv)
 
 
 class Fail(Exception):
@@ -170,6 +171,11 @@ def cmd_image(a):
     print("%s: LittleFS for 0x%x, %d blocks, %d files%s" % (
         img, off, fs_size // limits.BLOCK_SIZE, n, ", with /config.json" if secrets else ""))
     if fw is None:
+        if fs_size != V124_VFS_SIZE:
+            print("note: without FIRMWARE= the image fills the flash from 0x%x to its end, as "
+                  "MicroPython v1.26 and later do. v1.24 and v1.25 keep a fixed %d MB filesystem "
+                  "there whatever the flash (and report it corrupted otherwise): for them use "
+                  "FLASH=8M, or name the firmware with FIRMWARE=" % (off, V124_VFS_SIZE >> 20))
         return None
     merged = build / ("mimiclaw-%s.bin" % a.flash)
     if esptool("merge-bin", "-o", str(merged), "0x0", str(a.firmware), hex(off), str(img)):

@@ -186,11 +186,13 @@ def _rmtree(fs, path):
 
 
 def sync_image(path, files):
-    """Replace the code and default files in an existing image; user data stays."""
+    """Replace the code and default files in an existing image (forgetting any OTA
+    update state); user data stays."""
     data = Path(path).read_bytes()
     blocks = len(data) // limits.BLOCK_SIZE
     fs = _lfs(blocks, data)
-    for top in CODE_TOP:
+    # An update's state and kept previous version (/ota) describe code replaced here.
+    for top in CODE_TOP + (limits.OTA_DIR,):
         try:
             st = fs.stat(top)
         except Exception:

@@ -1,10 +1,11 @@
 # MicroPython side of the host simulator: mount the LittleFS image at / as the
-# board's flash (through the firmware's own board layer), apply --set settings
-# with the firmware's own validation, then run /boot.py and /main.py from the
-# image exactly as the board does.
+# board's flash, then run the firmware from the image only, as the board does:
+# /boot.py, /main.py and the package from /lib (so an OTA update installed there
+# is what the next boot runs, and a broken one is rolled back by the firmware).
 #   micropython tools/simboot.py IMAGE BUILD_LIB [KEY=VALUE ...]
-# BUILD_LIB is the compiled tree tools/sim just copied into the image, so the few
-# modules imported before the mount are the same bytes as the image's.
+# BUILD_LIB (the compiled tree tools/sim copies into the image) serves only the
+# mount itself; its modules are dropped before anything else is imported.
+import os
 import sys
 
 image, build_lib = sys.argv[1], sys.argv[2]
@@ -14,25 +15,39 @@ sys.path[:] = [build_lib]
 from mimi import board  # noqa: E402
 
 board.mount_image(image)
+# The image's board layer (and a kept previous version's, main.py's fallback) finds
+# the mounted image here: host_path(), the RTC memory file next to it.
+os.putenv("MIMI_SIM_IMAGE", image)
+for _m in [m for m in sys.modules if m == "mimi" or m.startswith("mimi.")]:
+    del sys.modules[_m]
 sys.path[:] = ["", ".frozen", "/lib"]
 
-from mimi import config  # noqa: E402
 
-config.cfg.load()
-for item in sets:
-    key, sep, value = item.partition("=")
+def apply_sets(sets):
+    """--set values, with the firmware's own validation (from the image's code).
+    A code that does not import is main.py's boot guard's business, not ours."""
     try:
-        if not sep:
-            raise ValueError("--set wants KEY=VALUE, got %r" % item)
-        config.cfg.set(key, value)
-    except ValueError as e:
-        print("sim: refused --set %s: %s" % (item, e))
-        sys.exit(2)
+        from mimi import config
+    except Exception as e:  # noqa: B902 - e.g. a broken update: boot anyway
+        print("sim: --set skipped, the image's config module does not import:", repr(e))
+        return
+    config.cfg.load()
+    for item in sets:
+        key, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError("--set wants KEY=VALUE, got %r" % item)
+            config.cfg.set(key, value)
+        except ValueError as e:
+            print("sim: refused --set %s: %s" % (item, e))
+            sys.exit(2)
 
+
+apply_sets(sets)
 with open("/boot.py") as f:
     exec(f.read(), {"__name__": "boot"})
 # main.py runs in this module's globals: they are the REPL namespace, as on the board.
-del image, build_lib, sets, config, board
+del image, build_lib, sets, board, apply_sets, _m, os
 with open("/main.py") as f:
     exec(f.read(), globals())
 # Stopped from the console (Ctrl-D), or main.py's boot guard gave up on an app

@@ -10,17 +10,29 @@ The slave is raw (no echo, no line editing, Ctrl-C is a byte), as a USB CDC port
 is, so mimi.console sees exactly what mpremote sends. Everything the firmware
 prints also goes to this terminal. The pty outlives board resets (restart()), like
 a USB port that stays plugged in.
+
+--baud N makes it a UART console instead (the "COM" port of many S3 boards): bytes
+cross at N/10 per second each way, and the board's receive ring buffer holds only
+UART_RING bytes the firmware has not read yet; a byte arriving when it is full is
+lost, as on the board. The count of lost bytes is printed when it grows.
 """
 import errno
+import fcntl
 import os
 import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
+import time
 import tty
 
 RESET_EXIT = 75  # limits.SIM_RESET_EXIT
 PENDING_MAX = 256 * 1024  # output kept for a slow or absent reader, oldest dropped
+RAW_BANNER = b"raw REPL; CTRL-B to exit"
+UART_RING = 260  # the ESP32 port's stdin ring buffer (ports/esp32/mphalport.c)
+UART_BURST = 32  # bytes a wire may deliver at once after a pause (a UART FIFO's worth)
 
 
 def open_pty(link=None):
@@ -38,20 +50,67 @@ def open_pty(link=None):
     return master, slave, path
 
 
-def _relay(child, master):
+class Uart:
+    """The wire and receive ring of a UART console (see the module doc)."""
+
+    def __init__(self, baud):
+        self.rate = baud / 10.0  # 8N1: ten bits a byte
+        self.inbound = bytearray()  # sent by the host, still on the wire
+        self.t_in = self.t_out = time.monotonic()
+        self.lost = self.shown = 0
+        self.peak = 0  # most bytes waiting in the ring at once
+
+    def _budget(self, attr):
+        now = time.monotonic()
+        n = int((now - getattr(self, attr)) * self.rate)
+        if n:
+            setattr(self, attr, now if n >= UART_BURST else getattr(self, attr) + n / self.rate)
+        return min(n, UART_BURST)
+
+    def deliver(self, in_fd):
+        """Move what the wire carried since last time into the board's ring."""
+        n = min(self._budget("t_in"), len(self.inbound))
+        if not n:
+            return
+        waiting = struct.unpack("i", fcntl.ioctl(in_fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        room = max(0, UART_RING - waiting)
+        os.write(in_fd, bytes(self.inbound[:min(n, room)]))
+        self.peak = max(self.peak, waiting + min(n, room))
+        self.lost += max(0, n - room)
+        del self.inbound[:n]
+        if self.lost != self.shown:
+            self.shown = self.lost
+            print("sim: UART receive buffer full, %d bytes lost so far" % self.lost, file=sys.stderr)
+
+    def sendable(self, pending):
+        """How much of the board's output the wire takes now."""
+        return min(len(pending), self._budget("t_out")) if pending else 0
+
+    def timeout(self, pending):
+        return 1 / self.rate if self.inbound or pending else 0.5
+
+
+def _relay(child, master, uart=None):
     """Pump bytes until the child exits. Returns its exit code."""
     out_fd = child.stdout.fileno()
     in_fd = child.stdin.fileno()
     pending = bytearray()
     term = sys.stdout.buffer
-    quiet = False  # a raw REPL session (Ctrl-A .. Ctrl-B): keep mpremote's framing off the terminal
+    # A raw REPL session (the firmware's raw banner .. the host's Ctrl-B): mpremote's
+    # framing stays off the terminal. A reset ends it (a new child starts friendly).
+    quiet = False
     while True:
         rlist = [out_fd, master]
         wlist = [master] if pending else []
         try:
-            r, w, _ = select.select(rlist, wlist, [], 0.5)
+            r, w, _ = select.select(rlist, wlist, [], uart.timeout(pending) if uart else 0.5)
         except InterruptedError:
             continue
+        if uart:
+            try:
+                uart.deliver(in_fd)
+            except BrokenPipeError:
+                pass
         if out_fd in r:
             data = os.read(out_fd, 4096)
             if not data:
@@ -59,15 +118,17 @@ def _relay(child, master):
             pending += data
             if len(pending) > PENDING_MAX:
                 del pending[: len(pending) - PENDING_MAX]
+            if RAW_BANNER in data:
+                quiet = True
             if not quiet:
                 try:
                     term.write(data)
                     term.flush()
                 except (OSError, ValueError):
                     pass
-        if pending and (master in w or out_fd in r):
+        if pending and (master in w or out_fd in r or uart):
             try:
-                n = os.write(master, pending)
+                n = os.write(master, pending[:uart.sendable(pending)] if uart else pending)
                 del pending[:n]
             except BlockingIOError:
                 pass
@@ -84,21 +145,49 @@ def _relay(child, master):
                     raise
                 data = b""
             if data:
-                if b"\x01" in data or b"\x02" in data:
-                    quiet = data.rfind(b"\x01") > data.rfind(b"\x02")
+                if b"\x02" in data:
+                    quiet = False
+                if uart:
+                    uart.inbound += data
+                    continue
                 try:
                     os.write(in_fd, data)
                 except BrokenPipeError:
                     pass
 
 
-def run(cmd, link=None):
+class ResetButton:
+    """SIGUSR1 to the simulator presses the board's RESET: the firmware is killed
+    where it stands (no clean-up, like a reset or a power cut) and boots again."""
+
+    def __init__(self):
+        self.child = None
+        self.pressed = False
+        signal.signal(signal.SIGUSR1, self._press)
+
+    def _press(self, signum, frame):
+        if self.child and self.child.poll() is None:
+            self.pressed = True
+            self.child.kill()
+
+    def released(self):
+        """-> True once after a press (the child it killed has ended)."""
+        was, self.pressed = self.pressed, False
+        if was:
+            print("sim: RESET pressed, booting again", file=sys.stderr)
+        return was
+
+
+def run(cmd, link=None, baud=None):
     master, slave, path = open_pty(link)
-    print("sim: serial console on %s%s" % (path, " (%s)" % link if link else ""), file=sys.stderr)
+    print("sim: serial console on %s%s%s" % (path, " (%s)" % link if link else "",
+                                           ", UART at %d baud" % baud if baud else ""), file=sys.stderr)
     print("sim: mpremote connect %s resume exec \"help()\"" % (link or path), file=sys.stderr)
     sys.stderr.flush()
     env = dict(os.environ, MIMI_CONSOLE="1")
     child = None
+    button = ResetButton()
+    uart = Uart(baud) if baud else None
 
     def on_term(signum, frame):
         if child and child.poll() is None:
@@ -107,14 +196,16 @@ def run(cmd, link=None):
     signal.signal(signal.SIGTERM, on_term)
     try:
         while True:
-            child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, env=env, bufsize=0)
+            child = button.child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                    stderr=subprocess.STDOUT, env=env, bufsize=0)
             while True:
                 try:
-                    rc = _relay(child, master)
+                    rc = _relay(child, master, uart)
                     break
                 except KeyboardInterrupt:
                     continue  # the child got the same Ctrl-C and is shutting down
+            if button.released():
+                continue
             if rc == RESET_EXIT:
                 print("sim: board reset, booting again", file=sys.stderr)
                 continue

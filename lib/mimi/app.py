@@ -51,7 +51,11 @@ def banner():
     print("MimiClaw %s on %s (id %s)" % (mimi.VERSION, board.NAME, board.unique_id()))
     print("  provider %s, model %s" % (provider, model))
     print("  gateway %s  (auth %s)" % (gateway_url(), "on" if cfg.get("ws_token") else "OFF"))
-    print("  heap free %d, flash free %d of %d" % (h["free"], f["free"], f["total"]))
+    print("  heap free %d (largest block %d), flash free %d of %d" % (
+        h["free"], h["largest"], f["free"], f["total"]))
+    if "internal_free" in h:  # the board: WiFi and TLS live in internal RAM
+        print("  internal RAM free %d (largest %d)%s" % (h["internal_free"], h["internal_largest"],
+              ", PSRAM free %d" % h["psram_free"] if "psram_free" in h else ", no PSRAM"))
     print("  REPL: help() lists the commands")
     print("=" * 60)
 
@@ -63,30 +67,33 @@ def tasks():
 
     if safemode.active:  # crash loop: only WiFi (+ onboarding) and the REPL
         return safemode.tasks(stop)
-    from mimi.services import wifi
+    from mimi.services import wifi, loopwatch
 
-    ts = [wifi.supervisor.run()]
-    ts += safemode.guard_tasks()  # healthy-boot timer, watchdog, onboarding portal
+    w = loopwatch.watch  # each task's steps timed: "W loop: stalled 850 ms in telegram"
+    ts = [w("wifi", wifi.supervisor.run())]
+    ts += safemode.guard_tasks()  # healthy-boot timer, watchdog, onboarding portal, stall heartbeat
     from mimi import channels
     from mimi.channels import dispatch
 
-    ts.append(dispatch.run())
-    ts += channels.tasks()  # the configured channels, each with its sender registered
+    ts.append(w("dispatch", dispatch.run()))
+    ts += channels.tasks()  # the configured channels (each watched), senders registered
     from mimi.services import ntp, cron
 
-    ts.append(ntp.run())
-    ts.append(cron.task())
+    ts.append(w("ntp", ntp.run()))
+    ts.append(w("cron", cron.task()))
     if board.CONSOLE:
         from mimi import console
 
-        ts.append(console.task(stop))
+        ts.append(w("console", console.task(stop), quiet=True))  # holds the loop for mpremote
     return ts
 
 
 async def run():
     from mimi import bus
+    from mimi.services import loopwatch
 
     bus.prepare_loop()  # before any ThreadSafeFlag waits (unix port poll bug)
+    loopwatch.install()  # tasks started by a watched task are watched too
     for coro in tasks():
         asyncio.create_task(coro)
     log.info("app", "ready")

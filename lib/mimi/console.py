@@ -1,9 +1,11 @@
 # The REPL on the serial console while the firmware runs: a task on the asyncio
 # loop that speaks enough of MicroPython's REPL protocol for a person (one-line
 # friendly REPL) and for mpremote (raw REPL: Ctrl-A, command, Ctrl-D -> "OK",
-# output, \x04, error, \x04, ">"), so `mpremote connect PORT resume exec ...`
-# and `resume fs cp ...` reach the REPL functions without stopping the loop.
-# micropython-lib `aiorepl` is used instead when it is installed.
+# output, \x04, error, \x04, ">"; and raw-paste mode, mpremote's default, whose
+# flow control keeps a UART console's small receive buffer from overflowing), so
+# `mpremote connect PORT resume exec ...` and `resume fs cp ...` reach the REPL
+# functions without stopping the loop. micropython-lib `aiorepl` is used instead
+# when it is installed (its raw REPL holds the loop: the watchdog is fed meanwhile).
 # Ctrl-D on an empty friendly line stops the loop (the board's own REPL takes over).
 import sys
 import select
@@ -14,7 +16,7 @@ from mimi.services import watchdog
 CTRL_A, CTRL_B, CTRL_C, CTRL_D, CTRL_E = 1, 2, 3, 4, 5
 RAW_BANNER = b"raw REPL; CTRL-B to exit\r\n>"
 PROMPT = b"mimi> "
-FRIENDLY, RAW = 0, 1
+FRIENDLY, RAW, PASTE, DRAIN = 0, 1, 2, 3  # DRAIN: a refused paste, read away until its end
 STOP = "stop"
 
 
@@ -27,24 +29,36 @@ class Console:
         self.greeting = greeting or b"MimiClaw console: help() lists the commands, Ctrl-D stops the firmware\r\n"
         self.out = out or _raw_out()
         self.mode = FRIENDLY
-        self.line = bytearray()
+        self.line = bytearray()  # None: a raw command grew past CONSOLE_RAW_MAX
         self.last = 0
+        self.left = 0  # raw paste: bytes until the next window is granted
 
     def write(self, b):
         self.out(b)
 
     def feed(self, c):
-        if self.mode == RAW:
+        if self.mode != FRIENDLY:
             return self._raw(c)
         return self._friendly(c)
 
-    # mpremote's side is transport_serial.py: enter_raw_repl, exec_raw_no_follow, follow.
+    # mpremote's side is transport_serial.py: enter_raw_repl, exec_raw_no_follow,
+    # raw_paste_write, follow. The board's own side: shared/runtime/pyexec.c.
     def _raw(self, c):
+        if self.mode != RAW:
+            return self._paste(c)
         line = self.line
         if c == CTRL_A:
             self.line = bytearray()
-            if bytes(line) == b"\x05A":  # raw-paste request: "understood, not supported"
-                self.write(b"R\x00")
+            if line is not None and len(line) == 2 and line[0] == CTRL_E:
+                if line[1] != ord("A"):
+                    self.write(b"R\x00")  # an unknown raw-paste command
+                    return None
+                # Raw paste: a window of W bytes is free, then one more (the \x01); each
+                # W bytes read frees another. Two windows fit the UART's ring buffer.
+                w = limits.CONSOLE_PASTE_WINDOW
+                self.mode = PASTE
+                self.left = w
+                self.write(b"R\x01" + bytes((w & 0xFF, w >> 8)) + b"\x01")
             else:
                 self.write(RAW_BANNER)
         elif c == CTRL_B:
@@ -56,20 +70,59 @@ class Console:
             self.line = bytearray()
         elif c == CTRL_D:
             self.line = bytearray()
-            if not line:
+            if line is not None and not line:
                 # A soft reset would end the firmware; like aiorepl, say it and carry on.
                 self.write(b"OK\r\nIgnored: soft reboot\r\n" + RAW_BANNER)
                 return None
             self.write(b"OK")
-            self._exec_raw(bytes(line))
+            self._exec_raw(line)
         else:
-            line.append(c)
+            self._append(c)
         return None
 
+    def _append(self, c):
+        """One more byte of a raw command; past CONSOLE_RAW_MAX it is refused (None)."""
+        if self.line is not None:
+            if len(self.line) < limits.CONSOLE_RAW_MAX:
+                self.line.append(c)
+                return True
+            self.line = None  # too long: the command is answered with an error at its end
+        return None
+
+    def _paste(self, c):
+        if self.mode == DRAIN:
+            if c == CTRL_C or c == CTRL_D:
+                self._end_paste(None)
+            return None
+        if c == CTRL_D or c == CTRL_C:
+            self.write(b"\x04")  # end of data acknowledged
+            self._end_paste(self.line if c == CTRL_D else KeyboardInterrupt())
+            return None
+        if not self._append(c):
+            self.write(b"\x04")  # "abrupt end": mpremote stops sending and answers \x04
+            self.mode = DRAIN
+            return None
+        self.left -= 1
+        if not self.left:
+            self.left = limits.CONSOLE_PASTE_WINDOW
+            self.write(b"\x01")
+        return None
+
+    def _end_paste(self, src):
+        self.mode = RAW
+        self.line = bytearray()
+        self._exec_raw(src)
+
     def _exec_raw(self, src):
+        """Run a raw command (bytes; None: it was too long; an exception: report it)
+        with the framing: output, \x04, error, \x04, '>'."""
         err = None
         try:
-            exec(compile(src.decode(), "<stdin>", "exec"), self.ns)
+            if src is None:
+                raise MemoryError("command over %d bytes refused" % limits.CONSOLE_RAW_MAX)
+            if isinstance(src, BaseException):
+                raise src
+            exec(compile(bytes(src).decode(), "<stdin>", "exec"), self.ns)
         except SystemExit:
             self.write(b"\x04\x04>")  # restart() on the host exits; let mpremote finish
             raise
@@ -186,7 +239,7 @@ async def serve(namespace=None, stop=None):
     poller.register(sys.stdin, select.POLLIN)
     try:
         while True:
-            if con.mode == RAW:
+            if con.mode != FRIENDLY:
                 # Hold the loop while mpremote talks, so no task prints into the
                 # framing; between its commands the loop runs again.
                 data = _read_blocking(poller, limits.CONSOLE_RAW_POLL_MS)
@@ -195,6 +248,7 @@ async def serve(namespace=None, stop=None):
                         data = await asyncio.wait_for_ms(_read(reader), limits.CONSOLE_RAW_IDLE_MS)
                     except asyncio.TimeoutError:
                         con.mode = FRIENDLY  # mpremote went away without Ctrl-B
+                        con.line = bytearray()
                         log.mute = False
                         continue
             else:
@@ -206,7 +260,7 @@ async def serve(namespace=None, stop=None):
                     if stop is not None:
                         stop()
                     return
-            if con.mode == RAW:
+            if con.mode != FRIENDLY:
                 watchdog.poke()  # the loop is held while mpremote talks: not a hang
     finally:
         log.mute = False
@@ -237,7 +291,26 @@ def task(stop=None):
     """The REPL coroutine for app.tasks(): aiorepl when installed, else ours."""
     try:
         import aiorepl
-
-        return aiorepl.task(_namespace())
     except ImportError:
         return serve(stop=stop)
+    hold_during_raw(aiorepl)
+    return aiorepl.task(_namespace())
+
+
+def hold_during_raw(aiorepl):
+    """aiorepl's raw REPL (what mpremote talks to) blocks the loop until Ctrl-B, so
+    the loop's watchdog task cannot feed: the watchdog is held meanwhile, as our own
+    console feeds it from its byte loop."""
+    raw = aiorepl.raw_repl
+    if getattr(raw, "held", False):
+        return
+
+    def held_raw_repl(*args):
+        watchdog.hold(True)
+        try:
+            return raw(*args)  # (an older, async aiorepl yields to the loop: no harm)
+        finally:
+            watchdog.hold(False)
+
+    held_raw_repl.held = True
+    aiorepl.raw_repl = held_raw_repl

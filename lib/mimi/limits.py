@@ -63,11 +63,25 @@ SESSION_READ_BLOCK = const(1024)  # tail reads go backwards in blocks this big
 SESSION_PENDING_MAX = const(8 * 1024)  # buffered appends flushed at this size
 SESSION_NAME_MAX = const(64)  # chars of a session key used in its file name
 
+# Sockets. lwIP on the board has LWIP_SOCKETS for everything at once (TCP, UDP,
+# listeners); one more fails with ENFILE (errno 23), and a connection the gateway
+# cannot accept is reset unseen. The worst case online adds up to that limit:
+#   gateway listener 1 + WS_MAX_CONN + SOCK_TELEGRAM + SOCK_AGENT + SOCK_UDP
+# and while onboarding (never online, so no Telegram, LLM or DNS):
+#   gateway 1 + WS_MAX_CONN + portal listener 1 + PORTAL_CLIENTS + captive DNS 1
+# (an ota_update() run by hand while the agent searches the web takes one more).
+# A firmware built with more sockets: raise LWIP_SOCKETS, the gateway gets the rest.
+LWIP_SOCKETS = const(10)  # CONFIG_LWIP_MAX_SOCKETS: ESP-IDF's default, MicroPython's esp32 builds keep it
+SOCK_TELEGRAM = const(2)  # the long poll and the sender, each a keep-alive TLS connection
+SOCK_AGENT = const(2)  # the LLM's keep-alive connection, and a tool's meanwhile (web search)
+SOCK_UDP = const(1)  # the loop's DNS and NTP take turns (dns.exchange)
+
 # WebSocket gateway (SPEC §7)
 WS_PORT = const(18789)
 WS_MAX_CLIENTS = const(4)
 WS_FRAME_MAX = const(16 * 1024)  # one frame, and a whole fragmented message
-WS_MAX_CONN = const(8)  # open TCP connections (handshakes and page loads included)
+# open TCP connections (clients, handshakes, page loads): what the socket budget leaves
+WS_MAX_CONN = const(LWIP_SOCKETS - 1 - SOCK_TELEGRAM - SOCK_AGENT - SOCK_UDP)
 WS_HEADER_MAX = const(4096)  # HTTP request head
 WS_HANDSHAKE_TIMEOUT_S = const(10)
 WS_PING_S = const(60)  # a silent client is pinged; silent this long again, dropped
@@ -156,6 +170,10 @@ SEARCH_QUERY_MAX = const(255)  # URL-encoded query, bytes (Brave)
 SEARCH_SNIPPET_MAX = const(400)
 SEARCH_TITLE_MAX = const(160)
 
+# heap_info(): the largest free block is probed up to this, in steps this fine
+HEAP_PROBE_MAX = const(64 * 1024)
+HEAP_PROBE_STEP = const(256)
+
 # Logging
 LOG_RING = const(64)
 LOG_LINE_MAX = const(240)
@@ -169,22 +187,29 @@ PORTAL_PORT = const(80)
 PORTAL_BODY_MAX = const(2048)
 PORTAL_DRAIN_MAX = const(16 * 1024)  # a larger refused body is not read away
 PORTAL_HEADER_MAX = const(2048)
-PORTAL_CLIENTS = const(4)
+PORTAL_CLIENTS = const(LWIP_SOCKETS - 1 - WS_MAX_CONN - 2)  # the socket budget's rest while onboarding
 PORTAL_READ_TIMEOUT_S = const(10)
 PORTAL_SCAN_MAX = const(20)
 PORTAL_SCAN_TTL_S = const(30)
+PORTAL_SCAN_POLL_MS = const(50)  # the loop looks this often whether the scan thread is done
+SCAN_STACK = const(8 * 1024)  # the short-lived WiFi scan thread (wlan.scan() blocks 2-3 s)
 PORTAL_CHECK_S = const(5)  # how often the portal looks at the WiFi state
 PORTAL_AFTER_FAILS = const(1)  # failed WiFi attempts (never online since boot) before the AP opens
 PORTAL_PORT_ANY = (32000, 40000)  # port 0 (tests) picks from here
 PORTAL_PORT_TRIES = const(32)
 AP_AUTH_WPA2 = const(3)  # network.AUTH_WPA2_PSK
 DNS_PORT = const(53)
-DNS_TTL_S = const(60)
+DNS_TTL_S = const(60)  # what the captive DNS tells phones
 DNS_PACKET_MAX = const(512)
+DNS_TIMEOUT_MS = const(2000)  # the resolver (mimi/dns.py): one wait for the answer ...
+DNS_TRIES = const(2)  # ... and how many times the question is sent
+DNS_CACHE_MAX = const(8)  # names remembered
+DNS_CACHE_MIN_S = const(60)  # an answer is reused at least this long ...
+DNS_CACHE_MAX_S = const(3600)  # ... and at most this long (its TTL in between)
 
 # Over-the-air updates
 OTA_DIR = "/ota"  # staging (new/), previous version (prev/), state.json
-OTA_TOPS = ("lib", "defaults", "certs", "boot.py", "main.py")  # what a bundle may replace
+OTA_TOPS = ("lib/mimi", "defaults", "certs", "boot.py", "main.py")  # swapped whole; other /lib packages (mip) stay
 OTA_MANIFEST_MAX = const(32 * 1024)
 OTA_FILE_MAX = const(1024 * 1024)
 OTA_BUNDLE_MAX = const(4 * 1024 * 1024)
@@ -202,10 +227,16 @@ WDT_BLOCK_MARGIN_S = const(30)  # grace after a blocking call's own deadline
 SAFE_MODE_BOOTS = const(3)  # crash-boots in a row before safe mode
 HEALTHY_AFTER_S = const(60)  # up this long = the boot counts as good
 
+# Stall detector (services/loopwatch.py)
+LOOP_STALL_MS = const(200)  # a loop step (or a late wake-up) this long is logged
+LOOP_TICK_MS = const(250)  # the heartbeat's sleep
+
 # Serial console (mimi.console) while the firmware runs
 CONSOLE_LINE_MAX = const(1024)
 CONSOLE_RAW_POLL_MS = const(50)  # loop held this long after each mpremote byte
 CONSOLE_RAW_IDLE_MS = const(60000)  # raw REPL without Ctrl-B for this long -> friendly again
+CONSOLE_RAW_MAX = const(8 * 1024)  # one raw-REPL command (mpremote sends 1-2 KB; `run` a whole file)
+CONSOLE_PASTE_WINDOW = const(128)  # raw-paste flow control: 2 windows fit the UART's 260-byte ring
 
 # WiFi supervisor (services/wifi.py)
 WIFI_CONNECT_TIMEOUT_S = const(20)  # one association + DHCP attempt

@@ -1,10 +1,15 @@
-# Over-the-air updates.
-# App updates: a bundle (format below) of the compiled lib/, default files and CA
-# roots is streamed to /ota/new with every file's SHA-256 checked against the
+# Over-the-air updates, and `make deploy` over USB, through one staging path.
+# App updates: a bundle (format below) of the compiled lib/mimi, default files and
+# CA roots is streamed to /ota/new with every file's SHA-256 checked against the
 # manifest (and the manifest's HMAC-SHA256 against the `ota_key` setting when one
-# is set), then swapped in by renaming directories; the old version waits in
-# /ota/prev. The new version is on trial: if it fails to come up healthy
-# OTA_TRIAL_BOOTS times, the boot guard puts the old one back.
+# is set). `make deploy` fills /ota/new with mpremote instead (a copy of the
+# installed version first, so only changed files cross the cable) plus the same
+# manifest (mimi/staging.py). Either way staging.verify() then re-reads every staged
+# file (size and SHA-256, nothing extra) and install() swaps it in by renaming directories; the
+# old version waits in /ota/prev. A reset before the swap leaves the running
+# version untouched; one during the swap is finished at boot. The new version is
+# on trial: if it fails to come up healthy OTA_TRIAL_BOOTS times, the boot guard
+# puts the old one back.
 # Firmware updates (optional): the MicroPython app image written to the next OTA
 # slot through esp32.Partition, for boards flashed with firmware/'s table.
 #
@@ -23,6 +28,7 @@ MAGIC = b"MIMIOTA1\n"
 NEW = limits.OTA_DIR + "/new"
 PREV = limits.OTA_DIR + "/prev"
 STATE = limits.OTA_DIR + "/state.json"
+MANIFEST = NEW + "/manifest.json"
 _DIR = 0x4000
 
 
@@ -121,16 +127,18 @@ def _save_state(st):
 
 
 def _check_path(p, seen):
+    """-> the path's swap unit (a name of limits.OTA_TOPS)."""
     if not isinstance(p, str) or not p.startswith("/") or len(p) > 200 or p in seen:
         raise OTAError("bad path in manifest: %r" % (p,))
     parts = p[1:].split("/")
-    if parts[0] not in limits.OTA_TOPS or (parts[0].endswith(".py") and len(parts) > 1):
+    top = "/".join(parts[:2]) if parts[0] == "lib" else parts[0]  # /lib/<other> is the user's
+    if top not in limits.OTA_TOPS or (top.endswith(".py") and len(parts) > 1):
         raise OTAError("path outside the application: %r" % p)
     for part in parts:
         if part in ("", ".", "..") or any(ord(c) < 32 or c == "\\" for c in part):
             raise OTAError("bad path in manifest: %r" % p)
     seen[p] = True
-    return parts[0]
+    return top
 
 
 def _check_manifest(raw):
@@ -214,8 +222,10 @@ def fetch(url):
                     watchdog.poke()  # run from the REPL, this holds the loop
             if binascii.hexlify(h.digest()).decode() != f["sha256"].lower():
                 raise OTAError("SHA-256 mismatch for %s" % f["path"])
-        fs.write_atomic(NEW + "/manifest.json", raw)
-        return m
+        fs.write_atomic(MANIFEST, raw)
+        from mimi import staging  # re-read from the flash, as a deploy's is
+
+        return staging.verify()
     except (OSError, HTTPError) as e:
         rmtree(NEW)
         raise OTAError("download failed: %s" % e)
@@ -231,7 +241,9 @@ def _finish_swap(st):
         src = NEW + "/" + t
         if fs.exists(src):
             if fs.exists("/" + t):
+                fs.makedirs(fs.parent(PREV + "/" + t))
                 os.rename("/" + t, PREV + "/" + t)
+            fs.makedirs(fs.parent("/" + t))
             os.rename(src, "/" + t)
     st["state"] = "trial"
     st["boots"] = 0
@@ -260,6 +272,7 @@ def _finish_rollback(st):
             rmtree("/" + t)
         elif fs.exists(PREV + "/" + t):
             rmtree("/" + t)
+            fs.makedirs(fs.parent("/" + t))
             os.rename(PREV + "/" + t, "/" + t)
     fs.write_atomic(limits.OTA_DIR + "/last.json", json.dumps(
         {"rolled_back": st.get("version"), "back_to": st.get("prev"), "boots": st.get("boots")}))
@@ -271,6 +284,8 @@ def boot_check(reboot=True):
     interrupted, count a trial version's boots and roll it back when it has
     failed OTA_TRIAL_BOOTS times. Returns what it did (None: nothing)."""
     st = _state()
+    if not st or st.get("state") != "swap":
+        rmtree(NEW)  # staging a reset interrupted (download or deploy): the old version runs
     if not st:
         return None
     what = st.get("state")

@@ -1,7 +1,7 @@
 # The REPL commands of SPEC §6 (MimiClaw's serial CLI, as Python functions).
 # `from mimi.repl import *` in main.py puts them in the REPL namespace. Each prints
 # its result for a person and returns None, so the REPL shows nothing noisy.
-from mimi import config, log, board, fs, channels
+from mimi import config, log, board, fs, limits, channels
 from mimi.ota import ota_update, ota_firmware, ota_status, ota_rollback  # noqa: F401
 
 cfg = config.cfg
@@ -148,9 +148,20 @@ def wifi_scan():
 
 
 def heap_info():
+    """What is left for the next turn: the Python heap (free, and its largest free
+    block: a turn needs LLM_BODY_BUF in one piece), the IDF heap on the board
+    (internal RAM for WiFi and TLS, PSRAM), flash."""
     h = board.heap()
-    for k in sorted(h):
-        print("%-14s %d" % (k, h[k]))
+    big = h["largest"]
+    print("heap free      %d bytes (in use %d)" % (h["free"], h["alloc"]))
+    print("largest block  %s%d bytes%s" % (
+        "at least " if big >= limits.HEAP_PROBE_MAX else "", big,
+        "" if big >= limits.LLM_BODY_BUF else
+        "  LOW: a turn needs %d in one piece; session_clear() or restart()" % limits.LLM_BODY_BUF))
+    for name, label in (("internal", "internal RAM"), ("psram", "PSRAM")):
+        if name + "_free" in h:
+            print("%-14s free %d, largest block %d, lowest since boot %d" % (
+                label, h[name + "_free"], h[name + "_largest"], h[name + "_min_free"]))
     try:
         f = board.fs_info()
         print("%-14s %d of %d bytes free" % ("flash", f["free"], f["total"]))
@@ -279,7 +290,7 @@ USAGE = (
     ("set_tavily_key(key)", "Tavily key"),
     ("set_proxy(host, port, type)", "HTTP CONNECT or socks5 proxy"),
     ("clear_proxy()", "no proxy"),
-    ("heap_info()", "RAM and flash figures"),
+    ("heap_info()", "memory left for a turn (heap, largest block, IDF RAM) and flash"),
     ("log_tail(n=20)", "recent log lines"),
     ("memory_read()", "show /spiffs/memory/MEMORY.md"),
     ("memory_write(text)", "replace MEMORY.md with text"),

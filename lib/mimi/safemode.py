@@ -106,19 +106,22 @@ async def guard():
 
 
 def guard_tasks():
-    """Loop tasks of the self-care part: healthy-boot timer, watchdog, onboarding portal."""
-    from mimi.services import watchdog, portal
+    """Loop tasks of the self-care part: healthy-boot timer, watchdog, onboarding
+    portal, the stall heartbeat."""
+    from mimi.services import watchdog, portal, loopwatch
 
-    return [guard(), watchdog.task(), portal.task()]
+    w = loopwatch.watch
+    return [w("boot guard", guard()), w("watchdog", watchdog.task()), w("portal", portal.task()),
+            loopwatch.task()]
 
 
 def tasks(stop):
     """Safe mode's whole loop: WiFi (and its onboarding portal), the REPL console."""
-    from mimi.services import wifi
+    from mimi.services import wifi, loopwatch
 
-    ts = [wifi.supervisor.run()] + guard_tasks()
+    ts = [loopwatch.watch("wifi", wifi.supervisor.run())] + guard_tasks()
     if getattr(board, "CONSOLE", False):
         from mimi import console
 
-        ts.append(console.task(stop))
+        ts.append(loopwatch.watch("console", console.task(stop), quiet=True))
     return ts

@@ -124,6 +124,19 @@ def test_home_relative_paths(tmp_path):
     assert (tmp_path / "mimiclaw-8M.bin").is_file() and "with /config.json" in r.stdout
 
 
+def test_v124_fixed_vfs_partition_on_a_16mb_board(tmp_path):
+    # ESP32_GENERIC_S3 v1.24/v1.25 (partitions-8MiB.csv): vfs at 0x200000, 6 MB, on any
+    # flash; v1.26+ has no vfs entry and takes the flash to its end.
+    fw = firmware(tmp_path / "fw.bin", rows=OFFICIAL[:2] + [("factory", 0, 0, 0x10000, 0x1F0000),
+                                                         ("vfs", 1, 0x81, 0x200000, 0x600000)])
+    rc, out, err = run_flash("image", "--firmware", str(fw), "--flash", "16M", out_dir=tmp_path)
+    assert rc == 0 and "for 0x200000, 1536 blocks" in out, out + err
+    rc, out, err = run_flash("image", "--flash", "16M", out_dir=tmp_path)  # no firmware named
+    assert rc == 0 and "3584 blocks" in out and "v1.24 and v1.25" in out and "FLASH=8M" in out, out
+    rc, out, err = run_flash("image", "--flash", "8M", out_dir=tmp_path)  # 6 MB: fits both
+    assert rc == 0 and "1536 blocks" in out and "note:" not in out, out
+
+
 def test_ota_partition_table_moves_the_filesystem(tmp_path):
     fw = firmware(tmp_path / "fw.bin", rows=OTA)
     rc, out, err = run_flash("image", "--firmware", str(fw), "--flash", "8M", out_dir=tmp_path)

@@ -3,6 +3,7 @@ import signal
 
 import pytest
 
+from conftest import mp32_bin
 from simproc import Sim
 
 
@@ -57,3 +58,23 @@ def test_two_simulators_side_by_side(tmp_path):
         assert a.stop() == 0 and b.stop() == 0
     assert "model model-a" in a.output() and "model model-b" in b.output()
     assert (a_dir / "fs.img").exists() and (b_dir / "fs.img").exists()
+
+
+def test_sim_on_the_32bit_interpreter(tmp_path):
+    # --micropython: the board's word size; --heap as on the 64-bit port.
+    mp32, why = mp32_bin()
+    if not mp32:
+        pytest.skip(why)
+    with Sim.start(tmp_path, "ws_port=0", heap="400k", micropython=mp32, console=True) as sim:
+        sim.read_until("I app: ready")
+        sim.send("import sys, gc; print('word', sys.maxsize, 'heap', gc.mem_free() + gc.mem_alloc())\r")
+        m = sim.wait_for(r"word (\d+) heap (\d+)")
+        assert int(m.group(1)) == 2 ** 31 - 1
+        assert int(m.group(2)) <= 400 * 1024
+        assert sim.stop() == 0
+
+
+def test_sim_refuses_a_missing_interpreter(tmp_path):
+    with Sim.start(tmp_path, micropython=str(tmp_path / "nope")) as sim:
+        assert sim.wait(60) != 0
+    assert "--micropython %s is not an executable" % (tmp_path / "nope") in sim.output()

@@ -12,13 +12,13 @@ from simproc import Sim, llm_settings
 HEAP = "768k"  # well under the host default (2 MB): a leak or a hog shows up as MemoryError
 CHATS = 4
 ROUNDS = 30  # per chat; every round is a new connection (connect, ask, disconnect)
-HEAP_RE = re.compile(r"^alloc\s+(\d+)\n^free\s+(\d+)\n^flash .*free", re.M)
+HEAP_RE = re.compile(r"^heap free\s+(\d+) bytes \(in use (\d+)\)[\s\S]*?^flash .*free", re.M)
 
 
 def heap_alloc(sim, start):
     sim.send("heap_info()\r")
     m = sim.wait_for(HEAP_RE, start=start)
-    return int(m.group(1)), m.end()
+    return int(m.group(2)), m.end()
 
 
 async def chat(port, token, chat_id):

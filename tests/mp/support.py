@@ -70,3 +70,24 @@ class Capture:
     @property
     def text(self):
         return "".join(self.lines)
+
+
+class Ticker:
+    """A task waking every 10 ms: `.count` grows only while the asyncio loop runs, so
+    a blocking call shows as no new counts. `t = Ticker(); ...; t.stop()`"""
+
+    def __init__(self):
+        import asyncio
+
+        self.count = 0
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self):
+        import asyncio
+
+        while True:
+            self.count += 1
+            await asyncio.sleep_ms(10)
+
+    def stop(self):
+        self._task.cancel()

@@ -2,7 +2,9 @@
 import os
 from support import raises
 from mimi.board.clock import Clock, parse_tz, format_tz, EPOCH_2000
-from mimi import board, fs
+from mimi import board, fs, limits
+
+HEAP = {"test_largest_free_block_of_a_fragmented_heap": "96k"}
 
 
 class FakeTime:
@@ -106,7 +108,31 @@ def test_wifi_host_connected():
 def test_heap_and_id():
     h = board.heap()
     assert h["free"] > 0 and h["alloc"] > 0
+    assert h["largest"] == min(limits.HEAP_PROBE_MAX, h["free"])  # a fresh heap: one free run
     assert len(board.unique_id()) == 8
+
+
+def test_largest_free_block_of_a_fragmented_heap():
+    # gc.mem_free() counts every free byte; a turn's buffer needs them in one piece.
+    import gc
+    from mimi.board.heapblock import largest
+
+    gc.collect()
+    keep = []
+    try:
+        while True:
+            keep.append(bytearray(1024))
+    except MemoryError:
+        pass
+    for i in range(0, len(keep), 2):  # every other block free again: plenty free, none big
+        keep[i] = None
+    gc.collect()
+    free = gc.mem_free()
+    big = largest()
+    assert free > 16 * 1024 and big < 4 * 1024, (free, big)
+    keep = None
+    gc.collect()
+    assert largest() > 16 * 1024
 
 
 

@@ -1,6 +1,6 @@
 # mimi.console: the raw REPL framing mpremote expects (transport_serial.py:
 # enter_raw_repl, exec_raw_no_follow, follow) and the friendly one-line prompt.
-from mimi import console, log
+from mimi import console, log, limits
 
 
 def make(ns=None):
@@ -25,7 +25,7 @@ def test_raw_repl_exec_framing():
     assert b"".join(out).endswith(b"raw REPL; CTRL-B to exit\r\n>")
     assert log.mute  # no log line may land inside the framing
     out.clear()
-    feed(con, b"\x05A\x01")  # raw-paste request: understood, not supported
+    feed(con, b"\x05B\x01")  # an unknown raw-paste command: understood, not supported
     assert b"".join(out) == b"R\x00"
     out.clear()
     feed(con, b"x = 6 * 7\nprint('v', x)\x04")
@@ -82,3 +82,111 @@ async def test_a_non_utf8_byte_does_not_end_the_console():
             raise UnicodeError()
 
     assert await console._read(Reader()) == console.BAD
+
+
+W = limits.CONSOLE_PASTE_WINDOW
+
+
+def enter_paste(con, out):
+    feed(con, b"\r\x01")
+    out.clear()
+    feed(con, b"\x05A\x01")  # mpremote's raw-paste request
+    head = b"".join(out)
+    assert head == b"R\x01" + bytes((W & 0xFF, W >> 8)) + b"\x01", head  # 2 windows free
+    out.clear()
+
+
+def test_raw_paste_flow_control_and_framing():
+    # pyexec.c's protocol: each W bytes consumed frees one more window (\x01);
+    # Ctrl-D ends the data (\x04 back), then output \x04 error \x04 and the prompt.
+    ns = {}
+    con, out = make(ns)
+    enter_paste(con, out)
+    src = b"total = 0\n" + b"".join(b"total += %d\n" % i for i in range(100))
+    assert len(src) > 4 * W
+    grants = 0
+    for i, c in enumerate(src):
+        con.feed(c)
+        if out:
+            assert b"".join(out) == b"\x01" and (i + 1) % W == 0, (i, out)
+            grants += 1
+            out.clear()
+    assert grants == len(src) // W
+    assert "total" not in ns  # nothing runs before the end of the data
+    feed(con, b"\x04")
+    assert b"".join(out) == b"\x04\x04\x04>"  # ack, end of output, no error, prompt
+    assert ns["total"] == sum(range(100))
+    assert con.mode == console.RAW
+    # The next paste in the same raw session, this one failing.
+    out.clear()
+    feed(con, b"\x05A\x01")
+    out.clear()
+    from support import Capture
+
+    with Capture():
+        feed(con, b"1/0\x04")
+    assert b"".join(out) == b"\x04\x04\x04>"  # the traceback went to stdout in between
+    feed(con, b"\x02")
+    assert con.mode == console.FRIENDLY
+
+
+def test_raw_paste_interrupted_and_too_long():
+    con, out = make({})
+    enter_paste(con, out)
+    feed(con, b"x = 1\x03")  # Ctrl-C from the host ends the paste: nothing runs
+    assert b"".join(out) == b"\x04\x04\x04>" and "x" not in con.ns
+    out.clear()
+    feed(con, b"\x05A\x01")
+    out.clear()
+    big = b"#" * (limits.CONSOLE_RAW_MAX + 10)
+    for c in big:
+        con.feed(c)
+    text = b"".join(out)
+    # refused once over the cap: an "abrupt end" \x04 after the grants so far
+    assert text == b"\x01" * (limits.CONSOLE_RAW_MAX // W) + b"\x04", text[-8:]
+    out.clear()
+    feed(con, b"\x04")  # mpremote acknowledges; the error comes in the framing
+    assert b"".join(out) == b"\x04\x04>"
+    assert con.mode == console.RAW and con.line == bytearray()
+    out.clear()
+    feed(con, b"y = 2\x04")  # the raw REPL carries on
+    assert b"".join(out) == b"OK\x04\x04>" and con.ns["y"] == 2
+
+
+def test_plain_raw_command_over_the_cap_is_refused_whole():
+    con, out = make({})
+    feed(con, b"\x01")
+    out.clear()
+    feed(con, b"z = 1\n" + b"#" * limits.CONSOLE_RAW_MAX + b"\x04")
+    assert b"".join(out) == b"OK\x04\x04>" and "z" not in con.ns
+    out.clear()
+    feed(con, b"z = 2\x04")
+    assert con.ns["z"] == 2
+
+
+def test_aiorepl_raw_repl_holds_the_watchdog():
+    # aiorepl's raw_repl() blocks the loop while mpremote talks: held meanwhile.
+    import sys
+    from mimi.services import watchdog
+
+    seen = []
+
+    class FakeAiorepl:
+        @staticmethod
+        def raw_repl(s, g):
+            seen.append(watchdog.held)
+            return 0
+
+        @staticmethod
+        def task(g):
+            return "task"
+
+    sys.modules["aiorepl"] = FakeAiorepl
+    try:
+        assert console.task() == "task"
+        assert FakeAiorepl.raw_repl(None, {}) == 0
+        console.task()  # wrapped once only
+        FakeAiorepl.raw_repl(None, {})
+    finally:
+        del sys.modules["aiorepl"]
+    assert seen == [True, True] and not watchdog.held

@@ -155,7 +155,8 @@ def test_interrupted_swap_finished_at_boot():
     st = {"state": "swap", "version": "9.9.9", "prev": mimi.VERSION, "tops": m["tops"], "created": []}
     fs.makedirs(ota.PREV)
     ota._save_state(st)
-    os.rename("/lib", ota.PREV + "/lib")
+    fs.makedirs(ota.PREV + "/lib")
+    os.rename("/lib/mimi", ota.PREV + "/lib/mimi")
     assert ota.boot_check(reboot=False) == "swapped"
     assert_new()
     assert ota._state()["state"] == "trial"
@@ -235,3 +236,75 @@ def test_download_goes_through_the_proxy_setting():
     e = raises(ota.OTAError, ota.fetch, srv()["base"] + "/good.bundle")
     assert "cannot connect" in str(e) and "127.0.0.1:1" in str(e), e  # the proxy, not the server
     assert_old()
+
+
+def manifest_for(files, version="7.7.7"):
+    import hashlib
+    import binascii
+    import json
+
+    return json.dumps({"format": 1, "version": version, "files": [
+        {"path": p, "size": len(d), "sha256": binascii.hexlify(hashlib.sha256(d).digest()).decode()}
+        for p, d in sorted(files.items())]})
+
+
+def test_packages_beside_the_app_in_lib_stay():
+    # mip installs aiorepl and logging into /lib: an update swaps /lib/mimi only.
+    from mimi import ota
+
+    write("/lib/aiorepl.py", "# the user's\n")
+    ota.install(ota.fetch(srv()["base"] + "/good.bundle"))
+    assert_new()
+    assert read("/lib/aiorepl.py") == "# the user's\n"
+    with Capture():
+        ota.rollback(reboot=False)
+    assert_old()
+    assert read("/lib/aiorepl.py") == "# the user's\n"
+    e = raises(ota.OTAError, ota._check_path, "/lib/aiorepl.py", {})
+    assert "outside the application" in str(e)
+
+
+def test_deploy_goes_through_staging():
+    # tools/deploy.py: begin_deploy(), mpremote copies the changed files and the
+    # manifest into /ota/new, finish_deploy() verifies all of it and swaps it in.
+    from mimi import ota, staging
+
+    with Capture() as c:
+        staging.begin_deploy()
+    assert "staged: 4 installed files" in c.text
+    for p, text in OLD.items():
+        assert read(ota.NEW + p) == text
+    new = {"/lib/mimi/fakeapp.py": b"VERSION = 'deployed'\n", "/lib/mimi/added.py": b"# added\n",
+           "/defaults/config/SOUL.md": b"old soul\n", "/main.py": b"print('old main')\n"}
+    for p in ("/lib/mimi/fakeapp.py", "/lib/mimi/added.py"):  # what mpremote sends
+        write(ota.NEW + p, new[p].decode())
+    write(ota.MANIFEST, manifest_for(new))
+    with Capture() as c:
+        staging.finish_deploy()
+    assert "removed /lib/mimi/oldonly.py" in c.text and "OK: version 7.7.7 installed (4 files)" in c.text
+    for p, data in new.items():
+        assert read(p) == data.decode(), p
+    assert not fs.exists("/lib/mimi/oldonly.py") and not fs.exists(ota.NEW)
+    assert read(ota.PREV + "/lib/mimi/oldonly.py") == OLD["/lib/mimi/oldonly.py"]
+    assert ota._state()["state"] == "trial"  # a deploy that crashes at boot is rolled back too
+
+
+def test_deploy_with_a_bad_copy_changes_nothing():
+    from mimi import ota, staging
+
+    with Capture():
+        staging.begin_deploy()
+    new = {"/lib/mimi/fakeapp.py": b"VERSION = 'deployed'\n"}
+    write(ota.NEW + "/lib/mimi/fakeapp.py", "VERSION = 'deplo")  # the copy was cut short
+    write(ota.MANIFEST, manifest_for(new))
+    e = raises(ota.OTAError, staging.finish_deploy)
+    assert "/lib/mimi/fakeapp.py: 16 bytes staged, the manifest says 21" in str(e), str(e)
+    write(ota.NEW + "/lib/mimi/fakeapp.py", "VERSION = 'deployeD'\n")  # right size, wrong bytes
+    e = raises(ota.OTAError, staging.finish_deploy)
+    assert "SHA-256 mismatch for /lib/mimi/fakeapp.py" in str(e)
+    fs.remove(ota.MANIFEST)
+    assert "nothing staged" in str(raises(ota.OTAError, staging.finish_deploy))
+    assert_old(staged=True)
+    # a reset now: the boot guard clears the staging, the old version runs
+    assert ota.boot_check(reboot=False) is None
+    assert_old(staged=False)

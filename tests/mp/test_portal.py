@@ -277,7 +277,7 @@ def test_no_portal_while_online_or_before_the_first_look():
     assert p.want_http == 0 and p.want_dns == 0  # the host never takes ports 80 and 53
 
 
-def test_scan_stops_a_connect_attempt_that_blocks_it():
+async def test_scan_stops_a_connect_attempt_that_blocks_it():
     # ESP-IDF refuses a user scan while the station connects; the esp32 port's
     # WLAN.scan() then returns [] (network_wlan.c ignores the error).
     class BusyWLAN:
@@ -300,10 +300,32 @@ def test_scan_stops_a_connect_attempt_that_blocks_it():
     board.wlan = lambda: w
     try:
         p = portal.Portal(Sup(online=False), http_port=0, dns_port=0, host="127.0.0.1")
-        nets = p.scan(fresh=True)
+        nets = await p.scan(fresh=True)
         assert w.disconnects == 1 and [n["ssid"] for n in nets] == ["home"]
         w.connecting, w.disconnects = True, 0
         p2 = portal.Portal(Sup(online=True), http_port=0, dns_port=0, host="127.0.0.1")
-        assert p2.scan(fresh=True) == [] and w.disconnects == 0  # online: never cut the link
+        assert await p2.scan(fresh=True) == [] and w.disconnects == 0  # online: never cut the link
     finally:
         board.wlan = real
+
+
+async def test_a_slow_scan_leaves_the_loop_running():
+    # wlan.scan() holds its caller 2-3 s on the board: it runs on its own thread; two
+    # page loads during one scan wait for the same one.
+    from mimi.board import host
+    from support import Ticker
+
+    host.SimWLAN.scan_ms = 300
+    before = host.SimWLAN.scans
+    t = Ticker()
+    try:
+        p = portal.Portal(Sup(online=True), http_port=0, dns_port=0, host="127.0.0.1")
+        start = t.count
+        a, b = await asyncio.gather(p.scan(), p.scan(fresh=True))
+    finally:
+        t.stop()
+        host.SimWLAN.scan_ms = 0
+    assert a == b and a[0]["ssid"] == "host-network"
+    assert host.SimWLAN.scans == before + 1
+    assert t.count > start + 1  # the loop ran while the scan was under way
+    assert await p.scan() is a  # cached now

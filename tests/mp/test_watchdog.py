@@ -247,6 +247,14 @@ def test_timer_feeder_handover():
         watchdog.release()
         assert calls[-1] == ("init", watchdog.FEEDER_TIMER, limits.WDT_FEED_S * 1000)
         assert w.wdt.feeds == fed + 1  # the callback feeds the same WDT
+        # hold(): the timer pokes (a feeding decision that still checks the agent)
+        del calls[:]
+        w.last = None
+        watchdog.hold(True)
+        assert watchdog.held and calls == [("init", watchdog.FEEDER_TIMER, limits.WDT_FEED_S * 1000)]
+        assert w.wdt.feeds == fed + 2
+        watchdog.hold(False)
+        assert not watchdog.held and calls[-1] == ("deinit", watchdog.FEEDER_TIMER)
     finally:
         if real is None:
             del sys.modules["machine"]

@@ -159,7 +159,25 @@ async def test_bad_upgrades_and_page():
     assert (await connect()).status == 101  # and the server carries on
 
 
+async def test_connections_past_the_socket_budget_get_503():
+    # The stock board's lwIP sockets leave the gateway WS_MAX_CONN connections in all
+    # (limits.py adds the budget up): one more is answered 503 at once.
+    await start()
+    conns = await many(limits.WS_MAX_CONN)
+    assert all(c.status == 101 for c in conns)
+    await settle(min(limits.WS_MAX_CONN, limits.WS_MAX_CLIENTS))
+    extra = await connect()
+    assert extra.status == 503 and b"Retry-After: 10" in extra.head
+    await conns[0].close()
+    await settle(min(limits.WS_MAX_CONN, limits.WS_MAX_CLIENTS) - 1)
+    again = await connect()
+    assert again.status == 101
+
+
 async def test_fifth_client_gets_1013_and_slots_free_on_disconnect():
+    # With sockets to spare (a firmware built with more), a fifth client is upgraded
+    # and closed with 1013 "try again later".
+    limits.WS_MAX_CONN = limits.WS_MAX_CLIENTS + 2
     await start()
     conns = await many(limits.WS_MAX_CLIENTS)
     assert all(c.status == 101 for c in conns)

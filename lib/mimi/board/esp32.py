@@ -55,6 +55,15 @@ def wlan():
     return _iface(network.WLAN.IF_STA)
 
 
+def dns_server():
+    """(ip, port) of the DNS server DHCP gave the station; None before that."""
+    try:
+        ip = wlan().ifconfig()[3]
+    except OSError:
+        return None
+    return (ip, 53) if ip and ip != "0.0.0.0" else None
+
+
 def set_unix(t):
     tm = clock.gmtime(t)
     machine.RTC().datetime((tm[0], tm[1], tm[2], tm[6] + 1, tm[3], tm[4], tm[5], 0))
@@ -64,17 +73,27 @@ def reset():
     machine.reset()
 
 
+_INTERNAL, _PSRAM = 0x804, 0x400  # MALLOC_CAP_INTERNAL | MALLOC_CAP_8BIT, MALLOC_CAP_SPIRAM
+
+
 def heap():
+    """Python heap (free, alloc, largest free block probed up to HEAP_PROBE_MAX) and
+    the IDF heap the Python heap grows into and WiFi/TLS live in: internal RAM
+    (free, largest block, lowest free since boot) and PSRAM when there is any."""
+    from mimi.board.heapblock import largest
+
     gc.collect()
-    info = {"free": gc.mem_free(), "alloc": gc.mem_alloc()}
+    info = {"free": gc.mem_free(), "alloc": gc.mem_alloc(), "largest": largest()}
     try:
         import esp32
 
-        regions = esp32.idf_heap_info(esp32.HEAP_DATA)
-        info["idf_free"] = sum(r[1] for r in regions)
-        info["idf_largest"] = max(r[2] for r in regions)
-        info["idf_min_free"] = sum(r[3] for r in regions)
-    except (ImportError, AttributeError):
+        for name, caps in (("internal", _INTERNAL), ("psram", _PSRAM)):
+            regions = esp32.idf_heap_info(caps)
+            if regions:
+                info[name + "_free"] = sum(r[1] for r in regions)
+                info[name + "_largest"] = max(r[2] for r in regions)
+                info[name + "_min_free"] = sum(r[3] for r in regions)
+    except (ImportError, AttributeError, OSError):
         pass
     return info
 

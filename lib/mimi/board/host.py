@@ -12,7 +12,7 @@ NAME = "host"
 BIND_ADDR = "127.0.0.1"  # the simulator serves this machine only
 CONSOLE = bool(os.getenv("MIMI_CONSOLE"))  # tools/sim --pty: stdin is the serial console
 clock = Clock()
-image_path = None
+image_path = os.getenv("MIMI_SIM_IMAGE")  # tools/simboot.py: the image is mounted at / already
 HOST_MOUNT = "/host"  # the host's own filesystem, once the image is mounted at /
 
 
@@ -110,6 +110,9 @@ def fs_info():
 class SimWLAN:
     """network.WLAN's station API, always connected (the host has a network)."""
 
+    scan_ms = 0  # how long scan() holds its caller (the board's: 2-3 s); the bench sets it
+    scans = 0
+
     def __init__(self):
         self._active = True
         self._ssid = None
@@ -137,6 +140,11 @@ class SimWLAN:
         return ("127.0.0.1", "255.0.0.0", "127.0.0.1", "127.0.0.1")
 
     def scan(self):
+        SimWLAN.scans += 1
+        if self.scan_ms:
+            import time
+
+            time.sleep_ms(self.scan_ms)
         return [(b"host-network", b"\x02\x00\x00\x00\x00\x01", 1, -40, 3, False)]
 
     def config(self, *args, **kw):
@@ -200,6 +208,16 @@ def sim_drive(pin, level):
     SIM_PINS.setdefault(pin, {"mode": Pin.IN, "level": 0, "pull": None})["level"] = 1 if level else 0
 
 
+def dns_server():
+    """MIMI_DNS=IP:PORT (the bench, tests): the loop's resolver asks that server, as
+    the board asks its network's. Unset: None, names go to this computer's resolver."""
+    v = os.getenv("MIMI_DNS")
+    if not v:
+        return None
+    ip, _, port = v.rpartition(":")
+    return (ip, int(port))
+
+
 def set_unix(t):
     clock.skew += int(t) - clock.unix()
 
@@ -209,8 +227,11 @@ def reset():
 
 
 def heap():
+    """Python heap: free, alloc, largest (free block, probed up to HEAP_PROBE_MAX)."""
+    from mimi.board.heapblock import largest
+
     gc.collect()
-    return {"free": gc.mem_free(), "alloc": gc.mem_alloc()}
+    return {"free": gc.mem_free(), "alloc": gc.mem_alloc(), "largest": largest()}
 
 
 def unique_id():

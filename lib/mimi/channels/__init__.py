@@ -116,15 +116,16 @@ _started = []
 
 def start(row):
     """Load the channel's module, register its sender with the dispatcher and return
-    its loop task (a coroutine)."""
+    its loop task (a coroutine, its steps timed by the stall detector)."""
     import sys
     from mimi.channels import dispatch
+    from mimi.services import loopwatch
 
     __import__(row.module)
     mod = sys.modules[row.module]
     dispatch.register(row.name, mod.send)
     _started.append(row.name)
-    return mod.run()
+    return loopwatch.watch(row.name, mod.run())
 
 
 def _due(cfg):

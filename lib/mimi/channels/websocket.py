@@ -309,7 +309,10 @@ async def _connection(sr, sw):
     net.nodelay(sw.s)  # the "working" frame and the reply must not wait on delayed ACKs
     try:
         if _conns > limits.WS_MAX_CONN:
-            log.warning("ws", "too many connections; one closed at once")
+            log.warning("ws", "too many connections (%d, the socket budget in limits.py); one refused",
+                        limits.WS_MAX_CONN)
+            await _respond(sw, "503 Service Unavailable", "too many connections to the board; "
+                           "close a chat tab or try again later\n", extra=("Retry-After: 10",))
             return
         client = await _handshake(hs.Reader(sr), sw)
         if client is None:
@@ -354,7 +357,8 @@ async def run():
                                         limits.WS_PORT_ANY, limits.WS_PORT_TRIES)
     except OSError as e:
         log.error("ws", "gateway could not listen on %s:%s: %s (port taken? pick another with "
-                  "config_set('ws_port', N), or tools/sim --set ws_port=N)", host, config.cfg.get("ws_port"), e)
+                  "config_set('ws_port', N), or tools/sim --set ws_port=N)", host, config.cfg.get("ws_port"),
+                  net.explain(e))
         return
     # Tests find the port from this line: "gateway listening on HOST:PORT".
     log.info("ws", "gateway listening on %s:%d", host, port)

@@ -63,3 +63,15 @@ def html_escape(s, quote=True):
 def random_id(nbytes):
     """nbytes random bytes as lower-case hex: job ids, chat ids, tokens."""
     return binascii.hexlify(os.urandom(nbytes)).decode()
+
+
+def explain(e):
+    """An OSError as text; running out of sockets (ENFILE, EMFILE: 23, 24 on lwIP and
+    Linux alike) says what that means on the board."""
+    if getattr(e, "errno", None) in (23, 24):
+        from mimi import limits
+
+        return ("%s: out of sockets (the board has %d for everything; see the socket budget "
+                "in limits.py: close a chat tab, or wait for the agent's turn to end)"
+                % (e, limits.LWIP_SOCKETS))
+    return str(e)

@@ -537,7 +537,10 @@ class Client(_Base):
             ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
         except OSError as e:
             raise ConnectFailure("cannot resolve %s: %s" % (host, e))
-        s = socket.socket(ai[0], socket.SOCK_STREAM)
+        try:
+            s = socket.socket(ai[0], socket.SOCK_STREAM)
+        except OSError as e:
+            raise ConnectFailure("cannot open a socket for %s:%d: %s" % (host, port, net.explain(e)))
         self._sock = s
         net.nodelay(s)
         s.setblocking(False)
@@ -545,7 +548,7 @@ class Client(_Base):
             s.connect(ai[-1])
         except OSError as e:
             if e.args[0] != errno.EINPROGRESS:
-                raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, e))
+                raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
         if self._wait(select.POLLOUT, deadline) & (select.POLLERR | select.POLLHUP):
             raise ConnectFailure("cannot connect to %s:%d (refused or unreachable)" % (host, port))
         self.connects += 1
@@ -642,9 +645,11 @@ class AsyncClient(_Base):
         ctx = self._context() if self.tls else None  # no roots, no connection
         host, port = self._hop()
         try:
-            self._sock, _ = await asyncio.open_connection(host, port)
+            from mimi import dns  # open_connection's own lookup would hold the loop
+
+            self._sock, _ = await asyncio.open_connection(await dns.resolve(host), port)
         except OSError as e:
-            raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, e))
+            raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
         self.connects += 1
         net.nodelay(self._sock.s)
         if self.proxy:

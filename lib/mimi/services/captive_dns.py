@@ -3,7 +3,7 @@
 # One non-blocking UDP socket served on the asyncio loop.
 import socket
 import struct
-from mimi import limits, log
+from mimi import limits, log, dns
 
 TAG = "dns"
 
@@ -15,20 +15,14 @@ def answer(query, ip):
     ident, flags, qd = struct.unpack("!HHH", query[:6])
     if flags & 0x8000 or (flags >> 11) & 0xF != 0 or qd != 1:
         return None  # a response, not a standard query, or not one question
-    i = 12
-    while True:  # the question's name: labels up to a zero byte
-        if i >= len(query):
-            return None
-        n = query[i]
-        if n == 0:
-            break
-        if n & 0xC0:
-            return None
-        i += 1 + n
-    end = i + 5
+    try:
+        i = dns.skip_name(query, 12)
+    except (IndexError, ValueError):
+        return None
+    end = i + 4
     if end > len(query):
         return None
-    qtype, qclass = struct.unpack("!HH", query[i + 1:end])
+    qtype, qclass = struct.unpack("!HH", query[i:end])
     question = query[12:end]
     want_a = qtype in (1, 255) and qclass in (1, 255)
     head = struct.pack("!HHHHHH", ident, 0x8180 | (flags & 0x0100), 1, 1 if want_a else 0, 0, 0)

@@ -1,10 +1,9 @@
 # Clock sync: a small SNTP client (RFC 4330) on a UDP socket. On the board it runs
-# on the loop at boot and every limits.NTP_RESYNC_S, with a non-blocking socket
-# polled between short sleeps, so only the DNS lookup can hold the loop; on the
-# host the system clock is already right and nothing is sent.
+# on the loop at boot and every limits.NTP_RESYNC_S, the name resolved and the reply
+# awaited without holding the loop (mimi/dns.py); on the host the system clock is
+# already right and nothing is sent.
 # Cron and everything else that needs real time awaits wait_valid().
 import os
-import time
 import socket
 import struct
 import asyncio
@@ -57,31 +56,25 @@ def parse(data, stamp=None):
     return secs - NTP_TO_UNIX + (frac >> 31)  # rounded to the nearest second
 
 
-def _addr(host, port):
-    return socket.getaddrinfo(host, port, 0, socket.SOCK_DGRAM)[0][-1]
+def _answer(data, stamp):
+    try:
+        return parse(data, stamp)
+    except Mismatch:
+        return None  # a stray or forged datagram: keep waiting for ours
 
 
 async def aquery(host, port=PORT, timeout_s=limits.NTP_TIMEOUT_S):
     """One SNTP query -> Unix time, without blocking the loop while waiting."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    from mimi import dns
+
+    pkt, stamp = request()
+    addr = socket.getaddrinfo(await dns.resolve(host), port, 0, socket.SOCK_DGRAM)[0][-1]
     try:
-        pkt, stamp = request()
-        s.setblocking(False)
-        s.sendto(pkt, _addr(host, port))
-        t0 = time.ticks_ms()
-        while True:
-            try:
-                data = s.recv(64)
-                return parse(data, stamp)
-            except Mismatch:
-                pass  # a stray or forged datagram: keep waiting for ours
-            except OSError:
-                pass
-            if time.ticks_diff(time.ticks_ms(), t0) >= timeout_s * 1000:
-                raise NTPError("no reply from %s within %ds" % (host, timeout_s))
-            await asyncio.sleep_ms(50)
-    finally:
-        s.close()
+        return await dns.exchange(addr, pkt, lambda d: _answer(d, stamp), timeout_s * 1000)
+    except OSError as e:
+        if e.errno == dns.ETIMEDOUT:
+            raise NTPError("no reply from %s within %ds" % (host, timeout_s))
+        raise
 
 
 def apply(unix):

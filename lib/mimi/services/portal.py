@@ -64,6 +64,7 @@ class Portal:
         self._dns_task = None
         self._scan = None
         self._scan_at = None
+        self._scanning = None  # the result box of a scan under way
 
     def sup(self):
         return self._sup or _wifi()
@@ -160,6 +161,8 @@ class Portal:
             else:
                 try:
                     req = await asyncio.wait_for(self._read(r), limits.PORTAL_READ_TIMEOUT_S)
+                    if req[0] == "GET" and req[1] in ("/", "/index.html", "/scan"):
+                        await self.scan(fresh=req[1] == "/scan")  # the page lists the networks
                     resp = self.handle(*req)
                 except _Refuse as e:
                     resp = self.response(e.args[0], e.args[1])
@@ -228,7 +231,7 @@ class Portal:
         if method == "GET" and path in ("/", "/index.html"):
             return self.response("200 OK", self.page(), "text/html; charset=utf-8")
         if method == "GET" and path == "/scan":
-            return self.response("200 OK", json.dumps(self.scan(fresh=True)), "application/json")
+            return self.response("200 OK", json.dumps(self._scan or []), "application/json")
         if method == "POST" and path == "/save":
             return self.save(headers, body)
         if method in ("GET", "HEAD"):  # OS detection URLs and any other page: to the form
@@ -273,37 +276,62 @@ class Portal:
                 cfg.get("wifi_ssid"))
         return self.response("200 OK", self.page(note=note), "text/html; charset=utf-8")
 
-    def scan(self, fresh=False):
+    async def scan(self, fresh=False):
+        """The networks around, strongest first (cached PORTAL_SCAN_TTL_S; fresh: a new
+        scan once that is over). wlan.scan() holds its caller for 2-3 s on the board,
+        so it runs on a short-lived thread and the loop keeps serving meanwhile."""
         import time
 
         now = time.ticks_ms()
         age = time.ticks_diff(now, self._scan_at) if self._scan is not None else 0
         # a negative age: the stamp is older than half the ticks period (ESP32: 6.2 days)
-        if self._scan is None or fresh and not 0 <= age <= limits.PORTAL_SCAN_TTL_S * 1000:
-            nets = {}
+        if self._scan is not None and not (fresh and not 0 <= age <= limits.PORTAL_SCAN_TTL_S * 1000):
+            return self._scan
+        box = self._scanning  # a scan already under way: wait for the same one
+        if box is None:
+            import _thread
+
+            box = self._scanning = []
             try:
-                w = board.wlan()
-                w.active(True)
+                _thread.stack_size(limits.SCAN_STACK)
+                _thread.start_new_thread(self._scan_thread, (box,))
+            except (OSError, MemoryError, RuntimeError) as e:
+                self._scanning = None
+                log.warning(TAG, "scan failed: cannot start its thread: %s", e)
+                return self._scan or []
+            finally:
+                _thread.stack_size(0)
+        while not box:
+            await asyncio.sleep_ms(limits.PORTAL_SCAN_POLL_MS)
+        if self._scanning is box:
+            self._scanning = None
+            self._scan, self._scan_at = box[0], now
+        return box[0]
+
+    def _scan_thread(self, box):
+        nets = {}
+        try:
+            w = board.wlan()
+            w.active(True)
+            found = w.scan()
+            if not found and not self.sup().online():
+                # ESP-IDF refuses a user scan while the station is connecting
+                # (the esp32 port then returns []), and the driver retries the
+                # saved network for ever: stop that attempt, then scan. The
+                # supervisor's next attempt connects again.
+                try:
+                    w.disconnect()
+                except OSError:
+                    pass
                 found = w.scan()
-                if not found and not self.sup().online():
-                    # ESP-IDF refuses a user scan while the station is connecting
-                    # (the esp32 port then returns []), and the driver retries the
-                    # saved network for ever: stop that attempt, then scan. The
-                    # supervisor's next attempt connects again.
-                    try:
-                        w.disconnect()
-                    except OSError:
-                        pass
-                    found = w.scan()
-                for n in found:
-                    ssid = fs.decode(n[0]) if isinstance(n[0], bytes) else str(n[0])
-                    if ssid and (ssid not in nets or n[3] > nets[ssid]["rssi"]):
-                        nets[ssid] = {"ssid": ssid, "rssi": n[3], "ch": n[2], "auth": n[4]}
-            except OSError as e:
-                log.warning(TAG, "scan failed: %s", e)
-            self._scan = sorted(nets.values(), key=lambda n: -n["rssi"])[:limits.PORTAL_SCAN_MAX]
-            self._scan_at = now
-        return self._scan
+            for n in found:
+                ssid = fs.decode(n[0]) if isinstance(n[0], bytes) else str(n[0])
+                if ssid and (ssid not in nets or n[3] > nets[ssid]["rssi"]):
+                    nets[ssid] = {"ssid": ssid, "rssi": n[3], "ch": n[2], "auth": n[4]}
+        except Exception as e:  # noqa: B902 - the loop waits for this box: always fill it
+            log.warning(TAG, "scan failed: %s", e)
+        finally:
+            box.append(sorted(nets.values(), key=lambda n: -n["rssi"])[:limits.PORTAL_SCAN_MAX])
 
     def page(self, note=None, error=None, form=None):
         """The settings form. Secrets are never written into it: only set/not set."""
@@ -333,7 +361,7 @@ class Portal:
         out.append("<h2>WiFi</h2>")
         text("wifi_ssid", "Network")
         out.append('<datalist id="nets">')
-        nets = self.scan()
+        nets = self._scan or []
         for n in nets:
             out.append('<option value="%s">' % html_escape(n["ssid"]))
         out.append("</datalist>")

@@ -65,7 +65,7 @@ class Watchdog:
     def start(self):
         if self.wdt is None:
             self.wdt = board.WDT(timeout=self.timeout_ms)
-        _timer_feeder(None)  # boot.py's feeder (after a soft reset) hands over to us
+        _timer(None)  # boot.py's feeder (after a soft reset) hands over to us
         return self
 
     def agent_problem(self, now):
@@ -140,20 +140,36 @@ def poke():
         w.tick()
 
 
+held = False  # hold(True): the loop is blocked on purpose (aiorepl's raw REPL)
+
+
+def hold(on):
+    """The loop will be blocked for a while on purpose by code that cannot call
+    poke() (aiorepl's raw REPL while mpremote copies files): a machine.Timer calls
+    poke() meanwhile, which still stops feeding if the agent thread hangs."""
+    global held
+    held = bool(on)
+    _timer(_timer_poke if held else None)
+
+
+def _timer_poke(_t):
+    poke()
+
+
 FEEDER_TIMER = 0  # machine.Timer id (the ESP32-S3 has 0..3); boot.py uses the same
 
 
-def _timer_feeder(wdt):
-    """Feed `wdt` from a machine.Timer every WDT_FEED_S (None: stop that timer).
-    No machine.Timer on the host: nothing to do."""
+def _timer(callback):
+    """Run callback(timer) from a machine.Timer every WDT_FEED_S (None: stop that
+    timer). No machine.Timer on the host: nothing to do."""
     try:
         import machine
 
         t = machine.Timer(FEEDER_TIMER)
-        if wdt is None:
+        if callback is None:
             t.deinit()
         else:
-            t.init(period=limits.WDT_FEED_S * 1000, callback=lambda _t: wdt.feed())
+            t.init(period=limits.WDT_FEED_S * 1000, callback=callback)
         return True
     except (ImportError, AttributeError, ValueError, OSError):
         return False
@@ -166,4 +182,5 @@ def release():
     w = current
     if w is None or w.wdt is None:
         return
-    _timer_feeder(w.wdt)
+    wdt = w.wdt
+    _timer(lambda _t: wdt.feed())

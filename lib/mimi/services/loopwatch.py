@@ -1,0 +1,79 @@
+# Stall detector. The asyncio loop serves the gateway, Telegram, the console and
+# the dispatcher at once, so any step that holds it (a blocking lookup, a scan, a
+# long computation) freezes all of them. Every long-running loop task runs inside
+# watch(name, coro), which times each step it takes: a step over LOOP_STALL_MS is
+# logged as "W loop: stalled 850 ms in telegram". Tasks a watched task starts (a
+# wait_for's, a gateway client's) are watched under the same name (install()). A
+# heartbeat (task()) catches the rest: a late wake-up that no watched step explains
+# (a long garbage collection). Cost: a small generator per task, two ticks_ms() per
+# step, one wake-up per LOOP_TICK_MS.
+import time
+from mimi import limits, log
+
+TAG = "loop"
+_explained = 0  # ticks_ms when the last long watched step ended
+_current = None  # the name of the watched task whose step runs now
+
+
+def install():
+    """From now on a task created while a watched step runs is watched too, under
+    the same name (asyncio.wait_for and start_server run their work as new tasks)."""
+    import asyncio
+    from asyncio import core
+
+    make = core.create_task
+    if getattr(make, "watched", False):
+        return
+
+    def create_task(coro):
+        if _current is not None:
+            coro = watch(_current, coro)
+        return make(coro)
+
+    create_task.watched = True
+    core.create_task = asyncio.create_task = create_task
+
+
+def _timed(name, t0, quiet):
+    global _explained
+    now = time.ticks_ms()
+    dt = time.ticks_diff(now, t0)
+    if dt >= limits.LOOP_STALL_MS:
+        _explained = now
+        if not quiet:
+            log.warning(TAG, "stalled %d ms in %s", dt, name)
+
+
+def watch(name, coro, quiet=False):
+    """coro as the loop runs it, each step timed (quiet: long steps are expected,
+    e.g. the console serving mpremote, and not logged)."""
+    global _current
+    arg = exc = None
+    while True:
+        t0 = time.ticks_ms()
+        outer, _current = _current, name
+        try:
+            y = coro.send(arg) if exc is None else coro.throw(exc)
+        except StopIteration as e:
+            return e.value
+        finally:  # the task ends with an exception as it would unwatched
+            _current = outer
+            _timed(name, t0, quiet)
+        arg = exc = None
+        try:
+            arg = yield y
+        except BaseException as e:  # noqa: B902 - cancellation and timeouts go to the task
+            exc = e
+
+
+async def task():
+    """The heartbeat: a wake-up later than LOOP_STALL_MS that no watched step
+    explains is a stall somewhere else."""
+    import asyncio
+
+    while True:
+        t0 = time.ticks_ms()
+        await asyncio.sleep_ms(limits.LOOP_TICK_MS)
+        late = time.ticks_diff(time.ticks_ms(), t0) - limits.LOOP_TICK_MS
+        if late >= limits.LOOP_STALL_MS and time.ticks_diff(_explained, t0) < 0:
+            log.warning(TAG, "stalled %d ms outside the watched tasks (garbage collection?)", late)

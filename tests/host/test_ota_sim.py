@@ -1,0 +1,131 @@
+"""Over-the-air updates through the simulator, as a user runs them: the firmware
+runs from the image's /lib, so an installed bundle is what the next boot runs, a
+bundle that fails at import is rolled back by the boot guard, and ota_rollback()
+puts the previous version back by hand."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from simproc import Sim, llm_settings
+
+sys.path.insert(0, str(ROOT / "tools"))
+import bundle  # noqa: E402
+import mkimage  # noqa: E402
+
+TOKEN = "ota-e2e-token"
+
+
+@pytest.fixture
+def llm():
+    from fakes import llm as fake
+
+    svc = fake.start("anthropic", None)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def www(tmp_path):
+    """A loopback HTTP server for bundles (tests/fakes/otaserver.py serves its folder)."""
+    from fakes import otaserver
+
+    svc = otaserver.start(tmp_path / "www")
+    yield svc, tmp_path / "www"
+    svc.close()
+
+
+def make_bundle(folder, name, version, replace):
+    """The current build as a bundle, VERSION set to `version`, and `replace` {device
+    path of an .mpy: Python source} compiled in."""
+    files = bundle.app_files(ROOT / "build")
+    sources = dict(replace, **{"/lib/mimi/__init__.mpy": "VERSION = %r\n" % version})
+    for path, text in sources.items():
+        src = folder / ("src_" + name) / path.lstrip("/").replace(".mpy", ".py")
+        src.parent.mkdir(parents=True, exist_ok=True)
+        src.write_text(text)
+        mkimage.compile_module(src, src.with_suffix(".mpy"))
+        files[path] = src.with_suffix(".mpy").read_bytes()
+    (folder / name).write_bytes(bundle.bundle_bytes(files, version)[0])
+
+
+def chat(sim, text):
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "chat"), "--url", sim.url,
+                        "--token", TOKEN, "--message", text], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr + sim.output()
+    return r.stdout.strip()
+
+
+def boot_from(sim, start):
+    """Wait for the next boot that reaches the loop; -> its output."""
+    m = sim.wait_for(r"MimiClaw (\S+) on host[\s\S]*?gateway listening on [\d.]+:(\d+)", start=start)
+    sim._port = int(m.group(2))  # a new boot may pick another free port
+    return m.group(0), m.group(1)
+
+
+def test_update_runs_the_new_version_then_rollback_by_hand(tmp_path, llm, www):
+    srv, folder = www
+    make_bundle(folder, "good.bundle", "9.9.9", {})
+    with Sim.start(tmp_path, "ws_port=0", "ws_token=" + TOKEN, *llm_settings(llm), console=True) as sim:
+        _, old = boot_from(sim, 0)
+        assert old != "9.9.9"
+        assert chat(sim, "before") == "Echo: before"
+        mark = len(sim.output())
+        sim.send("ota_update(%r)\r" % (srv["base"] + "/good.bundle"))
+        sim.wait_for(r"OK: version 9\.9\.9 installed", start=mark)
+        out, version = boot_from(sim, mark)
+        assert version == "9.9.9", out
+        assert "OTA: trying version 9.9.9 (boot 1 of 2" in sim.output()[mark:]
+        assert chat(sim, "after the update") == "Echo: after the update"
+        mark = len(sim.output())
+        sim.send("ota_status()\r")
+        sim.wait_for(r"version 9\.9\.9; update state: trial", start=mark)
+
+        sim.send("ota_rollback()\r")
+        sim.wait_for(r"OK: previous version restored", start=mark)
+        out, back = boot_from(sim, mark)
+        assert back == old, out
+        assert chat(sim, "rolled back") == "Echo: rolled back"
+
+
+def test_update_that_fails_at_import_is_rolled_back(tmp_path, llm, www):
+    srv, folder = www
+    make_bundle(folder, "broken.bundle", "6.6.6",
+                {"/lib/mimi/app.mpy": "raise RuntimeError('this update is broken')\n"})
+    with Sim.start(tmp_path, "ws_port=0", "ws_token=" + TOKEN, *llm_settings(llm), console=True) as sim:
+        _, old = boot_from(sim, 0)
+        mark = len(sim.output())
+        sim.send("ota_update(%r)\r" % (srv["base"] + "/broken.bundle"))
+        sim.wait_for(r"OK: version 6\.6\.6 installed", start=mark)
+        # Two trial boots fail at import, the third boot puts the old version back.
+        sim.wait_for(r"OTA: trying version 6\.6\.6 \(boot 1 of 2[\s\S]*this update is broken"
+                     r"[\s\S]*OTA: trying version 6\.6\.6 \(boot 2 of 2[\s\S]*this update is broken"
+                     r"[\s\S]*version 6\.6\.6 failed 2 boots; restoring " + old, start=mark)
+        out, version = boot_from(sim, mark)
+        assert version == old, out
+        assert "SAFE MODE" not in sim.output()[mark:]
+        assert chat(sim, "still here") == "Echo: still here"
+        mark = len(sim.output())
+        sim.send("ota_status()\r")
+        sim.wait_for(r"last rollback: .*6\.6\.6", start=mark)
+
+
+def test_sim_start_replaces_an_installed_update(tmp_path, www):
+    srv, folder = www
+    make_bundle(folder, "good.bundle", "9.9.9", {})
+    with Sim.start(tmp_path, "ws_port=0", console=True) as sim:
+        boot_from(sim, 0)
+        mark = len(sim.output())
+        sim.send("ota_update(%r)\r" % (srv["base"] + "/good.bundle"))
+        assert boot_from(sim, mark)[1] == "9.9.9"
+    # A new start flashes the current build again (the update and its state are gone).
+    with Sim.start(tmp_path, "ws_port=0", console=True) as sim:
+        _, version = boot_from(sim, 0)
+        assert version != "9.9.9"
+        mark = len(sim.output())
+        sim.send("ota_status()\r")
+        sim.wait_for(r"update state: none", start=mark)
+    assert Path(tmp_path / "fs.img").exists()
