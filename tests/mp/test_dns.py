@@ -81,7 +81,7 @@ def test_packets():
 
 async def test_the_async_http_client_resolves_on_the_loop():
     # Telegram's client: the board's network DNS (board.dns_server(); MIMI_DNS on the host)
-    from mimi.llm import http
+    from mimi.net import http
 
     os.putenv("MIMI_DNS", "%s:%d" % server())
     try:

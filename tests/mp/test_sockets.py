@@ -20,7 +20,7 @@ def test_out_of_sockets_is_explained():
     assert "out of sockets" in text and str(limits.LWIP_SOCKETS) in text
     assert net.explain(OSError(104)) == str(OSError(104))
     # where the HTTP client opens its socket
-    from mimi.llm import http
+    from mimi.net import http
 
     class Full:  # the socket module of a board whose sockets are all taken
         SOCK_STREAM = socket.SOCK_STREAM
@@ -40,7 +40,7 @@ def test_out_of_sockets_is_explained():
 
 async def test_the_loop_client_explains_it_too():
     import asyncio
-    from mimi.llm import http
+    from mimi.net import http
 
     real = asyncio.open_connection
 
