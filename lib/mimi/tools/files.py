@@ -1,14 +1,19 @@
 # File tools (MimiClaw's read_file, write_file, edit_file, list_dir), confined to
 # /spiffs/. A path is refused unless it is a plain /spiffs/a/b/c name: no '..',
 # empty or dot-only segments, backslashes or control characters, so /config.json
-# and everything outside /spiffs stay out of reach. Writes are atomic.
+# and everything outside /spiffs stay out of reach; so do the firmware's own files
+# there (RESERVED). Writes are atomic.
 from mimi import limits, fs, log
 from mimi.tools.registry import registry
 
 ROOT = limits.SPIFFS + "/"
 PATH_ERR = "Error: path must start with /spiffs/ and must not contain '..'"
 DOTS = ".\u2024\u2025\u2026\u2027\u3002\ufe52\uff0e\uff61"  # '.' and look-alikes
-HIDDEN = (limits.DEFAULTS_RECORD,)
+# Names right under /spiffs/ that are the firmware's, in any case and with trailing
+# dots: chat histories are private to their chat (another chat's turn must not read
+# or forge them) and cron.json changes only through the cron tools, which check it.
+RESERVED = ("sessions", "cron.json", limits.DEFAULTS_RECORD[len(ROOT):])
+SKIP = (ROOT + "sessions",)  # not even walked by list_dir
 READ_CAP = min(limits.FILE_READ_MAX, limits.TOOL_OUTPUT_MAX - 200)
 
 _PATH = {"type": "string", "description": "Absolute path starting with /spiffs/"}
@@ -64,9 +69,14 @@ def check_path(path):
             return None, PATH_ERR
         if seg != seg.strip():
             return None, "Error: path parts must not start or end with spaces"
-    if path in HIDDEN or path.endswith(".tmp"):
+    if _reserved(path):
         return None, "Error: %s is reserved for the firmware" % path
     return path, None
+
+
+def _reserved(path):
+    top = path[len(ROOT):].split("/", 1)[0].lower().rstrip(DOTS)
+    return top in RESERVED or path.endswith(".tmp")
 
 
 def read_file(args, ctx):
@@ -147,17 +157,14 @@ def _edit(p, old, new):
     return err or "OK: edited %s (replaced %d bytes with %d bytes)" % (p, len(old), len(new))
 
 
-def visible(path):
-    return path not in HIDDEN and not path.endswith(".tmp")
-
-
 def list_dir(args, ctx):
     prefix = args.get("prefix") or ""
     if not isinstance(prefix, str):
         return "Error: 'prefix' must be a string"
     if prefix and not prefix.startswith("/"):
         prefix = ROOT + prefix  # "memory/" means /spiffs/memory/
-    names = [p for p in fs.walk_files(limits.SPIFFS) if visible(p) and p.startswith(prefix)]
+    names = [e[0] for e in fs.entries(limits.SPIFFS, SKIP)
+             if not e[1] and not _reserved(e[0]) and e[0].startswith(prefix)]
     if not names:
         return "(no files found)"
     out = []
