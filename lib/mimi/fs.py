@@ -117,7 +117,7 @@ def write_atomic(path, data):
             with open(tmp, "wb") as f:
                 f.write(data)
             os.rename(tmp, path)
-        except OSError:
+        except BaseException:  # a full flash, or a Ctrl-C: no temporary file stays
             remove(tmp)
             raise
 
@@ -202,7 +202,7 @@ def copy_atomic(src, dst, bufsize=512):
             with open(src, "rb") as fi, open(tmp, "wb") as fo:
                 pump(fi, fo, bytearray(bufsize))
             os.rename(tmp, dst)
-        except OSError:
+        except BaseException:
             remove(tmp)
             raise
 
@@ -256,3 +256,8 @@ def info(dirs=None):
     free = st[3] - (1 << 32 if st[3] > total else 0) + 2 * dirs
     free = min(max(free, 0), total)
     return {"block_size": st[0], "blocks": total, "free": free * st[0], "total": total * st[0]}
+
+
+def why(e):
+    """An OSError from a write, in words the model and a person can act on."""
+    return "the flash is full" if e.args and e.args[0] == 28 else str(e)  # ENOSPC

@@ -1,9 +1,24 @@
-# A full flash (issue 16 item 6): what fs_info says when LittleFS is full.
+# A full flash (issue 16 item 6): what the file tools, the sessions and fs_info do
+# when LittleFS says ENOSPC.
 import os
-from mimi import limits, fs, board
+import json
+from support import read
+from mimi import limits, fs, log, board
+from mimi.config import cfg
+from mimi.tools.registry import registry
+from mimi.tools import files  # noqa: F401  (registers the file tools)
+from mimi.memory import sessions
 
 FS_BLOCKS = 160
 JUNK = "/junk"
+
+
+def setup():
+    cfg.load()
+
+
+def call(name, **args):
+    return registry.call(name, args)
 
 
 def fill():
@@ -18,6 +33,80 @@ def fill():
     except OSError as e:
         assert e.args[0] == 28, e
     return n
+
+
+def unfill(n=8):
+    for name in sorted(os.listdir(JUNK))[:n]:
+        os.remove(JUNK + "/" + name)
+
+
+def tmp_files():
+    return [p for p in fs.walk_files("/") if p.endswith(".tmp")]
+
+
+def test_write_on_full_flash_is_an_error_and_leaves_the_old_file():
+    assert call("write_file", path="/spiffs/memory/MEMORY.md", content="old").startswith("OK:")
+    fill()
+    r = call("write_file", path="/spiffs/memory/MEMORY.md", content="new " * 3000)
+    assert r.startswith("Error:") and "flash is full" in r, r
+    assert read("/spiffs/memory/MEMORY.md") == "old"
+    r = call("write_file", path="/spiffs/memory/new.md", content="n" * 9000)
+    assert r.startswith("Error:") and "flash is full" in r, r
+    assert not fs.exists("/spiffs/memory/new.md")
+    r = call("edit_file", path="/spiffs/memory/MEMORY.md", old_string="old", new_string="x" * 9000)
+    assert r.startswith("Error:") and "flash is full" in r, r
+    assert read("/spiffs/memory/MEMORY.md") == "old"
+    assert tmp_files() == []
+    unfill()
+    assert call("write_file", path="/spiffs/memory/new.md", content="n" * 9000).startswith("OK:")
+    assert tmp_files() == []
+
+
+def test_session_save_on_full_flash_is_said_and_kept():
+    key = "ws_full"
+    sessions.append(key, "user", "q1")
+    sessions.append(key, "assistant", "a1")
+    assert sessions.flush() is None
+    fill()
+    mark = len(log.recent(100))
+    sessions.append(key, "user", "q2")
+    sessions.append(key, "assistant", "a2")
+    err = sessions.flush()
+    assert err and "not saved" in err and "flash is full" in err, err
+    assert any("session" in line for line in log.recent(100)[mark:])
+    # The chat goes on with what could not be written.
+    assert [m["content"] for m in sessions.load(key)] == ["q1", "a1", "q2", "a2"]
+    unfill()
+    assert sessions.flush() is None
+    with open(sessions.path(key)) as f:
+        assert [json.loads(x)["content"] for x in f.read().split("\n") if x] == ["q1", "a1", "q2", "a2"]
+    assert tmp_files() == []
+
+
+def test_unsaved_lines_stay_bounded():
+    fill()
+    for i in range(200):
+        sessions.append("ws_b", "user", "%d " % i + "x" * 500)
+    assert sessions._pending_bytes <= 2 * limits.SESSION_PENDING_MAX
+    msgs = sessions.load("ws_b", 1000)
+    assert msgs == [] or msgs[-1]["role"] == "assistant"
+
+
+def test_worker_says_when_the_chat_was_not_saved():
+    from mimi import bus
+    from mimi.agent import worker
+    from mimi.llm import provider
+
+    class Stub:
+        def chat(self, system, messages, tools):
+            return provider.Reply("the answer")
+
+    provider.from_config = lambda c: Stub()
+    fill()
+    out = worker.run_message(bus.Msg("websocket", "wf", "hello"))
+    assert out.startswith("the answer") and "not saved" in out, out
+    unfill()
+    assert worker.run_message(bus.Msg("websocket", "wf", "again")) == "the answer"
 
 
 def test_fs_info_counts_folders_once_and_never_wraps():

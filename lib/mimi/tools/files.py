@@ -111,7 +111,7 @@ def _write(p, data):
         fs.write_atomic(p, data)
     except OSError as e:
         log.exception("files", "write " + p, e)
-        return "Error: cannot write %s (%s)" % (p, e)
+        return "Error: %s not saved: %s" % (p, fs.why(e))
     return None
 
 
