@@ -230,3 +230,71 @@ def test_reserved_names_match_their_owners():
     assert files.check_path(limits.SPIFFS + "/sessions-notes.md")[0]  # a look-alike that is no folder of ours
     assert files.check_path(limits.SPIFFS + "/memory/sessions/x.md")[0]
     assert files.check_path(limits.SPIFFS + "/memory/cron.json")[0]
+
+
+def quota(kb):
+    from mimi.config import cfg
+
+    cfg.set("files_quota_kb", kb)
+    files._used = None  # as after a reboot: counted again
+
+
+def test_quota_refuses_with_how_much_is_used():
+    # Issue 16 item 6: nothing stopped the model from filling the flash.
+    quota(64)
+    # 30000 bytes take 8 blocks (32 KB), the new folder 8 KB: 40 KB used.
+    assert call("write_file", path="/spiffs/q/a.md", content="a" * 30000).startswith("OK:")
+    r = call("write_file", path="/spiffs/q/b.md", content="b" * 30000)
+    assert r.startswith("Error:") and "40 KB" in r and "64 KB" in r and "files_quota_kb" in r, r
+    assert "32 KB more" in r, r
+    assert not fs.exists("/spiffs/q/b.md")
+    # Growing a file by edit is refused too, and leaves it as it was.
+    r = call("edit_file", path="/spiffs/q/a.md", old_string="aaaa", new_string="x" * 30000)
+    assert r.startswith("Error:") and "64 KB" in r, r
+    assert read("/spiffs/q/a.md") == "a" * 30000
+    # Shrinking is always allowed, and frees room for the next file.
+    assert call("write_file", path="/spiffs/q/a.md", content="short").startswith("OK:")
+    assert call("write_file", path="/spiffs/q/b.md", content="b" * 30000).startswith("OK:")
+    # Each file counts at least a block, each folder two: many tiny files or folders
+    # cannot slip past the quota.
+    quota(64)
+    out = [call("write_file", path="/spiffs/t/%d/x" % i, content="") for i in range(8)]
+    # q, a, b: 44 KB; t, t/0 and x: 20 KB more, 64 in all; t/1 and its x would be 12 more.
+    assert [r[:3] for r in out].count("OK:") == 1, out
+    assert "files_quota_kb" in out[-1]
+
+
+def test_quota_total_is_kept_not_recounted():
+    quota(1024)
+    walks = []
+    real = fs.entries
+
+    def counting(top, *a):
+        if top == "/":
+            walks.append(top)
+        return real(top, *a)
+
+    fs.entries = counting
+    try:
+        for i in range(5):
+            assert call("write_file", path="/spiffs/n/%d.md" % i, content="x" * 5000).startswith("OK:")
+        assert call("edit_file", path="/spiffs/n/0.md", old_string="xx", new_string="y").startswith("OK:")
+    finally:
+        fs.entries = real
+    assert len(walks) == 1
+    # The running total equals a fresh count.
+    used = files._used
+    files._used = None
+    files.usage()
+    assert files._used == used == 2 * limits.BLOCK_SIZE + 5 * 2 * limits.BLOCK_SIZE
+
+
+def test_quota_setting():
+    from mimi.config import cfg
+    from support import raises
+
+    assert cfg.get("files_quota_kb") == 0  # 0: sized to the flash
+    for bad in (-1, "lots", limits.FILES_QUOTA_MAX_KB + 1):
+        raises(ValueError, cfg.set, "files_quota_kb", bad)
+    cfg.set("files_quota_kb", "2048")
+    assert cfg.get("files_quota_kb") == 2048

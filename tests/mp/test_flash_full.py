@@ -1,12 +1,13 @@
 # A full flash (issue 16 item 6): what the file tools, the sessions and fs_info do
-# when LittleFS says ENOSPC.
+# when LittleFS says ENOSPC, and the room the file tools' default quota leaves for
+# the system's own files.
 import os
 import json
 from support import read
 from mimi import limits, fs, log, board
 from mimi.config import cfg
 from mimi.tools.registry import registry
-from mimi.tools import files  # noqa: F401  (registers the file tools)
+from mimi.tools import files
 from mimi.memory import sessions
 
 FS_BLOCKS = 160
@@ -15,6 +16,7 @@ JUNK = "/junk"
 
 def setup():
     cfg.load()
+    files._used = None
 
 
 def call(name, **args):
@@ -50,16 +52,28 @@ def test_write_on_full_flash_is_an_error_and_leaves_the_old_file():
     r = call("write_file", path="/spiffs/memory/MEMORY.md", content="new " * 3000)
     assert r.startswith("Error:") and "flash is full" in r, r
     assert read("/spiffs/memory/MEMORY.md") == "old"
+    # Counted again after that failure: the quota now refuses before LittleFS does.
     r = call("write_file", path="/spiffs/memory/new.md", content="n" * 9000)
-    assert r.startswith("Error:") and "flash is full" in r, r
+    assert r.startswith("Error: no room") and "flash" in r, r
     assert not fs.exists("/spiffs/memory/new.md")
     r = call("edit_file", path="/spiffs/memory/MEMORY.md", old_string="old", new_string="x" * 9000)
-    assert r.startswith("Error:") and "flash is full" in r, r
+    assert r.startswith("Error: no room"), r
     assert read("/spiffs/memory/MEMORY.md") == "old"
     assert tmp_files() == []
-    unfill()
+    # Room made elsewhere (more than the reserve) is seen without a reboot.
+    unfill(limits.FILES_RESERVE // limits.BLOCK_SIZE + 8)
     assert call("write_file", path="/spiffs/memory/new.md", content="n" * 9000).startswith("OK:")
     assert tmp_files() == []
+
+
+def test_quota_counted_on_a_full_flash_refuses_growth_allows_shrinking():
+    assert call("write_file", path="/spiffs/a.md", content="a" * 9000).startswith("OK:")
+    fill()
+    files._used = None  # a boot with the flash already full
+    r = call("write_file", path="/spiffs/b.md", content="b")
+    assert r.startswith("Error:") and "KB" in r and "flash is full" not in r, r
+    assert call("write_file", path="/spiffs/a.md", content="a").startswith("OK:")
+    assert read("/spiffs/a.md") == "a"
 
 
 def test_session_save_on_full_flash_is_said_and_kept():
@@ -120,3 +134,34 @@ def test_fs_info_counts_folders_once_and_never_wraps():
     assert info["total"] == FS_BLOCKS * limits.BLOCK_SIZE
     st = os.statvfs("/")
     assert not 0 <= st[3] <= st[2]  # LittleFS's own count wrapped: what fs_info corrects
+
+
+def test_default_quota_leaves_room_for_the_system():
+    assert cfg.get("files_quota_kb") == 0
+    used, cap = files.usage()
+    assert cap <= board.fs_info()["free"] - limits.FILES_RESERVE
+    # The model fills all it may, big files first, then small ones.
+    refused = None
+    for size in (60000, 9000, 1000):
+        i = 0
+        while True:
+            r = call("write_file", path="/spiffs/fill/%d-%d.md" % (size, i), content="f" * size)
+            if not r.startswith("OK:"):
+                refused = r
+                break
+            i += 1
+    assert refused.startswith("Error: no room") and "flash is full" not in refused, refused
+    # The system's own files still save: settings, a full cron.json, the Telegram
+    # offset and a chat grown past its compaction size.
+    cfg.set("tz", "+01:00")
+    cfg.set("heartbeat_min", 15)
+    fs.write_atomic(limits.SPIFFS + "/cron.json", json.dumps({"jobs": [], "pad": "p" * (limits.CRON_FILE_MAX - 100)}))
+    fs.write_atomic(limits.TG_OFFSET_PATH, '{"offset": 12345}')
+    for i in range(100):
+        sessions.append("tg_1", "user", "question %d " % i + "q" * 700)
+        sessions.append("tg_1", "assistant", "answer %d " % i + "a" * 700)
+        assert sessions.flush() is None
+    assert 0 < fs.size(sessions.path("tg_1")) <= limits.SESSION_FILE_MAX
+    cfg.load()
+    assert cfg.get("tz") == "+01:00"
+    assert tmp_files() == []
