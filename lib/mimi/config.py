@@ -175,6 +175,8 @@ SCHEMA = {
     "ota_key": ("", _token, True),  # shared secret: update bundles must carry its HMAC-SHA256
     # pins the GPIO tools may use ("4-18,21"; "" = none); see mimi/gpio_policy.py
     "gpio_allow": (_gpio_allow(gpio_policy.DEFAULT), _gpio_allow, False),
+    # what the file tools' files may take; 0: what the flash leaves (tools/files.py)
+    "files_quota_kb": (0, _int(0, limits.FILES_QUOTA_MAX_KB), False),
 }
 
 

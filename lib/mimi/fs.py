@@ -117,7 +117,7 @@ def write_atomic(path, data):
             with open(tmp, "wb") as f:
                 f.write(data)
             os.rename(tmp, path)
-        except OSError:
+        except BaseException:  # a full flash, or a Ctrl-C: no temporary file stays
             remove(tmp)
             raise
 
@@ -202,7 +202,7 @@ def copy_atomic(src, dst, bufsize=512):
             with open(src, "rb") as fi, open(tmp, "wb") as fo:
                 pump(fi, fo, bytearray(bufsize))
             os.rename(tmp, dst)
-        except OSError:
+        except BaseException:
             remove(tmp)
             raise
 
@@ -218,15 +218,46 @@ def remove(path):
 
 def walk_files(top):
     """Every file below `top`, as full paths, depth first in name order."""
-    out = []
+    return [e[0] for e in entries(top) if not e[1]]
+
+
+def entries(top, skip=()):
+    """(path, is_dir, size) of everything below `top`, depth first in name order, a
+    folder before its contents; folders named in `skip` are left out whole."""
     try:
-        entries = sorted(os.ilistdir(top))
+        found = sorted(os.ilistdir(top))
     except OSError:
-        return out
-    for e in entries:
-        full = (top.rstrip("/") + "/" + e[0])
-        if e[1] & _DIR:
-            out.extend(walk_files(full))
-        else:
-            out.append(full)
-    return out
+        return
+    for e in found:
+        if top == "/" and len(e) < 4:
+            continue  # another filesystem mounted there (the simulator's /host)
+        full = top.rstrip("/") + "/" + e[0]
+        d = e[1] & _DIR != 0
+        if d and full in skip:
+            continue
+        yield full, d, 0 if d else e[3] if len(e) > 3 else size(full)
+        if d:
+            yield from entries(full, skip)
+
+
+def info(dirs=None):
+    """{"block_size", "blocks", "free", "total"} of the flash, free and total in bytes.
+    MicroPython's statvfs counts with lfs_fs_traverse, which visits every folder's
+    two metadata blocks twice, and reports blocks minus that count unsigned: free
+    space shrinks by 8 KB a folder and, past zero, wraps (2**32 - n; -n on 32-bit).
+    Corrected with the number of folders (`dirs`, counted when not given)."""
+    with lock:
+        st = os.statvfs("/")
+        if dirs is None:
+            dirs = 0
+            for e in entries("/"):
+                dirs += e[1]
+    total = st[2]
+    free = st[3] - (1 << 32 if st[3] > total else 0) + 2 * dirs
+    free = min(max(free, 0), total)
+    return {"block_size": st[0], "blocks": total, "free": free * st[0], "total": total * st[0]}
+
+
+def why(e):
+    """An OSError from a write, in words the model and a person can act on."""
+    return "the flash is full" if e.args and e.args[0] == 28 else str(e)  # ENOSPC

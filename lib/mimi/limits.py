@@ -54,6 +54,10 @@ SKILL_HEAD_READ = const(2048)  # bytes of a skill file read for its title/descri
 FILE_READ_MAX = const(32 * 1024)
 FILE_WRITE_MAX = const(64 * 1024)
 PATH_MAX = const(192)  # bytes of a path the file tools accept
+# Flash the file tools' files never take, beside room for an OTA copy of the code: the
+# system's own files (settings, sessions, cron.json, offsets) always save.
+FILES_RESERVE = const(256 * 1024)
+FILES_QUOTA_MAX_KB = const(64 * 1024)  # highest files_quota_kb accepted
 LIST_DIR_MAX = const(4096)  # bytes of list_dir output
 SESSION_FILE_MAX = const(64 * 1024)
 SESSION_KEEP = const(24 * 1024)  # tail kept when a session file is compacted

@@ -124,19 +124,24 @@ def escapes():
     return base
 
 
+def every_tool_refuses(paths, content, old, secret):
+    """read_file, write_file and edit_file answer an error for each path, never quoting secret."""
+    for p in paths:
+        for tool, extra in (("read_file", {}), ("write_file", {"content": content}),
+                            ("edit_file", {"old_string": old, "new_string": "b"})):
+            args = {"path": p}
+            args.update(extra)
+            r = registry.call(tool, args)
+            assert r.startswith("Error:"), (tool, p, r)
+            assert secret not in r
+
+
 def test_path_escapes_refused():
     write("/config.json", '{"api_key": "sk-secret"}')
     write("/spiffs/x.md", "ok")
     cases = escapes()
     assert len(cases) >= 50
-    for p in cases:
-        for tool, extra in (("read_file", {}), ("write_file", {"content": "pwned"}),
-                            ("edit_file", {"old_string": "a", "new_string": "b"})):
-            args = {"path": p}
-            args.update(extra)
-            r = registry.call(tool, args)
-            assert r.startswith("Error:"), (tool, p, r)
-            assert "sk-secret" not in r
+    every_tool_refuses(cases, "pwned", "a", "sk-secret")
     assert read("/config.json") == '{"api_key": "sk-secret"}'
     assert read("/spiffs/x.md") == "ok"
     # Nothing was written anywhere outside the allowed tree.
@@ -186,3 +191,110 @@ def test_repl_tool_exec():
     assert "/spiffs/t.md" in lines[2]
     assert lines[3].startswith("Error: path must start with /spiffs/")
     assert lines[4].startswith("Error:") and lines[5] == "Error: unknown tool 'nope'"
+
+
+def test_sessions_and_cron_json_out_of_reach():
+    # Issue 16 item 5: from a WebSocket turn the model read and forged a Telegram
+    # chat's history and wrote cron.json jobs that cron_add refuses.
+    chat = '{"role": "user", "content": "owner private text", "ts": 1}\n'
+    jobs = '{"jobs": []}'
+    write("/spiffs/sessions/tg_42.jsonl", chat)
+    write("/spiffs/cron.json", jobs)
+    tricks = ("/spiffs/sessions/tg_42.jsonl", "/spiffs/sessions", "/spiffs/sessions/",
+              "/spiffs/sessions/new.jsonl", "/spiffs/sessions/tg_42.jsonl/", "/spiffs/sessions/tg_42.jsonl.tmp",
+              "/spiffs/Sessions/tg_42.jsonl", "/spiffs/SESSIONS/tg_42.jsonl", "/spiffs/sessions./tg_42.jsonl",
+              "/spiffs/sessions\u2024/tg_42.jsonl", "/spiffs//sessions/tg_42.jsonl", "/spiffs/./sessions/tg_42.jsonl",
+              "/spiffs/sessions//tg_42.jsonl", "/spiffs/sessions/./tg_42.jsonl", "/spiffs/sessions/x/../tg_42.jsonl",
+              "/spiffs/memory/../sessions/tg_42.jsonl", "/spiffs/sessions/sub/x.md",
+              "/spiffs/cron.json", "/spiffs/CRON.JSON", "/spiffs/Cron.json", "/spiffs/cron.json/", "/spiffs/cron.json.",
+              "/spiffs/cron.json\uff0e", "/spiffs/cron.json/x", "/spiffs//cron.json", "/spiffs/./cron.json",
+              "/spiffs/cron.json.tmp", "/spiffs/memory/../cron.json", "/spiffs/.defaults.json", "/spiffs/.DEFAULTS.json")
+    every_tool_refuses(tricks, '{"jobs": [{"chat_id": "666"}]}', "owner", "private")
+    assert read("/spiffs/sessions/tg_42.jsonl") == chat
+    assert read("/spiffs/cron.json") == jobs
+    assert sorted(fs.walk_files("/spiffs")) == ["/spiffs/cron.json", "/spiffs/sessions/tg_42.jsonl"]
+    assert not fs.exists("/spiffs/Sessions") and not fs.exists("/spiffs/CRON.JSON")
+    # list_dir shows neither, whatever the prefix.
+    write("/spiffs/memory/MEMORY.md", "m")
+    assert call("list_dir") == "/spiffs/memory/MEMORY.md"
+    for prefix in ("/spiffs/sessions/", "sessions", "/spiffs/cron", "/spiffs/s"):
+        assert call("list_dir", prefix=prefix) == "(no files found)", prefix
+
+
+def test_reserved_names_match_their_owners():
+    from mimi.memory import sessions
+    from mimi.services import cron
+
+    for p in (sessions.DIR, sessions.DIR + "/x.jsonl", cron.PATH, limits.DEFAULTS_RECORD):
+        assert files.check_path(p)[0] is None, p
+    assert files.check_path(limits.SPIFFS + "/sessions-notes.md")[0]  # a look-alike that is no folder of ours
+    assert files.check_path(limits.SPIFFS + "/memory/sessions/x.md")[0]
+    assert files.check_path(limits.SPIFFS + "/memory/cron.json")[0]
+
+
+def quota(kb):
+    from mimi.config import cfg
+
+    cfg.set("files_quota_kb", kb)
+    files._used = None  # as after a reboot: counted again
+
+
+def test_quota_refuses_with_how_much_is_used():
+    # Issue 16 item 6: nothing stopped the model from filling the flash.
+    quota(64)
+    # 30000 bytes take 8 blocks (32 KB), the new folder 8 KB: 40 KB used.
+    assert call("write_file", path="/spiffs/q/a.md", content="a" * 30000).startswith("OK:")
+    r = call("write_file", path="/spiffs/q/b.md", content="b" * 30000)
+    assert r.startswith("Error:") and "40 KB" in r and "64 KB" in r and "files_quota_kb" in r, r
+    assert "32 KB more" in r, r
+    assert not fs.exists("/spiffs/q/b.md")
+    # Growing a file by edit is refused too, and leaves it as it was.
+    r = call("edit_file", path="/spiffs/q/a.md", old_string="aaaa", new_string="x" * 30000)
+    assert r.startswith("Error:") and "64 KB" in r, r
+    assert read("/spiffs/q/a.md") == "a" * 30000
+    # Shrinking is always allowed, and frees room for the next file.
+    assert call("write_file", path="/spiffs/q/a.md", content="short").startswith("OK:")
+    assert call("write_file", path="/spiffs/q/b.md", content="b" * 30000).startswith("OK:")
+    # Each file counts at least a block, each folder two: many tiny files or folders
+    # cannot slip past the quota.
+    quota(64)
+    out = [call("write_file", path="/spiffs/t/%d/x" % i, content="") for i in range(8)]
+    # q, a, b: 44 KB; t, t/0 and x: 20 KB more, 64 in all; t/1 and its x would be 12 more.
+    assert [r[:3] for r in out].count("OK:") == 1, out
+    assert "files_quota_kb" in out[-1]
+
+
+def test_quota_total_is_kept_not_recounted():
+    quota(1024)
+    walks = []
+    real = fs.entries
+
+    def counting(top, *a):
+        if top == "/":
+            walks.append(top)
+        return real(top, *a)
+
+    fs.entries = counting
+    try:
+        for i in range(5):
+            assert call("write_file", path="/spiffs/n/%d.md" % i, content="x" * 5000).startswith("OK:")
+        assert call("edit_file", path="/spiffs/n/0.md", old_string="xx", new_string="y").startswith("OK:")
+    finally:
+        fs.entries = real
+    assert len(walks) == 1
+    # The running total equals a fresh count.
+    used = files._used
+    files._used = None
+    files.usage()
+    assert files._used == used == 2 * limits.BLOCK_SIZE + 5 * 2 * limits.BLOCK_SIZE
+
+
+def test_quota_setting():
+    from mimi.config import cfg
+    from support import raises
+
+    assert cfg.get("files_quota_kb") == 0  # 0: sized to the flash
+    for bad in (-1, "lots", limits.FILES_QUOTA_MAX_KB + 1):
+        raises(ValueError, cfg.set, "files_quota_kb", bad)
+    cfg.set("files_quota_kb", "2048")
+    assert cfg.get("files_quota_kb") == 2048

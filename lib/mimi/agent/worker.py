@@ -97,8 +97,8 @@ def run_message(msg):
             return turn.text
         sessions.append(key, "user", text)
         sessions.append(key, "assistant", turn.text)
-        sessions.flush()
-        return turn.text
+        err = sessions.flush()  # a chat that could not be saved is told so
+        return turn.text + "\n\n" + err if err else turn.text
     except Exception as e:  # one bad turn must not stop the agent
         failures += 1
         log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)

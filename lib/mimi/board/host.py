@@ -6,6 +6,7 @@ import sys
 import vfs
 from mimi import limits
 from mimi.board.clock import Clock
+from mimi.fs import info as fs_info  # noqa: F401  (statvfs corrected)
 from mimi.board.host_sys import WDT, Partition, rtc_memory, ap_wlan  # noqa: F401
 
 NAME = "host"
@@ -100,11 +101,6 @@ def mount_image(path, block_count=None, mkfs=False):
 def host_path(path):
     """A path on the host's own filesystem, as the firmware can reach it."""
     return HOST_MOUNT + path if image_path is not None else path
-
-
-def fs_info():
-    st = os.statvfs("/")
-    return {"block_size": st[0], "blocks": st[2], "free": st[3] * st[0], "total": st[2] * st[0]}
 
 
 class SimWLAN:

@@ -73,10 +73,14 @@ def append(key, role, content):
 
 
 def flush():
-    """Write every buffered message to its file; compact files grown past the cap."""
+    """Write every buffered message to its file; compact files grown past the cap.
+    None, or what could not be saved: those messages stay buffered (the newest, up to
+    SESSION_PENDING_MAX a chat) and are written by a later flush."""
+    err = None
     with _lock:
         for key in tuple(_pending):
-            _flush_key(key)
+            err = _flush_key(key) or err
+    return err
 
 
 def _take_pending(key):
@@ -89,18 +93,27 @@ def _take_pending(key):
 
 
 def _flush_key(key):
+    global _pending_bytes
     lines = _take_pending(key)
     if not lines:
-        return
+        return None
     p = path(key)
     with fs.lock:  # the append and a compaction it triggers are one change
         try:
             fs.append(p, [x for data in lines for x in (data, b"\n")])
-        except OSError as e:
+        except OSError as e:  # LittleFS commits nothing of a failed append
             log.exception("session", "write " + p, e)
-            return
+            keep = []
+            for data in reversed(lines):  # the newest lines, bounded, for the next flush
+                if keep and _pending_bytes + len(data) + 1 > limits.SESSION_PENDING_MAX:
+                    break
+                keep.insert(0, data)
+                _pending_bytes += len(data) + 1
+            _pending[key] = keep
+            return "(This conversation was not saved: %s. It is kept in memory until a restart.)" % fs.why(e)
         if fs.size(p) > limits.SESSION_FILE_MAX:
             _compact(p)
+    return None
 
 
 def _compact(p, keep=limits.SESSION_KEEP):
@@ -217,7 +230,9 @@ def load(key, n=limits.HISTORY_MAX):
     with _lock:
         _flush_key(key)
         msgs = _tail(path(key), n)
-    return repair(msgs)
+        for data in _pending.get(key, ()):  # could not be written (flash full): still this chat's
+            _take(data, msgs, key)
+    return repair(msgs[-n:])
 
 
 def clear(key):

@@ -1,15 +1,26 @@
 # File tools (MimiClaw's read_file, write_file, edit_file, list_dir), confined to
 # /spiffs/. A path is refused unless it is a plain /spiffs/a/b/c name: no '..',
 # empty or dot-only segments, backslashes or control characters, so /config.json
-# and everything outside /spiffs stay out of reach. Writes are atomic.
+# and everything outside /spiffs stay out of reach; so do the firmware's own files
+# there (RESERVED). Writes are atomic and kept within a quota (files_quota_kb).
 from mimi import limits, fs, log
 from mimi.tools.registry import registry
 
 ROOT = limits.SPIFFS + "/"
 PATH_ERR = "Error: path must start with /spiffs/ and must not contain '..'"
 DOTS = ".\u2024\u2025\u2026\u2027\u3002\ufe52\uff0e\uff61"  # '.' and look-alikes
-HIDDEN = (limits.DEFAULTS_RECORD,)
+# Names right under /spiffs/ that are the firmware's, in any case and with trailing
+# dots: chat histories are private to their chat (another chat's turn must not read
+# or forge them) and cron.json changes only through the cron tools, which check it.
+RESERVED = ("sessions", "cron.json", limits.DEFAULTS_RECORD[len(ROOT):])
+SKIP = (ROOT + "sessions",)  # not even walked by list_dir
 READ_CAP = min(limits.FILE_READ_MAX, limits.TOOL_OUTPUT_MAX - 200)
+DIR_COST = 2 * limits.BLOCK_SIZE  # a folder: its metadata pair
+QUOTA_ERR = ("Error: no room: files here take %d KB and the file tools may use %d KB (%s); this "
+             "needs %d KB more (a file counts in whole 4 KB blocks, a folder 8 KB). Shorten or "
+             "empty files no longer needed.")
+_used = None  # bytes the file tools' files take, in blocks (_cost); None: count at next use
+_room = 0  # what the flash leaves them: free at the count, minus the reserve
 
 _PATH = {"type": "string", "description": "Absolute path starting with /spiffs/"}
 READ_SCHEMA = {"type": "object", "properties": {"path": _PATH}, "required": ["path"]}
@@ -64,9 +75,44 @@ def check_path(path):
             return None, PATH_ERR
         if seg != seg.strip():
             return None, "Error: path parts must not start or end with spaces"
-    if path in HIDDEN or path.endswith(".tmp"):
+    if _reserved(path):
         return None, "Error: %s is reserved for the firmware" % path
     return path, None
+
+
+def _reserved(path):
+    top = path[len(ROOT):].split("/", 1)[0].lower().rstrip(DOTS)
+    return top in RESERVED or path.endswith(".tmp")
+
+
+def _cost(size):
+    """Flash a file of `size` bytes may take: whole blocks, at least one (a small file
+    lives in its folder's metadata, which grows by about that much)."""
+    return (size // limits.BLOCK_SIZE + 1) * limits.BLOCK_SIZE
+
+
+def usage():
+    """(bytes the file tools' files take, bytes they may take). Counted once (each boot),
+    then kept as a running total by the tools' writes; the cap is files_quota_kb, never
+    more than the flash free at the count minus FILES_RESERVE and room for an OTA copy
+    of the code."""
+    global _used, _room
+    from mimi.config import cfg
+
+    with fs.lock:
+        if _used is None:
+            used = code = dirs = 0
+            for p, d, n in fs.entries("/"):
+                c = DIR_COST if d else _cost(n)
+                dirs += d
+                if p.startswith(ROOT):
+                    used += 0 if _reserved(p) else c
+                elif p[1:].split("/", 1)[0] in limits.OTA_TOPS:
+                    code += c  # an update stages a copy of it
+            _room = used + fs.info(dirs)["free"] - limits.FILES_RESERVE - code
+            _used = used
+    q = cfg.get("files_quota_kb") * 1024
+    return _used, min(q, _room) if q else _room
 
 
 def read_file(args, ctx):
@@ -88,20 +134,35 @@ def read_file(args, ctx):
 
 
 def _write(p, data):
+    global _used
     if fs.isdir(p):
         return "Error: %s is a directory" % p
     if len(data) > limits.FILE_WRITE_MAX:
         return "Error: content too large (%d bytes; max %d)" % (len(data), limits.FILE_WRITE_MAX)
-    par = fs.parent(p)
-    while len(par) > len(limits.SPIFFS):
-        if fs.exists(par) and not fs.isdir(par):
-            return "Error: %s is a file, not a directory" % par
-        par = fs.parent(par)
-    try:
-        fs.write_atomic(p, data)
-    except OSError as e:
-        log.exception("files", "write " + p, e)
-        return "Error: cannot write %s (%s)" % (p, e)
+    with fs.lock:  # quota check, write and running total as one change
+        used, cap = usage()
+        size = fs.size(p)
+        need = _cost(len(data)) - (_cost(size) if size >= 0 else 0)
+        par = fs.parent(p)
+        while len(par) > len(limits.SPIFFS):
+            if not fs.exists(par):
+                need += DIR_COST
+            elif not fs.isdir(par):
+                return "Error: %s is a file, not a directory" % par
+            par = fs.parent(par)
+        if need > 0 and used + need > cap and cap == _room:
+            _used = None  # files may have gone since the count: count again
+            used, cap = usage()
+        if need > 0 and used + need > cap:
+            why = "files_quota_kb" if cap < _room else "what the flash leaves beside the system's files"
+            return QUOTA_ERR % (used >> 10, max(cap, 0) >> 10, why, need >> 10)
+        try:
+            fs.write_atomic(p, data)
+        except OSError as e:
+            _used = None  # the flash changed under the count: count again
+            log.exception("files", "write " + p, e)
+            return "Error: %s not saved: %s" % (p, fs.why(e))
+        _used += need
     return None
 
 
@@ -147,17 +208,14 @@ def _edit(p, old, new):
     return err or "OK: edited %s (replaced %d bytes with %d bytes)" % (p, len(old), len(new))
 
 
-def visible(path):
-    return path not in HIDDEN and not path.endswith(".tmp")
-
-
 def list_dir(args, ctx):
     prefix = args.get("prefix") or ""
     if not isinstance(prefix, str):
         return "Error: 'prefix' must be a string"
     if prefix and not prefix.startswith("/"):
         prefix = ROOT + prefix  # "memory/" means /spiffs/memory/
-    names = [p for p in fs.walk_files(limits.SPIFFS) if visible(p) and p.startswith(prefix)]
+    names = [e[0] for e in fs.entries(limits.SPIFFS, SKIP)
+             if not e[1] and not _reserved(e[0]) and e[0].startswith(prefix)]
     if not names:
         return "(no files found)"
     out = []
