@@ -125,6 +125,14 @@ def _token(v):
     return v
 
 
+def _ca_file(v):
+    v = str(v).strip()
+    if v and (not v.startswith("/") or v.startswith(limits.SPIFFS + "/") or len(v) > 100):
+        raise ValueError("a file path on the flash outside %s (where the file tools cannot "
+                         "change it), e.g. /certs/mine.pem" % limits.SPIFFS)
+    return v
+
+
 def _gpio_allow(v):
     return gpio_policy.normalize(v)
 
@@ -154,6 +162,7 @@ SCHEMA = {
     "ota_key": ("", _token, True),  # shared secret: update bundles must carry its HMAC-SHA256
     # pins the GPIO tools may use ("4-18,21"; "" = none); see mimi/gpio_policy.py
     "gpio_allow": (_gpio_allow(gpio_policy.DEFAULT), _gpio_allow, False),
+    "ca_file": ("", _ca_file, False),  # PEM/DER roots trusted besides the shipped ones
 }
 
 

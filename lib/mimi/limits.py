@@ -35,8 +35,20 @@ LLM_ERROR_BODY_MAX = const(300)  # chars of an error body quoted in messages and
 LLM_BODY_BUF = const(32 * 1024)  # reusable request-body buffer (grows when needed)
 LLM_JSON_CHUNK = const(1024)  # long strings are JSON-escaped this many chars at a time
 HTTP_RESPONSE_MAX = const(256 * 1024)
-HTTP_HEADER_MAX = const(8 * 1024)
+HTTP_HEADER_MAX = const(8 * 1024)  # a whole response head (lines are read one by one)
+HTTP_RECV_BUF = const(2048)  # per client: receive buffer (a longer header line is dropped)
+HTTP_PIECES_COLLECT = const(16 * 1024)  # a chunked body's pieces: gc.collect() this often
 HTTP_REDIRECTS = const(3)  # followed by httpstream.open_url (OTA downloads)
+
+# TLS (net/tls.py). What one more TLS connection needs in the C heap on the board:
+# mbedTLS's 16 KB input + 4 KB output record buffers (sdkconfig ASYMMETRIC_CONTENT_LEN)
+# and ~15 KB more at the handshake's peak (micropython#8940, #6065), plus an lwIP
+# socket (4-7 KB). Below this largest free block a loop client (Telegram's long poll)
+# closes its connection while the agent's LLM call runs; with PSRAM it never does.
+TLS_CONN_ROOM = const(44 * 1024)
+TLS_ROOT_ROOM = const(8 * 1024)  # below this, a root that fails to parse = out of memory
+TLS_YIELD_WAIT_MS = const(2000)  # an LLM call waits at most this for the others to close
+TLS_YIELD_POLL_MS = const(50)
 
 # System prompt (SPEC §11)
 PROMPT_MAX = const(16 * 1024)

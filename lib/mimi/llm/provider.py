@@ -217,7 +217,7 @@ def from_config(cfg, client=None, sleep=None):
         from mimi.llm.anthropic import Anthropic as cls
     else:
         from mimi.llm.openai import OpenAI as cls
-    p = cls(key, model, base, cfg.get("max_tokens"), client=client, ca=limits.CA_BUNDLE,
+    p = cls(key, model, base, cfg.get("max_tokens"), client=client, ca=None,
             proxy=proxy, sleep=sleep)
     if client is None:
         _cached = (sig, p)

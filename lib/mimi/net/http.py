@@ -5,14 +5,20 @@
 #
 # API: Client(base_url, ca=None, proxy=None, timeout_s) .request(method, path,
 # headers=None, body=None, deadline_s=None) -> Response(.status .reason .headers
-# .body .text .json()); AsyncClient: the same with `await`. .body is a bytearray
-# (the one copy of the body). Client.stream(method, path, ..., cap=None, redirects=0)
-# and httpstream.open_url(url, ...): the body read piece by piece (httpstream.py).
-# ca: None (limits.CA_BUNDLE), a file path, or PEM/DER bytes. proxy: ("http"|"socks5",
-# host, port). body: bytes, str, or a dict/list sent as JSON. Errors: HTTPError >
-# Timeout, TooLarge, TLSFailure, ConnectFailure (the request never reached the
-# server: safe to resend), ProtocolError.
+# .body .text .json()); AsyncClient: the same with `await`. .body is the one copy of
+# the body (bytearray; bytes for a chunked one). Client.stream(method, path, ...,
+# cap=None, redirects=0) and httpstream.open_url(url, ...): the body read piece by
+# piece (httpstream.py). ca: None (the process's shared roots, net/tls.py), a file
+# path, or PEM/DER bytes. proxy: ("http"|"socks5", host, port). body: bytes, str, a
+# dict/list sent as JSON, or a tuple of parts written one after the other without
+# ever being joined (str/bytes/memoryview, nested tuples, and lists whose items are
+# written comma-separated: the LLM request, see _pieces). Errors: HTTPError > Timeout,
+# TooLarge, TLSFailure, ConnectFailure (the request never reached the server: safe
+# to resend), ProtocolError.
 # Counters: connects (TCP connections), handshakes (TLS handshakes started).
+# A kept-alive connection is checked before it is used again: anything readable on
+# it (an unsolicited response, the server's close) means it is closed and a new one
+# opened, so a stray answer is never taken for the next request's.
 #
 # The protocol is written once, as generators that yield I/O operations:
 #   (_W, data)  write all of data            -> None
@@ -20,12 +26,11 @@
 # Client runs them on non-blocking sockets with poll (agent thread, blocking);
 # AsyncClient runs them on asyncio streams (event loop).
 import errno
+import gc
 import json
 import select
 import socket
 import time
-
-import tls
 
 from mimi import limits, jsonutil, net
 from mimi.fs import decode
@@ -96,10 +101,11 @@ class _Buf:
         self.mv = memoryview(self.b)
         self.i = self.j = 0  # unread bytes are b[i:j]
         self.got = 0  # bytes received for the current response
+        self.head = 0  # bytes of the current response head
         self.sent = False  # the whole request went out (the server may have acted on it)
 
     def clear(self):
-        self.i = self.j = self.got = 0
+        self.i = self.j = self.got = self.head = 0
         self.sent = False
 
     def fill(self, what):
@@ -134,6 +140,30 @@ class _Buf:
         s = bytes(self.mv[self.i:end - 2])
         self.i = end
         return s
+
+    def head_line(self, what):
+        """The next line of a response head; None for a line longer than the buffer
+        (read and dropped: a huge header we don't need must not fail the request).
+        TooLarge when the whole head passes limits.HTTP_HEADER_MAX."""
+        pos = self.i
+        long = False
+        while True:
+            k = self.b.find(b"\r\n", pos, self.j)
+            end = k + 2 if k >= 0 else self.j - (self.j > self.i and self.b[self.j - 1] == 13)
+            if k >= 0 or (self.i == 0 and self.j == len(self.b)):
+                self.head += end - self.i
+                if self.head > limits.HTTP_HEADER_MAX:
+                    raise TooLarge("%s larger than %d bytes" % (what, limits.HTTP_HEADER_MAX))
+                if k >= 0:
+                    ln = None if long else bytes(self.mv[self.i:k])
+                    self.i = end
+                    return ln
+                long = True  # full without a line end: drop what we have, keep looking
+                self.i = end
+            pos = max(self.i, self.j - 1)
+            shift = self.i
+            yield from self.fill(what)
+            pos -= shift - self.i
 
     def take(self, n):
         k = min(n, self.j - self.i)
@@ -187,34 +217,79 @@ class _Buf:
         return k
 
 
-def _parse_head(text):
-    lines = text.split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or len(parts[1]) != 3 \
-            or not parts[1].isdigit():
-        raise ProtocolError("malformed HTTP status line: %r" % lines[0][:80])
-    headers = {}
-    for ln in lines[1:]:
-        if not ln:
-            continue
-        name, sep, value = ln.partition(":")
-        if not sep or not name or name != name.strip():
-            raise ProtocolError("malformed HTTP header line: %r" % ln[:80])
-        name = name.lower()
-        value = value.strip()
-        headers[name] = headers[name] + ", " + value if name in headers else value
-    return parts[0], int(parts[1]), parts[2] if len(parts) > 2 else "", headers
-
-
 def _read_head(buf, what="response headers"):
     while True:
-        end = yield from buf.until(b"\r\n\r\n", what)
-        text = decode(bytes(buf.mv[buf.i:end - 4]))
-        buf.i = end
-        version, status, reason, headers = _parse_head(text)
+        ln = yield from buf.head_line(what)
+        parts = decode(ln or b"").split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or len(parts[1]) != 3 \
+                or not parts[1].isdigit():
+            raise ProtocolError("malformed HTTP status line: %r" % decode((ln or b"")[:80]))
+        headers = {}
+        while True:
+            ln = yield from buf.head_line(what)
+            if not ln:
+                if ln is None:
+                    continue  # a header line too long to keep
+                break
+            name, sep, value = decode(ln).partition(":")
+            if not sep or not name or name != name.strip():
+                raise ProtocolError("malformed HTTP header line: %r" % decode(ln[:80]))
+            name = name.lower()
+            value = value.strip()
+            headers[name] = headers[name] + ", " + value if name in headers else value
+        status = int(parts[1])
         if status < 200 and status != 101:  # 100 Continue and friends: the answer follows
             continue
-        return version, status, reason, headers
+        return parts[0], status, parts[2] if len(parts) > 2 else "", headers
+
+
+_SEP = b","
+
+
+def _pieces(parts):
+    """The pieces of a tuple body, in order: nested tuples are flattened, the items of
+    a list are separated by commas (a JSON array's or object's members)."""
+    for p in parts:
+        if isinstance(p, tuple):
+            yield from _pieces(p)
+        elif isinstance(p, list):
+            for k, q in enumerate(p):
+                if k:
+                    yield _SEP
+                if isinstance(q, (tuple, list)):
+                    yield from _pieces((q,))
+                else:
+                    yield q
+        else:
+            yield p
+
+
+def _length(parts):
+    n = 0
+    for p in _pieces(parts):
+        n += len(p) if isinstance(p, (bytes, bytearray, memoryview)) else len(memoryview(p))
+    return n
+
+
+def _send_parts(buf, parts):
+    """Write a tuple body: small pieces gathered in the (still unused) receive buffer,
+    pieces as big as the buffer written from where they are."""
+    mv = buf.mv
+    size = len(mv)
+    n = 0
+    for p in _pieces(parts):
+        p = memoryview(p)
+        k = len(p)
+        if n and n + k > size:
+            yield (_W, mv[:n])
+            n = 0
+        if k >= size:
+            yield (_W, p)
+        else:
+            mv[n:n + k] = p
+            n += k
+    if n:
+        yield (_W, mv[:n])
 
 
 def _response(buf, head, body, method, cap):
@@ -222,7 +297,9 @@ def _response(buf, head, body, method, cap):
     body's framing in buf. Returns (status, reason, headers, keep_alive)."""
     buf.clear()
     yield (_W, head)
-    if body:
+    if isinstance(body, tuple):
+        yield from _send_parts(buf, body)
+    elif body:
         yield (_W, body)
     buf.sent = True
     version, status, reason, headers = yield from _read_head(buf)
@@ -260,8 +337,10 @@ def _exchange(buf, head, body, method, cap):
     """One whole request/response on an open connection. Returns (Response, keep_alive)."""
     status, reason, headers, keep = yield from _response(buf, head, body, method, cap)
     sized = not buf.chunked and buf.left is not None
-    data = bytearray(buf.left if sized else 0)  # known size: the one allocation of the body
-    off = 0
+    # Known size: the one allocation of the body. Otherwise pieces, joined once at the
+    # end: a body grown in place needs its old and new copy at once, again and again.
+    data = bytearray(buf.left) if sized else []
+    off = got = 0
     while True:
         k = yield from buf.body(len(buf.b))
         if not k:
@@ -270,48 +349,16 @@ def _exchange(buf, head, body, method, cap):
             data[off:off + len(k)] = k
             off += len(k)
         else:
-            data.extend(k)
+            if got >= limits.HTTP_PIECES_COLLECT:  # the reads' garbage out of the way: the
+                gc.collect()  # pieces fill small holes and the big block stays whole
+                got = 0
+            data.append(bytes(k))
+            got += len(k)
+    if not sized:
+        data = b"".join(data)
     if buf.i != buf.j:  # bytes past the response: the connection is out of step
         keep = False
     return Response(status, reason, headers, data), keep
-
-
-def _tunnel(buf, kind, host, port):
-    """Proxy handshake on a fresh connection to the proxy; afterwards it reaches host:port."""
-    try:
-        yield from _proxy_handshake(buf, kind, host, port)
-    except (ProtocolError, TooLarge) as e:  # the request never went out
-        raise ConnectFailure("proxy failed: %s" % e)
-
-
-def _proxy_handshake(buf, kind, host, port):
-    buf.clear()
-    if kind == "socks5":
-        yield (_W, b"\x05\x01\x00")
-        if (yield from buf.exact(2, "SOCKS5 greeting")) != b"\x05\x00":
-            raise ConnectFailure("SOCKS5 proxy wants authentication (not supported)")
-        name = host.encode()
-        yield (_W, b"\x05\x01\x00\x03" + bytes((len(name),)) + name + bytes((port >> 8, port & 255)))
-        rep = yield from buf.exact(4, "SOCKS5 reply")
-        if rep[0] != 5 or rep[1] != 0:
-            raise ConnectFailure("SOCKS5 proxy could not reach %s:%d (reply code %d)"
-                                 % (host, port, rep[1]))
-        if rep[3] == 1:
-            n = 4
-        elif rep[3] == 4:
-            n = 16
-        else:
-            n = (yield from buf.exact(1, "SOCKS5 reply"))[0]
-        yield from buf.exact(n + 2, "SOCKS5 reply")
-    else:
-        target = "%s:%d" % (host, port)
-        yield (_W, ("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode())
-        _, status, reason, _ = yield from _read_head(buf, "proxy reply")
-        if status != 200:
-            raise ConnectFailure("proxy refused CONNECT to %s: %d %s" % (target, status, reason))
-    if buf.i != buf.j:
-        raise ProtocolError("proxy sent data before the tunnel was used")
-    buf.clear()
 
 
 # ---- configuration shared by both clients ----
@@ -323,66 +370,6 @@ def proxy_from_config(cfg):
     if not host or not port:
         return None
     return (cfg.get("proxy_type") or "http", host, int(port))
-
-
-def _pem_ders(lines):
-    """DER certificates, one at a time, from PEM lines."""
-    import binascii
-
-    block = None
-    for ln in lines:
-        ln = ln.strip()
-        if ln == b"-----BEGIN CERTIFICATE-----":
-            block = []
-        elif ln == b"-----END CERTIFICATE-----" and block is not None:
-            yield binascii.a2b_base64(b"".join(block))
-            block = None
-        elif block is not None:
-            block.append(ln)
-
-
-def _load_roots(ctx, ca):
-    """Add the roots of `ca` (file path, PEM or DER bytes) to ctx; how many loaded."""
-    if isinstance(ca, str) and ca.startswith("-----"):
-        ca = ca.encode()
-    if isinstance(ca, str):
-        try:
-            f = open(ca, "rb")
-        except OSError:
-            raise TLSFailure("no CA bundle at %s: refusing HTTPS without certificate "
-                             "verification (build the image with tools/mkimage.py)" % ca)
-        with f:
-            if f.read(1) == b"\x30":  # an ASN.1 SEQUENCE: one DER certificate
-                f.seek(0)
-                return _add_roots(ctx, [f.read()])
-            f.seek(0)
-            return _add_roots(ctx, _pem_ders(f))  # line by line: no copy of the file
-    if ca[:1] == b"\x30":
-        return _add_roots(ctx, [bytes(ca)])
-    return _add_roots(ctx, _pem_ders(bytes(ca).split(b"\n")))
-
-
-def _add_roots(ctx, ders):
-    # One DER certificate per call: PEM parsing may be compiled out of this
-    # MicroPython's mbedTLS (it is on the unix port); the roots accumulate.
-    n = 0
-    for der in ders:
-        try:
-            ctx.load_verify_locations(der)
-            n += 1
-        except ValueError:
-            pass  # a root mbedTLS can't parse; the others still work
-    return n
-
-
-def make_context(ca=None):
-    """A verifying client SSLContext with the roots of `ca` (path or PEM/DER bytes)."""
-    ctx = tls.SSLContext(tls.PROTOCOL_TLS_CLIENT)
-    ctx.verify_mode = tls.CERT_REQUIRED
-    if not _load_roots(ctx, limits.CA_BUNDLE if ca is None else ca):
-        raise TLSFailure("CA bundle %s holds no usable certificate"
-                         % (ca if isinstance(ca, str) else "(bytes)"))
-    return ctx
 
 
 def _clean(s, what):
@@ -407,14 +394,37 @@ class _Base:
         self.timeout_s = timeout_s
         self.handshakes = 0
         self.connects = 0
-        self._ctx = None
         self._buf = None
         self._sock = None
+        self._wrapped = False  # _sock is a TLS connection (counted by net/tls.py)
 
-    def _context(self):
-        if self._ctx is None:
-            self._ctx = make_context(self.ca)
-        return self._ctx
+    def _roots(self):
+        """Before connecting: the TLS module, its roots loaded (no roots, no connection)."""
+        if not self.tls:
+            return None
+        from mimi.net import tls
+
+        tls.context(self.ca)
+        return tls
+
+    def _wrap(self, tls, sock):
+        w = tls.wrap(sock, self.host, self.ca)
+        self._wrapped = True
+        w.setblocking(False)
+        self.handshakes += 1
+        return w
+
+    def _tunnel(self):
+        from mimi.net import proxy
+
+        return proxy.tunnel(self._buf, self.proxy[0], self.host, self.port)
+
+    def _stray(self, sock):
+        """Is anything readable on an idle kept-alive connection (an unsolicited
+        response, or the server's close)? Then it is out of step: not to be reused."""
+        p = select.poll()
+        p.register(sock, select.POLLIN)
+        return bool(p.poll(0))
 
     def _hop(self):
         return (self.proxy[1], self.proxy[2]) if self.proxy else (self.host, self.port)
@@ -423,7 +433,7 @@ class _Base:
         if not path.startswith("/") or " " in path:
             raise ValueError("path must start with / and hold no spaces: %r" % path)
         ctype = None
-        if body is None or isinstance(body, (bytes, bytearray, memoryview)):
+        if body is None or isinstance(body, (bytes, bytearray, memoryview, tuple)):
             data = body
         elif isinstance(body, str):
             data = body.encode()
@@ -446,7 +456,8 @@ class _Base:
         if ctype and "content-type" not in given:
             lines.append("Content-Type: " + ctype)
         if (data is not None or method in ("POST", "PUT", "PATCH")) and "content-length" not in given:
-            lines.append("Content-Length: %d" % (len(data) if data else 0))
+            n = _length(data) if isinstance(data, tuple) else len(data) if data else 0
+            lines.append("Content-Length: %d" % n)
         lines.append("\r\n")
         return "\r\n".join(lines).encode(), data
 
@@ -470,7 +481,7 @@ class _Base:
 
     def _start(self):
         if self._buf is None:
-            self._buf = _Buf(limits.HTTP_HEADER_MAX)
+            self._buf = _Buf(limits.HTTP_RECV_BUF)
 
     def _failed(self, e, attempt, reused):
         """Close after failure e; True to try once more on a fresh connection (a reused
@@ -487,6 +498,11 @@ class _Base:
             except OSError:
                 pass
             self._sock = None
+            if self._wrapped:
+                from mimi.net import tls
+
+                tls.closed()
+                self._wrapped = False
 
 
 # ---- blocking client (agent thread) ----
@@ -516,6 +532,8 @@ class Client(_Base):
     def _send(self, method, path, headers, body, deadline, proto, cap):
         head, data = self._build(method, path, headers, body)
         for attempt in (0, 1):
+            if self._sock is not None and self._stray(self._sock):
+                self.close()
             reused = self._sock is not None
             try:
                 if not reused:
@@ -529,7 +547,7 @@ class Client(_Base):
             return res
 
     def _open(self, deadline):
-        ctx = self._context() if self.tls else None  # no roots, no connection
+        tls = self._roots()
         host, port = self._hop()
         try:
             ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
@@ -548,12 +566,9 @@ class Client(_Base):
             raise ConnectFailure("cannot connect to %s:%d (refused or unreachable)" % (host, port))
         self.connects += 1
         if self.proxy:
-            self._run(_tunnel(self._buf, self.proxy[0], self.host, self.port), deadline)
-        if ctx:
-            self._sock = ctx.wrap_socket(s, server_hostname=self.host,
-                                         do_handshake_on_connect=False)
-            self._sock.setblocking(False)
-            self.handshakes += 1
+            self._run(self._tunnel(), deadline)
+        if tls:
+            self._sock = self._wrap(tls, s)
 
     def _wait(self, mask, deadline):
         left = time.ticks_diff(deadline, time.ticks_ms())
@@ -614,6 +629,8 @@ class AsyncClient(_Base):
 
     async def _request(self, method, head, data):
         for attempt in (0, 1):
+            if self._sock is not None and self._stray(self._sock.s):
+                self.close()
             reused = self._sock is not None
             try:
                 if not reused:
@@ -630,7 +647,7 @@ class AsyncClient(_Base):
     async def _open(self):
         import asyncio
 
-        ctx = self._context() if self.tls else None  # no roots, no connection
+        tls = self._roots()
         host, port = self._hop()
         try:
             self._sock, _ = await asyncio.open_connection(host, port)
@@ -639,13 +656,9 @@ class AsyncClient(_Base):
         self.connects += 1
         net.nodelay(self._sock.s)
         if self.proxy:
-            await self._run(_tunnel(self._buf, self.proxy[0], self.host, self.port))
-        if ctx:  # the handshake runs on the first write
-            wrapped = ctx.wrap_socket(self._sock.s, server_hostname=self.host,
-                                      do_handshake_on_connect=False)
-            wrapped.setblocking(False)
-            self._sock = asyncio.StreamReader(wrapped)
-            self.handshakes += 1
+            await self._run(self._tunnel())
+        if tls:  # the handshake runs on the first write
+            self._sock = asyncio.StreamReader(self._wrap(tls, self._sock.s))
 
     async def _run(self, gen):
         s = self._sock
