@@ -4,7 +4,7 @@
 # the loop reads the outbound queue through its ThreadSafeFlag.
 import time
 import _thread
-from mimi import limits, log, bus, config, channels
+from mimi import limits, log, bus, config, channels, short, unload
 
 SORRY = "Sorry, something went wrong: %s"
 # Read by the watchdog (no lock needed: single writes of small ints/bools).
@@ -15,7 +15,8 @@ failures = 0
 
 _started = False
 _stop = False
-_tools = None
+TOO_BIG = ("Sorry, this turn did not fit in the board's free memory (prompt, history and "
+           "tools). Try again, or send /reset to start the chat afresh.")
 
 
 def _alive():
@@ -23,21 +24,24 @@ def _alive():
     progress = time.ticks_ms()
 
 
-def _system_prompt(channel, chat_id):
+def _system_prompt(channel, chat_id, encoded):
+    import gc
     from mimi.agent import context
 
-    # [fixed, per-turn]: the provider marks only the fixed part for prompt caching,
-    # so a memory or note change doesn't invalidate the cached instructions.
-    return list(context.build_parts(channel, chat_id))
-
-
-def _registry():
-    global _tools
-    if _tools is None:
-        import mimi.tools
-
-        _tools = mimi.tools.load_all()
-    return _tools
+    gc.collect()
+    tight = short()
+    try:
+        if encoded:  # each section JSON-escaped once for the whole turn: in RAM, or on
+            # the flash when the heap is short (each call reads it from there)
+            return context.encoded(channel, chat_id, limits.PROMPT_SPILL if tight else None)
+        # [fixed, per-turn]: the provider marks only the fixed part for prompt caching,
+        # so a memory or note change doesn't invalidate the cached instructions.
+        return list(context.build_parts(channel, chat_id))
+    finally:
+        context = None
+        if tight:
+            for name in ("mimi.agent.context", "mimi.memory.store", "mimi.memory.skills"):
+                unload(name)
 
 
 def _wait_clock():
@@ -64,21 +68,30 @@ def run_message(msg):
         from mimi.llm import provider
         from mimi.agent import react
         from mimi.memory import sessions
-        from mimi.tools.registry import Ctx
+        from mimi.tools.registry import Ctx, registry
 
         key = msg.session
         # A heartbeat turn stands alone: carrying earlier heartbeat exchanges along
         # would re-upload them on every check (peers' heartbeat token blow-ups).
         stateless = bool(msg.meta and isinstance(msg.meta, dict) and msg.meta.get("stateless"))
         _wait_clock()
-        system = _system_prompt(msg.channel, msg.chat_id)
-        history = [] if stateless else sessions.load(key)
-        _alive()
         # Built per turn so settings changed on the REPL apply without a reboot.
         llm = provider.from_config(config.cfg)
-        turn = react.run_turn(llm, system, history, msg.content, _registry(),
+        if getattr(getattr(llm, "client", None), "tls", False):  # its code now, before the
+            from mimi.net import tls  # noqa: F401 - turn's data: the heap is least broken up now
+        enc = getattr(llm, "message", None)
+        system = _system_prompt(msg.channel, msg.chat_id, enc is not None)
+        history = [] if stateless else sessions.load(key, enc)
+        sessions = None
+        if short():  # back for the save, after the LLM calls
+            unload("mimi.memory.sessions")
+            unload("mimi.jsonscan")
+        _alive()
+        turn = react.run_turn(llm, system, history, msg.content, registry,
                               Ctx(msg.channel, msg.chat_id))
-        system = history = llm = None
+        system = history = None
+        _release(llm)
+        llm = None
         turns += 1
         if turn.error:
             failures += 1
@@ -86,10 +99,16 @@ def run_message(msg):
             return turn.text or SORRY % turn.error
         if stateless:
             return turn.text
+        from mimi.memory import sessions
+
         sessions.append(key, "user", msg.content)
         sessions.append(key, "assistant", turn.text)
         sessions.flush()
         return turn.text
+    except MemoryError as e:  # say so: never a silently shorter prompt or history
+        failures += 1
+        log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
+        return TOO_BIG
     except Exception as e:  # one bad turn must not stop the agent
         failures += 1
         log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
@@ -97,6 +116,16 @@ def run_message(msg):
     finally:
         busy = False
         _alive()
+
+
+def _release(llm):
+    """Between turns the LLM connection stays open (a TLS handshake saved per turn)
+    unless the board can't afford it next to the others (net/tls.py)."""
+    if getattr(getattr(llm, "client", None), "_wrapped", False):
+        from mimi.net import tls
+
+        if tls.tight():
+            llm.close()
 
 
 def _put_out(msg, timeout_ms=None):

@@ -12,7 +12,8 @@
 # path, or PEM/DER bytes. proxy: ("http"|"socks5", host, port). body: bytes, str, a
 # dict/list sent as JSON, or a tuple of parts written one after the other without
 # ever being joined (str/bytes/memoryview, nested tuples, and lists whose items are
-# written comma-separated: the LLM request, see _pieces). Errors: HTTPError > Timeout,
+# written comma-separated: the LLM request, see _flat) and Regions of files read as
+# they are sent. Errors: HTTPError > Timeout,
 # TooLarge, TLSFailure, ConnectFailure (the request never reached the server: safe
 # to resend), ProtocolError.
 # Counters: connects (TCP connections), handshakes (TLS handshakes started).
@@ -24,7 +25,8 @@
 #   (_W, data)  write all of data            -> None
 #   (_R, mv)    read at most len(mv) into mv -> count, 0 at EOF
 # Client runs them on non-blocking sockets with poll (agent thread, blocking);
-# AsyncClient runs them on asyncio streams (event loop).
+# AsyncClient (net/asynchttp.py, loaded on first use of http.AsyncClient) runs them on
+# asyncio streams (event loop).
 import errno
 import gc
 import json
@@ -87,9 +89,6 @@ class Response:
             raise ProtocolError("response is not valid JSON (HTTP %d, %d bytes): %r"
                                 % (self.status, len(self.body), start))
 
-    def __repr__(self):
-        return "<Response %d %s, %d bytes>" % (self.status, self.reason, len(self.body))
-
 
 # ---- parsing (shared by both clients) ----
 
@@ -141,40 +140,11 @@ class _Buf:
         self.i = end
         return s
 
-    def head_line(self, what):
-        """The next line of a response head; None for a line longer than the buffer
-        (read and dropped: a huge header we don't need must not fail the request).
-        TooLarge when the whole head passes limits.HTTP_HEADER_MAX."""
-        pos = self.i
-        long = False
-        while True:
-            k = self.b.find(b"\r\n", pos, self.j)
-            end = k + 2 if k >= 0 else self.j - (self.j > self.i and self.b[self.j - 1] == 13)
-            if k >= 0 or (self.i == 0 and self.j == len(self.b)):
-                self.head += end - self.i
-                if self.head > limits.HTTP_HEADER_MAX:
-                    raise TooLarge("%s larger than %d bytes" % (what, limits.HTTP_HEADER_MAX))
-                if k >= 0:
-                    ln = None if long else bytes(self.mv[self.i:k])
-                    self.i = end
-                    return ln
-                long = True  # full without a line end: drop what we have, keep looking
-                self.i = end
-            pos = max(self.i, self.j - 1)
-            shift = self.i
-            yield from self.fill(what)
-            pos -= shift - self.i
-
     def take(self, n):
         k = min(n, self.j - self.i)
         mv = self.mv[self.i:self.i + k]
         self.i += k
         return mv
-
-    def exact(self, n, what):
-        while self.j - self.i < n:
-            yield from self.fill(what)
-        return bytes(self.take(n))
 
     def body(self, most):
         """At most `most` bytes of the response body (framing set by _response) as a
@@ -218,15 +188,39 @@ class _Buf:
 
 
 def _read_head(buf, what="response headers"):
+    """Generator: the response head, read line by line from buf (inline: a generator
+    per line would be garbage for every header). A line longer than the buffer is
+    read and dropped (a huge header we don't need must not fail the request); the
+    whole head is capped at limits.HTTP_HEADER_MAX."""
     while True:
-        ln = yield from buf.head_line(what)
-        parts = decode(ln or b"").split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or len(parts[1]) != 3 \
-                or not parts[1].isdigit():
-            raise ProtocolError("malformed HTTP status line: %r" % decode((ln or b"")[:80]))
+        status = None
         headers = {}
         while True:
-            ln = yield from buf.head_line(what)
+            pos = buf.i
+            long = False
+            while True:
+                k = buf.b.find(b"\r\n", pos, buf.j)
+                if k >= 0 or (buf.i == 0 and buf.j == len(buf.b)):
+                    end = k + 2 if k >= 0 else buf.j - (buf.j > buf.i and buf.b[buf.j - 1] == 13)
+                    buf.head += end - buf.i
+                    if buf.head > limits.HTTP_HEADER_MAX:
+                        raise TooLarge("%s larger than %d bytes" % (what, limits.HTTP_HEADER_MAX))
+                    if k >= 0:
+                        ln = None if long else bytes(buf.mv[buf.i:k])
+                        buf.i = end
+                        break
+                    long = True  # full without a line end: drop what we have, keep looking
+                    buf.i = end
+                pos = max(buf.i, buf.j - 1)
+                shift = buf.i
+                yield from buf.fill(what)
+                pos -= shift - buf.i
+            if status is None:
+                status = decode(ln or b"").split(" ", 2)
+                if len(status) < 2 or not status[0].startswith("HTTP/1.") or len(status[1]) != 3 \
+                        or not status[1].isdigit():
+                    raise ProtocolError("malformed HTTP status line: %r" % decode((ln or b"")[:80]))
+                continue
             if not ln:
                 if ln is None:
                     continue  # a header line too long to keep
@@ -237,59 +231,102 @@ def _read_head(buf, what="response headers"):
             name = name.lower()
             value = value.strip()
             headers[name] = headers[name] + ", " + value if name in headers else value
-        status = int(parts[1])
-        if status < 200 and status != 101:  # 100 Continue and friends: the answer follows
+        code = int(status[1])
+        if code < 200 and code != 101:  # 100 Continue and friends: the answer follows
             continue
-        return parts[0], status, parts[2] if len(parts) > 2 else "", headers
+        return status[0], code, status[2] if len(status) > 2 else "", headers
 
 
 _SEP = b","
 
 
-def _pieces(parts):
-    """The pieces of a tuple body, in order: nested tuples are flattened, the items of
-    a list are separated by commas (a JSON array's or object's members)."""
+class Region:
+    """A body part read from a file as it is sent: bytes [start, start + n) of path
+    (stored text that needs no copy in RAM, e.g. session history)."""
+
+    def __init__(self, path, start, n):
+        self.path = path
+        self.start = start
+        self.n = n
+
+
+def _flat(parts, out=None):
+    """A tuple body as the flat list of its pieces, in order: nested tuples are opened,
+    the items of a list separated by commas (a JSON array's or object's members). One
+    list for the body, not a generator per nested part."""
+    if out is None:
+        out = []
     for p in parts:
         if isinstance(p, tuple):
-            yield from _pieces(p)
+            _flat(p, out)
         elif isinstance(p, list):
-            for k, q in enumerate(p):
+            for k in range(len(p)):
                 if k:
-                    yield _SEP
-                if isinstance(q, (tuple, list)):
-                    yield from _pieces((q,))
+                    out.append(_SEP)
+                q = p[k]
+                if isinstance(q, tuple):
+                    _flat(q, out)
+                elif isinstance(q, list):
+                    _flat((q,), out)
                 else:
-                    yield q
+                    out.append(q)
         else:
-            yield p
+            out.append(p)
+    return out
 
 
-def _length(parts):
+def _length(pieces):
     n = 0
-    for p in _pieces(parts):
-        n += len(p) if isinstance(p, (bytes, bytearray, memoryview)) else len(memoryview(p))
+    for p in pieces:
+        if isinstance(p, Region):
+            n += p.n
+        else:
+            n += len(memoryview(p)) if isinstance(p, str) else len(p)
     return n
 
 
-def _send_parts(buf, parts):
-    """Write a tuple body: small pieces gathered in the (still unused) receive buffer,
-    pieces as big as the buffer written from where they are."""
+def _send_parts(buf, pieces):
+    """Write a flat body: small pieces gathered in the (still unused) receive buffer,
+    pieces as big as the buffer written from where they are, Regions read into it."""
     mv = buf.mv
     size = len(mv)
     n = 0
-    for p in _pieces(parts):
-        p = memoryview(p)
-        k = len(p)
-        if n and n + k > size:
+    f = name = None  # the file of the last Region, open until the body is sent
+    try:
+        for p in pieces:
+            if isinstance(p, Region):
+                if p.path != name:
+                    if f:
+                        f.close()
+                    f, name = open(p.path, "rb"), p.path
+                f.seek(p.start)
+                left = p.n
+                while left:
+                    if n == size:
+                        yield (_W, mv)
+                        n = 0
+                    k = f.readinto(mv[n:n + min(left, size - n)])
+                    if not k:
+                        raise OSError("%s changed while it was being sent" % name)
+                    n += k
+                    left -= k
+                continue
+            if isinstance(p, str):  # (an isinstance with a tuple of types allocates the tuple)
+                p = memoryview(p)
+            k = len(p)
+            if n and n + k > size:
+                yield (_W, mv[:n])
+                n = 0
+            if k >= size:
+                yield (_W, p)
+            else:
+                mv[n:n + k] = p
+                n += k
+        if n:
             yield (_W, mv[:n])
-            n = 0
-        if k >= size:
-            yield (_W, p)
-        else:
-            mv[n:n + k] = p
-            n += k
-    if n:
-        yield (_W, mv[:n])
+    finally:
+        if f:
+            f.close()
 
 
 def _response(buf, head, body, method, cap):
@@ -297,7 +334,7 @@ def _response(buf, head, body, method, cap):
     body's framing in buf. Returns (status, reason, headers, keep_alive)."""
     buf.clear()
     yield (_W, head)
-    if isinstance(body, tuple):
+    if isinstance(body, list):  # a tuple body, flattened by _build
         yield from _send_parts(buf, body)
     elif body:
         yield (_W, body)
@@ -433,8 +470,10 @@ class _Base:
         if not path.startswith("/") or " " in path:
             raise ValueError("path must start with / and hold no spaces: %r" % path)
         ctype = None
-        if body is None or isinstance(body, (bytes, bytearray, memoryview, tuple)):
+        if body is None or isinstance(body, (bytes, bytearray, memoryview)):
             data = body
+        elif isinstance(body, tuple):
+            data = _flat(body)
         elif isinstance(body, str):
             data = body.encode()
         else:
@@ -456,7 +495,7 @@ class _Base:
         if ctype and "content-type" not in given:
             lines.append("Content-Type: " + ctype)
         if (data is not None or method in ("POST", "PUT", "PATCH")) and "content-length" not in given:
-            n = _length(data) if isinstance(data, tuple) else len(data) if data else 0
+            n = _length(data) if isinstance(data, list) else len(data) if data else 0
             lines.append("Content-Length: %d" % n)
         lines.append("\r\n")
         return "\r\n".join(lines).encode(), data
@@ -605,73 +644,11 @@ class Client(_Base):
                         self._wait(select.POLLIN, deadline)
 
 
-# ---- asyncio client (event loop) ----
+def __getattr__(name):
+    # The asyncio client (Telegram, on the loop) lives in its own module: the agent's
+    # blocking path never loads it.
+    if name == "AsyncClient":
+        from mimi.net.asynchttp import AsyncClient
 
-class AsyncClient(_Base):
-    def __init__(self, *args, **kw):
-        super().__init__(*args, **kw)
-        import asyncio
-
-        self._lock = asyncio.Lock()
-
-    async def request(self, method, path, headers=None, body=None, deadline_s=None):
-        import asyncio
-
-        self._start()
-        head, data = self._build(method, path, headers, body)
-        secs = self.timeout_s if deadline_s is None else deadline_s
-        async with self._lock:
-            try:
-                return await asyncio.wait_for(self._request(method, head, data), secs)
-            except asyncio.TimeoutError:
-                self.close()
-                raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, secs))
-
-    async def _request(self, method, head, data):
-        for attempt in (0, 1):
-            if self._sock is not None and self._stray(self._sock.s):
-                self.close()
-            reused = self._sock is not None
-            try:
-                if not reused:
-                    await self._open()
-                resp, keep = await self._run(_exchange(self._buf, head, data, method,
-                                                       limits.HTTP_RESPONSE_MAX))
-            except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
-                if self._failed(e, attempt, reused):
-                    continue
-            if not keep:
-                self.close()
-            return resp
-
-    async def _open(self):
-        import asyncio
-
-        tls = self._roots()
-        host, port = self._hop()
-        try:
-            self._sock, _ = await asyncio.open_connection(host, port)
-        except OSError as e:
-            raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, e))
-        self.connects += 1
-        net.nodelay(self._sock.s)
-        if self.proxy:
-            await self._run(self._tunnel())
-        if tls:  # the handshake runs on the first write
-            self._sock = asyncio.StreamReader(self._wrap(tls, self._sock.s))
-
-    async def _run(self, gen):
-        s = self._sock
-        res = None
-        while True:
-            try:
-                op, arg = gen.send(res)
-            except StopIteration as e:
-                return e.value
-            res = None
-            if op == _W:
-                s.write(arg if isinstance(arg, bytes) else bytes(arg))
-                await s.drain()
-            else:
-                while res is None:
-                    res = await s.readinto(arg)
+        return AsyncClient
+    raise AttributeError(name)

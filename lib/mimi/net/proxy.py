@@ -4,6 +4,12 @@
 from mimi.net.http import _W, _read_head, ConnectFailure, ProtocolError, TooLarge
 
 
+def _exact(buf, n, what):
+    while buf.j - buf.i < n:
+        yield from buf.fill(what)
+    return bytes(buf.take(n))
+
+
 def tunnel(buf, kind, host, port):
     """Generator (the client's I/O protocol): the proxy handshake for host:port."""
     try:
@@ -16,11 +22,11 @@ def _handshake(buf, kind, host, port):
     buf.clear()
     if kind == "socks5":
         yield (_W, b"\x05\x01\x00")
-        if (yield from buf.exact(2, "SOCKS5 greeting")) != b"\x05\x00":
+        if (yield from _exact(buf, 2, "SOCKS5 greeting")) != b"\x05\x00":
             raise ConnectFailure("SOCKS5 proxy wants authentication (not supported)")
         name = host.encode()
         yield (_W, b"\x05\x01\x00\x03" + bytes((len(name),)) + name + bytes((port >> 8, port & 255)))
-        rep = yield from buf.exact(4, "SOCKS5 reply")
+        rep = yield from _exact(buf, 4, "SOCKS5 reply")
         if rep[0] != 5 or rep[1] != 0:
             raise ConnectFailure("SOCKS5 proxy could not reach %s:%d (reply code %d)"
                                  % (host, port, rep[1]))
@@ -29,8 +35,8 @@ def _handshake(buf, kind, host, port):
         elif rep[3] == 4:
             n = 16
         else:
-            n = (yield from buf.exact(1, "SOCKS5 reply"))[0]
-        yield from buf.exact(n + 2, "SOCKS5 reply")
+            n = (yield from _exact(buf, 1, "SOCKS5 reply"))[0]
+        yield from _exact(buf, n + 2, "SOCKS5 reply")
     else:
         target = "%s:%d" % (host, port)
         yield (_W, ("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode())

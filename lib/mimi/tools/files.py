@@ -3,29 +3,12 @@
 # empty or dot-only segments, backslashes or control characters, so /config.json
 # and everything outside /spiffs stay out of reach. Writes are atomic.
 from mimi import limits, fs, log
-from mimi.tools.registry import registry
 
 ROOT = limits.SPIFFS + "/"
 PATH_ERR = "Error: path must start with /spiffs/ and must not contain '..'"
 DOTS = ".\u2024\u2025\u2026\u2027\u3002\ufe52\uff0e\uff61"  # '.' and look-alikes
 HIDDEN = (limits.DEFAULTS_RECORD,)
 READ_CAP = min(limits.FILE_READ_MAX, limits.TOOL_OUTPUT_MAX - 200)
-
-_PATH = {"type": "string", "description": "Absolute path starting with /spiffs/"}
-READ_SCHEMA = {"type": "object", "properties": {"path": _PATH}, "required": ["path"]}
-WRITE_SCHEMA = {"type": "object", "properties": {
-    "path": _PATH,
-    "content": {"type": "string", "description": "File content to write"}},
-    "required": ["path", "content"]}
-EDIT_SCHEMA = {"type": "object", "properties": {
-    "path": _PATH,
-    "old_string": {"type": "string", "description": "Text to find"},
-    "new_string": {"type": "string", "description": "Replacement text"}},
-    "required": ["path", "old_string", "new_string"]}
-LIST_SCHEMA = {"type": "object", "properties": {
-    "prefix": {"type": "string", "description": "Optional path prefix filter, e.g. /spiffs/memory/"}},
-    "required": []}
-
 
 def _bad_char(c):
     o = ord(c)
@@ -170,12 +153,3 @@ def list_dir(args, ctx):
         used += len(p.encode()) + 1
     return "\n".join(out)
 
-
-registry.add("read_file", "Read a file from the board's flash. Path must start with /spiffs/.",
-             READ_SCHEMA, read_file)
-registry.add("write_file", "Write (create or overwrite) a file on the board's flash. "
-             "Path must start with /spiffs/.", WRITE_SCHEMA, write_file)
-registry.add("edit_file", "Edit a file: replace the first occurrence of old_string with "
-             "new_string. Path must start with /spiffs/.", EDIT_SCHEMA, edit_file)
-registry.add("list_dir", "List files on the board's flash, optionally only those whose "
-             "path starts with a prefix.", LIST_SCHEMA, list_dir)
