@@ -114,8 +114,19 @@ def run_message(msg):
         log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
         return SORRY % (str(e) or type(e).__name__)
     finally:
+        if short():  # a short heap keeps nothing of a turn: scattered, it would break up
+            _forget()  # the room the next turn needs
         busy = False
         _alive()
+
+
+def _forget():
+    from mimi.llm import provider
+
+    provider.drop()  # its connection, buffer and objects (net/tls.py keeps the roots)
+    for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
+                 "mimi.llm.failure", "mimi.jsonscan"):
+        unload(name)
 
 
 def _release(llm):

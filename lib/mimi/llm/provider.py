@@ -274,3 +274,11 @@ def from_config(cfg, client=None, sleep=None):
 
 
 _cached = None
+
+
+def drop():
+    """Forget the provider kept for the next turn, closing its connection."""
+    global _cached
+    if _cached:
+        _cached[1].close()
+        _cached = None

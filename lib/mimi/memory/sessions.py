@@ -242,8 +242,10 @@ def load(key, encode=None, n=limits.HISTORY_MAX):
         msgs = _tail(p, n, encode is not None)
     msgs = repair(msgs)
     if encode:
+        import gc
         from mimi.net.http import Region
 
+        gc.collect()  # the reads' garbage first: what stays for the turn fills its holes
         for i in range(len(msgs)):
             m = msgs[i]
             at = m.pop("at", None)
