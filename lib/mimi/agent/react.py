@@ -1,7 +1,8 @@
 # The ReAct loop of one turn: ask the LLM, run the tools it calls, feed the results
 # back, until it answers in plain text. Tool calls and results live only inside the
 # turn; the caller saves just the user text and the final answer.
-from mimi import limits, log
+import gc
+from mimi import limits, log, short
 from mimi.llm.provider import LLMError
 from mimi.tools.registry import cap
 
@@ -51,6 +52,8 @@ def run_turn(provider, system, history, user_text, registry, ctx=None):
     turn = None
     try:
         for step in range(limits.MAX_TOOL_ITER):
+            if short():  # the last step's garbage out first: the call's buffers and
+                gc.collect()  # the reply fill its holes instead of breaking up free room
             try:
                 reply = provider.chat(system, messages, registry)
             except LLMError as e:

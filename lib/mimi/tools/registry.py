@@ -78,6 +78,10 @@ class Registry:
         if err:
             return "Error: " + err
         mod = None
+        if short():  # a tool may want one big block (a file read): garbage out first
+            import gc
+
+            gc.collect()
         try:
             handler = tool[2]
             if isinstance(handler, str):  # the module loads when its tool is called
