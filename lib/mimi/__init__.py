@@ -4,14 +4,22 @@ import sys
 VERSION = "0.1.0"
 
 
-def short():
+_short = False
+
+
+def short(measure=False):
     """Is the heap short (less than limits.HEAP_SHORT free)? Then a turn drops code
     after use and spills its escaped prompt to the flash; with room (PSRAM), both stay
-    and no turn pays an import or a flash write for it."""
-    import gc
-    from mimi import limits
+    and no turn pays an import or a flash write for it. Measured when asked (the agent
+    does at the start and end of a turn), else the last answer: gc.mem_free() counts
+    the whole heap's blocks, ~1 ms for 16 MB."""
+    global _short
+    if measure:
+        import gc
+        from mimi import limits
 
-    return gc.mem_free() < limits.HEAP_SHORT
+        _short = gc.mem_free() < limits.HEAP_SHORT
+    return _short
 
 
 def unload(name):

@@ -28,8 +28,10 @@ def _system_prompt(channel, chat_id, encoded):
     import gc
     from mimi.agent import context
 
-    gc.collect()
-    tight = short()
+    tight = short(True)
+    if tight:  # (garbage counts as used until collected)
+        gc.collect()
+        tight = short(True)
     try:
         if encoded:  # each section JSON-escaped once for the whole turn: in RAM, or on
             # the flash when the heap is short (each call reads it from there)
@@ -114,8 +116,8 @@ def run_message(msg):
         log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
         return SORRY % (str(e) or type(e).__name__)
     finally:
-        if short():  # a short heap keeps nothing of a turn: scattered, it would break up
-            _forget()  # the room the next turn needs
+        if short(True):  # a short heap keeps nothing of a turn: scattered, it would break
+            _forget()  # up the room the next turn needs
         busy = False
         _alive()
 

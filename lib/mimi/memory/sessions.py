@@ -233,19 +233,23 @@ def repair(msgs, budget=limits.HISTORY_BYTES_MAX):
 
 def load(key, encode=None, n=limits.HISTORY_MAX):
     """The last `n` messages of a session as [{"role","content"}], valid alternation.
-    With encode (a provider's message()), ready for a request instead: a message whose
-    text is stored as it goes out becomes parts that read it from the file when sent
-    (net/http.py Region: no copy in RAM), any other encode(message)."""
+    With encode (a provider's message()), ready for a request instead: encode(message)
+    each; when the heap is short (mimi.short()), a message whose text is stored as it
+    goes out becomes parts that read it from the file when sent (net/http.py Region:
+    no copy in RAM, a read of the flash per call)."""
+    from mimi import short
+
     p = path(key)
     with _lock:
         _flush_key(key)
-        msgs = _tail(p, n, encode is not None)
+        msgs = _tail(p, n, encode is not None and short())
     msgs = repair(msgs)
     if encode:
         import gc
         from mimi.net.http import Region
 
-        gc.collect()  # the reads' garbage first: what stays for the turn fills its holes
+        if short():  # the reads' garbage first: what stays for the turn fills its holes
+            gc.collect()
         for i in range(len(msgs)):
             m = msgs[i]
             at = m.pop("at", None)
