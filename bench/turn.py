@@ -137,7 +137,7 @@ def peer(n):
                 later = recs[1:]
                 img, args, _ = minheap.prepare(svc, tmp, c["ca"], "openai", "peer", mp,
                                                PEER_SCRIPT)
-                kb = minheap.smallest(args, img, tmp, mp, minheap.HI_KB[label])
+                kb = minheap.smallest(args, img, tmp, mp, minheap.HI_KB[label])[0]
                 alloc = median([r["alloc"] for r in later])
                 fw = median([(r["us"] - r["net_us"]) / 1000 for r in later])
                 row = [label, "%d KB" % kb, "%.2f" % (kb * 1024 / PEER["min_heap"]),

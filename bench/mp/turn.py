@@ -20,7 +20,20 @@ with open(sys.argv[1]) as _f:  # a JSON file: long argv items abort the unix por
 sys.path[:] = [A["lib"]]
 from mimi import board  # noqa: E402
 
+_blocks = board.image_blocks(A["image"])
 board.mount_image(A["image"])
+if not A.get("locked_vfs"):
+    # One thread here: mount VfsLfs2 itself, as on the board (a C file system, made
+    # whole per call by the GIL). The host's LockedVfs, a Python wrapper that takes
+    # fs.lock around every call for the unix port's free threads, makes each read of
+    # an import a Python call, whose garbage shreds the heap between module objects.
+    import vfs
+
+    vfs.umount("/")
+    vfs.mount(vfs.VfsLfs2(board.FileBlockDev(board.host_path(A["image"]), _blocks)), "/")
+    from mimi import unload
+
+    unload("mimi.board.host_vfs")
 sys.path[:] = ["", ".frozen", "/lib"]
 import gc  # noqa: E402
 import time  # noqa: E402
@@ -37,51 +50,8 @@ def out(rec):
 
 
 def _seed():
-    from mimi.memory import sessions
-
-    with open(SEED, "rb") as f:
-        fs.write_atomic(sessions.path(bus.session_key("websocket", CHAT)), f.read())
-
-
-def _history(n, text):
-    from mimi.memory import sessions
-
-    fs.makedirs(sessions.DIR)
-    with open(SEED, "wb") as f:
-        for k in range(n):
-            role = "user" if k % 2 == 0 else "assistant"
-            f.write(json.dumps({"role": role, "content": text(k), "ts": 0}).encode() + b"\n")
-    _seed()
-
-
-def prepare():
-    from mimi import defaults
-    from mimi.memory import sessions, store
-    from mimi.agent import context
-
-    defaults.install()
-    config.cfg.load()
-    config.cfg.update({"provider": A["kind"], "api_key": A["api_key"], "api_base": A["base"],
-                       "model": "bench-model", "ws_token": "bench"})
-    w = A.get("workload")
-    if w == "full":
-        line = "The user likes short answers and lives in Lisbon; keep replies brief. "
-        fs.write_atomic(context.SOUL_PATH, (line * 200).encode())  # ~14 KB each:
-        fs.write_atomic(context.USER_PATH, (line * 200).encode())  # the prompt hits 16 KB
-        fs.write_atomic(store.MEMORY_PATH, (line * 70).encode())
-        _history(A.get("history", 20), lambda k: ("message %d: " % k) + "word " * 100)
-    elif w == "peer":
-        fact = "- The user prefers metric units and short, direct answers.\n"
-        fs.write_atomic(store.MEMORY_PATH, ("# Memory\n\n" + fact * 68).encode())  # 4 KB
-        now = board.clock.unix()
-        for d in range(3):
-            date = store.today(now - d * 86400)
-            fs.write_atomic(store.note_path(date), ("# %s\n\n" % date + "- Watered the plants "
-                                                    "and checked the sensors.\n" * 12).encode())
-        _history(A.get("history", 20), lambda k: ("message %d " % k + "talk " * 60)[:300])
-    p = context.build_system_prompt("websocket", CHAT)
-    out({"prompt_bytes": len(p.encode()),
-         "history": len(sessions.load(bus.session_key("websocket", CHAT)))})
+    # the session file's path without importing sessions (the turn unloads it)
+    fs.copy_atomic(SEED, "/spiffs/sessions/%s.jsonl" % bus.session_key("websocket", CHAT))
 
 
 def _control(path, body):
@@ -141,6 +111,18 @@ def turns():
         return t
 
     react.run_turn = spy
+    from mimi.tools.registry import Registry
+
+    tool_errors = [0]
+    call = Registry.call
+
+    def counted(self, *a, **kw):  # a tool that failed (out of memory...) fails the turn here
+        out = call(self, *a, **kw)
+        if out.startswith("Error"):
+            tool_errors[0] += 1
+        return out
+
+    Registry.call = counted
     if A.get("close"):  # a new connection (and TLS handshake) for every LLM call
         from mimi.llm.anthropic import Anthropic
         from mimi.llm.openai import OpenAI
@@ -175,6 +157,7 @@ def turns():
         http.Client._wait = timed
     script = json.dumps(A["script"]).encode() if A.get("script") else None
     every = A.get("every", 1)
+    failed = 0  # turns so far that did not finish as scripted
     for i in range(A["turns"]):
         if script:
             _control("/_reset", b"{}")
@@ -188,7 +171,7 @@ def turns():
         base = gc.mem_alloc()
         del samples[:]
         del seen[:]
-        net[0] = 0
+        net[0] = tool_errors[0] = 0
         if A.get("alloc"):
             gc.disable()
         t0 = time.ticks_us()
@@ -197,6 +180,9 @@ def turns():
         alloc = gc.mem_alloc() - base
         gc.enable()
         t = seen[-1] if seen else None
+        if not t or t.error or tool_errors[0] or (t.llm_calls, t.tool_calls) != tuple(
+                A.get("calls", (4, 3))):
+            failed += 1
         if (i + 1) % every and i + 1 != A["turns"]:
             continue
         gc.collect()
@@ -207,6 +193,7 @@ def turns():
                "heap_base": base, "heap_after": gc.mem_alloc(),
                "heap_peak": max(samples) if samples else None,
                "heap_samples": list(samples), "alloc": alloc if A.get("alloc") else None, "net_us": net[0],
+               "tool_errors": tool_errors[0], "failed": failed,
                "heap_total": gc.mem_alloc() + gc.mem_free()}
         rec.update(_counts())
         if A.get("largest"):
@@ -214,7 +201,10 @@ def turns():
         out(rec)
 
 
-if A["mode"] == "prepare":
-    prepare()
+if A["mode"] == "prepare":  # in a module of its own: the turns don't load its code
+    sys.path.append(board.host_path(A["mp_dir"]))
+    import turnprep
+
+    turnprep.prepare(A, out, _seed)
 else:
     turns()
