@@ -136,7 +136,7 @@ def run_mp(script, args, heap=None, timeout=120, mp=MP):
 
 
 def mp_args(image, **kw):
-    return dict(kw, image=str(image), lib=str(BUILD / "lib"))
+    return dict(kw, image=str(image), lib=str(BUILD / "lib"), mp_dir=str(BENCH / "mp"))
 
 
 def cli(tables_fn):

@@ -1,4 +1,5 @@
-"""System prompt build time and size (mimi.agent.context.build_system_prompt) with the
+"""System prompt build time and size (mimi.agent.context.encoded: the prompt escaped for
+the request in pieces, as a turn builds it) with the
 default files and with oversized ones.
 
   .venv/bin/python bench/prompt.py [-n RUNS]
@@ -24,9 +25,11 @@ def tables(n=None):
         t.add(r["case"], r["bytes"], r["fixed"], r["marked"], r["us"] / 1000,
               "%.1f KB" % (r["churn"] / 1024), "%.1f KB" % (r["parts"]["skills"] / 1024),
               "%.1f KB" % (r["held"] / 1024))
-    t.notes = ("cap: limits.PROMPT_MAX = 16384 bytes. cache-marked = the system blocks "
-               "mimi.llm.anthropic.system_blocks() marks (all but the per-turn context). "
-               "allocated = gc.mem_alloc() growth with the GC off during one build.")
+    t.notes = ("cap: limits.PROMPT_MAX = 16384 bytes. cache-marked = what the Anthropic "
+               "provider marks for the prompt cache (the fixed block and the sections: all "
+               "but the per-turn context). allocated = gc.mem_alloc() growth with the GC off "
+               "during one build; held = the escaped pieces kept for the turn (in RAM; with a "
+               "short heap they go to the flash instead).")
     return [t]
 
 

@@ -7,6 +7,9 @@ Each turn: LLM -> get_current_time, LLM -> list_dir, LLM -> read_file, LLM -> an
 (4 LLM calls, 3 tools, one tool per step so the uplink growth shows).
 Workloads: "default" = default data files, a new chat each turn (no history);
 "full" = 16 KB system prompt + 20 stored history messages.
+Peer comparison (OpenAI, the turn ChipClaw was measured on): "peer" = default SOUL/USER
+and skills, a 4 KB MEMORY.md, 3 daily notes, 20 history messages of 300 characters;
+LLM -> list_dir, LLM -> read_file, LLM -> write_file, LLM -> answer.
 Connections: keep-alive (the firmware's client) or "Connection: close" on every call.
 Token counts are the fake's: len(JSON of the request) // 4; with Anthropic prompt
 caching, every request prefix ending at a cache_control mark (the tools, then each
@@ -15,9 +18,8 @@ marked system block) is cached, and the longest one seen before counts as a cach
 """
 import json
 import tempfile
-from pathlib import Path
 
-from common import Table, certs, cli, make_image, median, mp_args, pct, run_mp
+from common import MP, Table, certs, cli, interpreters, median, pct
 from fakes import llm
 
 SCRIPT = [
@@ -26,6 +28,15 @@ SCRIPT = [
     {"tool_calls": [{"name": "read_file", "input": {"path": "/spiffs/memory/MEMORY.md"}}]},
     {"text": "It is 09:00 UTC. Your memory file lists your preferences."},
 ]
+PEER_SCRIPT = [
+    {"tool_calls": [{"name": "list_dir", "input": {"prefix": "/spiffs/memory/"}}]},
+    {"tool_calls": [{"name": "read_file", "input": {"path": "/spiffs/memory/MEMORY.md"}}]},
+    {"tool_calls": [{"name": "write_file", "input": {
+        "path": "/spiffs/memory/found.md", "content": "Memory holds 68 facts; 3 daily notes."}}]},
+    {"text": "Your memory holds 68 short facts and there are 3 daily notes; I noted that."},
+]
+# ChipClaw on the same turn (64-bit unix port, measured earlier by the project lead)
+PEER = {"min_heap": 225280, "alloc": 0.50 * 1024 * 1024, "ms": 13.6}
 
 
 # (workload, Connection: close on every call)
@@ -38,18 +49,14 @@ def head_bytes(rec):
     return n + sum(len(k) + 2 + len(v) + 2 for k, v in rec["headers"].items())
 
 
-def run(svc, tmp, ca, kind, workload, close, n):
-    img = Path(tmp) / ("%s-%s-%d.img" % (kind, workload, close))
-    make_image(img, ca)
-    args = mp_args(img, kind=kind, api_key=svc["api_key"], base=svc["base_url"],
-                   workload=workload)
-    rc, recs, output = run_mp("turn.py", dict(args, mode="prepare"))
-    if rc or not recs:
-        raise RuntimeError("prepare failed:\n" + output)
-    prep = recs[0]
+def run(svc, tmp, ca, kind, workload, close, n, script=SCRIPT, mp=MP, **kw):
+    import minheap
+
+    img, args, prep = minheap.prepare(svc, tmp, ca, kind, workload, mp, script)
     svc.reset()
-    svc.script(*(SCRIPT * (n + 1)))
-    rc, recs, output = run_mp("turn.py", dict(args, mode="turns", turns=n + 1, close=close))
+    svc.script(*(script * (n + 1)))
+    rc, recs, output = minheap.run(dict(args, script=None), img, tmp, mp, turns=n + 1,
+                                   close=close, **kw)
     bad = [r for r in recs if r["error"] or r["llm_calls"] != 4 or r["tool_calls"] != 3]
     if rc or len(recs) != n + 1 or bad:
         raise RuntimeError("turns failed (%s):\n%s" % (bad[:1], output[-3000:]))
@@ -108,7 +115,49 @@ def tables(n=None):
                     "fake's HTTPS listener agrees. close = every LLM call sends Connection: close.")
     bytes_t.notes = ("request bytes = request line + headers + JSON body, as the fake received "
                      "them. Tokens: the fake's bytes/4 count; input includes cache reads.")
-    return [time_t, bytes_t]
+    return [time_t, bytes_t, peer(n)]
+
+
+def peer(n):
+    """The peer workload beside ChipClaw's figures (64-bit, as the peer was measured)."""
+    import minheap
+
+    t = Table("Peer comparison: ChipClaw's turn (OpenAI, %d turns after a first one)" % n,
+              ["interpreter", "smallest heap", "x peer", "allocated per turn", "x peer",
+               "firmware ms per turn", "x peer", "turn ms (median)", "request bytes per turn",
+               "LLM calls / tools"])
+    with tempfile.TemporaryDirectory() as tmp:
+        c = certs(tmp)
+        svc = llm.start("openai", c)
+        try:
+            for label, mp in interpreters():
+                prep, recs, per_turn, snap = run(svc, tmp, c["ca"], "openai", "peer", False, n,
+                                                 PEER_SCRIPT, mp, alloc=True, netwait=True,
+                                                 heap="16m")
+                later = recs[1:]
+                img, args, _ = minheap.prepare(svc, tmp, c["ca"], "openai", "peer", mp,
+                                               PEER_SCRIPT)
+                kb = minheap.smallest(args, img, tmp, mp, minheap.HI_KB[label])[0]
+                alloc = median([r["alloc"] for r in later])
+                fw = median([(r["us"] - r["net_us"]) / 1000 for r in later])
+                row = [label, "%d KB" % kb, "%.2f" % (kb * 1024 / PEER["min_heap"]),
+                       "%.1f KB" % (alloc / 1024), "%.2f" % (alloc / PEER["alloc"]),
+                       "%.1f" % fw, "%.2f" % (fw / PEER["ms"]),
+                       median([r["us"] / 1000 for r in later]), sum(per_turn[-1]),
+                       "%d / %d" % (later[0]["llm_calls"], later[0]["tool_calls"])]
+                if label != "64-bit":  # the peer was measured on 64-bit only
+                    row[2] = row[4] = row[6] = "-"
+                t.add(*row)
+        finally:
+            svc.close()
+    t.notes = ("ChipClaw (64-bit unix port, same turn, measured earlier): smallest heap "
+               "%d B, %.2f MB allocated per turn, %.1f ms firmware time per turn. Ours: "
+               "smallest heap by minheap.py's bisection (cold turn); allocated = "
+               "gc.mem_alloc() growth over one turn with the GC off; firmware ms = the "
+               "turn's time minus the time its HTTP client waited on the socket (the fake "
+               "server's share); request bytes = request lines + headers + bodies as the "
+               "fake received them." % (PEER["min_heap"], PEER["alloc"] / 1048576, PEER["ms"]))
+    return t
 
 
 if __name__ == "__main__":

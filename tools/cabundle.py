@@ -1,26 +1,36 @@
 """Curated root-CA bundle for the firmware (CPython; certifi + cryptography).
 
 MicroPython has no built-in CA store, so the image ships /certs/roots.pem
-(limits.CA_BUNDLE) and mimi.net.http verifies every HTTPS server against it.
-The whole Mozilla store (~120 roots, ~200 KB) would cost flash and, once parsed
-by mbedTLS, RAM on every TLS context; these are the roots the services the
-firmware talks to chain to (checked 2025-2026; CDNs rotate CAs, hence a margin):
+(limits.CA_BUNDLE) and mimi.net.tls verifies every HTTPS server against it. Every
+root costs C heap once parsed (one shared TLS context, mimi/net/tls.py), so the set is
+what the default endpoints chain to, no more; a user with another server adds its
+root with the `ca_file` setting (a PEM/DER file on the flash, outside /spiffs).
 
-  Let's Encrypt            ISRG Root X1, X2   (openrouter.ai and other Cloudflare-fronted hosts)
-  Google Trust Services    GTS Root R1, R3, R4 (+ R2 when certifi still has it)
-                           (api.anthropic.com, api.openai.com, Cloudflare, Google)
-  GlobalSign               Root CA - R3, R6, ECC R4, R5, Root R46, E46 (GTS cross-signs,
-                           api.deepseek.com and other Asian-hosted OpenAI-compatible APIs)
-  DigiCert                 Global Root G2, G3, TLS RSA4096 G5, TLS ECC P384 G5
-                           (api.search.brave.com, many API hosts)
-  Amazon                   Amazon Root CA 1-4, Starfield Services Root G2 (api.tavily.com, AWS)
-  GoDaddy / Starfield      Go Daddy Root G2, Starfield Root G2 (api.telegram.org)
-  Sectigo / USERTrust      USERTrust RSA + ECC, Sectigo Public Server Authentication R46, E46
-  SSL.com                  RSA, ECC, TLS RSA/ECC 2022 (Cloudflare's other issuer)
-  Microsoft                RSA + ECC Root 2017 (Azure-hosted OpenAI-compatible endpoints)
+Which endpoint needs which root (the issuing CAs seen on those hosts, 2024-2026; CDNs
+rotate between their CAs, hence all of a CDN's roots):
 
-OPTIONAL roots (GlobalSign Root CA R1, DigiCert Global Root CA, Baltimore) are
-added only while certifi still carries them. Usage: build(out_path) -> out_path.
+  endpoint                                   issued by (CDN)                 roots
+  api.anthropic.com                          Google Trust Services WE1/WR1   GTS Root R4, R1
+  api.openai.com                             Google Trust Services (Cloudflare)  GTS Root R4, R1
+  openrouter.ai, api.groq.com,               Cloudflare edge: Google Trust   GTS Root R1, R4,
+    api.together.xyz, api.mistral.ai           Services, Let's Encrypt,      ISRG Root X1, X2,
+                                               SSL.com                       SSL.com RSA, ECC
+  generativelanguage.googleapis.com          Google Trust Services WR2       GTS Root R1
+  api.telegram.org                           Go Daddy Secure CA - G2         Go Daddy Root G2
+  api.tavily.com                             Amazon (AWS certificates)       Amazon Root CA 1, 3
+                                                                             (+ Starfield Services
+                                                                             G2, their cross-signer)
+  api.search.brave.com                       Let's Encrypt / DigiCert        ISRG Root X1, X2,
+                                                                             DigiCert G2
+  open.feishu.cn, open.larksuite.com         GlobalSign OV / DigiCert        GlobalSign R3, R6,
+                                             (GeoTrust, RapidSSL)            DigiCert G2, G3
+  api.deepseek.com                           GlobalSign / DigiCert           GlobalSign R3,
+                                                                             DigiCert G2
+  other hosted OpenAI-compatible APIs        Sectigo (USERTrust)             USERTrust RSA
+
+GTS roots are cross-signed by "GlobalSign Root CA" and some servers still send that
+chain; it and "DigiCert Global Root CA" (both retiring) are added only while certifi
+still carries them (OPTIONAL). Usage: build(out_path) -> out_path.
 """
 import datetime
 import os
@@ -28,23 +38,16 @@ import sys
 from pathlib import Path
 
 REQUIRED = (
+    "GTS Root R1", "GTS Root R4",
     "ISRG Root X1", "ISRG Root X2",
-    "GTS Root R1", "GTS Root R3", "GTS Root R4",
-    "GlobalSign Root CA - R3", "GlobalSign Root CA - R6", "GlobalSign ECC Root CA - R4",
-    "GlobalSign ECC Root CA - R5", "GlobalSign Root R46", "GlobalSign Root E46",
-    "DigiCert Global Root G2", "DigiCert Global Root G3",
-    "DigiCert TLS RSA4096 Root G5", "DigiCert TLS ECC P384 Root G5",
-    "Amazon Root CA 1", "Amazon Root CA 2", "Amazon Root CA 3", "Amazon Root CA 4",
-    "Starfield Services Root Certificate Authority - G2",
-    "Go Daddy Root Certificate Authority - G2", "Starfield Root Certificate Authority - G2",
-    "USERTrust RSA Certification Authority", "USERTrust ECC Certification Authority",
-    "Sectigo Public Server Authentication Root R46", "Sectigo Public Server Authentication Root E46",
     "SSL.com Root Certification Authority RSA", "SSL.com Root Certification Authority ECC",
-    "SSL.com TLS RSA Root CA 2022", "SSL.com TLS ECC Root CA 2022",
-    "Microsoft RSA Root Certificate Authority 2017", "Microsoft ECC Root Certificate Authority 2017",
+    "Go Daddy Root Certificate Authority - G2",
+    "Amazon Root CA 1", "Amazon Root CA 3", "Starfield Services Root Certificate Authority - G2",
+    "GlobalSign Root CA - R3", "GlobalSign Root CA - R6",
+    "DigiCert Global Root G2", "DigiCert Global Root G3",
+    "USERTrust RSA Certification Authority",
 )
-OPTIONAL = ("GTS Root R2", "GlobalSign Root CA", "DigiCert Global Root CA",
-            "Baltimore CyberTrust Root")
+OPTIONAL = ("GlobalSign Root CA", "DigiCert Global Root CA")
 
 
 def names(cert):

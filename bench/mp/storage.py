@@ -117,22 +117,24 @@ def prompt_bench():
             for i in range(40):
                 fs.write_atomic("%s/skill%02d.md" % (skills.DIR, i),
                                 ("# Skill %d\n\nDoes thing %d. " % (i, i) + data[:4000]).encode())
-        us, churn, held = measure(lambda: context.build_system_prompt("websocket", "bench"), A["n"])
+        # what a turn builds: the prompt escaped for the request, in pieces (context.encoded)
+        us, churn, held = measure(lambda: context.encoded("websocket", "bench"), A["n"])
         fixed, dynamic = context.build_parts("websocket", "bench")
         parts = {}
         from mimi import limits
         for name, fn in (("notes", lambda: store.recent_notes(limits.NOTES_MAX)),
                          ("skills", lambda: skills.summary(limits.SKILLS_MAX)),
-                         ("memory", lambda: context._read(store.MEMORY_PATH, limits.MEMORY_MAX)),
-                         ("soul", lambda: context._read(context.SOUL_PATH, limits.PROMPT_MAX)),
+                         ("memory", lambda: context._file_section(
+                             "M", store.MEMORY_PATH, limits.MEMORY_MAX, [], lambda x: x)),
+                         ("soul", lambda: context._file_section(
+                             "P", context.SOUL_PATH, limits.PROMPT_MAX, [], lambda x: x)),
                          ("fixed", context.fixed_part)):
             parts[name] = measure(fn, 3)[1]
-        from mimi.llm import anthropic  # the blocks the Anthropic provider marks for caching
-        marked = sum(len(b["text"].encode()) for b in anthropic.system_blocks([fixed, dynamic])
-                     if "cache_control" in b)
+        # Anthropic marks the fixed block and the sections, not the per-turn context
+        turn = context._turn("websocket", "bench")
         out({"case": label, "us": us, "churn": churn, "held": held, "parts": parts,
              "bytes": len((fixed + dynamic).encode()), "fixed": len(fixed.encode()),
-             "marked": marked})
+             "marked": len((fixed + dynamic).encode()) - len(turn.encode())})
 
 
 def _day(offset):

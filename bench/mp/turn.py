@@ -2,9 +2,16 @@
 # the firmware's own worker.run_message() (system prompt, session load, provider,
 # HTTP client, ReAct loop, real tools, session save) on a board image.
 #   micropython bench/mp/turn.py ARGS.json   ({"image":..., "lib":..., "mode": "prepare"|"turns", ...})
-# prepare: install defaults, settings, and for workload "full" a 16 KB system prompt
-#   (oversized SOUL/USER/MEMORY) and 20 stored history messages.
-# turns: run "turns" turns; one "BENCH {json}" line per turn.
+# prepare: install defaults, settings, and the workload's files: "full" = a 16 KB system
+#   prompt (oversized SOUL/USER/MEMORY) and 20 stored history messages of ~520 bytes;
+#   "peer" = default SOUL/USER and skills, a 4 KB MEMORY.md, 3 daily notes and 20 stored
+#   history messages of 300 characters.
+# turns: run "turns" turns; one "BENCH {json}" line per turn (or, with "every", one
+#   line every that many turns). "script": the fake LLM's replies, queued again before
+#   every turn over its plain-HTTP control port (so a long run keeps its requests
+#   list short). "alloc": bytes allocated by the turn, measured with the GC off.
+#   "largest": also the largest block still allocatable after the turn. "netwait": the
+#   time the HTTP client waited on its socket ("net_us").
 import sys
 import json
 
@@ -13,64 +20,85 @@ with open(sys.argv[1]) as _f:  # a JSON file: long argv items abort the unix por
 sys.path[:] = [A["lib"]]
 from mimi import board  # noqa: E402
 
+_blocks = board.image_blocks(A["image"])
 board.mount_image(A["image"])
+if not A.get("locked_vfs"):
+    # One thread here: mount VfsLfs2 itself, as on the board (a C file system, made
+    # whole per call by the GIL). The host's LockedVfs, a Python wrapper that takes
+    # fs.lock around every call for the unix port's free threads, makes each read of
+    # an import a Python call, whose garbage shreds the heap between module objects.
+    import vfs
+
+    vfs.umount("/")
+    vfs.mount(vfs.VfsLfs2(board.FileBlockDev(board.host_path(A["image"]), _blocks)), "/")
+    from mimi import unload
+
+    unload("mimi.board.host_vfs")
 sys.path[:] = ["", ".frozen", "/lib"]
 import gc  # noqa: E402
 import time  # noqa: E402
 from mimi import config, bus, fs  # noqa: E402
 
 CHAT = "bench"
-TEXT = "What time is it, and what is in my memory file?"
+TEXT = {"peer": "Look at my files, read my memory and note what you found."}.get(
+    A.get("workload"), "What time is it, and what is in my memory file?")
+SEED = "/bench_session.jsonl"  # the stored messages, put back before every turn
 
 
 def out(rec):
     print("BENCH " + json.dumps(rec))
 
 
-SEED = "/bench_session.jsonl"  # the 20 stored messages, put back before every turn
-
-
 def _seed():
-    from mimi.memory import sessions
-
-    with open(SEED, "rb") as f:
-        fs.write_atomic(sessions.path(bus.session_key("websocket", CHAT)), f.read())
+    # the session file's path without importing sessions (the turn unloads it)
+    fs.copy_atomic(SEED, "/spiffs/sessions/%s.jsonl" % bus.session_key("websocket", CHAT))
 
 
-def prepare():
-    from mimi import defaults
-    from mimi.memory import sessions, store
-    from mimi.agent import context
+def _control(path, body):
+    """POST to the fake LLM's plain-HTTP control port (raw socket, like tests/mp/llmfake.py)."""
+    import socket
 
-    defaults.install()
-    config.cfg.load()
-    config.cfg.update({"provider": A["kind"], "api_key": A["api_key"], "api_base": A["base"],
-                       "model": "bench-model", "ws_token": "bench"})
-    if A.get("workload") == "full":
-        line = "The user likes short answers and lives in Lisbon; keep replies brief. "
-        fs.write_atomic(context.SOUL_PATH, (line * 200).encode())  # ~14 KB each:
-        fs.write_atomic(context.USER_PATH, (line * 200).encode())  # the prompt hits 16 KB
-        fs.write_atomic(store.MEMORY_PATH, (line * 70).encode())
-        fs.makedirs(sessions.DIR)
-        with open(SEED, "wb") as f:
-            for k in range(A.get("history", 20)):
-                role = "user" if k % 2 == 0 else "assistant"
-                text = ("message %d: " % k) + "word " * 100  # ~510 bytes each
-                f.write(json.dumps({"role": role, "content": text, "ts": 0}).encode() + b"\n")
-        _seed()
-    p = context.build_system_prompt("websocket", CHAT)
-    out({"prompt_bytes": len(p.encode()),
-         "history": len(sessions.load(bus.session_key("websocket", CHAT)))})
+    host, port = A["control"].split("://", 1)[1].split(":")
+    s = socket.socket()
+    try:
+        s.connect(socket.getaddrinfo(host, int(port))[0][-1])
+        s.write(("POST %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nContent-Length: %d"
+                 "\r\n\r\n" % (path, host, len(body))).encode() + body)
+        while s.read(512):
+            pass
+    finally:
+        s.close()
 
 
-def _body_buf(provider):
-    body = provider._cached[1]._body if provider._cached else None
-    return len(body.buf) if body is not None and body.buf is not None else 0
+def largest():
+    """The largest block still allocatable (bytes, to 64)."""
+    gc.collect()
+    lo, hi = 0, gc.mem_free() + 64
+    while hi - lo > 64:
+        mid = (lo + hi) // 2 // 64 * 64
+        try:
+            b = bytearray(mid)
+            b = None  # noqa: F841
+            lo = mid
+        except MemoryError:
+            hi = mid
+    return lo
+
+
+def _counts():
+    """TLS contexts made, handshakes and connections so far (mimi.net.tls.stats())."""
+    try:
+        from mimi.net import tls
+    except ImportError:  # before net/tls.py: the cached provider's client
+        from mimi.llm import provider
+
+        c = provider._cached[1].client if provider._cached else None
+        return {"handshakes": c.handshakes if c else 0, "connects": c.connects if c else 0}
+    return tls.stats()
 
 
 def turns():
     from mimi.agent import worker, react
-    from mimi.llm import provider
     from mimi.net import http
 
     config.cfg.load()
@@ -83,6 +111,18 @@ def turns():
         return t
 
     react.run_turn = spy
+    from mimi.tools.registry import Registry
+
+    tool_errors = [0]
+    call = Registry.call
+
+    def counted(self, *a, **kw):  # a tool that failed (out of memory...) fails the turn here
+        out = call(self, *a, **kw)
+        if out.startswith("Error"):
+            tool_errors[0] += 1
+        return out
+
+    Registry.call = counted
     if A.get("close"):  # a new connection (and TLS handshake) for every LLM call
         from mimi.llm.anthropic import Anthropic
         from mimi.llm.openai import OpenAI
@@ -90,11 +130,6 @@ def turns():
         for cls in (Anthropic, OpenAI):
             h = cls.headers
             cls.headers = lambda self, h=h: dict(h(self), Connection="close")
-    if A.get("body_buf"):  # experiment: another starting size of the request body buffer
-        from mimi.llm import jsonbuf
-
-        init = jsonbuf.JsonBuf.__init__
-        jsonbuf.JsonBuf.__init__ = lambda self, size=None: init(self, A["body_buf"])
     samples = []
     if A.get("sample"):  # live heap (after gc.collect) around every HTTP request
         req = http.Client.request
@@ -108,31 +143,68 @@ def turns():
             return r
 
         http.Client.request = sampled
+    net = [0]
+    if A.get("netwait"):  # time spent waiting on sockets (the server's share of a turn)
+        wait = http.Client._wait
+
+        def timed(self, *a):
+            t0 = time.ticks_us()
+            try:
+                return wait(self, *a)
+            finally:
+                net[0] += time.ticks_diff(time.ticks_us(), t0)
+
+        http.Client._wait = timed
+    script = json.dumps(A["script"]).encode() if A.get("script") else None
+    every = A.get("every", 1)
+    failed = 0  # turns so far that did not finish as scripted
     for i in range(A["turns"]):
+        if script:
+            _control("/_reset", b"{}")
+            _control("/_script", script)
         chat = "fresh%d" % i
-        if A.get("workload") == "full":  # the same 20 messages every turn
+        if A.get("workload") in ("full", "peer"):  # the same stored messages every turn
             chat = CHAT
             _seed()
+        msg = bus.Msg("websocket", chat, TEXT)
         gc.collect()
         base = gc.mem_alloc()
         del samples[:]
         del seen[:]
+        net[0] = tool_errors[0] = 0
+        if A.get("alloc"):
+            gc.disable()
         t0 = time.ticks_us()
-        reply = worker.run_message(bus.Msg("websocket", chat, TEXT))
+        reply = worker.run_message(msg)
         us = time.ticks_diff(time.ticks_us(), t0)
+        alloc = gc.mem_alloc() - base
+        gc.enable()
         t = seen[-1] if seen else None
-        cli = provider._cached[1].client if provider._cached else None
-        out({"us": us, "reply": reply[:60], "error": t.error if t else "no turn",
-             "llm_calls": t.llm_calls if t else 0, "tool_calls": t.tool_calls if t else 0,
-             "usage": t.usage if t else None,
-             "handshakes": cli.handshakes if cli else 0, "connects": cli.connects if cli else 0,
-             "heap_base": base, "heap_peak": max(samples) if samples else None,
-             "heap_samples": list(samples),
-             "body_buf": _body_buf(provider),
-             "heap_total": gc.mem_alloc() + gc.mem_free()})
+        if not t or t.error or tool_errors[0] or (t.llm_calls, t.tool_calls) != tuple(
+                A.get("calls", (4, 3))):
+            failed += 1
+        if (i + 1) % every and i + 1 != A["turns"]:
+            continue
+        gc.collect()
+        rec = {"turn": i + 1, "us": us, "reply": reply[:60],
+               "error": t.error if t else "no turn",
+               "llm_calls": t.llm_calls if t else 0, "tool_calls": t.tool_calls if t else 0,
+               "usage": t.usage if t else None,
+               "heap_base": base, "heap_after": gc.mem_alloc(),
+               "heap_peak": max(samples) if samples else None,
+               "heap_samples": list(samples), "alloc": alloc if A.get("alloc") else None, "net_us": net[0],
+               "tool_errors": tool_errors[0], "failed": failed,
+               "heap_total": gc.mem_alloc() + gc.mem_free()}
+        rec.update(_counts())
+        if A.get("largest"):
+            rec["largest"] = largest()
+        out(rec)
 
 
-if A["mode"] == "prepare":
-    prepare()
+if A["mode"] == "prepare":  # in a module of its own: the turns don't load its code
+    sys.path.append(board.host_path(A["mp_dir"]))
+    import turnprep
+
+    turnprep.prepare(A, out, _seed)
 else:
     turns()

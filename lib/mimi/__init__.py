@@ -1,2 +1,33 @@
 # MimiClaw for MicroPython: a private AI assistant on an ESP32-S3.
+import sys
+
 VERSION = "0.1.0"
+
+
+_short = False
+
+
+def short(measure=False):
+    """Is the heap short (less than limits.HEAP_SHORT free)? Then a turn drops code
+    after use and spills its escaped prompt to the flash; with room (PSRAM), both stay
+    and no turn pays an import or a flash write for it. Measured when asked (the agent
+    does at the start and end of a turn), else the last answer: gc.mem_free() counts
+    the whole heap's blocks, ~1 ms for 16 MB."""
+    global _short
+    if measure:
+        import gc
+        from mimi import limits
+
+        _short = gc.mem_free() < limits.HEAP_SHORT
+    return _short
+
+
+def unload(name):
+    """Forget module `name` (stateless ones only): its code is freed once nothing else
+    holds it, and an import loads it again. For code a turn needs only for a moment."""
+    if sys.modules.pop(name, None) is not None:
+        pkg, _, leaf = name.rpartition(".")
+        try:
+            delattr(sys.modules[pkg], leaf)
+        except (KeyError, AttributeError):
+            pass

@@ -141,6 +141,14 @@ def _token(v):
     return v
 
 
+def _ca_file(v):
+    v = str(v).strip()
+    if v and (not v.startswith("/") or v.startswith(limits.SPIFFS + "/") or len(v) > 100):
+        raise ValueError("a file path on the flash outside %s (where the file tools cannot "
+                         "change it), e.g. /certs/mine.pem" % limits.SPIFFS)
+    return v
+
+
 def _gpio_allow(v):
     return gpio_policy.normalize(v)
 
@@ -177,6 +185,7 @@ SCHEMA = {
     "gpio_allow": (_gpio_allow(gpio_policy.DEFAULT), _gpio_allow, False),
     # what the file tools' files may take; 0: what the flash leaves (tools/files.py)
     "files_quota_kb": (0, _int(0, limits.FILES_QUOTA_MAX_KB), False),
+    "ca_file": ("", _ca_file, False),  # PEM/DER roots trusted besides the shipped ones
 }
 
 

@@ -4,15 +4,23 @@
 # such text is refused by every later request that carries it (session history,
 # MEMORY.md in the system prompt), so one emoji could break a chat for good.
 import json
-from mimi.utf8 import valid, clean  # loaded with this module, not mid-parse next to a big body
+from mimi.utf8 import valid, clean as _text  # loaded with this module, not mid-parse next to a big body
+
+
+_NESTED = (list, dict)  # made once: a tuple of types written in a call is made per call
 
 
 def loads(body):
     """JSON text/bytes -> object; in every string (keys too) a surrogate pair becomes
     its character and anything else that is not valid UTF-8 becomes U+FFFD."""
-    obj = json.loads(body)
+    return clean(json.loads(body))
+
+
+def clean(obj):
+    """obj (decoded JSON) with every string valid UTF-8 as loads() makes them; lists
+    and dicts are changed in place."""
     if isinstance(obj, str):
-        return clean(obj)
+        return _text(obj)
     stack = [obj]
     while stack:  # no recursion: deep nesting from a server must not overflow the stack
         o = stack.pop()
@@ -20,17 +28,17 @@ def loads(body):
             for i in range(len(o)):
                 v = o[i]
                 if isinstance(v, str):
-                    o[i] = clean(v)
-                elif isinstance(v, (list, dict)):
+                    o[i] = _text(v)
+                elif isinstance(v, _NESTED):
                     stack.append(v)
         elif isinstance(o, dict):
             bad = []
             for k, v in o.items():
-                if isinstance(v, (list, dict)):
+                if isinstance(v, _NESTED):
                     stack.append(v)
                 if not valid(k) or isinstance(v, str) and not valid(v):
                     bad.append(k)
             for k in bad:
                 v = o.pop(k)
-                o[clean(k)] = clean(v) if isinstance(v, str) else v
+                o[_text(k)] = _text(v) if isinstance(v, str) else v
     return obj

@@ -25,6 +25,9 @@ POLL_PREGROW = const(64)  # unix port: poll slots made before any ThreadSafeFlag
 MAX_TOOL_ITER = const(10)
 MAX_TOOL_CALLS = const(4)
 TOOL_OUTPUT_MAX = const(8 * 1024)
+TOOL_ARGS_MAX = const(16 * 1024)  # a call's arguments (they ride on every later call of the turn)
+TURN_TOOL_BYTES = const(24 * 1024)  # tool output one turn may collect (it is re-sent every call)
+TOOL_OUTPUT_MIN = const(256)  # less of that budget left: no more tools this turn
 HISTORY_MAX = const(20)
 SENDER_NAME_MAX = const(32)  # chars of a group sender's name starting its lines ("Ann: ...")
 MAX_TOKENS_DEFAULT = const(4096)
@@ -33,11 +36,21 @@ LLM_RETRIES = const(3)
 LLM_BACKOFF_MAX_S = const(30)
 LLM_BACKOFF_BASE_S = const(1)  # first retry wait; doubles each retry up to the max
 LLM_ERROR_BODY_MAX = const(300)  # chars of an error body quoted in messages and logs
-LLM_BODY_BUF = const(32 * 1024)  # reusable request-body buffer (grows when needed)
-LLM_JSON_CHUNK = const(1024)  # long strings are JSON-escaped this many chars at a time
 HTTP_RESPONSE_MAX = const(256 * 1024)
-HTTP_HEADER_MAX = const(8 * 1024)
+HTTP_HEADER_MAX = const(8 * 1024)  # a whole response head (lines are read one by one)
+HTTP_RECV_BUF = const(2048)  # per client: receive buffer (a longer header line is dropped)
+HTTP_PIECES_COLLECT = const(16 * 1024)  # a chunked body's pieces: gc.collect() this often
 HTTP_REDIRECTS = const(3)  # followed by httpstream.open_url (OTA downloads)
+
+# TLS (net/tls.py). What one more TLS connection needs in the C heap on the board:
+# mbedTLS's 16 KB input + 4 KB output record buffers (sdkconfig ASYMMETRIC_CONTENT_LEN)
+# and ~15 KB more at the handshake's peak (micropython#8940, #6065), plus an lwIP
+# socket (4-7 KB). Below this largest free block a loop client (Telegram's long poll)
+# closes its connection while the agent's LLM call runs; with PSRAM it never does.
+TLS_CONN_ROOM = const(44 * 1024)
+TLS_ROOT_ROOM = const(8 * 1024)  # below this, a root that fails to parse = out of memory
+TLS_YIELD_WAIT_MS = const(2000)  # an LLM call waits at most this for the others to close
+TLS_YIELD_POLL_MS = const(50)
 
 # System prompt (SPEC §11)
 PROMPT_MAX = const(16 * 1024)
@@ -45,10 +58,13 @@ MEMORY_MAX = const(4 * 1024)
 NOTES_MAX = const(4 * 1024)
 NOTES_DAYS = const(3)
 SKILLS_MAX = const(2 * 1024)
+PROMPT_CHUNK = const(1024)  # the prompt is read and JSON-escaped in pieces this big
+HEAP_SHORT = const(96 * 1024)  # less free: a turn drops code after use (mimi.short())
+PROMPT_SPILL = "/prompt.tmp"  # and escapes the prompt into this file (outside /spiffs)
 
 SKILL_TITLE_MAX = const(64)
 SKILL_DESC_MAX = const(256)
-SKILL_HEAD_READ = const(2048)  # bytes of a skill file read for its title/description
+SKILL_HEAD_READ = const(1024)  # bytes of a skill file read for its title/description
 
 # Files
 FILE_READ_MAX = const(32 * 1024)

@@ -50,10 +50,12 @@ class Reply:
     close: send Connection: close and close. drop: close after the reply without
     saying so (a keep-alive connection the server times out).
     raw: bytes sent verbatim instead of a response (malformed-response tests).
+    extra: bytes sent on the same connection 0.2 s after the reply (an unsolicited
+    second response on a kept-alive connection).
     """
 
     def __init__(self, status=200, body=b"", headers=None, chunked=False, chunks=3,
-                 delay=0, close=False, drop=False, raw=None, reason=None, trickle=0):
+                 delay=0, close=False, drop=False, raw=None, reason=None, trickle=0, extra=None):
         self.status = status
         self.reason = reason
         if isinstance(body, str):
@@ -71,6 +73,7 @@ class Reply:
         self.close = close
         self.drop = drop
         self.raw = raw
+        self.extra = extra
 
 
 _REASONS = {200: "OK", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
@@ -264,6 +267,9 @@ class Server(_Base):
                 sock.sendall(r.body[i:i + 1])
         elif req.method != "HEAD":
             sock.sendall(r.body)
+        if r.extra:
+            time.sleep(0.2)
+            sock.sendall(r.extra)
         return "Connection" not in headers and not r.drop
 
 
@@ -387,11 +393,14 @@ def client_test_routes(srv, big):
     srv.route("GET", "/big", lambda req: Reply(200, b"x" * big))
     srv.route("GET", "/bigchunked", lambda req: Reply(200, b"x" * big, chunked=True, chunks=40))
     srv.route("GET", "/drop", lambda req: Reply(200, "bye", drop=True))
+    srv.route("GET", "/twice", lambda req: Reply(200, "first", extra=b"HTTP/1.1 200 OK\r\n"
+                                                 b"Content-Length: 5\r\n\r\nstray"))
     srv.route("GET", "/close", lambda req: Reply(200, "closing", close=True))
     srv.route("GET", "/garbage", lambda req: Reply(raw=b"SPAM SPAM SPAM\r\n\r\n"))
     srv.route("GET", "/hangup", lambda req: Reply(raw=b""))
     srv.route("GET", "/bighead", lambda req: Reply(200, "x", {"X-Big": "a" * 9000}))
     srv.route("GET", "/badjson", lambda req: Reply(200, "{not json", {"Content-Type": "application/json"}))
+    srv.route("GET", "/chunked96k", lambda req: Reply(200, b"y" * 96 * 1024, chunked=True, chunks=96))
     srv.route("GET", "/mega", lambda req: Reply(200, MEGA))
     srv.route("GET", "/megachunked", lambda req: Reply(200, MEGA, chunked=True, chunks=300))
     srv.route("*", "/redirect", lambda req: Reply(int(req.query.get("code", 302)), "moved",

@@ -4,9 +4,10 @@ import llmfake
 import support
 from mimi import limits, board
 from mimi.tools.registry import Registry, Ctx
-from mimi.tools.clock import SCHEMA as CLOCK_SCHEMA
 from mimi.llm.provider import LLMError
 from mimi.agent.react import run_turn
+
+CLOCK_SCHEMA = {"type": "object", "properties": {}, "required": []}
 
 SYSTEM = "You are Mimi.\n## Current Turn Context\nsource_channel: websocket"
 
@@ -270,7 +271,7 @@ def validator_catches_mismatched_id(kind):
     msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": [use]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_fake",
                                           "content": "x"}]}]
-    e = support.raises(LLMError, p.chat, "sys", msgs, registry().anthropic_tools())
+    e = support.raises(LLMError, p.chat, "sys", msgs, registry())
     assert e.status == 400 and "toolu_fake" in str(e)
     v = snap(kind)["violations"]
     assert v and any("toolu_fake" in x for x in v), v

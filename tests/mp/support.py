@@ -91,3 +91,21 @@ class Ticker:
 
     def stop(self):
         self._task.cancel()
+
+
+def joined(body):
+    """An HTTP request body (bytes, or a tuple of parts: mimi/net/http.py) as the bytes
+    it sends, Regions of files read."""
+    from mimi.net import http
+
+    if not isinstance(body, tuple):
+        return bytes(body or b"")
+    out = []
+    for p in http._flat(body):
+        if isinstance(p, http.Region):
+            with open(p.path, "rb") as f:
+                f.seek(p.start)
+                out.append(f.read(p.n))
+        else:
+            out.append(bytes(memoryview(p)))
+    return b"".join(out)

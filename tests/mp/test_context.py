@@ -44,7 +44,7 @@ def test_order_and_content():
     assert "/spiffs/memory/YYYY-MM-DD.md" in p and "/daily/" not in p
     assert "read_file /spiffs/skills/<name>.md" in p
     for tool in ("read_file", "write_file", "edit_file", "list_dir", "web_search", "cron_add"):
-        assert "- %s: " % tool in p
+        assert "- %s: " % tool not in p  # the request carries the tools, not the prompt
     assert nbytes(p) <= limits.PROMPT_MAX
 
 
@@ -123,43 +123,53 @@ def test_clock_not_set():
     assert "local_time: unknown" in p
 
 
-def test_tools_listed_from_registry():
-    import mimi.tools
-
-    reg = mimi.tools.load_all()
+def test_tools_not_listed_and_fixed_part_the_same_whatever_was_imported():
+    # The tools ride in every request (names, descriptions, schemas): the prompt does
+    # not repeat them, and a tool module a REPL command imported changes nothing.
     small_files()
     f1, _ = context.build_parts("telegram", "1")
-    for name in reg.names():
-        assert "\n- %s: " % name in f1, name
-    assert "- read_file: Read a file from the board's flash.\n" in f1
-    board.set_unix(NOW + 999)
-    assert context.build_parts("websocket", "2")[0] == f1
-    assert nbytes(context.build_system_prompt("telegram", "1")) <= limits.PROMPT_MAX
-
-
-def test_tool_list_complete_from_the_first_turn():
-    # A REPL command may have imported one tool module before the first turn: the
-    # prompt still lists every tool, and the same way on every turn.
-    import mimi.tools.cron  # noqa: F401 - registers only the cron tools
+    import mimi.tools.cron  # noqa: F401
     from mimi.tools.registry import registry
 
-    f1, _ = context.build_parts("telegram", "1")
-    names = registry.names()
-    assert len(names) == 12
-    for name in names:
-        assert "\n- %s: " % name in f1, name
-    import mimi.tools
-
-    mimi.tools.load_all()
+    assert len(registry.names()) == 12
+    for name in registry.names():
+        assert "- %s:" % name not in f1, name
+    board.set_unix(NOW + 999)
     assert context.build_parts("websocket", "2")[0] == f1
+    assert nbytes(f1) < 2600, nbytes(f1)
+
+
+def test_encoded_prompt_is_the_same_prompt():
+    import json
+
+    small_files()
+    fixed, sections, turn = context.encoded("telegram", "1")
+    f, d = context.build_parts("telegram", "1")
+    assert [json.loads(x) for x in fixed] == [f]
+    assert "".join(json.loads(x) for x in sections + turn) == d
+    assert json.loads(turn[0]).startswith("## Current Turn Context")
+    # oversized files with multi-byte text and whitespace runs across piece boundaries
+    write("/spiffs/config/SOUL.md", "  \n" + ("héllo wörld \u4e2d\u6587 \"q\"\n\n   " * 900))
+    write("/spiffs/config/USER.md", "\n\n" + "x" * 1023 + "\u00e9" + " " * 3000 + "end  \n")
+    write("/spiffs/memory/MEMORY.md", "\t" * 5000)
+    fixed, sections, turn = context.encoded("telegram", "1")
+    f, d = context.build_parts("telegram", "1")
+    assert "".join(json.loads(x) for x in sections + turn) == d
+    assert "[cut: SOUL.md is" in d and "## Long-term Memory\n\n[cut: MEMORY.md is 5000" in d
+    assert "x\u00e9" + " " * 3000 + "end\n\n## Long-term" in d
+    assert nbytes(f + d) <= limits.PROMPT_MAX
+    assert all(len(json.loads(x).encode()) <= limits.PROMPT_CHUNK + 2 for x in sections)
 
 
 def test_fixed_instructions_match_the_tools():
+    from mimi.tools.registry import registry
+
     f = context.fixed_part()
     # cron_add answers in the current chat by itself (tools/cron.py _dest)
     assert 'pass channel "telegram"' not in f
     assert "leave channel and chat_id out" in f
-    assert 'schedule_type "every" with interval_s' in f and '"at" with at_epoch' in f
-    assert '"daily" with time "HH:MM"' in f and "local time" in f
-    assert "gpio_allow" in f and "leaves it an output at its level" in f
-    assert "Tavily" in f and "Brave" in f and "fallback" in f
+    assert "gpio_allow" in f and "never try another" in f
+    desc = dict((n, d) for n, d, s in registry.specs())
+    assert "every interval_s" in desc["cron_add"] and "at at_epoch" in desc["cron_add"]
+    assert "daily at time HH:MM (local)" in desc["cron_add"] and "deliver=true" in desc["cron_add"]
+    assert "an output keeps its level" in desc["gpio_read"]

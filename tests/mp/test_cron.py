@@ -506,5 +506,5 @@ def test_deliver_tool():
     add = registry.schema("cron_add")
     assert add["properties"]["deliver"]["type"] == "boolean"
     assert add["required"] == ["name", "schedule_type", "message"]
-    desc = [t["description"] for t in registry.anthropic_tools() if t["name"] == "cron_add"][0]
+    desc = [d for n, d, s in registry.specs() if n == "cron_add"][0]
     assert "deliver=true" in desc and "plain reminders" in desc

@@ -1,13 +1,14 @@
 # LLM layer without a network: tool registry, wire-format conversion, retries and
 # the ReAct loop, against a scripted in-process transport.
 import json
+import support
 from support import raises
 from mimi import limits
 from mimi.tools.registry import Registry, Ctx, cap
 from mimi.llm.provider import (LLMError, Reply, Call, strip_think, split_base, from_config,
                                DEFAULT_MODEL)
-from mimi.llm.anthropic import Anthropic, system_blocks
-from mimi.llm.openai import OpenAI, to_messages
+from mimi.llm.anthropic import Anthropic
+from mimi.llm.openai import OpenAI
 from mimi.agent.react import run_turn
 
 
@@ -25,6 +26,11 @@ class Resp:
         return json.loads(self.body)
 
 
+def joined(body):
+    """A request body (a tuple of parts, net/http.py) as the bytes it sends."""
+    return support.joined(body)
+
+
 class FakeTransport:
     """Client stand-in: replies from a list (Resp or exception), requests recorded."""
 
@@ -33,7 +39,7 @@ class FakeTransport:
         self.sent = []
 
     def request(self, method, path, headers=None, body=None, deadline_s=None):
-        self.sent.append((method, path, headers, json.loads(bytes(body))))
+        self.sent.append((method, path, headers, json.loads(joined(body))))
         r = self.replies.pop(0)
         if isinstance(r, Exception):
             raise r
@@ -83,11 +89,7 @@ def test_registry_errors_and_formats():
     assert len(data) <= limits.TOOL_OUTPUT_MAX and "truncated" in out
     out.encode().decode()  # still valid UTF-8
     assert cap("short") == "short"
-    a = r.anthropic_tools()
-    assert a[0] == {"name": "echo", "description": "Echo", "input_schema": r.schema("echo")}
-    o = r.openai_tools()
-    assert o[0] == {"type": "function", "function": {"name": "echo", "description": "Echo",
-                                                     "parameters": r.schema("echo")}}
+    assert r.specs()[0] == ("echo", "Echo", json.dumps(r.schema("echo")))
     assert r.names() == ["echo", "boom", "big", "where"]
     raises(ValueError, r.add, "bad name", "x", {"type": "object"}, None)
     raises(ValueError, r.add, "ok", "x", {"type": "string"}, None)
@@ -97,11 +99,11 @@ def test_clock_tool():
     from mimi import board
     from mimi.config import cfg
     from mimi.tools import load_all
-    from mimi.tools.clock import now_text, SCHEMA
+    from mimi.tools.clock import now_text
 
     reg = load_all()
     assert "get_current_time" in reg.names()
-    assert SCHEMA == {"type": "object", "properties": {}, "required": []}
+    assert reg.schema("get_current_time") == {"type": "object", "properties": {}, "required": []}
     assert now_text("+08:00", 1767229323) == \
         "2026-01-01 09:02:03 UTC+08:00 (Thursday), unix 1767229323"
     cfg.set("tz", "-05:30")
@@ -132,11 +134,12 @@ def test_strip_think_and_base():
 def test_anthropic_request_shape_and_cache():
     t = FakeTransport(anthropic_ok("Hello", usage={"input_tokens": 3, "output_tokens": 2,
                                                    "cache_read_input_tokens": 100,
-                                                   "cache_creation_input_tokens": 0}))
+                                                   "cache_creation_input_tokens": 0}),
+                      anthropic_ok())
     p = Anthropic("k1", client=t)
     reg = make_registry()
     system = "Fixed rules\n## Current Turn Context\nchannel: x"
-    r = p.chat(system, [{"role": "user", "content": "hi"}], reg.anthropic_tools())
+    r = p.chat(system, [{"role": "user", "content": "hi"}], reg)
     assert r.text == "Hello" and r.tool_calls == [] and r.stop == "end_turn"
     assert r.usage == {"input": 103, "output": 2, "cache_read": 100}
     method, path, headers, body = t.sent[0]
@@ -147,13 +150,16 @@ def test_anthropic_request_shape_and_cache():
         {"type": "text", "text": "Fixed rules", "cache_control": {"type": "ephemeral"}},
         {"type": "text", "text": "\n## Current Turn Context\nchannel: x"}]
     assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
-    assert "cache_control" not in reg.anthropic_tools()[-1]  # registry's list untouched
+    assert body["tools"][0] == {"name": "echo", "description": "Echo",
+                                "input_schema": reg.schema("echo")}
     # The worker's [fixed, memory + turn context]: both stable blocks marked, the
     # per-turn context split off unmarked.
-    assert system_blocks(["fixed", "memory\n## Current Turn Context\nnow"]) == [
+    p.chat(["fixed", "memory\n## Current Turn Context\nnow"], [{"role": "user", "content": "x"}])
+    assert t.sent[1][3]["system"] == [
         {"type": "text", "text": "fixed", "cache_control": {"type": "ephemeral"}},
         {"type": "text", "text": "memory", "cache_control": {"type": "ephemeral"}},
         {"type": "text", "text": "\n## Current Turn Context\nnow"}]
+    assert "tools" not in t.sent[1][3]
 
 
 def test_openai_conversion():
@@ -170,12 +176,14 @@ def test_openai_conversion():
             {"type": "tool_result", "tool_use_id": "c2", "content": "Error: x"},
             {"type": "text", "text": "and then?"}]},
     ]
-    out = to_messages("SYS", hist)
+    out = [{"role": "system", "content": "SYS"}]
+    for m in hist:
+        out += json.loads("[%s]" % bytes(OpenAI("k").message(m)).decode())
     assert out[0] == {"role": "system", "content": "SYS"}
     assert out[1] == {"role": "user", "content": "time?"}
     assert out[2]["content"] == "checking"
     assert out[2]["tool_calls"] == [{"id": "c1", "type": "function", "function": {
-        "name": "echo", "arguments": json.dumps({"text": "x"})}}]
+        "name": "echo", "arguments": '{"text":"x"}'}}]
     assert out[3] == {"role": "tool", "tool_call_id": "c1", "content": "echo:x"}
     assert out[4]["content"] is None and out[4]["tool_calls"][0]["id"] == "c2"
     assert out[5] == {"role": "tool", "tool_call_id": "c2", "content": "Error: x"}
@@ -189,7 +197,7 @@ def test_openai_conversion():
                   "prompt_tokens_details": {"cached_tokens": 6}}}
     local = FakeTransport(Resp(200, reply))
     p = OpenAI("", api_base="http://127.0.0.1:1234/v1", client=local)
-    r = p.chat("SYS", hist[:1], make_registry().anthropic_tools())
+    r = p.chat("SYS", hist[:1], make_registry())
     assert r.text == "" and r.tool_calls[0].args == {"text": "q"}
     assert r.tool_calls[1].id == "call_1" and r.tool_calls[1].args == "{bad"
     assert r.usage == {"input": 9, "output": 4, "cache_read": 6}
@@ -372,20 +380,50 @@ def test_react_repairs_history():
     assert _history([], "") == [{"role": "user", "content": "(empty message)"}]
 
 
-def test_jsonbuf_roundtrip_and_growth():
-    from mimi.llm.jsonbuf import JsonBuf
+def test_request_written_from_parts_once_per_turn():
+    # The prompt, the tool table and each message are encoded once; what goes out is
+    # their parts, in order, never joined.
+    from mimi.agent import react
 
-    obj = {"model": "m", "n": 3, "f": 1.5, "t": True, "z": None, "list": [1, "two", {}, []],
-           "long": ("héllo \"wörld\"\n\t\\ " * 500), "ascii": "a" * 3000, "empty": ""}
-    jb = JsonBuf(64)
-    mv = jb.encode(obj)
-    assert json.loads(bytes(mv)) == obj
-    grown = len(jb.buf)
-    assert grown >= len(mv)
-    small = jb.encode({"a": 1})
-    assert bytes(small) == b'{"a": 1}'
-    jb.encode({"b": 2})  # a small body again: the grown buffer is given back
-    assert len(jb.buf) == 64 < grown
+    t = FakeTransport(anthropic_ok("", [("echo", {"text": "a"})]), anthropic_ok("done"))
+    p = Anthropic("k", client=t)
+    system = (['"Fixed é \\n rules"'], ['"Memory"'], ['"\\n## Current Turn Context"'])
+    encoded = []
+    enc = p.message
+    p.message = lambda m: encoded.append(m) or enc(m)
+    turn = react.run_turn(p, system, [p.message({"role": "user", "content": "old"}),
+                                      p.message({"role": "assistant", "content": "older"})],
+                          "go", make_registry())
+    assert turn.text == "done" and turn.tool_calls == 1
+    assert len(encoded) == 5  # 2 stored + the new text + the tool call + its result
+    body = t.sent[1][3]
+    assert [b["text"] for b in body["system"]] == ["Fixed é \n rules", "Memory",
+                                                   "\n## Current Turn Context"]
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user", "assistant", "user"]
+    assert body["messages"][4]["content"][0]["content"] == "echo:a"
+    assert [x["name"] for x in body["tools"]] == ["echo", "boom", "big", "where"]
+    assert p._sys is None and p._tools is None  # nothing of the turn kept after it
+
+
+def test_tool_arguments_and_results_capped_in_the_turn():
+    # issue 16: a huge argument is neither run nor kept (it would ride on every call);
+    # the turn's tool output has a budget; each answer is an error the model can act on.
+    reg = make_registry()
+    ran = []
+    reg.add("store", "Store", {"type": "object", "properties": {"text": {"type": "string"}},
+                               "required": ["text"]}, lambda a, ctx: ran.append(a) or "stored")
+    big = "x" * (limits.TOOL_ARGS_MAX + 1)
+    many = [Reply("", [Call("b%d" % i, "big", {})], U(1, 1)) for i in range(4)]
+    p = ScriptedProvider(Reply("", [Call("s1", "store", {"text": big})], U(1, 1)), *many,
+                         Reply("ok", [], U(1, 1)))
+    t = run_turn(p, "s", [], "go", reg)
+    assert t.text == "ok" and ran == []
+    first = p.seen[1]
+    assert first[-2]["content"][0]["input"] == {}  # not kept
+    assert first[-1]["content"][0]["content"].startswith("Error: the arguments of this call were")
+    outs = [p.seen[k][-1]["content"][0]["content"] for k in range(2, 6)]
+    assert sum(len(o) for o in outs[:3]) <= limits.TURN_TOOL_BYTES
+    assert outs[3].startswith("Error: this turn's tool output is used up"), outs[3][:80]
 
 
 def test_surrogate_pair_escapes_joined():

@@ -411,3 +411,45 @@ async def test_no_https_before_the_clock_is_set():
         board.clock.skew = skew
     await until(lambda: b.username, "getMe once the clock is valid")
     task.cancel()
+
+
+async def test_poll_yields_to_the_llm_call_only_where_memory_is_tight():
+    # issue 12: a board without room for two TLS connections: while the agent's LLM call
+    # runs, the long poll in flight is cut and no new one starts; with room (PSRAM)
+    # nothing waits. tls.priority() runs on the agent thread: its effect is played here.
+    from mimi.net import tls
+    from mimi.board import host
+
+    await control("config", {"max_poll_s": 30})
+    b, task = await started()
+    await until(lambda: _poll_open(), "a long poll in flight")
+
+    def llm(n):
+        tls.busy = n
+        for fn in tls._watchers:
+            fn()
+
+    llm(1)  # plenty of room: the poll goes on
+    await asyncio.sleep_ms(200)
+    assert not b.cut
+    llm(0)
+    host.SIM_C_HEAP = limits.TLS_CONN_ROOM - 1  # no PSRAM: one connection's room left
+    try:
+        llm(1)
+        await until(lambda: b.cut, "the poll cut")
+        polls = _polls(await state())
+        await update(chat_id=ALLOWED, text="during the LLM call")
+        await asyncio.sleep_ms(500)
+        assert _polls(await state()) == polls  # no poll while the call runs
+        assert bus.inbound.get_nowait() is None
+        llm(0)
+        assert (await inbound()).content == "during the LLM call"  # nothing lost
+    finally:
+        host.SIM_C_HEAP = None
+        tls.busy = 0
+    task.cancel()
+
+
+async def _poll_open():
+    st = await state()
+    return _polls(st) > 0

@@ -4,16 +4,15 @@
 # escapes two lone surrogates); these tests reproduce each way such text got in.
 import re
 import json
+import support
 from support import raises
 from mimi import board, config, fs, jsonutil, utf8
 from mimi.agent import worker
 from mimi.bus import Msg
 from mimi.llm import provider
-from mimi.llm.jsonbuf import JsonBuf
 from mimi.llm.openai import OpenAI
 from mimi.memory import sessions, store
 from mimi.tools.registry import registry
-import mimi.tools.files  # noqa: F401 - registers the file tools
 
 FS_BLOCKS = 512
 EMOJI = "\U0001F389"  # F0 9F 8E 89
@@ -100,12 +99,13 @@ def test_json_off_the_network_is_clean():
 
 def test_llm_request_bodies_are_valid():
     # a lone surrogate from before (an old session line, a file name) must not make
-    # every request invalid: the body builder cleans what it writes
-    jb = JsonBuf(64)
-    body = bytes(jb.encode({"system": "s " + LONE, "messages": [{"content": LONE * 600}],
-                            "k" + LONE: 1}))
-    assert utf8.valid(body) and not SURROGATE.search(body)
-    assert json.loads(body)["messages"][0]["content"] == "\ufffd" * 600
+    # every request invalid: what is encoded into a request is cleaned
+    for enc in (provider.dumps, OpenAI("k").message):
+        out = enc({"role": "user", "content": LONE * 600, "k" + LONE: [LONE]})
+        out = out if isinstance(out, str) else bytes(out).decode()  # message(): a view
+        assert utf8.valid(out) and not SURROGATE.search(out.encode()), out[:60]
+        assert json.loads("[%s]" % out)[0]["content"] == "\ufffd" * 600
+    assert provider.dumps("s " + LONE) == '"s \ufffd"'
 
 
 def call(name, **args):
@@ -146,7 +146,7 @@ class Transport:
     def request(self, method, path, headers=None, body=None, deadline_s=None):
         from mimi.net.http import Response
 
-        self.sent.append(bytes(body))
+        self.sent.append(support.joined(body))
         return Response(200, "OK", {}, bytearray(self.bodies.pop(0)))
 
 

@@ -3,7 +3,8 @@
 # `## Available Skills`, `## Current Turn Context`. Every part has a byte cap and the
 # whole stays within PROMPT_MAX UTF-8 bytes whatever the files hold. The fixed part
 # carries no time or chat id, so it is byte-identical between turns and a provider
-# can cache it (build_parts returns it separately).
+# can cache it (build_parts returns it separately). The tools are not listed here:
+# every request carries their names, descriptions and schemas (mimi/tools/).
 from mimi import limits, fs, board, channels
 from mimi.memory import store, skills
 
@@ -12,31 +13,11 @@ USER_PATH = limits.SPIFFS + "/config/USER.md"
 CHAT_ID_SHOWN_MAX = 64
 GROUP = ("- chat_type: group (several people share this chat and its history; each of "
          "their messages starts with the sender's name, e.g. \"Ann: ...\")\n")
-TOOL_LINE_MAX = 160
-
-
-def _tools():
-    """(name, description) of every tool, from the registry with every tool module
-    loaded, so the list is the same on the first turn as on later ones (and never
-    just the few tools a REPL command happened to import)."""
-    import mimi.tools
-
-    return [(t["name"], t.get("description") or "") for t in mimi.tools.load_all().anthropic_tools()]
-
-
-def _one_line(text):
-    s = str(text).strip().split("\n")[0]
-    dot = s.find(". ")
-    if dot > 0:
-        s = s[: dot + 1]
-    return s if len(s) <= TOOL_LINE_MAX else s[: TOOL_LINE_MAX - 3] + "..."
 
 
 def fixed_part():
     """The instructions that never change between turns (cacheable prefix)."""
-    tools = "".join("- %s: %s\n" % (n, _one_line(d)) for n, d in _tools())
     return FIXED % {
-        "tools": tools,
         "memory": store.MEMORY_PATH,
         "note": store.note_path("YYYY-MM-DD"),
         "skills": skills.DIR,
@@ -49,25 +30,15 @@ def fixed_part():
 FIXED = """# MimiClaw
 
 You are MimiClaw, a personal AI assistant running on an ESP32-S3 board. People talk \
-to you through %(channels)s. Reply in the language the user writes \
-in. Be concise: your replies are read on a phone.
+to you through %(channels)s. Reply in the language the user writes in. Be concise: \
+your replies are read on a phone.
 
 ## Tools
-%(tools)s
-Use tools when they help: get_current_time for the date and time, web_search for \
-anything current (it uses whichever of Tavily and Brave has a key set, each the \
-other's fallback; if it says no key is configured, tell the user to set one on the \
-REPL).
-- Scheduling: a job made with cron_add fires as a new turn in the chat it was made \
-in, and its answer arrives there by itself: leave channel and chat_id out. Forms: \
-schedule_type "every" with interval_s (seconds), "at" with at_epoch (Unix time: \
-call get_current_time first), or "daily" with time "HH:MM" (24-hour, the user's \
-local time). Check cron_list before adding a job twice. For a plain reminder \
-("remind me to take the pills at 9") set deliver=true with the reminder text as \
-message: it is sent as is, with no turn.
-- GPIO: only touch pins the user names. Pins outside the gpio_allow setting and \
-pins that would break the board are refused: tell the user, never try another \
-pin. Reading a pin set with gpio_write leaves it an output at its level.
+Use them when they help: get_current_time for the date and time, web_search for \
+anything current (if it says no search key is set, tell the user to set one on the \
+REPL). A cron job answers in the chat it was made in by itself: leave channel and \
+chat_id out. GPIO: touch only the pins the user names; a refused pin stays refused \
+(outside gpio_allow, or it would break the board): tell the user, never try another.
 
 ## Files
 The file tools reach only /spiffs/. Your personality is %(soul)s, the user's \
@@ -87,33 +58,102 @@ lines at the end. The last 3 days are shown under Recent Notes.
 ## Skills
 Skills are instructions for particular tasks, stored as %(skills)s/<name>.md and \
 listed under Available Skills. When a request matches one, read it first with \
-read_file %(skills)s/<name>.md and follow it. To create a new skill, read \
+read_file %(skills)s/<name>.md and follow it. To create a skill, read \
 %(skills)s/skill-creator.md and write the new file as it describes.
 """
 
 
-def _read(path, cap):
-    """(bytes of the file as valid UTF-8, at most cap+1 of them, real size) or (b'', 0)."""
-    try:
-        raw = fs.read_head(path, cap + 1)
-    except OSError:
-        return b"", 0
-    return fs.decode(raw).encode(), fs.size(path)
+def _n(s):
+    return len(memoryview(s))  # UTF-8 bytes of a str, no copy
 
 
-def _fit(body, cap, path, size):
-    """body cut to `cap` bytes; a cut body ends with a note saying so."""
-    if len(body) <= cap:
-        return body
-    note = ("\n[cut: %s is %d bytes; read_file %s for the rest]" % (
-        path.rsplit("/", 1)[-1], size, path)).encode()
-    if cap <= len(note):
-        return b""
-    return fs.utf8_cut(body, cap - len(note)) + note
+def _put(st, data, out, enc):
+    """Add text (str) to a section being built, stripped as a whole: st = [its header
+    (None once written), whitespace held back, bytes added]."""
+    if st[0] is not None:  # nothing written yet: leading whitespace goes, then the header
+        data = data.lstrip()
+        if not data:
+            return
+        out.append(enc(st[0]))
+        st[2] += _n(st[0])
+        st[0] = None
+    body = data.rstrip()
+    if not body:
+        st[1] += data
+        return
+    ws = st[1]  # ASCII whitespace held back: text follows it, so it is written
+    for i in range(0, len(ws), limits.PROMPT_CHUNK):
+        out.append(enc(ws[i:i + limits.PROMPT_CHUNK]))
+    out.append(enc(body))
+    st[2] += len(ws) + _n(body)
+    st[1] = data[len(body):] if len(body) < len(data) else ""  # kept if more text follows
 
 
-def _section(title, body):
-    return ("## %s\n\n" % title).encode() + body.strip() + b"\n\n" if body.strip() else b""
+def _section(title, text, out, enc):
+    """`## title`, text (str) stripped, a blank line -> bytes added (0 for no text); in
+    pieces of at most PROMPT_CHUNK bytes."""
+    st = ["## %s\n\n" % title, "", 0]
+    step = limits.PROMPT_CHUNK if _n(text) == len(text) else limits.PROMPT_CHUNK // 4
+    for i in range(0, len(text), step):
+        _put(st, text[i:i + step], out, enc)
+    return _end(st, out, enc)
+
+
+def _end(st, out, enc):
+    if st[0] is None:
+        out.append(enc("\n\n"))
+        st[2] += 2
+    return st[2]
+
+
+def _file_section(title, path, cap, out, enc):
+    """Like _section for a file's text (valid UTF-8), read in pieces: never the whole
+    file at once. Over `cap` bytes it is cut, with a note saying so."""
+    size = fs.size(path)
+    st = ["## %s\n\n" % title, "", 0]
+    if size > 0:
+        note = ""
+        limit = cap
+        if size > cap:
+            note = "\n[cut: %s is %d bytes; read_file %s for the rest]" % (
+                path.rsplit("/", 1)[-1], size, path)
+            limit = cap - _n(note)
+        if limit > 0:
+            try:
+                _read(path, limit, st, out, enc)
+            except OSError:
+                pass
+            if note:
+                _put(st, note, out, enc)
+    return _end(st, out, enc)
+
+
+def _read(path, limit, st, out, enc):
+    carry = b""
+    with fs.lock, open(path, "rb") as f:
+        while limit > 0:
+            raw = f.read(limits.PROMPT_CHUNK)
+            end = not raw
+            if carry:
+                raw = carry + raw
+            if not raw:
+                break
+            if not end and raw[-1] >= 0x80:  # a character split by the read waits
+                text = fs.utf8_cut(raw, len(raw))
+                carry = raw[len(text):]
+            else:
+                text, carry = raw, b""
+            if len(text) > limit:
+                text = fs.utf8_cut(text, limit)
+            text = fs.decode(text)  # no copy for valid text; what is not valid is U+FFFD
+            n = _n(text)
+            if n > limit:  # U+FFFD for stray bytes made it longer
+                text = fs.decode(fs.utf8_cut(text.encode(), limit))
+                n = _n(text)
+            limit -= n
+            _put(st, text, out, enc)
+            if end:
+                break
 
 
 def _turn(channel, chat_id, group):
@@ -127,42 +167,74 @@ def _turn(channel, chat_id, group):
         now = "unknown (the clock is not set yet; get_current_time may help)"
     return ("## Current Turn Context\n\n- source_channel: %s\n- source_chat_id: %s\n%s"
             "- local_time: %s\n- today_note: %s\n" % (
-                channel, cid, GROUP if group else "", now, store.note_path())).encode()
+                channel, cid, GROUP if group else "", now, store.note_path()))
+
+
+def _build(channel, chat_id, enc, group=False):
+    """(fixed, sections, turn): the fixed part and the turn context through enc(str),
+    the sections (Personality, User Info, Memory, Notes, Skills) as a list of pieces of
+    at most PROMPT_CHUNK bytes each through enc, each made, measured and encoded before
+    the next is read: no big block of heap, and a caller that encodes never holds a
+    section twice. <= PROMPT_MAX bytes in all."""
+    fixed = fixed_part()
+    if _n(fixed) > limits.PROMPT_MAX // 2:
+        fixed = fs.decode(fs.utf8_cut(fixed.encode(), limits.PROMPT_MAX // 2))
+    if not fixed.endswith("\n\n"):
+        fixed += "\n"
+    turn = _turn(channel, chat_id, group)
+    used = _n(fixed) + _n(turn)
+    fixed, turn = enc(fixed), enc(turn)
+    tail = []
+    used += _file_section("Long-term Memory", store.MEMORY_PATH, limits.MEMORY_MAX, tail, enc)
+    used += _section("Recent Notes", store.recent_notes(limits.NOTES_MAX), tail, enc)
+    used += _section("Available Skills", skills.summary(limits.SKILLS_MAX), tail, enc)
+    room = limits.PROMPT_MAX - used
+    head = len("## Personality\n\n") + len("\n\n")
+    # SOUL and USER share what is left: each gets half, and what one leaves unused
+    # goes to the other.
+    half = room // 2
+    soul_cap = user_cap = max(0, half - head)
+    soul_size = max(0, fs.size(SOUL_PATH))
+    user_size = max(0, fs.size(USER_PATH))
+    if soul_size < soul_cap:
+        soul_cap, user_cap = soul_size, user_cap + soul_cap - soul_size
+    elif user_size < user_cap:
+        soul_cap, user_cap = soul_cap + user_cap - user_size, user_size
+    sections = []
+    _file_section("Personality", SOUL_PATH, soul_cap, sections, enc)
+    _file_section("User Info", USER_PATH, user_cap, sections, enc)
+    return fixed, sections + tail, turn
 
 
 def build_parts(channel, chat_id, group=False):
     """(fixed, dynamic) strings; fixed + dynamic is the system prompt, <= PROMPT_MAX bytes.
     group: the chat is a group, whose members' messages start with their names."""
-    fixed = fixed_part().encode()
-    fixed = fs.utf8_cut(fixed, limits.PROMPT_MAX // 2)
-    fixed += b"\n" if not fixed.endswith(b"\n\n") else b""
-    turn = _turn(channel, chat_id, group)
-    mem, size = _read(store.MEMORY_PATH, limits.MEMORY_MAX)
-    mem = _section("Long-term Memory", _fit(mem, limits.MEMORY_MAX, store.MEMORY_PATH, size))
-    notes = _section("Recent Notes", store.recent_notes(limits.NOTES_MAX).encode())
-    sk = _section("Available Skills", skills.summary(limits.SKILLS_MAX).encode())
-    room = limits.PROMPT_MAX - len(fixed) - len(turn) - len(mem) - len(notes) - len(sk)
-    head = len("## Personality\n\n") + len("\n\n")
-    soul, soul_size = _read(SOUL_PATH, max(0, room))
-    user, user_size = _read(USER_PATH, max(0, room))
-    # SOUL and USER share what is left: each gets half, and what one leaves unused
-    # goes to the other.
-    half = room // 2
-    soul_cap = max(0, half - head)
-    user_cap = max(0, half - head)
-    if len(soul) < soul_cap:
-        user_cap += soul_cap - len(soul)
-    elif len(user) < user_cap:
-        soul_cap += user_cap - len(user)
-    parts = (
-        _section("Personality", _fit(soul, soul_cap, SOUL_PATH, soul_size)),
-        _section("User Info", _fit(user, user_cap, USER_PATH, user_size)),
-        mem, notes, sk, turn,
-    )
-    dynamic = b"".join(parts)
-    # Belt and braces: never over the cap, whatever happened above.
-    dynamic = fs.utf8_cut(dynamic, limits.PROMPT_MAX - len(fixed))
-    return fixed.decode(), dynamic.decode()
+    fixed, sections, turn = _build(channel, chat_id, lambda s: s, group)
+    sections.append(turn)
+    return fixed, "".join(sections)
+
+
+def encoded(channel, chat_id, spill=None, group=False):
+    """The same prompt for an LLM request: ([fixed], [sections], [turn]) as JSON string
+    literals, the sections in pieces of at most PROMPT_CHUNK bytes (never the whole
+    prompt, nor a whole section, escaped at once). With spill (a file path), escaped
+    into that file instead and returned as net.http Regions of it: the requests read
+    it from the flash, and the heap holds none of it."""
+    import json
+
+    if spill is None:
+        enc = json.dumps
+
+        fixed, sections, turn = _build(channel, chat_id, enc, group)
+    else:
+        from mimi.net.http import Region
+
+        with fs.lock, open(spill, "wb") as f:
+            def enc(s):
+                return Region(spill, f.tell(), f.write(memoryview(json.dumps(s))[1:-1]))
+
+            fixed, sections, turn = _build(channel, chat_id, enc, group)
+    return [fixed], sections, [turn]  # llm.provider.prompt()'s shape
 
 
 def build_system_prompt(channel, chat_id):

@@ -1,13 +1,20 @@
 # The ReAct loop of one turn: ask the LLM, run the tools it calls, feed the results
 # back, until it answers in plain text. Tool calls and results live only inside the
 # turn; the caller saves just the user text and the final answer.
-from mimi import limits, log
+import gc
+from mimi import limits, log, short
 from mimi.llm.provider import LLMError
+from mimi.tools.registry import cap
 
 TOO_MANY_CALLS = ("Error: too many tool calls in one response (at most %d); "
                   "call this tool again in your next response")
 OUT_OF_STEPS = ("Sorry, I ran out of steps (%d model calls) before finishing this. "
                 "Ask me to continue, or try a simpler request.")
+TOO_BIG_ARGS = ("Error: the arguments of this call were %d bytes, over the %d allowed, so it "
+                "was not run. Send big content in parts (write_file a first part, then "
+                "edit_file to add to it).")
+NO_BUDGET = ("Error: this turn's tool output is used up (%d bytes): answer with what you "
+             "have, or ask the user to continue in a new message.")
 EMPTY = "Sorry, the AI model returned an empty answer."
 FAILED = "Sorry, I couldn't reach the AI model: %s"
 
@@ -29,57 +36,80 @@ class Turn:
 
 
 def run_turn(provider, system, history, user_text, registry, ctx=None):
-    messages = _history(history, user_text)
-    tools = registry.anthropic_tools() if registry else []
+    """history: dicts, or (from sessions.load(key, provider.message)) messages already
+    encoded, which are sent as they are. Every message is encoded once, when it enters
+    the turn (a provider without message() gets the dicts)."""
+    enc = getattr(provider, "message", None)
+    if history and not isinstance(history[0], dict):
+        messages = list(history)
+        messages.append({"role": "user", "content": user_text or "(empty message)"})
+    else:
+        messages = _history(history, user_text)
+    if enc:
+        messages = [enc(m) if isinstance(m, dict) else m for m in messages]
     usage = {"input": 0, "output": 0, "cache_read": 0}
-    n_tools = 0
-    seen = set()
+    st = [0, limits.TURN_TOOL_BYTES, set()]  # tool calls run, output budget left, ids seen
     turn = None
-    for step in range(limits.MAX_TOOL_ITER):
-        try:
-            reply = provider.chat(system, messages, tools)
-        except LLMError as e:
-            turn = Turn(FAILED % e, usage, n_tools, step + 1, str(e))
-            break
-        for k in usage:
-            usage[k] += reply.usage.get(k, 0) or 0
-        if not reply.tool_calls:
-            text = reply.text.strip()
-            turn = Turn(text or EMPTY, usage, n_tools, step + 1, None if text else "empty reply")
-            break
-        calls = reply.tool_calls
-        for k, c in enumerate(calls):
-            # tool_result ids must match tool_use ids one to one within the turn
-            if not c.id or c.id in seen:
-                c.id = "call_%d_%d" % (step, k)
-            seen.add(c.id)
-            c.name = c.name or "unnamed"  # an empty name in history breaks the next request
-        content = []
-        if reply.text:
-            content.append({"type": "text", "text": reply.text})
-        for c in calls:
-            content.append({"type": "tool_use", "id": c.id, "name": c.name,
-                            "input": c.args if isinstance(c.args, dict) else {}})
-        results = []
-        for k, c in enumerate(calls):
-            if k >= limits.MAX_TOOL_CALLS:
-                out = TOO_MANY_CALLS % limits.MAX_TOOL_CALLS
-            else:
-                n_tools += 1
-                log.info("agent", "tool %s (%d bytes of args)", c.name, _size(c.args))
-                out = registry.call(c.name, c.args, ctx) if registry else \
-                    "Error: unknown tool '%s'" % c.name
-            results.append({"type": "tool_result", "tool_use_id": c.id, "content": out or "(empty)"})
-        messages.append({"role": "assistant", "content": content})
-        messages.append({"role": "user", "content": results})
-        content = results = reply = None
+    try:
+        for step in range(limits.MAX_TOOL_ITER):
+            if short():  # the last step's garbage out first: the call's buffers and
+                gc.collect()  # the reply fill its holes instead of breaking up free room
+            try:
+                reply = provider.chat(system, messages, registry)
+            except LLMError as e:
+                turn = Turn(FAILED % e, usage, st[0], step + 1, str(e))
+                break
+            for k in usage:
+                usage[k] += reply.usage.get(k, 0) or 0
+            if not reply.tool_calls:
+                text = reply.text.strip()
+                turn = Turn(text or EMPTY, usage, st[0], step + 1, None if text else "empty reply")
+                break
+            messages.extend(_act(reply, step, st, registry, ctx, enc))
+            reply = None
+    finally:
+        if hasattr(provider, "forget"):
+            provider.forget()  # its encoded prompt and tools stay with this turn
     if turn is None:
-        turn = Turn(OUT_OF_STEPS % limits.MAX_TOOL_ITER, usage, n_tools, limits.MAX_TOOL_ITER,
+        turn = Turn(OUT_OF_STEPS % limits.MAX_TOOL_ITER, usage, st[0], limits.MAX_TOOL_ITER,
                     "iteration limit")
     log.info("agent", "turn: %d LLM calls, %d tool calls, tokens in %d (cache read %d) out %d%s",
              turn.llm_calls, turn.tool_calls, usage["input"], usage["cache_read"],
              usage["output"], "" if turn.error is None else ", error: " + turn.error)
     return turn
+
+
+def _act(reply, step, st, registry, ctx, enc):
+    """Run the tool calls of one reply -> the assistant message that made them and the
+    user message with their results (encoded). A function of its own: the tools' raw
+    output goes with its frame, and only the encoded messages stay."""
+    content = [{"type": "text", "text": reply.text}] if reply.text else []
+    results = []
+    for k, c in enumerate(reply.tool_calls):
+        # tool_result ids must match tool_use ids one to one within the turn
+        if not c.id or c.id in st[2]:
+            c.id = "call_%d_%d" % (step, k)
+        st[2].add(c.id)
+        c.name = c.name or "unnamed"  # an empty name in history breaks the next request
+        size = _size(c.args)
+        args = c.args if isinstance(c.args, dict) else {}
+        if k >= limits.MAX_TOOL_CALLS:
+            out = TOO_MANY_CALLS % limits.MAX_TOOL_CALLS
+        elif size > limits.TOOL_ARGS_MAX:  # neither run nor kept: sent on every call
+            out, args = TOO_BIG_ARGS % (size, limits.TOOL_ARGS_MAX), {}
+        elif st[1] < limits.TOOL_OUTPUT_MIN:
+            out = NO_BUDGET % limits.TURN_TOOL_BYTES
+        else:
+            st[0] += 1
+            log.info("agent", "tool %s (%d bytes of args)", c.name, size)
+            out = registry.call(c.name, c.args, ctx) if registry else \
+                "Error: unknown tool '%s'" % c.name
+            out = cap(out or "(empty)", min(limits.TOOL_OUTPUT_MAX, st[1]))
+            st[1] -= len(memoryview(out))
+        content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": args})
+        results.append({"type": "tool_result", "tool_use_id": c.id, "content": out})
+    msgs = [{"role": "assistant", "content": content}, {"role": "user", "content": results}]
+    return [enc(m) for m in msgs] if enc else msgs
 
 
 def _history(history, user_text):
@@ -103,6 +133,10 @@ def _history(history, user_text):
 
 
 def _size(args):
+    """Bytes of the arguments, about (the JSON without its punctuation)."""
     if isinstance(args, dict):
-        return sum(len(str(k)) + len(str(v)) for k, v in args.items())
+        n = 0
+        for k, v in args.items():
+            n += len(k) + (len(memoryview(v)) if isinstance(v, str) else len(str(v)))
+        return n
     return len(args or "")

@@ -4,7 +4,7 @@
 # the loop reads the outbound queue through its ThreadSafeFlag.
 import time
 import _thread
-from mimi import limits, log, bus, config, channels
+from mimi import limits, log, bus, config, channels, short, unload
 
 SORRY = "Sorry, something went wrong: %s"
 # Read by the watchdog (no lock needed: single writes of small ints/bools).
@@ -15,7 +15,8 @@ failures = 0
 
 _started = False
 _stop = False
-_tools = None
+TOO_BIG = ("Sorry, this turn did not fit in the board's free memory (prompt, history and "
+           "tools). Try again, or send /reset to start the chat afresh.")
 
 
 def _alive():
@@ -23,12 +24,26 @@ def _alive():
     progress = time.ticks_ms()
 
 
-def _system_prompt(channel, chat_id, group):
+def _system_prompt(channel, chat_id, encoded, group):
+    import gc
     from mimi.agent import context
 
-    # [fixed, per-turn]: the provider marks only the fixed part for prompt caching,
-    # so a memory or note change doesn't invalidate the cached instructions.
-    return list(context.build_parts(channel, chat_id, group))
+    tight = short(True)
+    if tight:  # (garbage counts as used until collected)
+        gc.collect()
+        tight = short(True)
+    try:
+        if encoded:  # each section JSON-escaped once for the whole turn: in RAM, or on
+            # the flash when the heap is short (each call reads it from there)
+            return context.encoded(channel, chat_id, limits.PROMPT_SPILL if tight else None, group)
+        # [fixed, per-turn]: the provider marks only the fixed part for prompt caching,
+        # so a memory or note change doesn't invalidate the cached instructions.
+        return list(context.build_parts(channel, chat_id, group))
+    finally:
+        context = None
+        if tight:
+            for name in ("mimi.agent.context", "mimi.memory.store", "mimi.memory.skills"):
+                unload(name)
 
 
 def _spoken(meta, text):
@@ -36,15 +51,6 @@ def _spoken(meta, text):
     ("Ann: ...", one line, capped), in the history as for the model."""
     name = " ".join(str(meta.get("sender") or "").split())[:limits.SENDER_NAME_MAX]
     return "%s: %s" % (name, text) if meta.get("group") and name else text
-
-
-def _registry():
-    global _tools
-    if _tools is None:
-        import mimi.tools
-
-        _tools = mimi.tools.load_all()
-    return _tools
 
 
 def _wait_clock():
@@ -71,7 +77,7 @@ def run_message(msg):
         from mimi.llm import provider
         from mimi.agent import react
         from mimi.memory import sessions
-        from mimi.tools.registry import Ctx
+        from mimi.tools.registry import Ctx, registry
 
         key = msg.session
         meta = msg.meta if isinstance(msg.meta, dict) else {}
@@ -80,14 +86,23 @@ def run_message(msg):
         stateless = bool(meta.get("stateless"))
         text = _spoken(meta, msg.content)
         _wait_clock()
-        system = _system_prompt(msg.channel, msg.chat_id, bool(meta.get("group")))
-        history = [] if stateless else sessions.load(key)
-        _alive()
         # Built per turn so settings changed on the REPL apply without a reboot.
         llm = provider.from_config(config.cfg)
-        turn = react.run_turn(llm, system, history, text, _registry(),
+        if getattr(getattr(llm, "client", None), "tls", False):  # its code now, before the
+            from mimi.net import tls  # noqa: F401 - turn's data: the heap is least broken up now
+        enc = getattr(llm, "message", None)
+        system = _system_prompt(msg.channel, msg.chat_id, enc is not None, bool(meta.get("group")))
+        history = [] if stateless else sessions.load(key, enc)
+        sessions = None
+        if short():  # back for the save, after the LLM calls
+            unload("mimi.memory.sessions")
+            unload("mimi.jsonscan")
+        _alive()
+        turn = react.run_turn(llm, system, history, text, registry,
                               Ctx(msg.channel, msg.chat_id))
-        system = history = llm = None
+        system = history = None
+        _release(llm)
+        llm = None
         turns += 1
         if turn.error:
             failures += 1
@@ -95,17 +110,44 @@ def run_message(msg):
             return turn.text or SORRY % turn.error
         if stateless:
             return turn.text
+        from mimi.memory import sessions
+
         sessions.append(key, "user", text)
         sessions.append(key, "assistant", turn.text)
         err = sessions.flush()  # a chat that could not be saved is told so
         return turn.text + "\n\n" + err if err else turn.text
+    except MemoryError as e:  # say so: never a silently shorter prompt or history
+        failures += 1
+        log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
+        return TOO_BIG
     except Exception as e:  # one bad turn must not stop the agent
         failures += 1
         log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
         return SORRY % (str(e) or type(e).__name__)
     finally:
+        if short(True):  # a short heap keeps nothing of a turn: scattered, it would break
+            _forget()  # up the room the next turn needs
         busy = False
         _alive()
+
+
+def _forget():
+    from mimi.llm import provider
+
+    provider.drop()  # its connection, buffer and objects (net/tls.py keeps the roots)
+    for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
+                 "mimi.llm.failure", "mimi.jsonscan"):
+        unload(name)
+
+
+def _release(llm):
+    """Between turns the LLM connection stays open (a TLS handshake saved per turn)
+    unless the board can't afford it next to the others (net/tls.py)."""
+    if getattr(getattr(llm, "client", None), "_wrapped", False):
+        from mimi.net import tls
+
+        if tls.tight():
+            llm.close()
 
 
 def _put_out(msg, timeout_ms=None):

@@ -93,6 +93,13 @@ def heap():
     return info
 
 
+def c_heap_largest():
+    """Largest free block of the IDF heap (mbedTLS buffers and roots, lwIP sockets)."""
+    import esp32
+
+    return max(r[2] for r in esp32.idf_heap_info(esp32.HEAP_DATA))
+
+
 def unique_id():
     import binascii
 

@@ -230,6 +230,14 @@ def heap():
     return {"free": gc.mem_free(), "alloc": gc.mem_alloc(), "largest": largest()}
 
 
+SIM_C_HEAP = None  # tests: pretend the C heap's largest free block is this small
+
+
+def c_heap_largest():
+    """Largest free block of the C heap; None: not limited (mbedTLS uses malloc here)."""
+    return SIM_C_HEAP
+
+
 def unique_id():
     import binascii
 

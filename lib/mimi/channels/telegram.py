@@ -12,6 +12,7 @@ import asyncio
 from mimi import limits, log, bus, fs, config, jsonutil, channels
 from mimi.channels import tgformat
 from mimi.net.http import ConnectFailure, Timeout
+from mimi.net import tls
 from mimi.services import wifi, ntp
 
 TAG = "tg"
@@ -67,6 +68,10 @@ class Api:
             if self.stale:  # after an outage a request on the old socket would time out
                 self.stale = False
                 self.client.close()
+            if tls.must_yield():  # the agent's LLM call needs the room for its TLS connection
+                self.client.close()
+                while tls.must_yield():
+                    await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
             r = await self.client.request(
                 "POST", "/bot%s/%s" % (self.token, method),
                 headers={"Content-Type": "application/json"}, body=body, deadline_s=deadline_s)
@@ -125,6 +130,9 @@ class Telegram:
         self.paused = False  # the poller is waiting for WiFi
         self.changed = asyncio.ThreadSafeFlag()
         cfg.watch(self._on_config)
+        self.llm = asyncio.ThreadSafeFlag()  # set when the agent's LLM call starts or ends
+        self.cut = False
+        tls.watch(self.llm.set)
 
     def _on_config(self, keys):
         if "tg_token" in keys or "tg_api_base" in keys or "proxy_host" in keys:
@@ -224,10 +232,9 @@ class Telegram:
                     self.username = me.get("username") or ""
                     self.bot_id = str(me.get("id") or self.bot_id)
                     log.info(TAG, "bot @%s ready, polling", self.username)
-                updates = await self.poll_api.call("getUpdates", {
+                updates = await self._poll({
                     "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
-                    "limit": limits.TG_POLL_LIMIT, "allowed_updates": ["message"]},
-                    deadline_s=limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S)
+                    "limit": limits.TG_POLL_LIMIT, "allowed_updates": ["message"]})
                 wifi.healthy()
                 backoff = limits.TG_BACKOFF_MIN_S
                 conflict = limits.TG_CONFLICT_MIN_S
@@ -262,6 +269,37 @@ class Telegram:
                 log.warning(TAG, "polling failed: %s %s; retry in %d s", type(e).__name__, e, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, limits.TG_BACKOFF_MAX_S)
+
+    async def _poll(self, params):
+        """getUpdates, unless the agent's LLM call needs the memory for its TLS connection
+        (net/tls.py: a board without room for two): then no poll starts, and one in
+        flight is cut, with the idle send connection (its updates come with the next)."""
+        while tls.must_yield():
+            await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
+        self.cut = False
+        poll = asyncio.create_task(self.poll_api.call(
+            "getUpdates", params, deadline_s=limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S))
+        guard = asyncio.create_task(self._guard(poll))
+        try:
+            return await poll
+        except asyncio.CancelledError:
+            if not self.cut:  # the poller itself is being stopped
+                poll.cancel()
+                raise
+            self.poll_api.close()  # the request was cut: the connection is out of step
+            return None
+        finally:
+            guard.cancel()
+
+    async def _guard(self, poll):
+        while True:
+            await self.llm.wait()
+            if tls.must_yield():
+                if self.send_api and not self.send_api.lock.locked():
+                    self.send_api.client.close()
+                self.cut = True
+                poll.cancel()
+                return
 
     async def _batch(self, updates):
         """Handle one getUpdates batch. The offset is saved BEFORE any message is handed

@@ -1,65 +1,45 @@
 # Anthropic Messages API (POST {api_base}/v1/messages). The internal message format
-# is already Anthropic's, so only the prompt-cache marks are added here.
-from mimi.llm.provider import Provider, Reply, Call, strip_think
+# is already Anthropic's, so a message is encoded as it is; the request adds the
+# prompt-cache marks.
+from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, inner
 
 VERSION = "2023-06-01"
-CACHE = {"type": "ephemeral"}
-TURN_MARK = "\n## Current Turn Context"  # the per-turn tail of the system prompt
-
-
-def system_blocks(system):
-    """System prompt as text blocks with prompt-cache marks on every stable block.
-    `system` is a string or a list of strings (the worker sends [fixed instructions,
-    memory/notes/skills + turn context]); the per-turn context section, which changes
-    every turn, is split off and left unmarked. Marks: at most 2 here + 1 on the tools,
-    within Anthropic's limit of 4. A memory edit then still reads the tools and the
-    fixed instructions from the cache."""
-    parts = [system] if isinstance(system, str) else list(system)
-    turn = ""
-    if parts:
-        cut = parts[-1].find(TURN_MARK)
-        if cut >= 0:
-            turn = parts[-1][cut:]
-            parts[-1] = parts[-1][:cut]
-    blocks = [{"type": "text", "text": p} for p in parts if p]
-    for b in blocks[-2:] if len(blocks) > 2 else blocks:
-        b["cache_control"] = CACHE
-    if turn:
-        blocks.append({"type": "text", "text": turn})
-    return blocks
-
-
-def tool_list(tools):
-    """Tools with the last one marked, so the tool definitions are cached too."""
-    if not tools:
-        return []
-    out = list(tools)
-    last = dict(out[-1])
-    last["cache_control"] = CACHE
-    out[-1] = last
-    return out
+MARK = b',"cache_control":{"type":"ephemeral"}'
 
 
 class Anthropic(Provider):
     name = "anthropic"
     path = "/messages"
-    _sys_src = _sys_blocks = None
+    _head = None
 
     def headers(self):
         return {"x-api-key": self.api_key, "anthropic-version": VERSION,
                 "content-type": "application/json"}
 
-    def encode(self, system, messages, tools):
-        body = {"model": self.model, "max_tokens": self.max_tokens, "messages": messages}
-        if system:
-            # The ReAct loop sends the same prompt up to 10 times a turn: split (copy)
-            # the 16 KB string once, not per call.
-            if self._sys_src is not system:
-                self._sys_src, self._sys_blocks = system, system_blocks(system)
-            body["system"] = self._sys_blocks
-        if tools:
-            body["tools"] = tool_list(tools)
-        return body
+    def message(self, m):
+        return memoryview(dumps(m))  # a view: its byte length is free on every call
+
+    def system_parts(self, p):
+        """Text blocks with cache marks on the fixed and the sections block (2 marks + 1
+        on the tools, within Anthropic's 4); the per-turn context, which changes every
+        turn, is left unmarked, so a memory edit still reads tools + fixed from cache."""
+        fixed, sections, turn = p
+        return [(b'{"type":"text","text":"', inner(lits), b'"', MARK if k < 2 else b"", b"}")
+                for k, lits in enumerate((fixed, sections, turn)) if lits]
+
+    def tool_parts(self, specs):
+        """The tools, the last one marked so the tool definitions are cached too."""
+        last = len(specs) - 1
+        return [(b'{"name":"', n, b'","description":"', d, b'","input_schema":', s,
+                 MARK if k == last else b"", b"}") for k, (n, d, s) in enumerate(specs)]
+
+    def body(self, system, messages, tools):
+        if self._head is None:  # the same for every call
+            self._head = ('{"model":%s,"max_tokens":%d' % (dumps(self.model), self.max_tokens)).encode()
+        return (self._head,
+                (b',"system":[', system, b"]") if system else b"",
+                (b',"tools":[', tools, b"]") if tools else b"",
+                b',"messages":[', messages, b"]}")
 
     def decode(self, data):
         texts = []

@@ -1,9 +1,8 @@
 # OpenAI Chat Completions (POST {api_base}/v1/chat/completions) and the servers that
 # copy it (Ollama, LM Studio, DeepSeek, OpenRouter, ...). The one place where the
 # internal Anthropic-style messages become OpenAI messages.
-import json
 from mimi import jsonutil
-from mimi.llm.provider import Provider, Reply, Call, strip_think
+from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, inner
 from mimi.net import split_url
 
 OFFICIAL_HOST = "api.openai.com"
@@ -21,46 +20,32 @@ def _text(content):
     return "".join(out)
 
 
-def to_messages(system, messages):
-    """Anthropic-style history -> OpenAI messages (system first, role tool results)."""
-    out = []
-    if system:
-        out.append({"role": "system",
-                    "content": system if isinstance(system, str) else "".join(system)})
-    for m in messages:
-        role, content = m["role"], m["content"]
-        if isinstance(content, str):
-            out.append({"role": role, "content": content})
-            continue
-        if role == "assistant":
-            calls = [{"id": b["id"], "type": "function",
-                      "function": {"name": b["name"], "arguments": json.dumps(b.get("input") or {})}}
-                     for b in content if b.get("type") == "tool_use"]
-            text = _text(content)
-            msg = {"role": "assistant", "content": text or (None if calls else "")}
-            if calls:
-                msg["tool_calls"] = calls
-            out.append(msg)
-            continue
-        for b in content:
-            if b.get("type") == "tool_result":
-                out.append({"role": "tool", "tool_call_id": b["tool_use_id"],
-                            "content": _text(b.get("content"))})
+def _convert(m):
+    """One Anthropic-style message -> its OpenAI messages (a tool result each)."""
+    role, content = m["role"], m["content"]
+    if isinstance(content, str):
+        return [{"role": role, "content": content}]
+    if role == "assistant":
+        calls = [{"id": b["id"], "type": "function",
+                  "function": {"name": b["name"], "arguments": dumps(b.get("input") or {})}}
+                 for b in content if b.get("type") == "tool_use"]
         text = _text(content)
-        if text:
-            out.append({"role": "user", "content": text})
+        msg = {"role": "assistant", "content": text or (None if calls else "")}
+        if calls:
+            msg["tool_calls"] = calls
+        return [msg]
+    out = [{"role": "tool", "tool_call_id": b["tool_use_id"], "content": _text(b.get("content"))}
+           for b in content if b.get("type") == "tool_result"]
+    text = _text(content)
+    if text:
+        out.append({"role": "user", "content": text})
     return out
-
-
-def to_tools(tools):
-    return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
-                                              "parameters": t["input_schema"]}}
-            for t in tools]
 
 
 class OpenAI(Provider):
     name = "openai"
     path = "/chat/completions"
+    _ends = None
 
     def headers(self):
         h = {"content-type": "application/json"}
@@ -74,13 +59,25 @@ class OpenAI(Provider):
         host = split_url(self.api_base)[1]
         return "max_completion_tokens" if host == OFFICIAL_HOST else "max_tokens"
 
-    def encode(self, system, messages, tools):
-        body = {"model": self.model, "messages": to_messages(system, messages),
-                self.token_param(): self.max_tokens}
-        if tools:
-            body["tools"] = to_tools(tools)
-            body["tool_choice"] = "auto"
-        return body
+    def message(self, m):
+        """One internal message as its OpenAI messages, comma-joined (a view: its byte
+        length is free on every call)."""
+        return memoryview(",".join(dumps(x) for x in _convert(m)))
+
+    def system_parts(self, p):
+        lits = p[0] + p[1] + p[2]
+        return (b'{"role":"system","content":"', inner(lits), b'"},') if lits else b""
+
+    def tool_parts(self, specs):
+        return [(b'{"type":"function","function":{"name":"', n, b'","description":"', d,
+                 b'","parameters":', s, b"}}") for n, d, s in specs]
+
+    def body(self, system, messages, tools):
+        if self._ends is None:  # the same for every call
+            self._ends = (('{"model":%s,"messages":[' % dumps(self.model)).encode(),
+                          ('],"%s":%d' % (self.token_param(), self.max_tokens)).encode())
+        return (self._ends[0], system, messages, self._ends[1],
+                (b',"tools":[', tools, b'],"tool_choice":"auto"') if tools else b"", b"}")
 
     def decode(self, data):
         choice = data["choices"][0]

@@ -2,10 +2,19 @@
 # Messages are Anthropic-style (role user/assistant, content str or list of blocks);
 # each provider module turns them into its wire format. This module holds the
 # parts both share: the reply shape, provider selection and retries.
+#
+# The request is never built as one string: it is a tuple of parts (net/http.py
+# writes them one after the other). What a turn sends again on every call is
+# encoded once: the system prompt arrives as a tuple (fixed, sections, turn) of lists
+# of JSON string literals (context.encoded()), each message is encoded once by
+# message() when it enters the turn, and the tool table is written from its JSON text.
+import json
+import sys
 import time
-from mimi import limits, log, jsonutil, fs
+from mimi import limits, log, jsonutil
 from mimi.config import PROVIDERS, DEFAULT_BASE, DEFAULT_MODEL
 from mimi.net import split_url
+from mimi.utf8 import valid
 
 
 class LLMError(Exception):
@@ -22,9 +31,6 @@ class Call:
         self.name = name
         self.args = args  # dict, or the raw text when the model sent invalid JSON
 
-    def __repr__(self):
-        return "Call(%r, %r, %r)" % (self.id, self.name, self.args)
-
 
 class Reply:
     def __init__(self, text="", tool_calls=None, usage=None, stop=None):
@@ -34,6 +40,49 @@ class Reply:
         # served from the provider's prompt cache.
         self.usage = usage or {"input": 0, "output": 0, "cache_read": 0}
         self.stop = stop
+
+
+TURN_MARK = "\n## Current Turn Context"  # where a plain-text prompt's per-turn tail starts
+
+
+def prompt(system):
+    """A system prompt ready for a request: (fixed, sections, turn), each a list of JSON
+    string literals (quotes included) whose contents make that block's text; from a
+    plain str or [fixed, rest] (the per-turn tail split off at TURN_MARK), or system
+    itself when it is such a tuple already. Fixed and sections are cache-marked."""
+    if isinstance(system, tuple):
+        return system
+    parts = [system] if isinstance(system, str) else list(system or ())
+    turn = ""
+    if parts:
+        cut = parts[-1].find(TURN_MARK)
+        if cut >= 0:
+            parts[-1], turn = parts[-1][:cut], parts[-1][cut:]
+    rest = parts.pop() if len(parts) > 1 else ""
+    return ([dumps(p) for p in parts if p], [dumps(rest)] if rest else [],
+            [dumps(turn)] if turn else [])
+
+
+def inner(lits):
+    """The contents of JSON string literals as views (no copies), and Regions of a file
+    holding such contents (context.encoded(spill=...)): joined, one string."""
+    return tuple(memoryview(x)[1:-1] if isinstance(x, str) else x for x in lits)
+
+
+try:
+    json.dumps(0, separators=(",", ":"))
+    _COMPACT = (",", ":")
+except TypeError:  # a port built without it: the default ", " and ": "
+    _COMPACT = None
+
+
+def dumps(obj):
+    """Compact JSON for a request, valid UTF-8 whatever the strings held (text stored
+    before it was checked would make the server refuse every request carrying it)."""
+    s = json.dumps(obj, separators=_COMPACT) if _COMPACT else json.dumps(obj)
+    if len(memoryview(s)) != len(s) and not valid(s):  # ASCII needs no check
+        s = json.dumps(jsonutil.clean([obj]))[1:-1]
+    return s
 
 
 def strip_think(text):
@@ -66,43 +115,10 @@ def split_base(url):
     return url[:len(url) - len(path)], path or "/v1", q + query
 
 
-def _retry_after(headers):
-    """Seconds the server asks us to wait, clamped to [0, LLM_BACKOFF_MAX_S] (a negative
-    value made time.sleep fail the turn); None when absent or unreadable (an HTTP date, NaN)."""
-    for key, scale in (("retry-after-ms", 1000), ("retry-after", 1)):
-        v = headers.get(key)
-        if v:
-            try:
-                w = float(v) / scale
-            except ValueError:  # an HTTP date: fall back to our own backoff
-                continue
-            if w == w:  # not NaN
-                return min(max(w, 0), limits.LLM_BACKOFF_MAX_S)
-    return None
-
-
-def error_text(resp):
-    """The API's own error message from an error response (both APIs' shapes, and the
-    looser ones of other OpenAI-compatible servers), else the start of the body."""
-    try:
-        data = resp.json()
-    except Exception:  # any parse failure: quote the body instead
-        data = None
-    if isinstance(data, dict):
-        err = data.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-        for v in (err, data.get("message"), data.get("detail")):
-            if isinstance(v, str) and v:
-                return v
-    text = fs.decode(fs.utf8_cut(resp.body or b"", limits.LLM_ERROR_BODY_MAX))
-    return text.strip() or "(empty response)"
-
-
 class Provider:
     name = ""
     path = ""
-    _body = None  # JsonBuf, made at the first request
+    _sys = _sys_parts = _tools = _tools_parts = None  # this turn's encoded parts
 
     def __init__(self, api_key, model=None, api_base=None, max_tokens=None, client=None,
                  ca=None, proxy=None, timeout_s=limits.LLM_TIMEOUT_S, sleep=None):
@@ -121,13 +137,25 @@ class Provider:
         self.sleep = sleep or time.sleep
 
     def chat(self, system, messages, tools=None):
+        """system: str, [fixed, rest] or prompt()'s tuple; messages: dicts or message() strings;
+        tools: a Registry (its table), a list of tool dicts, or None."""
+        if system is not self._sys:  # the same prompt up to 10 times a turn: parts once
+            self._sys, self._sys_parts = system, self.system_parts(prompt(system))
+        if tools is not self._tools:
+            self._tools, self._tools_parts = tools, self.tool_parts(_specs(tools)) if tools else None
+        msgs = [self.message(m) if isinstance(m, dict) else m for m in messages]
         data = self.post(self.prefix + self.path + self.query, self.headers(),
-                         self.encode(system, messages, tools or []))
+                         self.body(self._sys_parts, msgs, self._tools_parts))
+        msgs = None
         try:
             return self.decode(data)
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
             raise LLMError("LLM reply has an unexpected shape (%s: %s)"
                            % (type(e).__name__, e))
+
+    def forget(self):
+        """End of a turn: drop its encoded prompt and tool parts (kept only within it)."""
+        self._sys = self._sys_parts = self._tools = self._tools_parts = None
 
     def close(self):
         close = getattr(self.client, "close", None)
@@ -135,33 +163,30 @@ class Provider:
             close()
 
     def post(self, path, headers, body):
-        """POST JSON with retries on 429, 5xx and transport failures; the decoded reply."""
-        if self._body is None:
-            from mimi.llm.jsonbuf import JsonBuf
-
-            self._body = JsonBuf()
-        payload = self._body.encode(body)
-        body = None
+        """POST a JSON body (a tuple of parts) with retries on 429, 5xx and transport
+        failures; the decoded reply."""
         from mimi.net.http import HTTPError
-        from mimi.services import watchdog
         for attempt in range(limits.LLM_RETRIES + 1):
             wait = None
             try:
-                # A declared blocking call: the watchdog waits for its deadline, not less.
-                with watchdog.blocking(limits.LLM_TIMEOUT_S):
-                    resp = self.client.request("POST", path, headers, payload)
+                resp = self._request(path, headers, body)
             except (HTTPError, OSError) as e:
+                from mimi.llm import failure
+
                 err = LLMError("LLM request failed: %s" % (str(e) or type(e).__name__))
-                if not _retryable_transport(e):
+                if not failure.retryable(e):
                     raise err
             else:
                 if resp.status == 200:
                     return self._parse(resp)
-                err = LLMError("LLM error %d: %s" % (resp.status, error_text(resp)), resp.status)
+                from mimi.llm import failure
+
+                err = LLMError("LLM error %d: %s" % (resp.status, failure.error_text(resp)),
+                               resp.status)
                 if resp.status != 429 and resp.status < 500:
                     log.error("llm", "%s", err)
                     raise err
-                wait = _retry_after(resp.headers)
+                wait = failure.retry_after(resp.headers)
             if attempt == limits.LLM_RETRIES:
                 break
             backoff = limits.LLM_BACKOFF_BASE_S * (1 << attempt)
@@ -171,22 +196,46 @@ class Provider:
         log.error("llm", "%s (gave up after %d retries)", err, limits.LLM_RETRIES)
         raise err
 
+    def _request(self, path, headers, body):
+        # A declared blocking call: a running watchdog (loaded: it is one of the loop's
+        # tasks) waits for its deadline, not less.
+        wd = sys.modules.get("mimi.services.watchdog")
+        tls = None
+        if getattr(self.client, "tls", False):  # loop clients yield their TLS connection
+            from mimi.net import tls  # where memory is tight
+        if wd:
+            wd.declare(limits.LLM_TIMEOUT_S)
+        try:
+            if tls:
+                with tls.priority(self.client):
+                    return self.client.request("POST", path, headers, body)
+            return self.client.request("POST", path, headers, body)
+        finally:
+            if wd:
+                wd.done()
+
     def _parse(self, resp):
         try:
             data = jsonutil.loads(resp.body)
         except (ValueError, TypeError, UnicodeError):
-            preview = error_text(resp)[:80]
+            from mimi.llm import failure
+
+            preview = failure.error_text(resp)[:80]
             raise LLMError("LLM sent a malformed reply (not JSON): %s" % preview)
         if not isinstance(data, dict):
             raise LLMError("LLM sent a malformed reply (not a JSON object)")
         return data
 
 
-def _retryable_transport(e):
-    # A bad certificate or an oversized reply will not get better by asking again.
-    from mimi.net import http
-
-    return not isinstance(e, (http.TLSFailure, http.TooLarge))
+def _specs(tools):
+    """[(name, description as JSON string content, schema JSON)] of a Registry or of a
+    list of tool dicts (Anthropic's shape), as views: their byte lengths are free."""
+    if hasattr(tools, "specs"):
+        specs = tools.specs()
+    else:
+        specs = [(t["name"], dumps(t.get("description") or "")[1:-1], dumps(t["input_schema"]))
+                 for t in tools]
+    return [(memoryview(n), memoryview(d), memoryview(s)) for n, d, s in specs]
 
 
 def from_config(cfg, client=None, sleep=None):
@@ -217,7 +266,7 @@ def from_config(cfg, client=None, sleep=None):
         from mimi.llm.anthropic import Anthropic as cls
     else:
         from mimi.llm.openai import OpenAI as cls
-    p = cls(key, model, base, cfg.get("max_tokens"), client=client, ca=limits.CA_BUNDLE,
+    p = cls(key, model, base, cfg.get("max_tokens"), client=client, ca=None,
             proxy=proxy, sleep=sleep)
     if client is None:
         _cached = (sig, p)
@@ -225,3 +274,11 @@ def from_config(cfg, client=None, sleep=None):
 
 
 _cached = None
+
+
+def drop():
+    """Forget the provider kept for the next turn, closing its connection."""
+    global _cached
+    if _cached:
+        _cached[1].close()
+        _cached = None

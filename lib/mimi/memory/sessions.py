@@ -7,10 +7,13 @@ import os
 import json
 import _thread
 from mimi import limits, fs, log, board
+from mimi.utf8 import valid
 
 DIR = limits.SPIFFS + "/sessions"
 EXT = ".jsonl"
 _ROLES = ("user", "assistant")
+_CONTENT = (str, list)
+_ROLE_JSON = {"user": b'{"role":"user","content":', "assistant": b'{"role":"assistant","content":'}
 _OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 _lock = _thread.allocate_lock()
@@ -136,8 +139,9 @@ def _compact(p, keep=limits.SESSION_KEEP):
         fs.remove(tmp)
 
 
-def _tail(p, want):
-    """Up to `want` valid messages from the end of file p, oldest first."""
+def _tail(p, want, spans=False):
+    """Up to `want` valid messages from the end of file p, oldest first; with spans,
+    each plain one also says where its text sits in the file ("at")."""
     out = []
     try:
         f = open(p, "rb")
@@ -153,34 +157,39 @@ def _tail(p, want):
             n = block if pos > block else pos
             pos -= n
             f.seek(pos)
-            chunk = f.read(n) + carry
+            chunk = f.read(n)
+            if carry:
+                chunk += carry
+            end = len(chunk)  # lines are taken from the end, by index: no copies of the rest
             while len(out) < want:
-                i = chunk.rfind(b"\n")
+                i = chunk.rfind(b"\n", 0, end)
                 if i < 0:
                     break
                 if skipping:
                     skipping = False
-                else:
-                    _take(chunk[i + 1:], out, p)
-                chunk = chunk[:i]
-            carry = chunk
+                elif end > i + 1:
+                    _take(chunk[i + 1:end], out, p, pos + i + 1 if spans else -1)
+                end = i
+            carry = chunk[:end] if end < len(chunk) else chunk
             if len(carry) > line_max:
                 if not skipping:
                     log.warning("session", "%s: line over %d bytes skipped", p, line_max)
                 carry = b""
                 skipping = True
         if pos == 0 and carry and not skipping and len(out) < want:
-            _take(carry, out, p)
+            _take(carry, out, p, 0 if spans else -1)
     finally:
         f.close()
     out.reverse()
     return out
 
 
-def _take(line, out, p):
-    line = line.strip()
-    if not line:
-        return
+def _take(raw, out, p, at):
+    line = raw
+    if raw[0] <= 32 or raw[-1] <= 32:  # (a copy only when there is something to strip)
+        line = raw.strip()
+        if not line:
+            return
     try:
         rec = json.loads(line)
         role = rec["role"]
@@ -188,10 +197,20 @@ def _take(line, out, p):
     except (ValueError, KeyError, TypeError, IndexError):
         log.warning("session", "%s: corrupt line skipped (%d bytes)", p, len(line))
         return
-    if role not in _ROLES or not isinstance(content, (str, list)) or not content:
+    if role not in _ROLES or not isinstance(content, _CONTENT) or not content:
         log.warning("session", "%s: line with bad role/content skipped", p)
         return
-    out.append({"role": role, "content": content})
+    m = {"role": role, "content": content}
+    # Where the text's JSON string sits in the file: sent from there as it is stored.
+    # Not for text that is not valid UTF-8 or holds a \ud800-\udfff escape (it is
+    # decoded and cleaned instead).
+    if at >= 0 and isinstance(content, str) and b"\\ud" not in line and b"\\uD" not in line \
+            and (len(memoryview(content)) == len(content) or valid(line)):  # (ASCII: valid)
+        from mimi.jsonscan import member, skip_string
+
+        v = member(line, 0, b"content")
+        m["at"] = (at + len(raw) - len(raw.lstrip()) + v, skip_string(line, v) - v)
+    out.append(m)
 
 
 def _size(m):
@@ -208,7 +227,7 @@ def repair(msgs, budget=limits.HISTORY_BYTES_MAX):
         if merged and merged[-1]["role"] == m["role"]:
             a, b = merged[-1]["content"], m["content"]
             if isinstance(a, str) and isinstance(b, str):
-                merged[-1] = {"role": m["role"], "content": a + "\n\n" + b}
+                merged[-1] = {"role": m["role"], "content": a + "\n\n" + b}  # no "at"
             else:
                 merged[-1] = m
         else:
@@ -225,14 +244,32 @@ def repair(msgs, budget=limits.HISTORY_BYTES_MAX):
     return merged
 
 
-def load(key, n=limits.HISTORY_MAX):
-    """The last `n` messages of a session as [{"role","content"}], valid alternation."""
+def load(key, encode=None, n=limits.HISTORY_MAX):
+    """The last `n` messages of a session as [{"role","content"}], valid alternation.
+    With encode (a provider's message()), ready for a request instead: encode(message)
+    each; when the heap is short (mimi.short()), a message whose text is stored as it
+    goes out becomes parts that read it from the file when sent (net/http.py Region:
+    no copy in RAM, a read of the flash per call)."""
+    from mimi import short
+
+    p = path(key)
     with _lock:
         _flush_key(key)
-        msgs = _tail(path(key), n)
+        msgs = _tail(p, n, encode is not None and short())
         for data in _pending.get(key, ()):  # could not be written (flash full): still this chat's
-            _take(data, msgs, key)
-    return repair(msgs[-n:])
+            _take(data, msgs, p, -1)
+    msgs = repair(msgs[-n:])
+    if encode:
+        import gc
+        from mimi.net.http import Region
+
+        if short():  # the reads' garbage first: what stays for the turn fills its holes
+            gc.collect()
+        for i in range(len(msgs)):
+            m = msgs[i]
+            at = m.pop("at", None)
+            msgs[i] = (_ROLE_JSON[m["role"]], Region(p, at[0], at[1]), b"}") if at else encode(m)
+    return msgs
 
 
 def clear(key):

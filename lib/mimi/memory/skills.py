@@ -18,24 +18,22 @@ def names():
 def parse(text, fallback=""):
     """(title, description) of a skill's text. The description is the first paragraph
     after the title: blank lines before it are skipped (MimiClaw stopped there)."""
-    lines = text.split("\n")
-    n = len(lines)
-    i = 0
+    pos = 0
     title = ""
     desc = []
-    while i < n and not lines[i].strip():
-        i += 1
-    if i < n and lines[i].strip().startswith("# "):
-        title = lines[i].strip()[2:].strip()
-        i += 1
-    while i < n and not lines[i].strip():
-        i += 1
-    while i < n:
-        s = lines[i].strip()
-        if not s or s.startswith("#"):
-            break
+    s, pos = _line(text, pos)
+    while s == "" and pos >= 0:  # blank lines before the title
+        s, pos = _line(text, pos)
+    if s.startswith("# "):
+        title = s[2:].strip()
+        s, pos = _line(text, pos)
+    while s == "" and pos >= 0:
+        s, pos = _line(text, pos)
+    while s and not s.startswith("#"):  # the paragraph: up to a blank line or a heading
         desc.append(s)
-        i += 1
+        if pos < 0 or len(desc) > limits.SKILL_DESC_MAX:
+            break
+        s, pos = _line(text, pos)
     title = (title or fallback)[: limits.SKILL_TITLE_MAX]
     d = " ".join(desc)
     if len(d) > limits.SKILL_DESC_MAX:
@@ -43,10 +41,21 @@ def parse(text, fallback=""):
     return title, d
 
 
+def _line(text, pos):
+    """(the stripped line at pos, where the next starts or -1): only the lines needed
+    are made, never a list of all of them."""
+    if pos < 0:
+        return "", -1
+    end = text.find("\n", pos)
+    if end < 0:
+        return text[pos:].strip(), -1
+    return text[pos:end].strip(), end + 1
+
+
 def _head(name):
     try:
-        return fs.decode(fs.utf8_cut(fs.read_head(DIR + "/" + name, limits.SKILL_HEAD_READ),
-                                     limits.SKILL_HEAD_READ))
+        # a character the read splits becomes U+FFFD: only the first paragraph is used
+        return fs.decode(fs.read_head(DIR + "/" + name, limits.SKILL_HEAD_READ))
     except OSError:
         return ""
 
@@ -65,15 +74,15 @@ def summary(limit=limits.SKILLS_MAX):
     lines = []
     used = 0
     files = names()  # only file names here: a skill is opened only if its line may fit
+    more = len("- ... %d more: list_dir %s/\n" % (len(files), DIR))  # as long as it gets
     for i, fname in enumerate(files):
         name = fname[:-3]
         title, desc = parse(_head(fname), name)
         line = "- **%s**: %s (read_file %s/%s.md)\n" % (title, desc or "(no description)", DIR, name)
-        b = len(line.encode())
-        more = "- ... %d more: list_dir %s/\n" % (len(files) - i, DIR)
-        if used + b + (len(more) if i < len(files) - 1 else 0) > limit:
-            if used + len(more) <= limit:
-                lines.append(more)
+        b = len(memoryview(line))
+        if used + b + (more if i < len(files) - 1 else 0) > limit:
+            if used + more <= limit:
+                lines.append("- ... %d more: list_dir %s/\n" % (len(files) - i, DIR))
             break
         lines.append(line)
         used += b

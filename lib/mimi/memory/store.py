@@ -57,20 +57,22 @@ def recent_notes(limit=limits.NOTES_MAX, days=limits.NOTES_DAYS, unix=None):
             raw = fs.read_head(p, limit + 1)
         except OSError:
             continue
-        text = fs.decode(raw).strip()
+        text = fs.decode(raw).strip()  # (no copy of valid text)
+        raw = None
         if not text:
             continue
-        head = ("%s%s (%s)\n" % (NOTE_SEP if parts else "", date, p)).encode()
-        body = text.encode()
-        room = limit - used - len(head)
+        head = "%s%s (%s)\n" % (NOTE_SEP if parts else "", date, p)
+        room = limit - used - len(memoryview(head))
         if room <= 0:
             break
-        if len(body) > room:
-            note = ("\n[cut: %s is %d bytes; read_file for the rest]" % (p, fs.size(p))).encode()
+        n = len(memoryview(text))
+        if n > room:
+            note = "\n[cut: %s is %d bytes; read_file for the rest]" % (p, fs.size(p))
             if room <= len(note):
                 break
-            body = fs.utf8_cut(body, room - len(note)) + note
-        parts.append(head + body)
-        used += len(head) + len(body)
-    return fs.decode(b"".join(parts))
-
+            text = fs.decode(fs.utf8_cut(text.encode(), room - len(note))) + note
+            n = len(memoryview(text))
+        parts.append(head)
+        parts.append(text)
+        used += len(memoryview(head)) + n
+    return "".join(parts)

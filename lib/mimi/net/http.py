@@ -5,28 +5,35 @@
 #
 # API: Client(base_url, ca=None, proxy=None, timeout_s) .request(method, path,
 # headers=None, body=None, deadline_s=None) -> Response(.status .reason .headers
-# .body .text .json()); AsyncClient: the same with `await`. .body is a bytearray
-# (the one copy of the body). AsyncClient.detach() hands a connection that switched
-# protocols (101) to its new owner (net/wsclient.py). Client.stream(method, path, ..., cap=None, redirects=0)
-# and httpstream.open_url(url, ...): the body read piece by piece (httpstream.py).
-# ca: None (limits.CA_BUNDLE), a file path, or PEM/DER bytes. proxy: ("http"|"socks5",
-# host, port). body: bytes, str, or a dict/list sent as JSON. Errors: HTTPError >
-# Timeout, TooLarge, TLSFailure, ConnectFailure (the request never reached the
-# server: safe to resend), ProtocolError.
+# .body .text .json()); AsyncClient: the same with `await` (net/asynchttp.py); its
+# detach() hands a connection that switched protocols (101) to its new owner
+# (net/wsclient.py). .body is the one copy of the body (bytearray; bytes for a chunked one). Client.stream(method, path, ...,
+# cap=None, redirects=0) and httpstream.open_url(url, ...): the body read piece by
+# piece (httpstream.py). ca: None (the process's shared roots, net/tls.py), a file
+# path, or PEM/DER bytes. proxy: ("http"|"socks5", host, port). body: bytes, str, a
+# dict/list sent as JSON, or a tuple of parts written one after the other without
+# ever being joined (str/bytes/memoryview, nested tuples, and lists whose items are
+# written comma-separated: the LLM request, see _flat) and Regions of files read as
+# they are sent. Errors: HTTPError > Timeout,
+# TooLarge, TLSFailure, ConnectFailure (the request never reached the server: safe
+# to resend), ProtocolError.
 # Counters: connects (TCP connections), handshakes (TLS handshakes started).
+# A kept-alive connection is checked before it is used again: anything readable on
+# it (an unsolicited response, the server's close) means it is closed and a new one
+# opened, so a stray answer is never taken for the next request's.
 #
 # The protocol is written once, as generators that yield I/O operations:
 #   (_W, data)  write all of data            -> None
 #   (_R, mv)    read at most len(mv) into mv -> count, 0 at EOF
 # Client runs them on non-blocking sockets with poll (agent thread, blocking);
-# AsyncClient runs them on asyncio streams (event loop).
+# AsyncClient (net/asynchttp.py, loaded on first use of http.AsyncClient) runs them on
+# asyncio streams (event loop).
 import errno
+import gc
 import json
 import select
 import socket
 import time
-
-import tls
 
 from mimi import limits, jsonutil, net
 from mimi.fs import decode
@@ -83,9 +90,6 @@ class Response:
             raise ProtocolError("response is not valid JSON (HTTP %d, %d bytes): %r"
                                 % (self.status, len(self.body), start))
 
-    def __repr__(self):
-        return "<Response %d %s, %d bytes>" % (self.status, self.reason, len(self.body))
-
 
 # ---- parsing (shared by both clients) ----
 
@@ -97,10 +101,11 @@ class _Buf:
         self.mv = memoryview(self.b)
         self.i = self.j = 0  # unread bytes are b[i:j]
         self.got = 0  # bytes received for the current response
+        self.head = 0  # bytes of the current response head
         self.sent = False  # the whole request went out (the server may have acted on it)
 
     def clear(self):
-        self.i = self.j = self.got = 0
+        self.i = self.j = self.got = self.head = 0
         self.sent = False
 
     def fill(self, what):
@@ -141,11 +146,6 @@ class _Buf:
         mv = self.mv[self.i:self.i + k]
         self.i += k
         return mv
-
-    def exact(self, n, what):
-        while self.j - self.i < n:
-            yield from self.fill(what)
-        return bytes(self.take(n))
 
     def body(self, most):
         """At most `most` bytes of the response body (framing set by _response) as a
@@ -188,34 +188,146 @@ class _Buf:
         return k
 
 
-def _parse_head(text):
-    lines = text.split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or len(parts[1]) != 3 \
-            or not parts[1].isdigit():
-        raise ProtocolError("malformed HTTP status line: %r" % lines[0][:80])
-    headers = {}
-    for ln in lines[1:]:
-        if not ln:
-            continue
-        name, sep, value = ln.partition(":")
-        if not sep or not name or name != name.strip():
-            raise ProtocolError("malformed HTTP header line: %r" % ln[:80])
-        name = name.lower()
-        value = value.strip()
-        headers[name] = headers[name] + ", " + value if name in headers else value
-    return parts[0], int(parts[1]), parts[2] if len(parts) > 2 else "", headers
-
-
 def _read_head(buf, what="response headers"):
+    """Generator: the response head, read line by line from buf (inline: a generator
+    per line would be garbage for every header). A line longer than the buffer is
+    read and dropped (a huge header we don't need must not fail the request); the
+    whole head is capped at limits.HTTP_HEADER_MAX."""
     while True:
-        end = yield from buf.until(b"\r\n\r\n", what)
-        text = decode(bytes(buf.mv[buf.i:end - 4]))
-        buf.i = end
-        version, status, reason, headers = _parse_head(text)
-        if status < 200 and status != 101:  # 100 Continue and friends: the answer follows
+        status = None
+        headers = {}
+        while True:
+            pos = buf.i
+            long = False
+            while True:
+                k = buf.b.find(b"\r\n", pos, buf.j)
+                if k >= 0 or (buf.i == 0 and buf.j == len(buf.b)):
+                    end = k + 2 if k >= 0 else buf.j - (buf.j > buf.i and buf.b[buf.j - 1] == 13)
+                    buf.head += end - buf.i
+                    if buf.head > limits.HTTP_HEADER_MAX:
+                        raise TooLarge("%s larger than %d bytes" % (what, limits.HTTP_HEADER_MAX))
+                    if k >= 0:
+                        ln = None if long else bytes(buf.mv[buf.i:k])
+                        buf.i = end
+                        break
+                    long = True  # full without a line end: drop what we have, keep looking
+                    buf.i = end
+                pos = max(buf.i, buf.j - 1)
+                shift = buf.i
+                yield from buf.fill(what)
+                pos -= shift - buf.i
+            if status is None:
+                status = decode(ln or b"").split(" ", 2)
+                if len(status) < 2 or not status[0].startswith("HTTP/1.") or len(status[1]) != 3 \
+                        or not status[1].isdigit():
+                    raise ProtocolError("malformed HTTP status line: %r" % decode((ln or b"")[:80]))
+                continue
+            if not ln:
+                if ln is None:
+                    continue  # a header line too long to keep
+                break
+            name, sep, value = decode(ln).partition(":")
+            if not sep or not name or name != name.strip():
+                raise ProtocolError("malformed HTTP header line: %r" % decode(ln[:80]))
+            name = name.lower()
+            value = value.strip()
+            headers[name] = headers[name] + ", " + value if name in headers else value
+        code = int(status[1])
+        if code < 200 and code != 101:  # 100 Continue and friends: the answer follows
             continue
-        return version, status, reason, headers
+        return status[0], code, status[2] if len(status) > 2 else "", headers
+
+
+_SEP = b","
+
+
+class Region:
+    """A body part read from a file as it is sent: bytes [start, start + n) of path
+    (stored text that needs no copy in RAM, e.g. session history)."""
+
+    def __init__(self, path, start, n):
+        self.path = path
+        self.start = start
+        self.n = n
+
+
+def _flat(parts, out=None):
+    """A tuple body as the flat list of its pieces, in order: nested tuples are opened,
+    the items of a list separated by commas (a JSON array's or object's members). One
+    list for the body, not a generator per nested part."""
+    if out is None:
+        out = []
+    for p in parts:
+        if isinstance(p, tuple):
+            _flat(p, out)
+        elif isinstance(p, list):
+            for k in range(len(p)):
+                if k:
+                    out.append(_SEP)
+                q = p[k]
+                if isinstance(q, tuple):
+                    _flat(q, out)
+                elif isinstance(q, list):
+                    _flat((q,), out)
+                else:
+                    out.append(q)
+        else:
+            out.append(p)
+    return out
+
+
+def _length(pieces):
+    n = 0
+    for p in pieces:
+        if isinstance(p, Region):
+            n += p.n
+        else:
+            n += len(memoryview(p)) if isinstance(p, str) else len(p)
+    return n
+
+
+def _send_parts(buf, pieces):
+    """Write a flat body: small pieces gathered in the (still unused) receive buffer,
+    pieces as big as the buffer written from where they are, Regions read into it."""
+    mv = buf.mv
+    size = len(mv)
+    n = 0
+    f = name = None  # the file of the last Region, open until the body is sent
+    try:
+        for p in pieces:
+            if isinstance(p, Region):
+                if p.path != name:
+                    if f:
+                        f.close()
+                    f, name = open(p.path, "rb"), p.path
+                f.seek(p.start)
+                left = p.n
+                while left:
+                    if n == size:
+                        yield (_W, mv)
+                        n = 0
+                    k = f.readinto(mv[n:n + min(left, size - n)])
+                    if not k:
+                        raise OSError("%s changed while it was being sent" % name)
+                    n += k
+                    left -= k
+                continue
+            if isinstance(p, str):  # (an isinstance with a tuple of types allocates the tuple)
+                p = memoryview(p)
+            k = len(p)
+            if n and n + k > size:
+                yield (_W, mv[:n])
+                n = 0
+            if k >= size:
+                yield (_W, p)
+            else:
+                mv[n:n + k] = p
+                n += k
+        if n:
+            yield (_W, mv[:n])
+    finally:
+        if f:
+            f.close()
 
 
 def _response(buf, head, body, method, cap):
@@ -223,7 +335,9 @@ def _response(buf, head, body, method, cap):
     body's framing in buf. Returns (status, reason, headers, keep_alive)."""
     buf.clear()
     yield (_W, head)
-    if body:
+    if isinstance(body, list):  # a tuple body, flattened by _build
+        yield from _send_parts(buf, body)
+    elif body:
         yield (_W, body)
     buf.sent = True
     version, status, reason, headers = yield from _read_head(buf)
@@ -261,8 +375,10 @@ def _exchange(buf, head, body, method, cap):
     """One whole request/response on an open connection. Returns (Response, keep_alive)."""
     status, reason, headers, keep = yield from _response(buf, head, body, method, cap)
     sized = not buf.chunked and buf.left is not None
-    data = bytearray(buf.left if sized else 0)  # known size: the one allocation of the body
-    off = 0
+    # Known size: the one allocation of the body. Otherwise pieces, joined once at the
+    # end: a body grown in place needs its old and new copy at once, again and again.
+    data = bytearray(buf.left) if sized else []
+    off = got = 0
     while True:
         k = yield from buf.body(len(buf.b))
         if not k:
@@ -271,48 +387,16 @@ def _exchange(buf, head, body, method, cap):
             data[off:off + len(k)] = k
             off += len(k)
         else:
-            data.extend(k)
+            if got >= limits.HTTP_PIECES_COLLECT:  # the reads' garbage out of the way: the
+                gc.collect()  # pieces fill small holes and the big block stays whole
+                got = 0
+            data.append(bytes(k))
+            got += len(k)
+    if not sized:
+        data = b"".join(data)
     if buf.i != buf.j and status != 101:  # bytes past the response: out of step (101: the new protocol's)
         keep = False
     return Response(status, reason, headers, data), keep
-
-
-def _tunnel(buf, kind, host, port):
-    """Proxy handshake on a fresh connection to the proxy; afterwards it reaches host:port."""
-    try:
-        yield from _proxy_handshake(buf, kind, host, port)
-    except (ProtocolError, TooLarge) as e:  # the request never went out
-        raise ConnectFailure("proxy failed: %s" % e)
-
-
-def _proxy_handshake(buf, kind, host, port):
-    buf.clear()
-    if kind == "socks5":
-        yield (_W, b"\x05\x01\x00")
-        if (yield from buf.exact(2, "SOCKS5 greeting")) != b"\x05\x00":
-            raise ConnectFailure("SOCKS5 proxy wants authentication (not supported)")
-        name = host.encode()
-        yield (_W, b"\x05\x01\x00\x03" + bytes((len(name),)) + name + bytes((port >> 8, port & 255)))
-        rep = yield from buf.exact(4, "SOCKS5 reply")
-        if rep[0] != 5 or rep[1] != 0:
-            raise ConnectFailure("SOCKS5 proxy could not reach %s:%d (reply code %d)"
-                                 % (host, port, rep[1]))
-        if rep[3] == 1:
-            n = 4
-        elif rep[3] == 4:
-            n = 16
-        else:
-            n = (yield from buf.exact(1, "SOCKS5 reply"))[0]
-        yield from buf.exact(n + 2, "SOCKS5 reply")
-    else:
-        target = "%s:%d" % (host, port)
-        yield (_W, ("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode())
-        _, status, reason, _ = yield from _read_head(buf, "proxy reply")
-        if status != 200:
-            raise ConnectFailure("proxy refused CONNECT to %s: %d %s" % (target, status, reason))
-    if buf.i != buf.j:
-        raise ProtocolError("proxy sent data before the tunnel was used")
-    buf.clear()
 
 
 # ---- configuration shared by both clients ----
@@ -324,66 +408,6 @@ def proxy_from_config(cfg):
     if not host or not port:
         return None
     return (cfg.get("proxy_type") or "http", host, int(port))
-
-
-def _pem_ders(lines):
-    """DER certificates, one at a time, from PEM lines."""
-    import binascii
-
-    block = None
-    for ln in lines:
-        ln = ln.strip()
-        if ln == b"-----BEGIN CERTIFICATE-----":
-            block = []
-        elif ln == b"-----END CERTIFICATE-----" and block is not None:
-            yield binascii.a2b_base64(b"".join(block))
-            block = None
-        elif block is not None:
-            block.append(ln)
-
-
-def _load_roots(ctx, ca):
-    """Add the roots of `ca` (file path, PEM or DER bytes) to ctx; how many loaded."""
-    if isinstance(ca, str) and ca.startswith("-----"):
-        ca = ca.encode()
-    if isinstance(ca, str):
-        try:
-            f = open(ca, "rb")
-        except OSError:
-            raise TLSFailure("no CA bundle at %s: refusing HTTPS without certificate "
-                             "verification (build the image with tools/mkimage.py)" % ca)
-        with f:
-            if f.read(1) == b"\x30":  # an ASN.1 SEQUENCE: one DER certificate
-                f.seek(0)
-                return _add_roots(ctx, [f.read()])
-            f.seek(0)
-            return _add_roots(ctx, _pem_ders(f))  # line by line: no copy of the file
-    if ca[:1] == b"\x30":
-        return _add_roots(ctx, [bytes(ca)])
-    return _add_roots(ctx, _pem_ders(bytes(ca).split(b"\n")))
-
-
-def _add_roots(ctx, ders):
-    # One DER certificate per call: PEM parsing may be compiled out of this
-    # MicroPython's mbedTLS (it is on the unix port); the roots accumulate.
-    n = 0
-    for der in ders:
-        try:
-            ctx.load_verify_locations(der)
-            n += 1
-        except ValueError:
-            pass  # a root mbedTLS can't parse; the others still work
-    return n
-
-
-def make_context(ca=None):
-    """A verifying client SSLContext with the roots of `ca` (path or PEM/DER bytes)."""
-    ctx = tls.SSLContext(tls.PROTOCOL_TLS_CLIENT)
-    ctx.verify_mode = tls.CERT_REQUIRED
-    if not _load_roots(ctx, limits.CA_BUNDLE if ca is None else ca):
-        raise TLSFailure("CA bundle %s holds no usable certificate"
-                         % (ca if isinstance(ca, str) else "(bytes)"))
-    return ctx
 
 
 def _clean(s, what):
@@ -408,14 +432,37 @@ class _Base:
         self.timeout_s = timeout_s
         self.handshakes = 0
         self.connects = 0
-        self._ctx = None
         self._buf = None
         self._sock = None
+        self._wrapped = False  # _sock is a TLS connection (counted by net/tls.py)
 
-    def _context(self):
-        if self._ctx is None:
-            self._ctx = make_context(self.ca)
-        return self._ctx
+    def _roots(self):
+        """Before connecting: the TLS module, its roots loaded (no roots, no connection)."""
+        if not self.tls:
+            return None
+        from mimi.net import tls
+
+        tls.context(self.ca)
+        return tls
+
+    def _wrap(self, tls, sock):
+        w = tls.wrap(sock, self.host, self.ca)
+        self._wrapped = True
+        w.setblocking(False)
+        self.handshakes += 1
+        return w
+
+    def _tunnel(self):
+        from mimi.net import proxy
+
+        return proxy.tunnel(self._buf, self.proxy[0], self.host, self.port)
+
+    def _stray(self, sock):
+        """Is anything readable on an idle kept-alive connection (an unsolicited
+        response, or the server's close)? Then it is out of step: not to be reused."""
+        p = select.poll()
+        p.register(sock, select.POLLIN)
+        return bool(p.poll(0))
 
     def _hop(self):
         return (self.proxy[1], self.proxy[2]) if self.proxy else (self.host, self.port)
@@ -426,6 +473,8 @@ class _Base:
         ctype = None
         if body is None or isinstance(body, (bytes, bytearray, memoryview)):
             data = body
+        elif isinstance(body, tuple):
+            data = _flat(body)
         elif isinstance(body, str):
             data = body.encode()
         else:
@@ -447,7 +496,8 @@ class _Base:
         if ctype and "content-type" not in given:
             lines.append("Content-Type: " + ctype)
         if (data is not None or method in ("POST", "PUT", "PATCH")) and "content-length" not in given:
-            lines.append("Content-Length: %d" % (len(data) if data else 0))
+            n = _length(data) if isinstance(data, list) else len(data) if data else 0
+            lines.append("Content-Length: %d" % n)
         lines.append("\r\n")
         return "\r\n".join(lines).encode(), data
 
@@ -471,7 +521,7 @@ class _Base:
 
     def _start(self):
         if self._buf is None:
-            self._buf = _Buf(limits.HTTP_HEADER_MAX)
+            self._buf = _Buf(limits.HTTP_RECV_BUF)
 
     def _failed(self, e, attempt, reused):
         """Close after failure e; True to try once more on a fresh connection (a reused
@@ -489,6 +539,11 @@ class _Base:
             except OSError:
                 pass
             self._sock = None
+            if self._wrapped:
+                from mimi.net import tls
+
+                tls.closed()
+                self._wrapped = False
 
 
 # ---- blocking client (agent thread) ----
@@ -518,6 +573,8 @@ class Client(_Base):
     def _send(self, method, path, headers, body, deadline, proto, cap):
         head, data = self._build(method, path, headers, body)
         for attempt in (0, 1):
+            if self._sock is not None and self._stray(self._sock):
+                self.close()
             reused = self._sock is not None
             try:
                 if not reused:
@@ -531,7 +588,7 @@ class Client(_Base):
             return res
 
     def _open(self, deadline):
-        ctx = self._context() if self.tls else None  # no roots, no connection
+        tls = self._roots()
         host, port = self._hop()
         try:
             ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
@@ -553,12 +610,9 @@ class Client(_Base):
             raise ConnectFailure("cannot connect to %s:%d (refused or unreachable)" % (host, port))
         self.connects += 1
         if self.proxy:
-            self._run(_tunnel(self._buf, self.proxy[0], self.host, self.port), deadline)
-        if ctx:
-            self._sock = ctx.wrap_socket(s, server_hostname=self.host,
-                                         do_handshake_on_connect=False)
-            self._sock.setblocking(False)
-            self.handshakes += 1
+            self._run(self._tunnel(), deadline)
+        if tls:
+            self._sock = self._wrap(tls, s)
 
     def _wait(self, mask, deadline):
         left = time.ticks_diff(deadline, time.ticks_ms())
@@ -595,84 +649,11 @@ class Client(_Base):
                         self._wait(select.POLLIN, deadline)
 
 
-# ---- asyncio client (event loop) ----
+def __getattr__(name):
+    # The asyncio client (Telegram, on the loop) lives in its own module: the agent's
+    # blocking path never loads it.
+    if name == "AsyncClient":
+        from mimi.net.asynchttp import AsyncClient
 
-class AsyncClient(_Base):
-    def __init__(self, *args, **kw):
-        super().__init__(*args, **kw)
-        import asyncio
-
-        self._lock = asyncio.Lock()
-
-    async def request(self, method, path, headers=None, body=None, deadline_s=None):
-        import asyncio
-
-        self._start()
-        head, data = self._build(method, path, headers, body)
-        secs = self.timeout_s if deadline_s is None else deadline_s
-        async with self._lock:
-            try:
-                return await asyncio.wait_for(self._request(method, head, data), secs)
-            except asyncio.TimeoutError:
-                self.close()
-                raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, secs))
-
-    def detach(self):
-        """After a 101 answer (a WebSocket upgrade): the connection leaves the client
-        -> (asyncio stream, bytes the server sent past the head)."""
-        buf = self._buf
-        stream, self._sock = self._sock, None
-        return stream, bytes(buf.mv[buf.i:buf.j])
-
-    async def _request(self, method, head, data):
-        for attempt in (0, 1):
-            reused = self._sock is not None
-            try:
-                if not reused:
-                    await self._open()
-                resp, keep = await self._run(_exchange(self._buf, head, data, method,
-                                                       limits.HTTP_RESPONSE_MAX))
-            except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
-                if self._failed(e, attempt, reused):
-                    continue
-            if not keep:
-                self.close()
-            return resp
-
-    async def _open(self):
-        import asyncio
-
-        ctx = self._context() if self.tls else None  # no roots, no connection
-        host, port = self._hop()
-        try:
-            from mimi import dns  # open_connection's own lookup would hold the loop
-
-            self._sock, _ = await asyncio.open_connection(await dns.resolve(host), port)
-        except OSError as e:
-            raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
-        self.connects += 1
-        net.nodelay(self._sock.s)
-        if self.proxy:
-            await self._run(_tunnel(self._buf, self.proxy[0], self.host, self.port))
-        if ctx:  # the handshake runs on the first write
-            wrapped = ctx.wrap_socket(self._sock.s, server_hostname=self.host,
-                                      do_handshake_on_connect=False)
-            wrapped.setblocking(False)
-            self._sock = asyncio.StreamReader(wrapped)
-            self.handshakes += 1
-
-    async def _run(self, gen):
-        s = self._sock
-        res = None
-        while True:
-            try:
-                op, arg = gen.send(res)
-            except StopIteration as e:
-                return e.value
-            res = None
-            if op == _W:
-                s.write(arg if isinstance(arg, bytes) else bytes(arg))
-                await s.drain()
-            else:
-                while res is None:
-                    res = await s.readinto(arg)
+        return AsyncClient
+    raise AttributeError(name)

@@ -125,7 +125,7 @@ def stream(client, method, path, headers=None, body=None, deadline_s=None, cap=N
             c = client  # same origin: keep-alive
         else:
             c._start()
-            c._ctx, c._secs = client._ctx, client._secs  # the roots are loaded once
+            c._secs = client._secs
         if st.status == 303 or (st.status in (301, 302) and method == "POST"):
             method, body = "GET", None
 

@@ -30,8 +30,9 @@ class Refused(Exception):
 
 
 class Conn:
-    def __init__(self, stream, extra, limit):
+    def __init__(self, stream, extra, limit, tls=False):
         self.s = stream
+        self.tls = tls  # a TLS connection: counted by net/tls.py until closed
         self.extra = extra  # bytes the server sent right behind its 101 answer
         self.limit = limit
         self.asm = wp.Assembler(limit)
@@ -99,6 +100,11 @@ class Conn:
     def abort(self):
         """Drop the connection now. To stop a task waiting in recv(), cancel that
         task (closing a socket does not wake a poll on every port)."""
+        if self.tls:
+            from mimi.net import tls
+
+            tls.closed()
+            self.tls = False
         self.closed = True
         try:
             self.s.s.close()  # an asyncio Stream's own close() does nothing
@@ -123,9 +129,10 @@ async def connect(url, limit, proxy=None, ca=None, timeout_s=20):
     if resp.status != 101:
         client.close()
         raise Refused(resp)
-    stream, extra = client.detach()
+    stream, extra, wrapped = client.detach()
+    conn = Conn(stream, extra, limit, wrapped)
     if resp.headers.get("sec-websocket-accept") != wp.accept_key(key) or \
             resp.headers.get("upgrade", "").lower() != "websocket":
-        stream.close()
+        conn.abort()
         raise ProtocolError("%s switched protocols without a valid WebSocket accept key" % host)
-    return Conn(stream, extra, limit)
+    return conn

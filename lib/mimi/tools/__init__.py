@@ -1,17 +1,60 @@
-# Tool modules register themselves in mimi.tools.registry.registry when imported.
-from mimi import log
+# The tools the model can call (SPEC §10), as data: every LLM request lists them all,
+# while a tool's module (files, cron, gpio, search, clock) loads only when the tool is
+# called. A row: (name, module under mimi.tools, description, input schema as compact
+# JSON). The handler is the function of that module named like the tool:
+# handler(args: dict, ctx) -> str. Descriptions are written into requests as they are:
+# no '"', '\' or control characters in them (tests/host/test_tool_table.py).
+_PATH = '"path":{"type":"string","description":"Absolute path starting with /spiffs/"}'
+_NONE = '{"type":"object","properties":{},"required":[]}'
+_PIN = '"pin":{"type":"integer","description":"GPIO pin number"}'
 
-MODULES = ("clock", "files", "cron", "gpio", "search")
+TOOLS = (
+    ("web_search", "search",
+     "Search the web for current information (up to 5 results: title, URL, snippet).",
+     '{"type":"object","properties":{"query":{"type":"string","description":"The search query"}},'
+     '"required":["query"]}'),
+    ("get_current_time", "clock",
+     "Current date, time, weekday and Unix time in the user's timezone.", _NONE),
+    ("read_file", "files", "Read a file under /spiffs/.",
+     '{"type":"object","properties":{' + _PATH + '},"required":["path"]}'),
+    ("write_file", "files", "Create or overwrite a file under /spiffs/.",
+     '{"type":"object","properties":{' + _PATH + ',"content":{"type":"string","description":'
+     '"File content to write"}},"required":["path","content"]}'),
+    ("edit_file", "files",
+     "Replace the first old_string with new_string in a file under /spiffs/.",
+     '{"type":"object","properties":{' + _PATH + ',"old_string":{"type":"string","description":'
+     '"Text to find"},"new_string":{"type":"string","description":"Replacement text"}},'
+     '"required":["path","old_string","new_string"]}'),
+    ("list_dir", "files", "List files under /spiffs/, optionally only those starting with prefix.",
+     '{"type":"object","properties":{"prefix":{"type":"string","description":'
+     '"Optional path prefix filter, e.g. /spiffs/memory/"}},"required":[]}'),
+    ("cron_add", "cron",
+     "Schedule a message to yourself: every interval_s seconds, at at_epoch (Unix time: call "
+     "get_current_time first) or daily at time HH:MM (local). It runs as a new turn answered "
+     "in this chat; deliver=true sends the message as is instead (plain reminders). Check "
+     "cron_list first.",
+     '{"type":"object","properties":{"name":{"type":"string"},"schedule_type":{"type":"string",'
+     '"description":"every, at or daily"},"interval_s":{"type":"integer"},"at_epoch":'
+     '{"type":"integer"},"message":{"type":"string","description":"A request to yourself, or '
+     'with deliver the text to send"},"channel":{"type":"string"},"chat_id":{"type":"string"},'
+     '"time":{"type":"string","description":"HH:MM"},"deliver":{"type":"boolean"}},'
+     '"required":["name","schedule_type","message"]}'),
+    ("cron_list", "cron", "List the scheduled jobs: ids, schedules, next runs.", _NONE),
+    ("cron_remove", "cron", "Remove a job by its id (from cron_list).",
+     '{"type":"object","properties":{"job_id":{"type":"string","description":'
+     '"The 8-character job ID to remove"}},"required":["job_id"]}'),
+    ("gpio_write", "gpio",
+     "Set an allowed GPIO pin HIGH (1) or LOW (0); it stays an output at that level.",
+     '{"type":"object","properties":{' + _PIN + ',"state":{"type":"integer","description":'
+     '"1 for HIGH, 0 for LOW"}},"required":["pin","state"]}'),
+    ("gpio_read", "gpio", "Read a GPIO pin's level (an output keeps its level).",
+     '{"type":"object","properties":{' + _PIN + '},"required":["pin"]}'),
+    ("gpio_read_all", "gpio", "Read every allowed GPIO pin without changing outputs.", _NONE),
+)
 
 
 def load_all():
-    """Import every tool module; a broken one is logged and the others still load."""
+    """The registry, every tool in it (their modules load when a tool is called)."""
     from mimi.tools.registry import registry
 
-    for name in MODULES:
-        full = "mimi.tools." + name
-        try:
-            __import__(full)
-        except Exception as e:
-            log.exception("tools", "loading " + full, e)
     return registry

@@ -1,11 +1,6 @@
 # get_current_time: the board clock in the configured UTC offset.
 from mimi import board
 from mimi.board.clock import parse_tz, VALID_AFTER
-from mimi.tools.registry import registry
-
-SCHEMA = {"type": "object", "properties": {}, "required": []}
-DESCRIPTION = ("Get the current date, time, weekday and Unix time in the user's timezone. "
-               "Use this before anything that depends on the time, such as scheduling.")
 
 
 def now_text(tz_text=None, unix=None):
@@ -33,5 +28,3 @@ def now_text(tz_text=None, unix=None):
 def get_current_time(args, ctx):
     return now_text()
 
-
-registry.add("get_current_time", DESCRIPTION, SCHEMA, get_current_time)

@@ -10,8 +10,7 @@
 # decide; the default is the system channel, whose answers are delivered to the
 # owner (see services/heartbeat.send).
 from mimi.services.cron import service, has_channel
-from mimi.tools.registry import registry
-from mimi import board, limits, channels
+from mimi import board, channels
 from mimi.config import tz_s
 
 
@@ -87,37 +86,3 @@ def cron_remove(args, ctx):
         return "OK: Removed cron job %s" % job_id
     return "Error: job '%s' not found" % job_id
 
-
-registry.add(
-    "cron_add",
-    "Schedule a message to yourself ('every' N seconds, once 'at' a Unix time, or 'daily' at HH:MM). "
-    "When it fires it runs as a new turn and the answer goes to the chat the job was made in. "
-    "'every' needs interval_s; 'at' needs at_epoch (call get_current_time first); 'daily' "
-    "needs time \"HH:MM\" (24-hour, the user's local time). At most %d jobs. Extension: "
-    "deliver=true sends the message itself, as is, to the chat when the job fires (no turn): "
-    "use it for plain reminders, with the reminder text as message." % limits.CRON_MAX_JOBS,
-    {"type": "object", "properties": {
-        "name": {"type": "string", "description": "Short name for the job"},
-        "schedule_type": {"type": "string", "description": "'every' (recurring), 'at' (one-shot) or 'daily'"},
-        "interval_s": {"type": "integer", "description": "Seconds between runs (required for 'every')"},
-        "at_epoch": {"type": "integer", "description": "Unix time to fire at (required for 'at')"},
-        "message": {"type": "string", "description": "What to do when the job fires, written as a request to yourself"},
-        "channel": {"type": "string", "description": "Optional: %s; defaults to the current chat" % channels.spoken(
-            ["'%s'" % r.name for r in channels.available()], "or")},
-        "chat_id": {"type": "string", "description": "Optional: chat to answer in (required for %s from the REPL); "
-                    "defaults to the current chat" % channels.spoken([r.name for r in channels.available() if r.allow], "and")},
-        "time": {"type": "string", "description": "Local time \"HH:MM\" (required for 'daily')"},
-        "deliver": {"type": "boolean", "description": "Optional: true = send the message as is when it fires, with no turn (plain reminders)"},
-    }, "required": ["name", "schedule_type", "message"]},
-    cron_add)
-registry.add(
-    "cron_list",
-    "List the scheduled cron jobs with their ids, schedules and next run times.",
-    {"type": "object", "properties": {}, "required": []},
-    cron_list)
-registry.add(
-    "cron_remove",
-    "Remove a scheduled cron job by its id (from cron_list).",
-    {"type": "object", "properties": {"job_id": {"type": "string", "description": "The 8-character job ID to remove"}},
-     "required": ["job_id"]},
-    cron_remove)

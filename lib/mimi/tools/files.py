@@ -4,7 +4,6 @@
 # and everything outside /spiffs stay out of reach; so do the firmware's own files
 # there (RESERVED). Writes are atomic and kept within a quota (files_quota_kb).
 from mimi import limits, fs, log
-from mimi.tools.registry import registry
 
 ROOT = limits.SPIFFS + "/"
 PATH_ERR = "Error: path must start with /spiffs/ and must not contain '..'"
@@ -21,22 +20,6 @@ QUOTA_ERR = ("Error: no room: files here take %d KB and the file tools may use %
              "empty files no longer needed.")
 _used = None  # bytes the file tools' files take, in blocks (_cost); None: count at next use
 _room = 0  # what the flash leaves them: free at the count, minus the reserve
-
-_PATH = {"type": "string", "description": "Absolute path starting with /spiffs/"}
-READ_SCHEMA = {"type": "object", "properties": {"path": _PATH}, "required": ["path"]}
-WRITE_SCHEMA = {"type": "object", "properties": {
-    "path": _PATH,
-    "content": {"type": "string", "description": "File content to write"}},
-    "required": ["path", "content"]}
-EDIT_SCHEMA = {"type": "object", "properties": {
-    "path": _PATH,
-    "old_string": {"type": "string", "description": "Text to find"},
-    "new_string": {"type": "string", "description": "Replacement text"}},
-    "required": ["path", "old_string", "new_string"]}
-LIST_SCHEMA = {"type": "object", "properties": {
-    "prefix": {"type": "string", "description": "Optional path prefix filter, e.g. /spiffs/memory/"}},
-    "required": []}
-
 
 def _bad_char(c):
     o = ord(c)
@@ -228,12 +211,3 @@ def list_dir(args, ctx):
         used += len(p.encode()) + 1
     return "\n".join(out)
 
-
-registry.add("read_file", "Read a file from the board's flash. Path must start with /spiffs/.",
-             READ_SCHEMA, read_file)
-registry.add("write_file", "Write (create or overwrite) a file on the board's flash. "
-             "Path must start with /spiffs/.", WRITE_SCHEMA, write_file)
-registry.add("edit_file", "Edit a file: replace the first occurrence of old_string with "
-             "new_string. Path must start with /spiffs/.", EDIT_SCHEMA, edit_file)
-registry.add("list_dir", "List files on the board's flash, optionally only those whose "
-             "path starts with a prefix.", LIST_SCHEMA, list_dir)

@@ -15,7 +15,6 @@
 import _thread
 from mimi import board
 from mimi import gpio_policy
-from mimi.tools.registry import registry
 
 OUT = "out"
 IN = "in"
@@ -112,24 +111,3 @@ def gpio_read_all(args, ctx):
         return "Error: no GPIO pins are allowed (setting gpio_allow is empty)"
     return "GPIO states: " + ", ".join("%d=%s" % (p, _level(read(p))) for p in pins)
 
-
-PIN = {"type": "integer", "description": "GPIO pin number"}
-_ALLOW_NOTE = (" Allowed pins are set by the user (default %s); " % gpio_policy.DEFAULT +
-               "strapping, USB, flash, PSRAM and console pins are always refused.")
-
-registry.add(
-    "gpio_write",
-    "Set a GPIO pin HIGH (1) or LOW (0); the pin becomes an output and keeps that level." + _ALLOW_NOTE,
-    {"type": "object", "properties": {"pin": PIN, "state": {"type": "integer", "description": "1 for HIGH, 0 for LOW"}},
-     "required": ["pin", "state"]},
-    gpio_write)
-registry.add(
-    "gpio_read",
-    "Read a GPIO pin's level (HIGH or LOW). A pin set with gpio_write stays an output at its level.",
-    {"type": "object", "properties": {"pin": PIN}, "required": ["pin"]},
-    gpio_read)
-registry.add(
-    "gpio_read_all",
-    "Read the level of every allowed GPIO pin, without changing any pin set as an output.",
-    {"type": "object", "properties": {}, "required": []},
-    gpio_read_all)

@@ -1,7 +1,10 @@
-# Tool registry: names, JSON schemas and handlers, both providers' tool formats,
-# and one `call` that always answers with a string ("Error: ..." on any problem),
-# so a tool can never crash the agent loop.
-from mimi import limits, log, fs, jsonutil
+# Tool registry: names, JSON schemas and handlers, and one `call` that always answers
+# with a string ("Error: ..." on any problem), so a tool can never crash the agent loop.
+# The global `registry` holds the tool table of mimi/tools/__init__.py (schemas as JSON
+# text, a tool's module imported when it is first called); add() registers more
+# (tests, extensions) with a dict schema and a handler.
+import sys
+from mimi import limits, log, fs, jsonutil, short, unload
 
 TRUNC_NOTE = "\n[output truncated at %d bytes]"
 _TYPES = {
@@ -27,11 +30,13 @@ class Ctx:
 
 
 class Registry:
-    def __init__(self):
-        self._tools = {}  # name -> (description, schema, handler)
+    def __init__(self, table=()):
+        # name -> (description, schema: JSON text or dict, handler or module name)
+        self._tools = {}
         self._order = []
-        self._anthropic = None
-        self._openai = None
+        for name, module, desc, schema in table:
+            self._order.append(name)
+            self._tools[name] = (desc, schema, module)
 
     def add(self, name, description, schema, handler):
         # both APIs refuse the whole request over one bad tool name
@@ -43,45 +48,64 @@ class Registry:
         if name not in self._tools:
             self._order.append(name)
         self._tools[name] = (description, schema, handler)
-        self._anthropic = self._openai = None
 
     def names(self):
         return list(self._order)
 
     def schema(self, name):
-        return self._tools[name][1]
+        s = self._tools[name][1]
+        return jsonutil.loads(s) if isinstance(s, str) else s
 
-    def anthropic_tools(self):
-        if self._anthropic is None:
-            self._anthropic = [{"name": n, "description": self._tools[n][0],
-                                "input_schema": self._tools[n][1]} for n in self._order]
-        return self._anthropic
+    def specs(self):
+        """(name, description as JSON string content, schema as JSON text) of every
+        tool, for a provider to write into its request as they are."""
+        import json
 
-    def openai_tools(self):
-        if self._openai is None:
-            from mimi.llm.openai import to_tools  # the one place that knows OpenAI's shape
-
-            self._openai = to_tools(self.anthropic_tools())
-        return self._openai
+        out = []
+        for n in self._order:
+            d, s, _ = self._tools[n]
+            if not isinstance(s, str):  # an add()ed tool: encoded here
+                d, s = json.dumps(d)[1:-1], json.dumps(s)
+            out.append((n, d, s))
+        return out
 
     def call(self, name, args=None, ctx=None):
         """Run tool `name` with args (dict or JSON text); the result string, never raises."""
         tool = self._tools.get(name)
         if tool is None:
             return "Error: unknown tool '%s'" % name
-        args, err = check_args(tool[1], args)
+        args, err = check_args(self.schema(name), args)
         if err:
             return "Error: " + err
+        mod = None
+        if short():  # a tool may want one big block (a file read): garbage out first
+            import gc
+
+            gc.collect()
         try:
-            out = tool[2](args, ctx)
+            handler = tool[2]
+            if isinstance(handler, str):  # the module loads when its tool is called
+                mod = "mimi.tools." + handler
+                if mod in sys.modules or handler in KEEP:
+                    mod = None  # loaded before (or keeps state): it stays
+                __import__("mimi.tools." + handler)
+                handler = getattr(sys.modules["mimi.tools." + handler], name)
+            out = handler(args, ctx)
         except Exception as e:  # a tool's bug becomes a message to the model
             log.exception("tools", "%s failed" % name, e)
             return "Error: %s failed: %s" % (name, _exc_text(e))
+        finally:
+            handler = None
+            if mod and short():  # the next LLM call of the turn needs the room
+                unload(mod)
         if out is None:
             out = ""
         elif not isinstance(out, str):
             out = str(out)
         return cap(out)
+
+
+KEEP = ("gpio", "search")  # tool modules with state between calls (pin modes, provider order)
 
 
 def check_args(schema, args):
@@ -132,4 +156,10 @@ def _exc_text(e):
     return str(e) or type(e).__name__
 
 
-registry = Registry()
+def _table():
+    from mimi.tools import TOOLS
+
+    return TOOLS
+
+
+registry = Registry(_table())

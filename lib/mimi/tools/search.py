@@ -11,7 +11,7 @@
 import json
 from mimi import limits, log, jsonutil
 from mimi.config import cfg
-from mimi.tools.registry import registry
+from mimi.jsonscan import ws, member, skip_value
 
 # Base URLs (tests point these at fake servers).
 TAVILY_BASE = "https://api.tavily.com"
@@ -26,96 +26,27 @@ class SearchError(Exception):
     pass
 
 
-# --- a JSON walker over bytes --------------------------------------------------
-_WS = (32, 9, 10, 13)
-
-
-def _ws(b, i):
-    while b[i] in _WS:
-        i += 1
-    return i
-
-
-def _skip_string(b, i):
-    """b[i] is '"': index after the closing quote."""
-    while True:
-        j = b.find(b'"', i + 1)
-        if j < 0:
-            raise ValueError("unterminated string")
-        k = j - 1
-        while b[k] == 92:  # backslashes before the quote
-            k -= 1
-        if (j - 1 - k) % 2 == 0:
-            return j + 1
-        i = j
-
-
-def _skip_value(b, i):
-    c = b[i]
-    if c == 34:
-        return _skip_string(b, i)
-    if c == 123 or c == 91:
-        depth = 0
-        n = len(b)
-        while i < n:
-            c = b[i]
-            if c == 34:
-                i = _skip_string(b, i)
-                continue
-            if c == 123 or c == 91:
-                depth += 1
-            elif c == 125 or c == 93:
-                depth -= 1
-                if depth == 0:
-                    return i + 1
-            i += 1
-        raise ValueError("unterminated container")
-    while b[i] not in b",}] \t\r\n":  # number, true, false, null
-        i += 1
-    return i
-
-
-def _member(b, i, key):
-    """b[i] is '{': index of the value of `key` (bytes), or -1."""
-    i = _ws(b, i + 1)
-    while b[i] != 125:
-        if b[i] != 34:
-            raise ValueError("bad object")
-        j = _skip_string(b, i)
-        k = b[i + 1:j - 1]
-        i = _ws(b, j)
-        if b[i] != 58:
-            raise ValueError("missing ':'")
-        i = _ws(b, i + 1)
-        if k == key:
-            return i
-        i = _ws(b, _skip_value(b, i))
-        if b[i] == 44:
-            i = _ws(b, i + 1)
-    return -1
-
-
 def items(body, path, limit):
     """The first `limit` elements of the array at `path` (keys, bytes) in JSON `body`,
     each decoded alone. ValueError when the body is not such JSON."""
     out = []
     try:
-        i = _ws(body, 0)
+        i = ws(body, 0)
         for key in path:
             if body[i] != 123:
                 raise ValueError("expected an object")
-            i = _member(body, i, key)
+            i = member(body, i, key)
             if i < 0:
                 return out  # no results array: no results
         if body[i] != 91:
             raise ValueError("results is not an array")
-        i = _ws(body, i + 1)
+        i = ws(body, i + 1)
         while body[i] != 93 and len(out) < limit:
-            j = _skip_value(body, i)
+            j = skip_value(body, i)
             out.append(jsonutil.loads(body[i:j]))
-            i = _ws(body, j)
+            i = ws(body, j)
             if body[i] == 44:
-                i = _ws(body, i + 1)
+                i = ws(body, i + 1)
     except IndexError:
         raise ValueError("JSON ends early")
     return out
@@ -248,11 +179,3 @@ def search(query):
 def web_search(args, ctx):
     return search(args.get("query"))
 
-
-registry.add(
-    "web_search",
-    "Search the web for current information (news, facts, prices, weather). "
-    "Returns up to 5 results with title, URL and snippet.",
-    {"type": "object", "properties": {"query": {"type": "string", "description": "The search query"}},
-     "required": ["query"]},
-    web_search)

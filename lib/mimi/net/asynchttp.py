@@ -1,0 +1,86 @@
+# The asyncio HTTP client (Telegram's, on the event loop): net/http.py's protocol
+# generators run on asyncio streams. Same API as http.Client, with `await`; reached
+# as http.AsyncClient.
+from mimi import limits, net
+from mimi.net.http import _W, _Base, _exchange, Timeout, ConnectFailure
+
+
+class AsyncClient(_Base):
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        import asyncio
+
+        self._lock = asyncio.Lock()
+
+    async def request(self, method, path, headers=None, body=None, deadline_s=None):
+        import asyncio
+
+        self._start()
+        head, data = self._build(method, path, headers, body)
+        secs = self.timeout_s if deadline_s is None else deadline_s
+        async with self._lock:
+            try:
+                return await asyncio.wait_for(self._request(method, head, data), secs)
+            except asyncio.TimeoutError:
+                self.close()
+                raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, secs))
+
+    def detach(self):
+        """After a 101 answer (a WebSocket upgrade): the connection leaves the client
+        -> (asyncio stream, bytes the server sent past the head, whether it is a TLS
+        connection: its new owner then calls net.tls.closed() when it closes it)."""
+        buf = self._buf
+        stream, self._sock = self._sock, None
+        wrapped, self._wrapped = self._wrapped, False
+        return stream, bytes(buf.mv[buf.i:buf.j]), wrapped
+
+    async def _request(self, method, head, data):
+        for attempt in (0, 1):
+            if self._sock is not None and self._stray(self._sock.s):
+                self.close()
+            reused = self._sock is not None
+            try:
+                if not reused:
+                    await self._open()
+                resp, keep = await self._run(_exchange(self._buf, head, data, method,
+                                                       limits.HTTP_RESPONSE_MAX))
+            except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
+                if self._failed(e, attempt, reused):
+                    continue
+            if not keep:
+                self.close()
+            return resp
+
+    async def _open(self):
+        import asyncio
+
+        tls = self._roots()
+        host, port = self._hop()
+        try:
+            from mimi import dns  # open_connection's own lookup would hold the loop
+
+            self._sock, _ = await asyncio.open_connection(await dns.resolve(host), port)
+        except OSError as e:
+            raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
+        self.connects += 1
+        net.nodelay(self._sock.s)
+        if self.proxy:
+            await self._run(self._tunnel())
+        if tls:  # the handshake runs on the first write
+            self._sock = asyncio.StreamReader(self._wrap(tls, self._sock.s))
+
+    async def _run(self, gen):
+        s = self._sock
+        res = None
+        while True:
+            try:
+                op, arg = gen.send(res)
+            except StopIteration as e:
+                return e.value
+            res = None
+            if op == _W:
+                s.write(arg if isinstance(arg, bytes) else bytes(arg))
+                await s.drain()
+            else:
+                while res is None:
+                    res = await s.readinto(arg)

@@ -1,0 +1,49 @@
+"""The tool table (lib/mimi/tools/__init__.py): what every LLM request lists."""
+import ast
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "lib"))
+
+from mimi.tools import TOOLS  # noqa: E402  (plain data: CPython reads it as well)
+
+# SPEC §10: names and input schemas as MimiClaw's (+ this firmware's cron extensions)
+SPEC = {
+    "web_search": ["query"], "get_current_time": [], "read_file": ["path"],
+    "write_file": ["path", "content"], "edit_file": ["path", "old_string", "new_string"],
+    "list_dir": ["prefix"],
+    "cron_add": ["name", "schedule_type", "interval_s", "at_epoch", "message", "channel",
+                 "chat_id", "time", "deliver"],
+    "cron_list": [], "cron_remove": ["job_id"],
+    "gpio_write": ["pin", "state"], "gpio_read": ["pin"], "gpio_read_all": [],
+}
+
+
+def test_names_and_schemas_are_the_specs():
+    assert [t[0] for t in TOOLS] == list(SPEC)
+    for name, module, desc, schema in TOOLS:
+        s = json.loads(schema)
+        assert s["type"] == "object" and list(s["properties"]) == SPEC[name], name
+        assert all(r in s["properties"] for r in s["required"]), name
+        assert json.dumps(s, separators=(",", ":")) == schema, name  # compact, as sent
+
+
+def test_descriptions_are_written_into_requests_as_they_are():
+    for name, _, desc, _ in TOOLS:
+        assert desc and json.dumps(desc) == '"%s"' % desc, name  # nothing to escape
+        assert all(32 <= ord(c) < 127 for c in desc), name
+
+
+def test_every_tool_has_its_handler():
+    for name, module, _, _ in TOOLS:
+        tree = ast.parse((ROOT / "lib/mimi/tools" / (module + ".py")).read_text())
+        assert name in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}, name
+
+
+def test_request_bytes_of_the_table():
+    # what the tools cost in every request, Anthropic's shape; was 4.7-5 KB
+    size = sum(len('{"name":"%s","description":"%s","input_schema":%s},' % (n, d, s))
+               for n, _, d, s in TOOLS)
+    assert size < 3500, size
