@@ -149,15 +149,15 @@ def wifi_scan():
 
 def heap_info():
     """What is left for the next turn: the Python heap (free, and its largest free
-    block: a turn needs LLM_BODY_BUF in one piece), the IDF heap on the board
+    block: a turn's biggest single piece is a tool's output, TOOL_OUTPUT_MAX), the IDF heap on the board
     (internal RAM for WiFi and TLS, PSRAM), flash."""
     h = board.heap()
     big = h["largest"]
     print("heap free      %d bytes (in use %d)" % (h["free"], h["alloc"]))
     print("largest block  %s%d bytes%s" % (
         "at least " if big >= limits.HEAP_PROBE_MAX else "", big,
-        "" if big >= limits.LLM_BODY_BUF else
-        "  LOW: a turn needs %d in one piece; session_clear() or restart()" % limits.LLM_BODY_BUF))
+        "" if big >= limits.TOOL_OUTPUT_MAX else
+        "  LOW: a turn needs %d in one piece; session_clear() or restart()" % limits.TOOL_OUTPUT_MAX))
     for name, label in (("internal", "internal RAM"), ("psram", "PSRAM")):
         if name + "_free" in h:
             print("%-14s free %d, largest block %d, lowest since boot %d" % (

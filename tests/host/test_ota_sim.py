@@ -2,6 +2,7 @@
 runs from the image's /lib, so an installed bundle is what the next boot runs, a
 bundle that fails at import is rolled back by the boot guard, and ota_rollback()
 puts the previous version back by hand."""
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,7 +42,11 @@ def make_bundle(folder, name, version, replace):
     """The current build as a bundle, VERSION set to `version`, and `replace` {device
     path of an .mpy: Python source} compiled in."""
     files = bundle.app_files(ROOT / "build")
-    sources = dict(replace, **{"/lib/mimi/__init__.mpy": "VERSION = %r\n" % version})
+    # the package as built, with another VERSION line
+    init, n = re.subn(r'(?m)^VERSION = .*$', "VERSION = %r" % version,
+                      (ROOT / "lib" / "mimi" / "__init__.py").read_text())
+    assert n == 1
+    sources = dict(replace, **{"/lib/mimi/__init__.mpy": init})
     for path, text in sources.items():
         src = folder / ("src_" + name) / path.lstrip("/").replace(".mpy", ".py")
         src.parent.mkdir(parents=True, exist_ok=True)
