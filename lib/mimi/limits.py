@@ -84,6 +84,7 @@ SOCK_UDP = const(1)  # the loop's DNS and NTP take turns (dns.exchange)
 WS_PORT = const(18789)
 WS_MAX_CLIENTS = const(4)
 WS_FRAME_MAX = const(16 * 1024)  # one frame, and a whole fragmented message
+WS_FRAGMENTS_MAX = const(64)  # frames of one fragmented message (gateway and client)
 # open TCP connections (clients, handshakes, page loads): what the socket budget leaves
 WS_MAX_CONN = const(LWIP_SOCKETS - 1 - SOCK_TELEGRAM - SOCK_AGENT - SOCK_UDP)
 WS_HEADER_MAX = const(4096)  # HTTP request head

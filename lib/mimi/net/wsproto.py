@@ -7,6 +7,7 @@
 import struct
 import binascii
 import hashlib
+from mimi import limits
 from mimi.net import split_url, secrets_equal
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -128,13 +129,15 @@ async def read_frame(r, limit, need_mask=True):
 
 
 class Assembler:
-    """Joins fragmented data frames; the whole message is capped at `limit`."""
+    """Joins fragmented data frames; the whole message is capped at `limit` bytes and
+    limits.WS_FRAGMENTS_MAX frames (empty ones are not kept, but they count)."""
 
     def __init__(self, limit):
         self.limit = limit
         self.op = None
         self.parts = []
         self.size = 0
+        self.n = 0
 
     def feed(self, fin, op, payload):
         """A data frame in; (opcode, bytes) when a message is complete, else None."""
@@ -148,15 +151,19 @@ class Assembler:
                 return op, payload
             self.op = op
         self.size += len(payload)
+        self.n += 1
         if self.size > self.limit:
             raise ProtocolError(TOO_BIG, "message too big")
-        self.parts.append(payload)
+        if self.n > limits.WS_FRAGMENTS_MAX:
+            raise ProtocolError(TOO_BIG, "message in too many frames")
+        if payload:
+            self.parts.append(payload)
         if not fin:
             return None
         out = (self.op, b"".join(self.parts))
         self.op = None
         self.parts = []
-        self.size = 0
+        self.size = self.n = 0
         return out
 
 
