@@ -16,7 +16,7 @@ import time
 from common import Sim, Table, cli, median, pct
 from fakes import llm
 
-TOKEN = "bench-token"
+TOKEN = "bench-gateway-token"
 CLIENTS = 4
 
 

@@ -45,7 +45,7 @@ def prepare():
     defaults.install()
     config.cfg.load()
     config.cfg.update({"provider": A["kind"], "api_key": A["api_key"], "api_base": A["base"],
-                       "model": "bench-model", "ws_token": "bench"})
+                       "model": "bench-model", "ws_token": "bench-turn-token"})
     if A.get("workload") == "full":
         line = "The user likes short answers and lives in Lisbon; keep replies brief. "
         fs.write_atomic(context.SOUL_PATH, (line * 200).encode())  # ~14 KB each:

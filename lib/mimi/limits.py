@@ -88,7 +88,13 @@ WS_FRAGMENTS_MAX = const(64)  # frames of one fragmented message (gateway and cl
 # open TCP connections (clients, handshakes, page loads): what the socket budget leaves
 WS_MAX_CONN = const(LWIP_SOCKETS - 1 - SOCK_TELEGRAM - SOCK_AGENT - SOCK_UDP)
 WS_HEADER_MAX = const(4096)  # HTTP request head
-WS_HANDSHAKE_TIMEOUT_S = const(10)
+WS_HANDSHAKE_TIMEOUT_S = const(5)  # from accept to the upgrade (or the page): then the socket goes
+WS_PEER_PENDING = const(2)  # connections one address has open before their upgrade; its oldest goes
+WS_PEER_CONN = const(4)  # connections one address has open in all
+WS_TOKEN_MIN = const(12)  # characters of a ws_token (empty = auth off)
+WS_AUTH_BACKOFF_S = const(1)  # a wrong token: that address is refused (429) this long, doubling
+WS_AUTH_BACKOFF_MAX_S = const(300)  # ... up to this, until a right token
+WS_AUTH_PEERS = const(16)  # addresses whose failed tokens are remembered
 WS_PING_S = const(60)  # a silent client is pinged; silent this long again, dropped
 WS_FRAME_TIMEOUT_S = const(30)  # a started frame must be complete this soon
 WS_WRITE_TIMEOUT_S = const(20)
@@ -96,7 +102,6 @@ WS_CLOSE_WAIT_S = const(3)  # wait for the peer's close frame after ours
 WS_CLIENT_OUTBOX = const(32)  # frames queued for one client; a client this far behind is dropped
 WS_CLIENT_OUTBOX_BYTES = const(64 * 1024)  # ... or this many bytes behind
 WS_DRAIN_MAX = const(64 * 1024)  # bytes of a refused frame read and discarded to close cleanly
-WS_AUTH_FAIL_DELAY_MS = const(250)
 WS_CHAT_ID_MAX = const(31)
 WS_CHAT_ID_RANDOM = const(8)  # random bytes of a default chat id (16 hex chars)
 WS_PORT_TRIES = const(32)  # ws_port 0: random free ports tried

@@ -11,7 +11,7 @@ from mimi.net.httpserver import Reader
 
 TIMEOUT = 90
 KEY = b"\x01\x02\x03\x04"
-TOKEN = "tok123"
+TOKEN = "tok123-gateway"
 
 
 def setup():
@@ -109,8 +109,10 @@ async def test_auth_token_query_bearer_and_401():
     await start()
     ws = await connect("/")
     assert ws.status == 401 and b"token" in await body(ws)
+    websocket._fails.clear()  # a wrong token's back-off (test_wrong_tokens_back_off_per_peer)
     ws = await connect("/?token=wrong")
     assert ws.status == 401
+    websocket._fails.clear()
     ws = await connect("/", "Authorization: Bearer %s\r\n" % TOKEN)
     assert ws.status == 101
     assert b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" in ws.head
@@ -129,6 +131,7 @@ async def test_origin_checks_with_and_without_auth():
     assert (await connect("/")).status == 101  # no Origin: not a browser
     config.cfg.set("ws_token", TOKEN)
     assert (await connect("/", "Origin: http://evil.example\r\n")).status == 401
+    websocket._fails.clear()  # a wrong token's back-off (test_wrong_tokens_back_off_per_peer)
     # a page that knows the token may connect from anywhere (it was given the key)
     assert (await connect("/?token=" + TOKEN, "Origin: http://evil.example\r\n")).status == 101
 
@@ -174,10 +177,108 @@ async def test_connections_past_the_socket_budget_get_503():
     assert again.status == 101
 
 
+async def idle(data=b"G"):
+    """A TCP connection that sent `data` and then nothing (no token needed)."""
+    r, w = await asyncio.open_connection("127.0.0.1", websocket.port)
+    w.write(data)
+    await w.drain()
+    return r, w
+
+
+async def idles(n):
+    out = []
+    for _ in range(n):
+        out.append(await idle())
+    return out
+
+
+async def gone(conn):
+    """Did the gateway close this connection (EOF or reset, after any answer)?"""
+    try:
+        while await asyncio.wait_for(conn[0].read(512), 10):
+            pass
+    except OSError:
+        pass
+    return True
+
+
+async def test_idle_sockets_cannot_lock_the_gateway():
+    # issue 16 item 3: sockets that sent one byte and then nothing held every slot,
+    # legit clients got 503. Connections not upgraded yet are shed (oldest first)
+    # when the gateway is full, and one address keeps at most WS_PEER_PENDING of them.
+    await start()
+    squat = await idles(2 * limits.WS_MAX_CONN)  # re-opened as they go
+    ws = await connect()
+    assert ws.status == 101
+    await settle(1)
+    for c in squat[:-limits.WS_PEER_PENDING]:
+        assert await gone(c)
+    # full again with idle sockets: the client keeps its slot, a second one gets in
+    squat = await idles(limits.WS_MAX_CONN)
+    ws2 = await connect()
+    assert ws2.status == 101
+    await settle(2)
+    await ws.send_raw(wp.frame(wp.PING, b"alive", mask_key=KEY))
+    assert await ws.frame() == (True, wp.PONG, b"alive")
+
+
+async def test_clients_are_not_shed_only_idle_sockets():
+    await start()
+    conns = await many(limits.WS_MAX_CONN)
+    await settle(limits.WS_MAX_CONN)
+    extra = await connect()  # nothing to shed: every slot is a client
+    assert extra.status == 503 and all(c.status == 101 for c in conns)
+    await settle(limits.WS_MAX_CONN)
+
+
+async def test_upgrade_deadline_closes_silent_sockets():
+    limits.WS_HANDSHAKE_TIMEOUT_S = 1
+    await start()
+    c = await idle(b"GET / HTTP/1.1\r\n")  # a head that never ends
+    assert await gone(c)
+    assert (await connect()).status == 101
+
+
+async def test_wrong_tokens_back_off_per_peer():
+    await start()
+    ws = await connect("/?token=wrong-token-1")
+    assert ws.status == 401
+    # at once again: refused without a look at the token, even the right one
+    ws = await connect("/?token=wrong-token-2")
+    assert ws.status == 429 and b"Retry-After: 1" in ws.head.split(b"\r\n"), ws.head
+    assert (await connect()).status == 429
+    await asyncio.sleep_ms(1100)
+    assert (await connect("/?token=wrong-token-3")).status == 401
+    ws = await connect()
+    assert ws.status == 429 and b"Retry-After: 2" in ws.head.split(b"\r\n"), ws.head  # doubled
+    await asyncio.sleep_ms(2100)
+    assert (await connect()).status == 101  # the right token ends the back-off
+    assert (await connect("/?token=wrong-token-4")).status == 401  # and starts it over at 1 s
+    ws = await connect()
+    assert b"Retry-After: 1" in ws.head.split(b"\r\n"), ws.head
+
+
+async def test_upgrade_only_on_root():
+    await start()
+    assert (await connect("/chat?token=" + TOKEN)).status == 404
+    assert (await connect("//?token=" + TOKEN)).status == 404
+    assert (await connect()).status == 101
+
+
+def test_ws_token_has_a_minimum_length():
+    from support import raises
+
+    e = raises(ValueError, config.cfg.set, "ws_token", "short")
+    assert str(limits.WS_TOKEN_MIN) in str(e), e
+    config.cfg.set("ws_token", "x" * limits.WS_TOKEN_MIN)
+    config.cfg.set("ws_token", "")  # still turns auth off
+    assert config.cfg.get("ws_token") == ""
+
+
 async def test_fifth_client_gets_1013_and_slots_free_on_disconnect():
     # With sockets to spare (a firmware built with more), a fifth client is upgraded
     # and closed with 1013 "try again later".
-    limits.WS_MAX_CONN = limits.WS_MAX_CLIENTS + 2
+    limits.WS_MAX_CONN = limits.WS_PEER_CONN = limits.WS_MAX_CLIENTS + 2
     await start()
     conns = await many(limits.WS_MAX_CLIENTS)
     assert all(c.status == 101 for c in conns)

@@ -1,10 +1,13 @@
 # The WebSocket gateway (SPEC §7): an RFC 6455 server on the asyncio loop, plus the
 # chat page on a plain GET /. Each client has a reader (this connection's task)
 # and a sender task with a bounded outbox, so one slow client holds up nobody.
-# Guards the C gateway lacked: token auth, a browser Origin check (a web page the
-# user visits must not drive the board), frame and message caps, client masking,
-# a connection cap, and slots freed on every kind of disconnect.
+# Guards the C gateway lacked: token auth with a per-address back-off after wrong
+# tokens, a browser Origin check (a web page the user visits must not drive the
+# board), frame and message caps, client masking, a connection cap where sockets not
+# upgraded yet (an upgrade deadline, at most WS_PEER_PENDING per address) are shed
+# first, and slots freed on every kind of disconnect.
 import json
+import time
 import asyncio
 from mimi import limits, log, bus, board, config, net
 from mimi.net import httpserver as hs
@@ -15,7 +18,8 @@ _ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 port = None  # the port actually listening (ws_port 0 picks one)
 clients = []
-_conns = 0
+_conns = []  # [address, task, upgraded] of every open connection, oldest first
+_fails = {}  # address -> (wrong tokens in a row, ticks_ms until which it is refused)
 
 
 def new_chat_id():
@@ -252,23 +256,20 @@ async def _respond(w, status, body, ctype="text/plain; charset=utf-8", extra=())
     await asyncio.wait_for(w.drain(), limits.WS_WRITE_TIMEOUT_S)
 
 
-async def _handshake(rd, w):
-    """HTTP part. -> a registered-or-refused Client to run, or None when done."""
+async def _handshake(rd, w, me):
+    """The HTTP part (within the upgrade deadline). -> True when upgraded, else None."""
     try:
-        head = await asyncio.wait_for(rd.read_head(limits.WS_HEADER_MAX),
-                                      limits.WS_HANDSHAKE_TIMEOUT_S)
-        method, path, query, headers = hs.parse_request(head)
+        method, path, query, headers = hs.parse_request(await rd.read_head(limits.WS_HEADER_MAX))
     except ValueError as e:
         await _respond(w, "400 Bad Request", "%s\n" % e)
         return None
-    head = None
     if method != "GET":
         await _respond(w, "405 Method Not Allowed", "GET only\n", extra=("Allow: GET",))
         return None
+    if path != "/":
+        await _respond(w, "404 Not Found", "not found\n")
+        return None
     if not hs.has_token(headers.get("upgrade"), "websocket"):
-        if path != "/":
-            await _respond(w, "404 Not Found", "not found\n")
-            return None
         from mimi.channels import chatpage
 
         await _respond(w, "200 OK", chatpage.PAGE, "text/html; charset=utf-8", (
@@ -284,39 +285,105 @@ async def _handshake(rd, w):
                        extra=("Sec-WebSocket-Version: 13",))
         return None
     expected = config.cfg.get("ws_token")
-    token_ok = wp.token_ok(expected, query, headers)
-    if expected and not token_ok:
-        log.warning("ws", "refused a client without a valid token")
-        await asyncio.sleep_ms(limits.WS_AUTH_FAIL_DELAY_MS)
-        await _respond(w, "401 Unauthorized",
-                       "gateway token required: ws://HOST:PORT/?token=... or "
-                       "Authorization: Bearer ...\n", extra=('WWW-Authenticate: Bearer',))
-        return None
+    token_ok = False
+    if expected:
+        peer = me[0]
+        wait = _backoff(peer)
+        if wait:  # not even looked at: guessing goes no faster than the back-off
+            await _respond(w, "429 Too Many Requests", "wrong gateway token; try again in %d s\n" % wait,
+                           extra=("Retry-After: %d" % wait,))
+            return None
+        token_ok = wp.token_ok(expected, query, headers)
+        if token_ok:
+            _fails.pop(peer, None)
+        else:
+            _failed(peer)
+            log.warning("ws", "refused a client without a valid token")
+            await _respond(w, "401 Unauthorized",
+                           "gateway token required: ws://HOST:PORT/?token=... or "
+                           "Authorization: Bearer ...\n", extra=('WWW-Authenticate: Bearer',))
+            return None
     origin = headers.get("origin")
     if not token_ok and not wp.origin_ok(origin, own_hosts(), port):
         log.warning("ws", "refused a browser connection from origin %s", origin[:80])
         await _respond(w, "403 Forbidden", "origin not allowed\n")
         return None
+    me[2] = True  # upgraded: never shed from now on
     w.write(wp.upgrade_response(key))
-    await asyncio.wait_for(w.drain(), limits.WS_WRITE_TIMEOUT_S)
-    return Client(rd, w, new_chat_id())
+    await w.drain()
+    return True
+
+
+def _backoff(peer):
+    """Seconds `peer` must still wait after its wrong tokens (0: none)."""
+    f = _fails.get(peer)
+    left = time.ticks_diff(f[1], time.ticks_ms()) if f else 0
+    return (left + 999) // 1000 if left > 0 else 0
+
+
+def _failed(peer):
+    n = _fails.pop(peer, (0, 0))[0] + 1
+    if len(_fails) >= limits.WS_AUTH_PEERS:  # the one whose refusal ended first goes
+        del _fails[min(_fails, key=lambda k: _fails[k][1])]
+    wait = min(limits.WS_AUTH_BACKOFF_S << min(n - 1, 16), limits.WS_AUTH_BACKOFF_MAX_S)
+    _fails[peer] = (n, time.ticks_add(time.ticks_ms(), wait * 1000))
+
+
+def _peer(sw):
+    """The client's address (the port left out), as a dict key."""
+    a = sw.get_extra_info("peername")
+    if isinstance(a, tuple):  # lwIP: ("1.2.3.4", port)
+        return a[0]
+    try:  # the unix port: a raw sockaddr
+        import socket
+
+        return bytes(socket.sockaddr(a)[1])
+    except Exception:
+        return bytes(a)
+
+
+def _shed(c):
+    """Close a connection that has not upgraded yet (its slot goes to a newer one)."""
+    _conns.remove(c)
+    c[1].cancel()
+
+
+def _admit(me):
+    """Make room for connection `me` (already in _conns): an address keeps at most
+    WS_PEER_PENDING connections before their upgrade (its oldest goes) and WS_PEER_CONN
+    in all; when the gateway is full, the oldest one not upgraded yet goes. Upgraded
+    clients are never shed. -> False when there is no room."""
+    peer = me[0]
+    mine = [c for c in _conns if c[0] == peer]
+    waiting = [c for c in mine if not c[2] and c is not me]
+    if len(waiting) >= limits.WS_PEER_PENDING:
+        _shed(waiting[0])
+    elif len(mine) > limits.WS_PEER_CONN and waiting:
+        _shed(waiting[0])
+    if len(_conns) > limits.WS_MAX_CONN:
+        for c in _conns:
+            if not c[2] and c is not me:
+                _shed(c)
+                break
+    return len(_conns) <= limits.WS_MAX_CONN and len([c for c in _conns if c[0] == peer]) <= limits.WS_PEER_CONN
 
 
 async def _connection(sr, sw):
-    global _conns
-    _conns += 1
+    me = [_peer(sw), asyncio.current_task(), False]
+    _conns.append(me)
     client = None
     net.nodelay(sw.s)  # the "working" frame and the reply must not wait on delayed ACKs
     try:
-        if _conns > limits.WS_MAX_CONN:
+        if not _admit(me):
             log.warning("ws", "too many connections (%d, the socket budget in limits.py); one refused",
                         limits.WS_MAX_CONN)
             await _respond(sw, "503 Service Unavailable", "too many connections to the board; "
                            "close a chat tab or try again later\n", extra=("Retry-After: 10",))
             return
-        client = await _handshake(hs.Reader(sr), sw)
-        if client is None:
+        rd = hs.Reader(sr)
+        if not await asyncio.wait_for(_handshake(rd, sw, me), limits.WS_HANDSHAKE_TIMEOUT_S):
             return
+        client = Client(rd, sw, new_chat_id())
         if len(clients) >= limits.WS_MAX_CLIENTS:
             log.warning("ws", "client limit (%d) reached; refused one", limits.WS_MAX_CLIENTS)
             client.sender = asyncio.create_task(client._send_loop())
@@ -334,7 +401,8 @@ async def _connection(sr, sw):
     except Exception as e:
         log.exception("ws", "connection", e)
     finally:
-        _conns -= 1
+        if me in _conns:
+            _conns.remove(me)
         if client is not None:
             client.dead = True
             _forget(client)
