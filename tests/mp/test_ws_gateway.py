@@ -47,10 +47,13 @@ class WS:
         return await asyncio.wait_for(wp.read_frame(self.rd, 1 << 20, need_mask=False), 10)
 
     async def recv(self):
+        asm = wp.Assembler(1 << 20)  # a big reply comes in several frames
         while True:
             fin, op, payload = await self.frame()
-            if op == wp.TEXT:
-                return json.loads(payload)
+            if op in (wp.TEXT, wp.CONT):
+                m = asm.feed(fin, op, payload)
+                if m:
+                    return json.loads(m[1])
             if op == wp.CLOSE:
                 return {"type": "closed", "code": wp.close_code(payload)}
 
@@ -464,3 +467,32 @@ async def test_slow_client_does_not_block_others():
         assert m["content"] == "tick %d" % i, m
     await settle(1)
     assert websocket.clients[0].chat_id == "fast"
+
+
+async def test_reply_over_the_outbox_cap_arrives_whole():
+    # issue 16 item 7: a reply bigger than the outbox cap (64 KB) dropped the client.
+    # It goes out as one message in frames of at most WS_FRAME_MAX.
+    await start()
+    ws = await connect()
+    await ws.send({"type": "message", "content": "a long one, please", "chat_id": "big"})
+    await next_inbound()
+    text = ("0123456789abcdef" * 4096 + "\u4e2d\U0001F389") * 2  # 128 KB and more
+    assert len(text.encode()) > limits.WS_CLIENT_OUTBOX_BYTES
+    await put_out(bus.Msg("websocket", "big", "working", bus.STATUS))
+    await put_out(bus.Msg("websocket", "big", text))
+    await put_out(bus.Msg("websocket", "big", "and a short one"))
+    assert (await ws.recv())["content"] == "working"
+    frames = []
+    asm = wp.Assembler(1 << 20)
+    while True:
+        fin, op, payload = await ws.frame()
+        frames.append(len(payload))
+        m = asm.feed(fin, op, payload)
+        if m:
+            break
+    assert json.loads(m[1]) == {"type": "response", "content": text, "chat_id": "big"}
+    assert len(frames) > 1 and max(frames) <= limits.WS_FRAME_MAX, frames
+    assert (await ws.recv())["content"] == "and a short one"
+    await ws.send_raw(wp.frame(wp.PING, b"still here", mask_key=KEY))
+    assert await ws.frame() == (True, wp.PONG, b"still here")
+    assert len(websocket.clients) == 1

@@ -33,36 +33,41 @@ class Client:
         self.rd = rd
         self.w = w
         self.chat_id = chat_id
-        self.out = []  # [(frame bytes, is_close)]
+        self.out = []  # [(opcode, payload: str or bytes, its size)], one message each
         self.out_bytes = 0
         self.ev = asyncio.Event()  # set: something to send
-        self.room = asyncio.Event()  # set: the sender took a frame
+        self.room = asyncio.Event()  # set: the sender took a message
         self.closing = False  # our close frame is queued: nothing else goes out
         self.dead = False
         self.task = asyncio.current_task()
         self.sender = None
 
     # --- sending (any task on the loop) ------------------------------------
-    def push(self, data, is_close=False, status=False):
+    def push(self, data, op=wp.TEXT, status=False):
+        """Queue one message (it goes out in frames of at most WS_FRAME_MAX). A client
+        with WS_CLIENT_OUTBOX messages waiting, or WS_CLIENT_OUTBOX_BYTES behind the
+        next one to go, is not reading: it is dropped (a "working" status is just
+        skipped). So one message of any size fits, and what waits behind it is capped."""
         if self.dead or self.closing:
             return False
-        if not is_close and (len(self.out) >= limits.WS_CLIENT_OUTBOX or
-                             self.out_bytes + len(data) > limits.WS_CLIENT_OUTBOX_BYTES):
+        n = len(memoryview(data))
+        if op != wp.CLOSE and (len(self.out) >= limits.WS_CLIENT_OUTBOX or self.out_bytes -
+                               (self.out[0][2] if self.out else 0) >= limits.WS_CLIENT_OUTBOX_BYTES):
             if status:
                 return False  # a "working" status can be skipped; a reply cannot
             log.warning("ws", "client %s is not reading; dropping it", self.chat_id)
             self.drop()
             return False
-        self.out.append((data, is_close))
-        self.out_bytes += len(data)
-        if is_close:
+        self.out.append((op, data, n))
+        self.out_bytes += n
+        if op == wp.CLOSE:
             self.closing = True
             _forget(self)  # the slot is free as soon as we are closing
         self.ev.set()
         return True
 
     def send_obj(self, obj):
-        return self.push(text_frame(obj))
+        return self.push(text(obj))
 
     def error(self, text):
         self.send_obj({"type": "error", "content": text})
@@ -74,17 +79,27 @@ class Client:
             self.task.cancel()
 
     async def _send_loop(self):
+        step = limits.WS_FRAME_MAX
         try:
             while True:
                 while not self.out:
                     self.ev.clear()
                     await self.ev.wait()
-                data, is_close = self.out.pop(0)
-                self.out_bytes -= len(data)
+                op, data, n = self.out.pop(0)
+                self.out_bytes -= n
                 self.room.set()
-                self.w.write(data)
-                await asyncio.wait_for(self.w.drain(), limits.WS_WRITE_TIMEOUT_S)
-                if is_close:
+                mv = memoryview(data)  # a str too: its UTF-8 bytes, not copied
+                i = 0
+                while True:  # the frames of one message (RFC 6455 fragmentation)
+                    k = min(n - i, step)
+                    self.w.write(wp.header(op if i == 0 else wp.CONT, k, i + k >= n))
+                    self.w.write(mv[i:i + k])
+                    await asyncio.wait_for(self.w.drain(), limits.WS_WRITE_TIMEOUT_S)
+                    i += k
+                    if i >= n:
+                        break
+                mv = data = None
+                if op == wp.CLOSE:
                     return
         except asyncio.CancelledError:
             raise
@@ -109,7 +124,7 @@ class Client:
                     log.info("ws", "client %s: no answer to ping; dropped", self.chat_id)
                     return
                 pinged = True
-                self.push(wp.frame(wp.PING, b"mimi"))
+                self.push(b"mimi", wp.PING)
                 continue
             pinged = False
             try:
@@ -117,11 +132,11 @@ class Client:
                     wp.read_frame(self.rd, limits.WS_FRAME_MAX), limits.WS_FRAME_TIMEOUT_S)
                 if op == wp.CLOSE:
                     code = wp.close_code(payload)
-                    self.push(wp.close_frame(wp.NORMAL if code == 1005 else code), True)
+                    self.push(wp.close_payload(wp.NORMAL if code == 1005 else code), wp.CLOSE)
                     await self._flush()
                     return
                 if op == wp.PING:
-                    self.push(wp.frame(wp.PONG, payload))
+                    self.push(payload, wp.PONG)
                     continue
                 if op == wp.PONG:
                     continue
@@ -149,7 +164,7 @@ class Client:
     async def close(self, code, reason="", skip=0):
         """Our close frame, then wait (briefly) for the peer's, so it reads ours before
         the TCP connection goes (unread data would make the close a reset)."""
-        self.push(wp.close_frame(code, reason), True)
+        self.push(wp.close_payload(code, reason), wp.CLOSE)
         try:
             await asyncio.wait_for(self._linger(skip), limits.WS_CLOSE_WAIT_S)
         except Exception:
@@ -194,12 +209,12 @@ class Client:
             self.send_obj({"type": "error", "content": bus.BUSY, "chat_id": self.chat_id})
 
 
-def text_frame(obj):
-    """obj as a JSON text frame, never invalid UTF-8 (RFC 6455 makes a client fail
-    the connection on that): what slipped through elsewhere goes out as U+FFFD."""
+def text(obj):
+    """obj as the JSON of a text message, never invalid UTF-8 (RFC 6455 makes a client
+    fail the connection on that): what slipped through elsewhere goes out as U+FFFD."""
     from mimi.utf8 import clean
 
-    return wp.frame(wp.TEXT, clean(json.dumps(obj)))
+    return clean(json.dumps(obj))
 
 
 def _forget(client):
@@ -245,7 +260,7 @@ async def send(msg):
     for c in list(clients):  # push() may drop a client from the list
         if c.chat_id == msg.chat_id and not c.dead:
             if data is None:
-                data = text_frame(obj)
+                data = text(obj)
             n += c.push(data, status=msg.kind == bus.STATUS)
     if not n and msg.kind == bus.REPLY:
         log.info("ws", "no client on chat %s; the reply stays in its session", msg.chat_id)

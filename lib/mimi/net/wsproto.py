@@ -64,26 +64,33 @@ def mask(data, key):
     return x.to_bytes(n, "big")
 
 
+def header(opcode, n, fin=True, masked=False):
+    """The head of a frame with n payload bytes (a masked one's key follows it)."""
+    b0 = (0x80 if fin else 0) | opcode
+    m = 0x80 if masked else 0
+    if n < 126:
+        return struct.pack(">BB", b0, m | n)
+    if n < 65536:
+        return struct.pack(">BBH", b0, m | 126, n)
+    return struct.pack(">BBQ", b0, m | 127, n)
+
+
 def frame(opcode, payload=b"", fin=True, mask_key=None):
     """One frame; server frames are unmasked, a client passes mask_key."""
     if isinstance(payload, str):
         payload = payload.encode()
-    n = len(payload)
-    b0 = (0x80 if fin else 0) | opcode
-    m = 0x80 if mask_key else 0
-    if n < 126:
-        head = struct.pack(">BB", b0, m | n)
-    elif n < 65536:
-        head = struct.pack(">BBH", b0, m | 126, n)
-    else:
-        head = struct.pack(">BBQ", b0, m | 127, n)
+    head = header(opcode, len(payload), fin, mask_key)
     if mask_key:
         return head + mask_key + mask(payload, mask_key)
     return head + payload
 
 
+def close_payload(code, reason=""):
+    return struct.pack(">H", code) + reason.encode()[:120]
+
+
 def close_frame(code, reason=""):
-    return frame(CLOSE, struct.pack(">H", code) + reason.encode()[:120])
+    return frame(CLOSE, close_payload(code, reason))
 
 
 def close_code(payload):
