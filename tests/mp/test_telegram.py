@@ -229,6 +229,31 @@ async def test_entity_error_falls_back_to_plain_once():
     task.cancel()
 
 
+async def test_only_entity_errors_are_retried_as_plain_text():
+    # SPEC §8: "retried as plain text only when Telegram rejects the entities". A 400
+    # for anything else (too long, chat gone, empty text) must not go out again without
+    # its formatting: it would fail again, or worse, show the user markup-less text.
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    for why in ("Bad Request: message is too long", "Bad Request: chat not found",
+                "Bad Request: message text is empty"):
+        await fail(method="sendMessage", status=400, description=why)
+        await b.send(bus.Msg("telegram", ALLOWED, "a **bold** claim"))
+    st = await state()
+    assert st["sent"] == [], st["sent"]
+    sends = [c for c in st["calls"] if c["method"] == "sendMessage"]
+    assert len(sends) == 3 and all(c["params"].get("parse_mode") == "HTML" for c in sends)
+    lines = "\n".join(log.recent())
+    assert "message is too long" in lines and "plain text" not in lines
+    # the entity error itself still is (the guard is not simply "never")
+    await fail(method="sendMessage", status=400, if_parse_mode=True)
+    await b.send(bus.Msg("telegram", ALLOWED, "a **bold** claim"))
+    st = await state()
+    assert [m["text"] for m in st["sent"]] == ["a bold claim"]
+    task.cancel()
+
+
 async def test_send_429_retry_after_honoured():
     b, task = await started()
     await update(chat_id=ALLOWED, text="hi")
