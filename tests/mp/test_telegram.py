@@ -254,6 +254,29 @@ async def test_only_entity_errors_are_retried_as_plain_text():
     task.cancel()
 
 
+async def test_nothing_is_sent_to_a_chat_outside_tg_allow():
+    # issue 16 item 5: a cron.json written by hand (or by an older firmware) named a
+    # chat that is not allowed, and the board messaged it. The sender checks too.
+    b, task = await started()
+    await update(chat_id=777, text="hi")  # a stranger the fake knows: sending would work
+    await until(lambda: _sent_n(1), "the stranger told its id")
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    dispatch.register("telegram", b.send)
+    dtask = asyncio.create_task(dispatch.run())
+    for kind in (bus.STATUS, bus.REPLY):
+        assert bus.outbound.put(bus.Msg("telegram", "777", "SPAM from the board", kind))
+    assert bus.outbound.put(bus.Msg("telegram", str(ALLOWED), "for the owner"))
+    st = await until(lambda: _sent_n(2), "the allowed reply")
+    assert [(m["chat_id"], m["visible"]) for m in st["sent"]] == [
+        (777, st["sent"][0]["visible"]), (ALLOWED, "for the owner")]
+    assert st["actions"] == []
+    lines = "\n".join(log.recent())
+    assert "not in tg_allow" in lines and "SPAM" in lines, lines
+    dtask.cancel()
+    task.cancel()
+
+
 async def test_send_429_retry_after_honoured():
     b, task = await started()
     await update(chat_id=ALLOWED, text="hi")

@@ -119,10 +119,13 @@ class Api:
         return token
 
 
+_OURS = {"ours": True}  # the channel's own line to a chat (a stranger's id): not checked by send()
+
+
 def _tell(chat, text):
     """A line of ours to a chat, through the dispatcher's lane: the receive loop
     never waits for a send."""
-    if not bus.outbound.put(bus.Msg(CHANNEL, chat, text)):
+    if not bus.outbound.put(bus.Msg(CHANNEL, chat, text, meta=_OURS)):
         log.warning(TAG, "outbound queue full; line to %s dropped", chat)
 
 
@@ -546,6 +549,9 @@ class Feishu:
     async def send(self, msg):
         """The dispatcher's sender. Feishu shows bots no typing: statuses are dropped."""
         if msg.kind != bus.REPLY:
+            return
+        if msg.meta is not _OURS and msg.chat_id not in cfg.get("feishu_allow").split(","):
+            log.error(TAG, "not sent to %s, which is not in feishu_allow: %s", msg.chat_id, (msg.content or "")[:60])
             return
         # hold: an outage delays the reply (the lane keeps the ones behind it), never drops it
         await self.send_text(msg.chat_id, msg.content, hold=True)

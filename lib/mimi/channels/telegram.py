@@ -481,8 +481,12 @@ class Telegram:
             t.cancel()
 
     async def send(self, msg):
-        """The dispatcher's sender for channel "telegram"."""
+        """The dispatcher's sender for channel "telegram": only to chats in tg_allow (a
+        cron.json written by hand could name another)."""
         chat_id = msg.chat_id
+        if not allowed(chat_id):
+            log.error(TAG, "not sent to chat %s, which is not in tg_allow: %s", chat_id, (msg.content or "")[:60])
+            return
         if msg.kind == bus.STATUS:
             if self.send_api is None or chat_id in self.typing or not wifi.online():
                 return
