@@ -36,6 +36,7 @@ LLM_ERROR_BODY_MAX = const(300)  # chars of an error body quoted in messages and
 LLM_BODY_BUF = const(32 * 1024)  # reusable request-body buffer (grows when needed)
 LLM_JSON_CHUNK = const(1024)  # long strings are JSON-escaped this many chars at a time
 HTTP_RESPONSE_MAX = const(256 * 1024)
+HTTP_SINK_MAX = const(64 * 1024 * 1024)  # a body handed to a sink piece by piece (Telegram's updates)
 HTTP_HEADER_MAX = const(8 * 1024)
 HTTP_REDIRECTS = const(3)  # followed by httpstream.open_url (OTA downloads)
 
@@ -114,7 +115,9 @@ AGENT_CLOCK_WAIT_MS = const(15000)  # a turn right after boot waits this long fo
 # Telegram (SPEC §8)
 TG_POLL_TIMEOUT_S = const(30)
 TG_MSG_MAX = const(4096)  # UTF-16 units of visible text (after entity parsing)
-TG_POLL_LIMIT = const(10)  # updates per getUpdates batch
+TG_POLL_LIMIT = const(10)  # updates per getUpdates batch (fewer while the heap is short)
+TG_UPDATE_MAX = const(64 * 1024)  # bytes of one update taken (a third of the free heap at most); bigger: skipped
+TG_ERROR_MAX = const(1024)  # bytes of an error answer read
 TG_HTTP_SLACK_S = const(15)  # long poll deadline = poll timeout + this
 TG_SEND_TIMEOUT_S = const(20)  # sendMessage / sendChatAction / getMe deadline
 TG_BACKOFF_MIN_S = const(1)  # poll errors: 1, 2, 4 ... capped

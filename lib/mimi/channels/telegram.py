@@ -39,6 +39,9 @@ STRANGER = ("This bot is private. Your chat id is %s.\n"
             "Its owner can allow you on the board's REPL with: allow_chat(%s)")
 
 
+IGNORE = ("ignore", None, None, None, None)
+
+
 class ApiError(Exception):
     def __init__(self, code, description, retry_after=None):
         super().__init__("%s %s" % (code, description))
@@ -61,7 +64,9 @@ class Api:
         self.stale = False  # the network went away: the keep-alive socket is dead
         self.lock = asyncio.Lock()  # the reconnect below must not cut a call in flight
 
-    async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S):
+    async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None):
+        """-> the result; ApiError for Telegram's refusals. sink (getUpdates): an Updates
+        that reads the answer as it arrives; None is returned when it took it."""
         body = json.dumps(params or {}).encode()
         async with self.lock:
             if self.stale:  # after an outage a request on the old socket would time out
@@ -69,9 +74,11 @@ class Api:
                 self.client.close()
             r = await self.client.request(
                 "POST", "/bot%s/%s" % (self.token, method),
-                headers={"Content-Type": "application/json"}, body=body, deadline_s=deadline_s)
+                headers={"Content-Type": "application/json"}, body=body, deadline_s=deadline_s, sink=sink)
+        if sink is not None and r.status == 200 and sink.seen:
+            return None
         try:
-            obj = jsonutil.loads(r.body)
+            obj = jsonutil.loads(r.body if sink is None else sink.head)
         except ValueError:
             obj = None
         if not isinstance(obj, dict):
@@ -109,6 +116,131 @@ def allowed(chat_id):
     return str(chat_id) in cfg.get("tg_allow").split(",")
 
 
+def _update_id(pre):
+    """The update_id from the first bytes of an update ('{"update_id":123,...'), or None."""
+    i = pre.find(b'"update_id"')
+    if i < 0:
+        return None
+    i += 11
+    while i < len(pre) and pre[i] in b" :\t\r\n":
+        i += 1
+    j = i
+    while j < len(pre) and 48 <= pre[j] <= 57:
+        j += 1
+    return int(pre[i:j]) if j > i else None
+
+
+class Updates:
+    """A getUpdates answer read as it arrives (the HTTP client's sink): each update of
+    "result" is decoded and classified alone, so a batch never sits in RAM whole. An
+    update over `most` bytes (or one that does not decode) is skipped by its update_id,
+    read from its first bytes; once the text kept for the agent passes `budget`, the
+    rest of the batch is left for the next poll (not confirmed, so nothing is lost)."""
+
+    def __init__(self, bot, most, budget):
+        self.bot = bot
+        self.most = most
+        self.budget = budget
+        self.depth = 0  # JSON nesting: 1 the answer, 2 "result", 3 an update
+        self.instr = self.esc = False
+        self.head = b""  # the first bytes of the body: an error answer is read from them
+        self.parts = None  # the current update's pieces; None: skipped (too big)
+        self.size = 0
+        self.pre = b""  # its first bytes (its update_id even when skipped)
+        self.acts = []  # [(update_id, action or None)] in order
+        self.kept = 0
+        self.full = False
+        self.seen = False  # a "result" array was there
+
+    def __call__(self, mv):
+        b = bytes(mv)
+        if len(self.head) < limits.TG_ERROR_MAX:
+            self.head += b[:limits.TG_ERROR_MAX - len(self.head)]
+        n = len(b)
+        i = 0
+        q = -1  # the next quote at or after i while in a string (n: none in b)
+        a = 0 if self.depth >= 3 else -1  # where the current update's bytes start in b
+        while i < n:
+            if self.instr:  # jump to the closing quote; an escape hides the byte after it
+                if self.esc:
+                    self.esc = False
+                    i += 1
+                    continue
+                if q < i:
+                    q = b.find(b'"', i)
+                    if q < 0:
+                        q = n
+                e = b.find(b"\\", i, q)
+                if e >= 0:
+                    self.esc = True
+                    i = e + 1
+                else:
+                    self.instr = q == n
+                    i = q + 1
+                continue
+            c = b[i]
+            if c == 34:  # "
+                self.instr = True
+            elif c == 123 or c == 91:  # { [
+                self.depth += 1
+                if self.depth == 2:
+                    self.seen = True
+                elif self.depth == 3:
+                    a = i
+                    self.parts = []
+                    self.size = 0
+                    self.pre = b""
+            elif c == 125 or c == 93:  # } ]
+                self.depth -= 1
+                if self.depth == 2 and a >= 0:
+                    self._take(b, a, i + 1)
+                    a = -1
+                    self._done()
+            i += 1
+        if a >= 0:
+            self._take(b, a, n)
+
+    def _take(self, b, a, z):
+        if len(self.pre) < 64:
+            self.pre += b[a:min(z, a + 64 - len(self.pre))]
+        self.size += z - a
+        if self.parts is not None:
+            if self.size > self.most:
+                self.parts = None
+            else:
+                try:
+                    self.parts.append(b[a:z])
+                except MemoryError:
+                    self.parts = None
+
+    def _done(self):
+        parts, self.parts = self.parts, None
+        if self.full:
+            return  # not taken: it comes again with the next poll
+        uid = _update_id(self.pre)
+        act = None
+        if parts is None:
+            log.warning(TAG, "update %s skipped: %d bytes, more than the %d this heap takes now",
+                        uid, self.size, self.most)
+        else:
+            try:
+                raw = b"".join(parts)
+                parts = None
+                upd = jsonutil.loads(raw)
+                raw = None
+                uid = upd["update_id"]
+                if not isinstance(uid, int):
+                    raise ValueError("update_id %r" % (uid,))
+                act = self.bot._classify(upd)
+            except Exception as e:  # noqa: B902 - malformed JSON or fields, out of memory
+                log.warning(TAG, "update %s skipped: %s %s", uid, type(e).__name__, e)
+                act = None
+        self.acts.append((uid, act))
+        if act and act[2]:
+            self.kept += len(act[2])
+            self.full = self.kept >= self.budget
+
+
 class Telegram:
     def __init__(self):
         self.poll_api = None
@@ -119,6 +251,7 @@ class Telegram:
         self.offset = 0
         self.saved_offset = 0
         self.unsaved = 0  # updates taken since the offset was last written
+        self.limit = limits.TG_POLL_LIMIT  # updates asked for (fewer after a batch cut short)
         self.recent = []  # "chat:message_id" of handled messages
         self.strangers = {}  # chat id -> time told
         self.typing = {}  # chat id -> renewal task
@@ -224,14 +357,23 @@ class Telegram:
                     self.username = me.get("username") or ""
                     self.bot_id = str(me.get("id") or self.bot_id)
                     log.info(TAG, "bot @%s ready, polling", self.username)
-                updates = await self.poll_api.call("getUpdates", {
+                batch = Updates(self, *self._room())
+                await self.poll_api.call("getUpdates", {
                     "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
-                    "limit": limits.TG_POLL_LIMIT, "allowed_updates": ["message"]},
-                    deadline_s=limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S)
+                    "limit": self.limit, "allowed_updates": ["message"]},
+                    limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S, batch)
                 wifi.healthy()
                 backoff = limits.TG_BACKOFF_MIN_S
                 conflict = limits.TG_CONFLICT_MIN_S
-                await self._batch(updates or [])
+                # a batch cut short: that many next time; else back up towards the most
+                self.limit = max(1, len(batch.acts)) if batch.full else min(2 * self.limit, limits.TG_POLL_LIMIT)
+                acts, batch = batch.acts, None
+                before = self.offset
+                await self._batch(acts)
+                if acts and self.offset == before:  # nothing confirmed (no update_id found): not at once again
+                    log.warning(TAG, "a batch of %d update(s) without a usable update_id; retry in %d s",
+                                len(acts), backoff)
+                    await asyncio.sleep(backoff)
             except ApiError as e:
                 wifi.healthy()  # Telegram answered: the network is fine
                 if e.code == 409:
@@ -259,28 +401,41 @@ class Telegram:
                     self._network_lost()
                 if not wifi.online():
                     continue  # the top of the loop waits for WiFi
+                self.limit = max(1, self.limit // 2)  # maybe too much for the heap or the deadline
                 log.warning(TAG, "polling failed: %s %s; retry in %d s", type(e).__name__, e, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, limits.TG_BACKOFF_MAX_S)
 
-    async def _batch(self, updates):
-        """Handle one getUpdates batch. The offset is saved BEFORE any message is handed
-        to the agent: after a crash an update is lost rather than answered twice (a
-        second LLM turn and a duplicate reply are worse than asking again). Batches
-        with nothing for the agent are not written every time (flash wear, and a
-        stranger must not be able to make the board write)."""
+    def _room(self):
+        """(bytes of the biggest update taken, text bytes kept for the agent) for the
+        next batch: what the heap can spare now."""
+        import gc
+
+        free = gc.mem_free()
+        return min(limits.TG_UPDATE_MAX, free // 3), free // 4
+
+    async def _batch(self, acts):
+        """Handle one getUpdates batch ([(update_id, action)]). The offset is saved
+        BEFORE any message is handed to the agent: after a crash an update is lost
+        rather than answered twice (a second LLM turn and a duplicate reply are worse
+        than asking again). Batches with nothing for the agent are not written every
+        time (flash wear, and a stranger must not be able to make the board write)."""
         todo = []
-        for upd in updates:
-            uid = upd.get("update_id")
-            if not isinstance(uid, int) or uid < self.offset:
+        for uid, act in acts:
+            if uid is None or uid < self.offset:
                 continue
             self.offset = uid + 1
-            todo.append(upd)
-        acts = [self._classify(u) for u in todo]
-        self.unsaved += len(todo)
-        if any(a[0] in ("agent", "reset") for a in acts) or self.unsaved >= limits.TG_OFFSET_SAVE_EVERY:
+            if act is not None and act[0] != "ignore":
+                todo.append(act)
+        self.unsaved += len(acts)
+        if any(a[0] in ("agent", "reset") for a in todo) or self.unsaved >= limits.TG_OFFSET_SAVE_EVERY:
             self._save_offset()
-        for a in acts:
+        for a in todo:
+            if a[4] in self.recent:
+                continue  # Telegram sent it again (an offset lost): handled once
+            self.recent.append(a[4])
+            if len(self.recent) > limits.TG_DEDUP:
+                self.recent.pop(0)
             try:
                 await self._act(a)
             except asyncio.CancelledError:
@@ -289,25 +444,20 @@ class Telegram:
                 log.exception(TAG, "handling an update failed", e)
 
     def _classify(self, upd):
-        """An update -> (action, chat_id, text, meta); no side effects except RAM."""
+        """An update -> (action, chat_id, text, meta, key); no side effects. key tells
+        the same message sent twice. Raises on malformed fields (the caller skips it)."""
         msg = upd.get("message")
+        edited = False
         if not isinstance(msg, dict):
             msg = upd.get("edited_message")  # not requested, but be safe
             if not isinstance(msg, dict):
-                return ("ignore", None, None, None)
+                return IGNORE
             edited = True
-        else:
-            edited = False
         chat = msg.get("chat") or {}
         if chat.get("id") is None:
-            return ("ignore", None, None, None)
+            return IGNORE
         chat_id = str(chat.get("id"))
         key = "%s:%s" % (chat_id, msg.get("message_id"))
-        if key in self.recent:
-            return ("ignore", None, None, None)
-        self.recent.append(key)
-        if len(self.recent) > limits.TG_DEDUP:
-            self.recent.pop(0)
         text = msg.get("text")
         group = chat.get("type") in ("group", "supergroup")
         meta = {"message_id": msg.get("message_id"), "group": group}
@@ -317,26 +467,26 @@ class Telegram:
                                       if isinstance(x, str)) or who.get("username") or str(who.get("id"))
             text, addressed = self._addressed(msg, text)
             if not addressed:
-                return ("ignore", None, None, None)
+                return IGNORE
         if not allowed(chat_id):
-            return ("stranger", chat_id, None, meta)
+            return ("stranger", chat_id, None, meta, key)
         if edited or not isinstance(text, str):
-            return ("text_only", chat_id, None, meta)
+            return ("text_only", chat_id, None, meta, key)
         text = text.strip()
         cmd = text.split(None, 1)[0].lower() if text.startswith("/") else ""
         if cmd and "@" in cmd:
             cmd, _, who = cmd.partition("@")
             if self.username and who != self.username.lower():
-                return ("ignore", None, None, None)  # a command for another bot
+                return IGNORE  # a command for another bot
         if cmd == "/start":
-            return ("reply", chat_id, GREETING, meta)
+            return ("reply", chat_id, GREETING, meta, key)
         if cmd == "/help":
-            return ("reply", chat_id, HELP, meta)
+            return ("reply", chat_id, HELP, meta, key)
         if cmd == "/reset":
-            return ("reset", chat_id, None, meta)
+            return ("reset", chat_id, None, meta, key)
         if not text:
-            return ("ignore", None, None, None)
-        return ("agent", chat_id, text, meta)
+            return IGNORE
+        return ("agent", chat_id, text, meta, key)
 
     def _addressed(self, msg, text):
         """Group chats: only messages that mention the bot, reply to it, or are commands."""
@@ -353,7 +503,7 @@ class Telegram:
         return text, to_bot or text.startswith("/")
 
     async def _act(self, a):
-        what, chat_id, text, meta = a
+        what, chat_id, text, meta, _ = a
         if what == "ignore":
             return
         if what == "stranger":

@@ -277,6 +277,17 @@ def _exchange(buf, head, body, method, cap):
     return Response(status, reason, headers, data), keep
 
 
+def _sunk(buf, head, body, method, sink):
+    """_exchange with the body handed to sink(piece) as it arrives, never kept."""
+    status, reason, headers, keep = yield from _response(buf, head, body, method, limits.HTTP_SINK_MAX)
+    while True:
+        k = yield from buf.body(len(buf.b))
+        if not k:
+            break
+        sink(k)
+    return Response(status, reason, headers, b""), keep and buf.i == buf.j
+
+
 def _tunnel(buf, kind, host, port):
     """Proxy handshake on a fresh connection to the proxy; afterwards it reaches host:port."""
     try:
@@ -604,7 +615,10 @@ class AsyncClient(_Base):
 
         self._lock = asyncio.Lock()
 
-    async def request(self, method, path, headers=None, body=None, deadline_s=None):
+    async def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None):
+        """sink: a function given the body piece by piece as it arrives (views of the
+        receive buffer, valid during the call) instead of keeping it; .body is then
+        empty and no size cap applies (the sink keeps what it can afford)."""
         import asyncio
 
         self._start()
@@ -612,7 +626,7 @@ class AsyncClient(_Base):
         secs = self.timeout_s if deadline_s is None else deadline_s
         async with self._lock:
             try:
-                return await asyncio.wait_for(self._request(method, head, data), secs)
+                return await asyncio.wait_for(self._request(method, head, data, sink), secs)
             except asyncio.TimeoutError:
                 self.close()
                 raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, secs))
@@ -624,14 +638,15 @@ class AsyncClient(_Base):
         stream, self._sock = self._sock, None
         return stream, bytes(buf.mv[buf.i:buf.j])
 
-    async def _request(self, method, head, data):
+    async def _request(self, method, head, data, sink=None):
         for attempt in (0, 1):
             reused = self._sock is not None
             try:
                 if not reused:
                     await self._open()
-                resp, keep = await self._run(_exchange(self._buf, head, data, method,
-                                                       limits.HTTP_RESPONSE_MAX))
+                resp, keep = await self._run(
+                    _exchange(self._buf, head, data, method, limits.HTTP_RESPONSE_MAX) if sink is None
+                    else _sunk(self._buf, head, data, method, sink))
             except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
                 if self._failed(e, attempt, reused):
                     continue
