@@ -117,6 +117,7 @@ TG_POLL_TIMEOUT_S = const(30)
 TG_MSG_MAX = const(4096)  # UTF-16 units of visible text (after entity parsing)
 TG_POLL_LIMIT = const(10)  # updates per getUpdates batch (fewer while the heap is short)
 TG_UPDATE_MAX = const(64 * 1024)  # bytes of one update taken (a third of the free heap at most); bigger: skipped
+TG_UPDATE_MIN = const(4096)  # ... unless the heap has no block this big: then the batch waits
 TG_ERROR_MAX = const(1024)  # bytes of an error answer read
 TG_HTTP_SLACK_S = const(15)  # long poll deadline = poll timeout + this
 TG_SEND_TIMEOUT_S = const(20)  # sendMessage / sendChatAction / getMe deadline

@@ -1,44 +1,23 @@
-# Telegram channel: getUpdates long poll and replies, on the asyncio loop.
+# Telegram channel: the getUpdates long poll on the asyncio loop. What goes out
+# (replies, answers to commands and strangers, "typing") is channels/tgsend.py,
+# loaded at the first message out, with the formatter (tgformat.py) it needs.
 #
-# Two keep-alive connections to tg_api_base: one for the long poll (busy for up to
-# 30 s at a time), one for sends, so a reply never waits for a poll to end.
-# Access: only chats in tg_allow reach the agent; a stranger is told its chat id
-# (once per chat per hour) and nothing else happens: no LLM call, no file write.
-# While WiFi is down the poller waits and replies wait in the dispatcher's lane
-# (bounded); they go out, in order, once the supervisor is online again.
+# One keep-alive connection to tg_api_base for the long poll (busy for up to 30 s
+# at a time); tgsend opens a second one while a reply is on its way, so a reply
+# never waits for a poll to end. Access: only chats in tg_allow reach the agent, and
+# only they are sent to; a stranger is told its chat id (see channels.tell_again)
+# and nothing else happens: no LLM call, no file write. While WiFi is down the poller
+# waits and replies wait in the dispatcher's lane (bounded); they go out, in order,
+# once the supervisor is online again.
 import json
-import time
 import asyncio
-from mimi import limits, log, bus, fs, config, jsonutil, channels
-from mimi.channels import tgformat
+from mimi import limits, log, bus, fs, config, jsonutil
 from mimi.net.http import ConnectFailure, Timeout
 from mimi.services import wifi, ntp
 
 TAG = "tg"
 CHANNEL = "telegram"
 cfg = config.cfg
-
-GREETING = (
-    "Hi, I'm MimiClaw, a small AI assistant living on a microcontroller.\n\n"
-    "Just write to me. I can answer questions, search the web, tell the time, keep "
-    "notes and long-term memory, read and write files on my flash, schedule reminders "
-    "(cron) and switch GPIO pins.\n\n"
-    "/help - what I understand\n/reset - forget this conversation"
-)
-HELP = (
-    "Commands:\n"
-    "/start - introduction\n"
-    "/help - this list\n"
-    "/reset - clear this chat's conversation history\n\n"
-    "Anything else you write goes to the assistant. Text only for now."
-)
-TEXT_ONLY = "I can only read text messages for now."
-BUSY = "I'm busy with other messages, try again shortly."
-RESET_DONE = "Conversation cleared. Let's start fresh."
-STRANGER = ("This bot is private. Your chat id is %s.\n"
-            "Its owner can allow you on the board's REPL with: allow_chat(%s)")
-
-
 IGNORE = ("ignore", None, None, None, None)
 
 
@@ -102,16 +81,6 @@ def _client(base, timeout_s):
     return http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s)
 
 
-def _retryable_send(e):
-    """May a failed send be repeated without risking a duplicate message? Only when
-    Telegram (or its gateway) answered that it did not take it, or the connection was
-    never made. A connection that died after the request went out may have delivered
-    it: not repeated."""
-    if isinstance(e, ConnectFailure):
-        return True
-    return isinstance(e, ApiError) and (e.code == 429 or e.code in (502, 503, 504))
-
-
 def allowed(chat_id):
     return str(chat_id) in cfg.get("tg_allow").split(",")
 
@@ -132,10 +101,12 @@ def _update_id(pre):
 
 class Updates:
     """A getUpdates answer read as it arrives (the HTTP client's sink): each update of
-    "result" is decoded and classified alone, so a batch never sits in RAM whole. An
-    update over `most` bytes (or one that does not decode) is skipped by its update_id,
-    read from its first bytes; once the text kept for the agent passes `budget`, the
-    rest of the batch is left for the next poll (not confirmed, so nothing is lost)."""
+    "result" is copied into one buffer (made at the first update, as big as the heap
+    spares up to `most`) and decoded and classified alone, so a batch never sits in
+    RAM whole. An update bigger than the buffer, or one that does not decode, is
+    skipped by its update_id (read from its first bytes); once the text kept for the
+    agent passes `budget`, the rest is left for the next poll (not confirmed, so
+    nothing is lost)."""
 
     def __init__(self, bot, most, budget):
         self.bot = bot
@@ -144,8 +115,8 @@ class Updates:
         self.depth = 0  # JSON nesting: 1 the answer, 2 "result", 3 an update
         self.instr = self.esc = False
         self.head = b""  # the first bytes of the body: an error answer is read from them
-        self.parts = None  # the current update's pieces; None: skipped (too big)
-        self.size = 0
+        self.buf = None
+        self.size = 0  # bytes of the current update so far
         self.pre = b""  # its first bytes (its update_id even when skipped)
         self.acts = []  # [(update_id, action or None)] in order
         self.kept = 0
@@ -187,7 +158,6 @@ class Updates:
                     self.seen = True
                 elif self.depth == 3:
                     a = i
-                    self.parts = []
                     self.size = 0
                     self.pre = b""
             elif c == 125 or c == 93:  # } ]
@@ -203,31 +173,35 @@ class Updates:
     def _take(self, b, a, z):
         if len(self.pre) < 64:
             self.pre += b[a:min(z, a + 64 - len(self.pre))]
-        self.size += z - a
-        if self.parts is not None:
-            if self.size > self.most:
-                self.parts = None
-            else:
+        if self.buf is None and not self.full:
+            n = self.most
+            while self.buf is None and n >= limits.TG_UPDATE_MIN:
                 try:
-                    self.parts.append(b[a:z])
-                except MemoryError:
-                    self.parts = None
+                    self.buf = bytearray(n)
+                except MemoryError:  # no block that big: a smaller one, bigger updates skipped
+                    n //= 2
+            if self.buf is None:  # not even that: the batch waits for the next poll
+                self.full = True
+                return
+            self.most = len(self.buf)
+        if self.full:
+            return
+        k = self.size
+        self.size += z - a
+        if self.size <= self.most:
+            self.buf[k:self.size] = memoryview(b)[a:z]
 
     def _done(self):
-        parts, self.parts = self.parts, None
         if self.full:
             return  # not taken: it comes again with the next poll
         uid = _update_id(self.pre)
         act = None
-        if parts is None:
+        if self.size > self.most:
             log.warning(TAG, "update %s skipped: %d bytes, more than the %d this heap takes now",
                         uid, self.size, self.most)
         else:
             try:
-                raw = b"".join(parts)
-                parts = None
-                upd = jsonutil.loads(raw)
-                raw = None
+                upd = jsonutil.loads(memoryview(self.buf)[:self.size])
                 uid = upd["update_id"]
                 if not isinstance(uid, int):
                     raise ValueError("update_id %r" % (uid,))
@@ -239,6 +213,8 @@ class Updates:
         if act and act[2]:
             self.kept += len(act[2])
             self.full = self.kept >= self.budget
+            if self.full:
+                self.buf = None
 
 
 class Telegram:
@@ -252,9 +228,9 @@ class Telegram:
         self.saved_offset = 0
         self.unsaved = 0  # updates taken since the offset was last written
         self.limit = limits.TG_POLL_LIMIT  # updates asked for (fewer after a batch cut short)
-        self.recent = []  # "chat:message_id" of handled messages
-        self.strangers = {}  # chat id -> time told
-        self.typing = {}  # chat id -> renewal task
+        self.recent = []  # keys (small ints) of the (chat, message_id) pairs handled last
+        self.strangers = {}  # chat id -> time told (tgsend)
+        self.typing = {}  # chat id -> renewal task (tgsend)
         self.paused = False  # the poller is waiting for WiFi
         self.changed = asyncio.ThreadSafeFlag()
         cfg.watch(self._on_config)
@@ -290,7 +266,6 @@ class Telegram:
         self.token = token
         self.bot_id = token.split(":", 1)[0]
         self.poll_api = Api(base, token, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S)
-        self.send_api = Api(base, token, limits.TG_SEND_TIMEOUT_S)
         self.username = None
         self._load_offset()
 
@@ -353,7 +328,7 @@ class Telegram:
                 if token != self.token or self.poll_api is None or self.poll_api.base != cfg.get("tg_api_base"):
                     self._connect(token)
                 if self.username is None:
-                    me = await self.send_api.call("getMe")
+                    me = await self.poll_api.call("getMe")
                     self.username = me.get("username") or ""
                     self.bot_id = str(me.get("id") or self.bot_id)
                     log.info(TAG, "bot @%s ready, polling", self.username)
@@ -367,12 +342,13 @@ class Telegram:
                 conflict = limits.TG_CONFLICT_MIN_S
                 # a batch cut short: that many next time; else back up towards the most
                 self.limit = max(1, len(batch.acts)) if batch.full else min(2 * self.limit, limits.TG_POLL_LIMIT)
-                acts, batch = batch.acts, None
+                acts, stuck = batch.acts, batch.full
+                batch = None
                 before = self.offset
                 await self._batch(acts)
-                if acts and self.offset == before:  # nothing confirmed (no update_id found): not at once again
-                    log.warning(TAG, "a batch of %d update(s) without a usable update_id; retry in %d s",
-                                len(acts), backoff)
+                if (acts or stuck) and self.offset == before:  # none taken: not at once again
+                    log.warning(TAG, "no update taken from a batch (%s); retry in %d s",
+                                "no room in the heap" if stuck else "no usable update_id", backoff)
                     await asyncio.sleep(backoff)
             except ApiError as e:
                 wifi.healthy()  # Telegram answered: the network is fine
@@ -457,7 +433,7 @@ class Telegram:
         if chat.get("id") is None:
             return IGNORE
         chat_id = str(chat.get("id"))
-        key = "%s:%s" % (chat_id, msg.get("message_id"))
+        key = (int(chat_id) * 1000003 + int(msg.get("message_id"))) & 0x3FFFFFFF  # a small int
         text = msg.get("text")
         group = chat.get("type") in ("group", "supergroup")
         meta = {"message_id": msg.get("message_id"), "group": group}
@@ -478,10 +454,8 @@ class Telegram:
             cmd, _, who = cmd.partition("@")
             if self.username and who != self.username.lower():
                 return IGNORE  # a command for another bot
-        if cmd == "/start":
-            return ("reply", chat_id, GREETING, meta, key)
-        if cmd == "/help":
-            return ("reply", chat_id, HELP, meta, key)
+        if cmd in ("/start", "/help"):
+            return ("reply", chat_id, cmd, meta, key)
         if cmd == "/reset":
             return ("reset", chat_id, None, meta, key)
         if not text:
@@ -504,150 +478,25 @@ class Telegram:
 
     async def _act(self, a):
         what, chat_id, text, meta, _ = a
-        if what == "ignore":
-            return
-        if what == "stranger":
-            if not channels.tell_again(self.strangers, chat_id, limits.TG_STRANGER_S, limits.TG_STRANGERS_MAX):
+        if what == "agent":
+            if bus.inbound.put(bus.Msg(CHANNEL, chat_id, text, meta=meta)):
                 return
-            log.info(TAG, "message from chat %s, which is not in tg_allow", chat_id)
-            await self.send_plain(chat_id, STRANGER % (chat_id, chat_id))
-        elif what == "text_only":
-            await self.send_plain(chat_id, TEXT_ONLY)
-        elif what == "reply":
-            await self.send_text(chat_id, text)
-        elif what == "reset":
-            from mimi.memory import sessions
+            log.warning(TAG, "inbound queue full; chat %s told to retry", chat_id)
+            what = "busy"
+        from mimi.channels import tgsend
 
-            sessions.clear(bus.session_key(CHANNEL, chat_id))
-            log.info(TAG, "session %s cleared by /reset", bus.session_key(CHANNEL, chat_id))
-            await self.send_plain(chat_id, RESET_DONE)
-        elif what == "agent":
-            if not bus.inbound.put(bus.Msg(CHANNEL, chat_id, text, meta=meta)):
-                log.warning(TAG, "inbound queue full; chat %s told to retry", chat_id)
-                await self.send_plain(chat_id, BUSY)
-
-    # ---------------------------------------------------------------- sending
-    async def _send(self, params, hold=False):
-        """One sendMessage with retries that cannot duplicate; raises the last error.
-        hold (replies from the agent): while WiFi is down or Telegram cannot be reached
-        at all, keep the message and retry (capped backoff) instead of giving up."""
-        tries = held = 0
-        while True:
-            if hold:
-                await self._online()
-            api = self.send_api
-            if api is None:
-                raise ApiError(0, "no connection to Telegram (no bot token)")
-            try:
-                return await api.call("sendMessage", params)
-            except (ApiError, ConnectFailure) as e:
-                if isinstance(e, ConnectFailure):
-                    wifi.suspect(TAG)
-                    self._network_lost()
-                if getattr(e, "entities", False) or not _retryable_send(e):
-                    raise
-                if hold and isinstance(e, ConnectFailure):
-                    wait = min(limits.TG_BACKOFF_MIN_S << min(held, 6), limits.TG_BACKOFF_MAX_S)
-                    held += 1
-                else:
-                    if tries >= limits.TG_SEND_RETRIES:
-                        raise
-                    wait = min(getattr(e, "retry_after", None) or (1 << tries), limits.TG_RETRY_AFTER_MAX_S)
-                    tries += 1
-                log.warning(TAG, "sendMessage failed (%s); retry in %d s", e, wait)
-            await asyncio.sleep(wait)
-
-    async def send_plain(self, chat_id, text):
-        if self.send_api is None:
-            return False
-        try:
-            await self._send({"chat_id": chat_id, "text": text})
-            return True
-        except Exception as e:
-            log.error(TAG, "sending to %s failed: %s", chat_id, e)
-            return False
-
-    async def send_text(self, chat_id, markdown, reply_to=None, hold=False):
-        """Markdown -> HTML parts in order; a part whose entities Telegram refuses is
-        sent again as plain text; any other failure is logged, never re-sent (hold: see
-        _send)."""
-        if self.send_api is None:
-            log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
-            return False
-        ok = True
-        for html, plain in tgformat.split(markdown or "", limits.TG_MSG_MAX):
-            params = {"chat_id": chat_id, "text": html, "parse_mode": "HTML"}
-            if reply_to:
-                params["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
-                reply_to = None
-            try:
-                await self._send(params, hold)
-                continue
-            except ApiError as e:
-                if not e.entities:
-                    log.error(TAG, "sending to %s failed: %s", chat_id, e)
-                    ok = False
-                    continue
-                log.warning(TAG, "Telegram refused the HTML (%s); sending plain text", e.description)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.error(TAG, "sending to %s failed: %s %s", chat_id, type(e).__name__, e)
-                ok = False
-                continue
-            params.pop("parse_mode")
-            params["text"] = plain
-            try:
-                await self._send(params, hold)
-            except Exception as e:
-                log.error(TAG, "plain-text resend to %s failed: %s", chat_id, e)
-                ok = False
-        return ok
-
-    async def _action(self, chat_id):
-        try:
-            await self.send_api.call("sendChatAction", {"chat_id": chat_id, "action": "typing"})
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            log.warning(TAG, "typing for %s failed: %s", chat_id, e)
-
-    async def _typing_loop(self, chat_id):
-        start = time.ticks_ms()
-        try:
-            while time.ticks_diff(time.ticks_ms(), start) < limits.TG_TYPING_MAX_S * 1000:
-                await asyncio.sleep(limits.TG_TYPING_S)
-                if self.send_api is None:
-                    break
-                if wifi.online():
-                    await self._action(chat_id)
-        finally:
-            if self.typing.get(chat_id) is asyncio.current_task():
-                del self.typing[chat_id]
-
-    def _stop_typing(self, chat_id):
-        t = self.typing.pop(chat_id, None)
-        if t is not None:
-            t.cancel()
+        await tgsend.act(self, what, chat_id, text)
 
     async def send(self, msg):
         """The dispatcher's sender for channel "telegram": only to chats in tg_allow (a
         cron.json written by hand could name another)."""
-        chat_id = msg.chat_id
-        if not allowed(chat_id):
-            log.error(TAG, "not sent to chat %s, which is not in tg_allow: %s", chat_id, (msg.content or "")[:60])
+        if not allowed(msg.chat_id):
+            log.error(TAG, "not sent to chat %s, which is not in tg_allow: %s", msg.chat_id,
+                      (msg.content or "")[:60])
             return
-        if msg.kind == bus.STATUS:
-            if self.send_api is None or chat_id in self.typing or not wifi.online():
-                return
-            await self._action(chat_id)  # awaited: typing shows before a fast reply
-            self.typing[chat_id] = asyncio.create_task(self._typing_loop(chat_id))
-            return
-        self._stop_typing(chat_id)
-        meta = msg.meta or {}
-        # hold: an outage delays the reply (the lane keeps the ones behind it), never drops it
-        await self.send_text(chat_id, msg.content, meta.get("message_id") if meta.get("group") else None,
-                             hold=True)
+        from mimi.channels import tgsend
+
+        await tgsend.send(self, msg)
 
 
 bot = None

@@ -1,0 +1,204 @@
+# Telegram's sending side, loaded at the first message out (channels/telegram.py is
+# the resident poller): replies as Telegram HTML in parts, the answers to commands
+# and to strangers, "typing", and retries that cannot duplicate a message.
+#
+# The send connection is opened at the first message and closed once a reply (or
+# an answer) is out and no chat waits with "typing": between turns only the long
+# poll's connection is open (one TLS session at rest, no second client buffer).
+import time
+import asyncio
+from mimi import limits, log, bus, channels
+from mimi.channels import telegram as tg
+from mimi.net.http import ConnectFailure
+from mimi.services import wifi
+
+TAG = tg.TAG
+ANSWERS = {
+    "/start": (
+        "Hi, I'm MimiClaw, a small AI assistant living on a microcontroller.\n\n"
+        "Just write to me. I can answer questions, search the web, tell the time, keep "
+        "notes and long-term memory, read and write files on my flash, schedule reminders "
+        "(cron) and switch GPIO pins.\n\n"
+        "/help - what I understand\n/reset - forget this conversation"),
+    "/help": (
+        "Commands:\n"
+        "/start - introduction\n"
+        "/help - this list\n"
+        "/reset - clear this chat's conversation history\n\n"
+        "Anything else you write goes to the assistant. Text only for now."),
+}
+TEXT_ONLY = "I can only read text messages for now."
+BUSY = "I'm busy with other messages, try again shortly."
+RESET_DONE = "Conversation cleared. Let's start fresh."
+STRANGER = ("This bot is private. Your chat id is %s.\n"
+            "Its owner can allow you on the board's REPL with: allow_chat(%s)")
+
+
+def _api(bot):
+    """The send connection (None without a bot token)."""
+    if bot.send_api is None and bot.poll_api is not None:
+        bot.send_api = tg.Api(bot.poll_api.base, bot.token, limits.TG_SEND_TIMEOUT_S)
+    return bot.send_api
+
+
+def _rest(bot):
+    """A message is out: close the send connection unless a chat still waits."""
+    if not bot.typing and bot.send_api is not None:
+        bot.send_api.close()
+        bot.send_api = None
+
+
+def _retryable(e):
+    """May a failed send be repeated without risking a duplicate message? Only when
+    Telegram (or its gateway) answered that it did not take it, or the connection was
+    never made. A connection that died after the request went out may have delivered
+    it: not repeated."""
+    if isinstance(e, ConnectFailure):
+        return True
+    return isinstance(e, tg.ApiError) and (e.code == 429 or e.code in (502, 503, 504))
+
+
+async def _send(bot, params, hold=False):
+    """One sendMessage with retries that cannot duplicate; raises the last error.
+    hold (replies from the agent): while WiFi is down or Telegram cannot be reached
+    at all, keep the message and retry (capped backoff) instead of giving up."""
+    tries = held = 0
+    while True:
+        if hold:
+            await bot._online()
+        api = _api(bot)
+        if api is None:
+            raise tg.ApiError(0, "no connection to Telegram (no bot token)")
+        try:
+            return await api.call("sendMessage", params)
+        except (tg.ApiError, ConnectFailure) as e:
+            if isinstance(e, ConnectFailure):
+                wifi.suspect(TAG)
+                bot._network_lost()
+            if getattr(e, "entities", False) or not _retryable(e):
+                raise
+            if hold and isinstance(e, ConnectFailure):
+                wait = min(limits.TG_BACKOFF_MIN_S << min(held, 6), limits.TG_BACKOFF_MAX_S)
+                held += 1
+            else:
+                if tries >= limits.TG_SEND_RETRIES:
+                    raise
+                wait = min(getattr(e, "retry_after", None) or (1 << tries), limits.TG_RETRY_AFTER_MAX_S)
+                tries += 1
+            log.warning(TAG, "sendMessage failed (%s); retry in %d s", e, wait)
+        await asyncio.sleep(wait)
+
+
+async def plain(bot, chat_id, text):
+    """One line of ours, as plain text, not held through an outage. -> sent?"""
+    try:
+        await _send(bot, {"chat_id": chat_id, "text": text})
+        return True
+    except Exception as e:
+        log.error(TAG, "sending to %s failed: %s", chat_id, e)
+        return False
+
+
+async def text(bot, chat_id, markdown, reply_to=None, hold=False):
+    """Markdown -> HTML parts in order; a part whose entities Telegram refuses is
+    sent again as plain text; any other failure is logged, never re-sent (hold: see
+    _send). -> True when every part went out."""
+    from mimi.channels import tgformat
+
+    if _api(bot) is None:
+        log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
+        return False
+    ok = True
+    for html, plain_ in tgformat.split(markdown or "", limits.TG_MSG_MAX):
+        params = {"chat_id": chat_id, "text": html, "parse_mode": "HTML"}
+        if reply_to:
+            params["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
+            reply_to = None
+        try:
+            await _send(bot, params, hold)
+            continue
+        except tg.ApiError as e:
+            if not e.entities:
+                log.error(TAG, "sending to %s failed: %s", chat_id, e)
+                ok = False
+                continue
+            log.warning(TAG, "Telegram refused the HTML (%s); sending plain text", e.description)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.error(TAG, "sending to %s failed: %s %s", chat_id, type(e).__name__, e)
+            ok = False
+            continue
+        params.pop("parse_mode")
+        params["text"] = plain_
+        try:
+            await _send(bot, params, hold)
+        except Exception as e:
+            log.error(TAG, "plain-text resend to %s failed: %s", chat_id, e)
+            ok = False
+    return ok
+
+
+async def act(bot, what, chat_id, arg=None):
+    """The poller's answers: "stranger", "text_only", "busy", "reset", "reply" (arg:
+    the command)."""
+    if what == "stranger":
+        if not channels.tell_again(bot.strangers, chat_id, limits.TG_STRANGER_S, limits.TG_STRANGERS_MAX):
+            return
+        log.info(TAG, "message from chat %s, which is not in tg_allow", chat_id)
+        await plain(bot, chat_id, STRANGER % (chat_id, chat_id))
+    elif what == "text_only":
+        await plain(bot, chat_id, TEXT_ONLY)
+    elif what == "busy":
+        await plain(bot, chat_id, BUSY)
+    elif what == "reply":
+        await text(bot, chat_id, ANSWERS[arg])
+    elif what == "reset":
+        from mimi.memory import sessions
+
+        key = bus.session_key(tg.CHANNEL, chat_id)
+        sessions.clear(key)
+        log.info(TAG, "session %s cleared by /reset", key)
+        await plain(bot, chat_id, RESET_DONE)
+    _rest(bot)
+
+
+async def _action(bot, chat_id):
+    try:
+        await _api(bot).call("sendChatAction", {"chat_id": chat_id, "action": "typing"})
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        log.warning(TAG, "typing for %s failed: %s", chat_id, e)
+
+
+async def _typing(bot, chat_id):
+    start = time.ticks_ms()
+    try:
+        while time.ticks_diff(time.ticks_ms(), start) < limits.TG_TYPING_MAX_S * 1000:
+            await asyncio.sleep(limits.TG_TYPING_S)
+            if bot.poll_api is None:
+                break
+            if wifi.online():
+                await _action(bot, chat_id)
+    finally:
+        if bot.typing.get(chat_id) is asyncio.current_task():
+            del bot.typing[chat_id]
+
+
+async def send(bot, msg):
+    """The dispatcher's messages for an allowed chat: "typing" for a status, the reply
+    (held through an outage, never dropped; in a group, a reply to the message)."""
+    chat_id = msg.chat_id
+    if msg.kind == bus.STATUS:
+        if chat_id in bot.typing or not wifi.online() or _api(bot) is None:
+            return
+        await _action(bot, chat_id)  # awaited: typing shows before a fast reply
+        bot.typing[chat_id] = asyncio.create_task(_typing(bot, chat_id))
+        return
+    t = bot.typing.pop(chat_id, None)
+    if t is not None:
+        t.cancel()
+    meta = msg.meta or {}
+    await text(bot, chat_id, msg.content, meta.get("message_id") if meta.get("group") else None, hold=True)
+    _rest(bot)
