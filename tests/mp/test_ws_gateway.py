@@ -420,15 +420,19 @@ async def test_replies_routed_by_chat_id_only():
         if m:
             break
         await asyncio.sleep_ms(5)
-    assert m.content == "anon" and len(m.chat_id) == 16 and websocket.chat_id_ok(m.chat_id)
+    from mimi.channels import wsconn
+
+    assert m.content == "anon" and len(m.chat_id) == 16 and wsconn.chat_id_ok(m.chat_id)
     bus.outbound.put(bus.Msg("websocket", m.chat_id, "for anon"))
     assert await c.recv() == {"type": "response", "content": "for anon", "chat_id": m.chat_id}
 
 
 def test_default_chat_ids_are_random_not_a_counter():
-    ids = [websocket.new_chat_id() for _ in range(50)]
+    from mimi.channels import wsconn
+
+    ids = [wsconn.new_chat_id() for _ in range(50)]
     assert len(set(ids)) == 50
-    assert all(len(i) == 16 and websocket.chat_id_ok(i) == i for i in ids)
+    assert all(len(i) == 16 and wsconn.chat_id_ok(i) == i for i in ids)
     assert "1" not in ids and "ws_1" not in ids
 
 
@@ -496,3 +500,22 @@ async def test_reply_over_the_outbox_cap_arrives_whole():
     await ws.send_raw(wp.frame(wp.PING, b"still here", mask_key=KEY))
     assert await ws.frame() == (True, wp.PONG, b"still here")
     assert len(websocket.clients) == 1
+
+
+async def test_connection_code_is_loaded_only_while_connections_are_open():
+    import sys
+
+    await start()
+    assert "mimi.channels.wsconn" not in sys.modules  # listening costs only the listener
+    ws = await connect()
+    assert ws.status == 101 and "mimi.channels.wsconn" in sys.modules
+    await ws.send_raw(wp.frame(wp.CLOSE, struct.pack(">H", 1000), mask_key=KEY))
+    assert await ws.close_code() == 1000
+    for _ in range(400):
+        if "mimi.channels.wsconn" not in sys.modules:
+            break
+        await asyncio.sleep_ms(5)
+    assert "mimi.channels.wsconn" not in sys.modules  # the last connection took it along
+    ws = await connect()  # and it comes back for the next one
+    await ws.send({"type": "message", "content": "again", "chat_id": "back"})
+    assert (await next_inbound()).content == "again"
