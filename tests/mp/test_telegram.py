@@ -208,6 +208,10 @@ async def test_reply_typing_split_and_order():
         assert m["parse_mode"] == "HTML" and m["visible"].startswith("Part %d" % i)
         assert len(m["visible"]) <= 4096
     assert ALLOWED not in b.typing  # typing stops with the reply
+    import sys  # and the sending code is not kept between replies
+
+    assert "mimi.channels.tgsend" not in sys.modules and "mimi.channels.tgformat" not in sys.modules
+    assert b.send_api is None
     task.cancel()
 
 

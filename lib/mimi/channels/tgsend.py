@@ -4,9 +4,11 @@
 #
 # The send connection is opened at the first message and closed once a reply (or
 # an answer) is out and no chat waits with "typing": between turns only the long
-# poll's connection is open (one TLS session at rest, no second client buffer).
+# poll's connection is open (one TLS session at rest, no second client buffer), and
+# this module and the formatter are dropped (loaded again for the next message).
 import time
 import asyncio
+import mimi
 from mimi import limits, log, bus, channels
 from mimi.channels import telegram as tg
 from mimi.net.http import ConnectFailure
@@ -42,10 +44,13 @@ def _api(bot):
 
 
 def _rest(bot):
-    """A message is out: close the send connection unless a chat still waits."""
-    if not bot.typing and bot.send_api is not None:
-        bot.send_api.close()
-        bot.send_api = None
+    """A message is out: unless a chat still waits, close the send connection and drop
+    this module (loaded again for the next message)."""
+    if not bot.typing:
+        if bot.send_api is not None:
+            bot.send_api.close()
+            bot.send_api = None
+        mimi.drop("channels.tgsend")
 
 
 def _retryable(e):
@@ -103,13 +108,16 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False):
     """Markdown -> HTML parts in order; a part whose entities Telegram refuses is
     sent again as plain text; any other failure is logged, never re-sent (hold: see
     _send). -> True when every part went out."""
-    from mimi.channels import tgformat
-
     if _api(bot) is None:
         log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
         return False
+    from mimi.channels import tgformat
+
+    parts = tgformat.split(markdown or "", limits.TG_MSG_MAX)
+    tgformat = None
+    mimi.drop("channels.tgformat")  # loaded for each reply, not kept between them
     ok = True
-    for html, plain_ in tgformat.split(markdown or "", limits.TG_MSG_MAX):
+    for html, plain_ in parts:
         params = {"chat_id": chat_id, "text": html, "parse_mode": "HTML"}
         if reply_to:
             params["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}

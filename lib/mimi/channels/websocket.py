@@ -7,6 +7,7 @@
 import sys
 import json
 import asyncio
+import mimi
 from mimi import limits, log, bus, board, config, net
 
 CHANNEL = "websocket"
@@ -56,21 +57,11 @@ async def _connection(sr, sw):
     finally:
         wsconn = None
         if not _conns:  # the last one: its code goes (the codec and the HTTP parts too,
-            _drop("mimi.channels.wsconn")  # unless the WebSocket client or the portal use them)
+            mimi.drop("channels.wsconn")  # unless the WebSocket client or the portal use them)
             if "mimi.net.wsclient" not in sys.modules:
-                _drop("mimi.net.wsproto")
+                mimi.drop("net.wsproto")
             if "mimi.services.portal" not in sys.modules:
-                _drop("mimi.net.httpserver")
-
-
-def _drop(name):
-    """Forget a module (sys.modules and its package's attribute): the GC frees it."""
-    if sys.modules.pop(name, None) is not None:
-        pkg, _, leaf = name.rpartition(".")
-        try:
-            delattr(sys.modules[pkg], leaf)
-        except (KeyError, AttributeError):
-            pass
+                mimi.drop("net.httpserver")
 
 
 async def run():
