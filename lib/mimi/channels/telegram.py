@@ -101,16 +101,15 @@ def _update_id(pre):
 
 class Updates:
     """A getUpdates answer read as it arrives (the HTTP client's sink): each update of
-    "result" is copied into one buffer (made at the first update, as big as the heap
-    spares up to `most`) and decoded and classified alone, so a batch never sits in
-    RAM whole. An update bigger than the buffer, or one that does not decode, is
-    skipped by its update_id (read from its first bytes); once the text kept for the
-    agent passes `budget`, the rest is left for the next poll (not confirmed, so
-    nothing is lost)."""
+    "result" is copied into one buffer (grown as an update needs, up to `most`: what
+    the heap spares) and decoded and classified alone, so a batch never sits in RAM
+    whole. An update bigger than that, or one that does not decode, is skipped by its
+    update_id (read from its first bytes); once the text kept for the agent passes
+    `budget`, the rest is left for the next poll (not confirmed, so nothing is lost)."""
 
     def __init__(self, bot, most, budget):
         self.bot = bot
-        self.most = most
+        self.most = self.cap = most
         self.budget = budget
         self.depth = 0  # JSON nesting: 1 the answer, 2 "result", 3 an update
         self.instr = self.esc = False
@@ -173,32 +172,32 @@ class Updates:
     def _take(self, b, a, z):
         if len(self.pre) < 64:
             self.pre += b[a:min(z, a + 64 - len(self.pre))]
-        if self.buf is None and not self.full:
-            n = self.most
-            while self.buf is None and n >= limits.TG_UPDATE_MIN:
-                try:
-                    self.buf = bytearray(n)
-                except MemoryError:  # no block that big: a smaller one, bigger updates skipped
-                    n //= 2
-            if self.buf is None:  # not even that: the batch waits for the next poll
-                self.full = True
-                return
-            self.most = len(self.buf)
-        if self.full:
-            return
         k = self.size
         self.size += z - a
-        if self.size <= self.most:
-            self.buf[k:self.size] = memoryview(b)[a:z]
+        if self.full or self.size > self.most:
+            return
+        if self.buf is None or len(self.buf) < self.size:  # grown as an update needs it
+            try:
+                buf = bytearray(min(self.most, max(self.size, 2 * k, limits.TG_UPDATE_MIN)))
+            except MemoryError:
+                if not k and self.buf is None:  # not even a small one: the batch waits
+                    self.full = True
+                self.most = k  # this one is skipped
+                return
+            if k:
+                buf[:k] = memoryview(self.buf)[:k]
+            self.buf = buf
+        self.buf[k:self.size] = memoryview(b)[a:z]
 
     def _done(self):
         if self.full:
             return  # not taken: it comes again with the next poll
         uid = _update_id(self.pre)
         act = None
-        if self.size > self.most:
+        most, self.most = self.most, self.cap  # a failed growth skipped this one only
+        if self.size > most:
             log.warning(TAG, "update %s skipped: %d bytes, more than the %d this heap takes now",
-                        uid, self.size, self.most)
+                        uid, self.size, most)
         else:
             try:
                 upd = jsonutil.loads(memoryview(self.buf)[:self.size])
