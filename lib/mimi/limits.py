@@ -112,6 +112,12 @@ AGENT_STATUS_WAIT_MS = const(1000)  # outbound full: a "working" status waits at
 AGENT_OUT_WARN_MS = const(10000)  # outbound full this long with a reply: warn (and keep trying)
 AGENT_CLOCK_WAIT_MS = const(15000)  # a turn right after boot waits this long for NTP (TLS needs the date)
 
+# Sending a message on a chat channel (channels/sending.py: Telegram and Feishu)
+SEND_RETRIES = const(3)  # rate limits / 5xx / connect failures per message part
+SEND_RETRY_AFTER_MAX_S = const(300)  # a service's own wait (429 retry_after, Feishu's reset) up to this
+SEND_HOLD_MIN_S = const(1)  # a reply held while the service is unreachable: tried again after
+SEND_HOLD_MAX_S = const(60)  # ... 1, 2, 4 ... up to this, for as long as it takes
+
 # Telegram (SPEC §8)
 TG_POLL_TIMEOUT_S = const(30)
 TG_MSG_MAX = const(4096)  # UTF-16 units of visible text (after entity parsing)
@@ -127,7 +133,6 @@ TG_CONFLICT_MIN_S = const(5)  # 409 (another instance or a webhook): retried slo
 TG_CONFLICT_MAX_S = const(60)  # the wait doubling up to this
 TG_BAD_TOKEN_S = const(300)  # 401/404: token refused; re-checked this often or on change
 TG_RETRY_AFTER_MAX_S = const(300)  # a 429 retry_after is honoured up to this
-TG_SEND_RETRIES = const(3)  # 429 / 5xx / connect failures per message part
 TG_TYPING_S = const(5)  # "typing" lasts ~5 s on Telegram: renewed this often
 TG_TYPING_MAX_S = const(300)  # typing stops after this even if no reply came
 TG_STRANGER_S = const(3600)  # a chat outside tg_allow is told its id once per this
@@ -153,8 +158,6 @@ FEISHU_BACKOFF_MAX_S = const(60)
 FEISHU_JITTER_MAX_S = const(5)  # the server's ReconnectNonce (a random wait before reconnecting), capped
 FEISHU_REFUSED_S = const(300)  # credentials or long connection refused: retried this often or on change
 FEISHU_TOKEN_MARGIN_S = const(300)  # the tenant token is renewed this long before it expires
-FEISHU_RETRY_AFTER_MAX_S = const(300)  # a rate limit's x-ogw-ratelimit-reset is honoured up to this
-FEISHU_SEND_RETRIES = const(3)  # rate limits / 5xx / connect failures per message part
 FEISHU_STRANGER_S = const(3600)  # an id outside feishu_allow is told its id once per this
 FEISHU_STRANGERS_MAX = const(32)  # ids remembered for that
 FEISHU_NAMES_MAX = const(32)  # group members' display names remembered

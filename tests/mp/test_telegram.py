@@ -431,7 +431,7 @@ async def test_unreachable_api_holds_the_reply_until_it_gets_through():
     assert b.send_api is None  # opened for a message out, closed after it
     b.send_api = telegram.Api("http://127.0.0.1:1", tg()["token"], 5)  # connection refused
     sender = asyncio.create_task(b.send(bus.Msg("telegram", ALLOWED, "kept for later")))
-    await until(lambda: "\n".join(log.recent()).count("sendMessage failed") >= 2,
+    await until(lambda: "\n".join(log.recent()).count("sending failed") >= 2,
                 "two refused connections")
     assert not sender.done()  # still holding the reply
     assert (await state())["sent"] == []
@@ -444,7 +444,7 @@ async def test_unreachable_api_holds_the_reply_until_it_gets_through():
     from mimi.channels import tgsend
 
     b.send_api = telegram.Api("http://127.0.0.1:1", tg()["token"], 5)
-    limits.TG_SEND_RETRIES = 1
+    limits.SEND_RETRIES = 1
     assert not await tgsend.plain(b, ALLOWED, "not held")
     task.cancel()
 

@@ -11,7 +11,6 @@ import asyncio
 import mimi
 from mimi import limits, log, bus, channels
 from mimi.channels import telegram as tg
-from mimi.net.http import ConnectFailure
 from mimi.services import wifi
 
 TAG = tg.TAG
@@ -51,47 +50,26 @@ def _rest(bot):
             bot.send_api.close()
             bot.send_api = None
         mimi.drop("channels.tgsend")
+        mimi.drop("channels.sending")
 
 
-def _retryable(e):
-    """May a failed send be repeated without risking a duplicate message? Only when
-    Telegram (or its gateway) answered that it did not take it, or the connection was
-    never made. A connection that died after the request went out may have delivered
-    it: not repeated."""
-    if isinstance(e, ConnectFailure):
-        return True
+def _refused(e):
+    """Did Telegram (or its gateway) answer that it did not take the message?"""
     return isinstance(e, tg.ApiError) and (e.code == 429 or e.code in (502, 503, 504))
 
 
 async def _send(bot, params, hold=False):
-    """One sendMessage with retries that cannot duplicate; raises the last error.
-    hold (replies from the agent): while WiFi is down or Telegram cannot be reached
-    at all, keep the message and retry (capped backoff) instead of giving up."""
-    tries = held = 0
-    while True:
-        if hold:
-            await bot._online()
+    """One sendMessage (channels/sending.py: retries that cannot duplicate; hold keeps a
+    reply through an outage); raises the last error."""
+    from mimi.channels import sending
+
+    async def attempt():
         api = _api(bot)
         if api is None:
             raise tg.ApiError(0, "no connection to Telegram (no bot token)")
-        try:
-            return await api.call("sendMessage", params)
-        except (tg.ApiError, ConnectFailure) as e:
-            if isinstance(e, ConnectFailure):
-                wifi.suspect(TAG)
-                bot._network_lost()
-            if getattr(e, "entities", False) or not _retryable(e):
-                raise
-            if hold and isinstance(e, ConnectFailure):
-                wait = min(limits.TG_BACKOFF_MIN_S << min(held, 6), limits.TG_BACKOFF_MAX_S)
-                held += 1
-            else:
-                if tries >= limits.TG_SEND_RETRIES:
-                    raise
-                wait = min(getattr(e, "retry_after", None) or (1 << tries), limits.TG_RETRY_AFTER_MAX_S)
-                tries += 1
-            log.warning(TAG, "sendMessage failed (%s); retry in %d s", e, wait)
-        await asyncio.sleep(wait)
+        return await api.call("sendMessage", params)
+
+    return await sending.deliver(attempt, _refused, hold, TAG, bot._online, bot._network_lost)
 
 
 async def plain(bot, chat_id, text):
