@@ -14,3 +14,4 @@ def drop(name):
     parent = sys.modules.get(parent)
     if parent is not None and leaf in parent.__dict__:
         delattr(parent, leaf)
+

@@ -78,6 +78,22 @@ def tell_again(told, chat_id, window_s, most):
     return True
 
 
+def load(name):
+    """Module mimi.channels.<name> (a channel's code used now and then), imported after
+    a gc.collect() when it is not loaded: it lands in the lowest free holes instead
+    of across the heap, so the big blocks a turn needs stay whole. mimi.drop() lets it
+    go again."""
+    import sys
+
+    full = "mimi.channels." + name
+    if full not in sys.modules:
+        import gc
+
+        gc.collect()
+        __import__(full)
+    return sys.modules[full]
+
+
 def of_setting(key):
     """The row that starts with setting `key` (a channel's REPL shortcuts find it so)."""
     for row in TABLE:

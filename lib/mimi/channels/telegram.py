@@ -11,7 +11,7 @@
 # once the supervisor is online again.
 import json
 import asyncio
-from mimi import limits, log, bus, fs, config, jsonutil
+from mimi import limits, log, bus, fs, config, jsonutil, channels
 from mimi.net.http import ConnectFailure, Timeout
 from mimi.services import wifi, ntp
 
@@ -482,9 +482,7 @@ class Telegram:
                 return
             log.warning(TAG, "inbound queue full; chat %s told to retry", chat_id)
             what = "busy"
-        from mimi.channels import tgsend
-
-        await tgsend.act(self, what, chat_id, text)
+        await channels.load("tgsend").act(self, what, chat_id, text)
 
     async def send(self, msg):
         """The dispatcher's sender for channel "telegram": only to chats in tg_allow (a
@@ -493,9 +491,7 @@ class Telegram:
             log.error(TAG, "not sent to chat %s, which is not in tg_allow: %s", msg.chat_id,
                       (msg.content or "")[:60])
             return
-        from mimi.channels import tgsend
-
-        await tgsend.send(self, msg)
+        await channels.load("tgsend").send(self, msg)
 
 
 bot = None

@@ -89,10 +89,7 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False):
     if _api(bot) is None:
         log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
         return False
-    from mimi.channels import tgformat
-
-    parts = tgformat.split(markdown or "", limits.TG_MSG_MAX)
-    tgformat = None
+    parts = channels.load("tgformat").split(markdown or "", limits.TG_MSG_MAX)
     mimi.drop("channels.tgformat")  # loaded for each reply, not kept between them
     ok = True
     for html, plain_ in parts:

@@ -8,7 +8,7 @@ import sys
 import json
 import asyncio
 import mimi
-from mimi import limits, log, bus, board, config, net
+from mimi import limits, log, bus, board, config, net, channels
 
 CHANNEL = "websocket"
 
@@ -50,7 +50,7 @@ async def send(msg):
 
 
 async def _connection(sr, sw):
-    from mimi.channels import wsconn
+    wsconn = channels.load("wsconn")
 
     try:
         await wsconn.serve(sr, sw)
@@ -68,15 +68,19 @@ async def run():
     """The gateway task (started by channels.start(), which registers send())."""
     global port
     host = board.BIND_ADDR
+    from mimi.net import listen
+
     try:
-        server, port = await net.on_port(config.cfg.get("ws_port"),
-                                        lambda p: asyncio.start_server(_connection, host, p),
-                                        limits.WS_PORT_ANY, limits.WS_PORT_TRIES)
+        server, port = await listen.on_port(config.cfg.get("ws_port"),
+                                            lambda p: asyncio.start_server(_connection, host, p),
+                                            limits.WS_PORT_ANY, limits.WS_PORT_TRIES)
     except OSError as e:
         log.error("ws", "gateway could not listen on %s:%s: %s (port taken? pick another with "
                   "config_set('ws_port', N), or tools/sim --set ws_port=N)", host, config.cfg.get("ws_port"),
                   net.explain(e))
         return
+    listen = None
+    mimi.drop("net.listen")  # used once
     # Tests find the port from this line: "gateway listening on HOST:PORT".
     log.info("ws", "gateway listening on %s:%d", host, port)
     if not config.cfg.get("ws_token"):

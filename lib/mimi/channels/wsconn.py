@@ -12,7 +12,7 @@ import json
 import time
 import asyncio
 import mimi
-from mimi import limits, log, bus, board, config, net
+from mimi import limits, log, bus, board, config, net, channels
 from mimi.net import httpserver as hs
 from mimi.net import wsproto as wp
 from mimi.channels import websocket as gw
@@ -253,9 +253,8 @@ async def _handshake(rd, w, me):
         await _respond(w, "404 Not Found", "not found\n")
         return None
     if not hs.has_token(headers.get("upgrade"), "websocket"):
-        from mimi.channels import chatpage
-
-        page, csp, chatpage = chatpage.PAGE, chatpage.CSP, None
+        page = channels.load("chatpage")
+        page, csp = page.PAGE, page.CSP
         mimi.drop("channels.chatpage")  # its 3 KB are loaded for each page view, not kept
         await _respond(w, "200 OK", page, "text/html; charset=utf-8", (
             "Content-Security-Policy: " + csp, "X-Frame-Options: DENY",

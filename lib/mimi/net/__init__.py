@@ -6,7 +6,6 @@
 # `import os` inside a function looks on the filesystem every time it runs (os,
 # binascii, time, json... can be overridden by files), racing the other thread.
 import os
-import errno
 import binascii
 
 
@@ -76,17 +75,3 @@ def explain(e):
                 "in limits.py: close a chat tab, or wait for the agent's turn to end)"
                 % (e, limits.LWIP_SOCKETS))
     return str(e)
-
-
-async def on_port(want, make, span, tries):
-    """(await make(port), port): on port `want`, or when want is 0 on a random port
-    in span (lo, hi) that is free (at most `tries` ports tried)."""
-    lo, hi = span
-    for _ in range(1 if want else tries):
-        port = want or lo + int(random_id(2), 16) % (hi - lo)
-        try:
-            return await make(port), port
-        except OSError as e:
-            if want or e.errno != errno.EADDRINUSE:
-                raise
-    raise OSError(errno.EADDRINUSE, "no free port found")
