@@ -9,6 +9,7 @@
 # and nothing else happens: no LLM call, no file write. While WiFi is down the poller
 # waits and replies wait in the dispatcher's lane (bounded); they go out, in order,
 # once the supervisor is online again.
+import gc
 import json
 import asyncio
 from mimi import limits, log, bus, fs, config, jsonutil, channels
@@ -384,8 +385,6 @@ class Telegram:
     def _room(self):
         """(bytes of the biggest update taken, text bytes kept for the agent) for the
         next batch: what the heap can spare now."""
-        import gc
-
         free = gc.mem_free()
         return min(limits.TG_UPDATE_MAX, free // 3), free // 4
 

@@ -10,6 +10,7 @@
 # first, and slots freed on every kind of disconnect.
 import json
 import time
+import socket
 import asyncio
 import mimi
 from mimi import limits, log, bus, board, config, net, channels
@@ -319,8 +320,6 @@ def _peer(sw):
     if isinstance(a, tuple):  # lwIP: ("1.2.3.4", port)
         return a[0]
     try:  # the unix port: a raw sockaddr
-        import socket
-
         return bytes(socket.sockaddr(a)[1])
     except Exception:
         return bytes(a)
@@ -359,8 +358,8 @@ async def serve(sr, sw):
     net.nodelay(sw.s)  # the "working" frame and the reply must not wait on delayed ACKs
     try:
         if not _admit(me):
-            log.warning("ws", "too many connections (%d, the socket budget in limits.py); one refused",
-                        limits.WS_MAX_CONN)
+            log.warning("ws", "too many connections (at most %d, %d from one address: the socket budget "
+                        "in limits.py); one refused", limits.WS_MAX_CONN, limits.WS_PEER_CONN)
             await _respond(sw, "503 Service Unavailable", "too many connections to the board; "
                            "close a chat tab or try again later\n", extra=("Retry-After: 10",))
             return
