@@ -19,7 +19,7 @@ READY = r"\[\s*([\d.]+)\] I ws: gateway listening on"
 
 def boot_once(tmp):
     """One start of tools/sim on tmp/fs.img -> (wall s, firmware s, alloc, free)."""
-    with Sim.start(tmp, "ws_port=0", "ws_token=bench-token", console=True) as sim:
+    with Sim.start(tmp, "ws_port=0", "ws_token=bench-gateway-token", console=True) as sim:
         m = sim.wait_for(READY)
         wall = time.monotonic() - sim.started
         fw = float(m.group(1))

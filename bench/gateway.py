@@ -1,6 +1,8 @@
 """WebSocket gateway round trip with an instant fake LLM: the simulator (tools/sim)
 runs the whole firmware, the fake Anthropic API answers "Echo: ..." over plain HTTP
-at once, the `websockets` library is the client.
+at once, the `websockets` library is the client. Then the channels' heap: what each
+part costs when loaded, and the whole firmware's heap in use with Telegram polling
+the fake Bot API, on each interpreter (64-bit .venv, and the 32-bit board-sized one).
 
   .venv/bin/python bench/gateway.py [-n MESSAGES]
 
@@ -12,12 +14,24 @@ import asyncio
 import json
 import tempfile
 import time
+from pathlib import Path
 
-from common import Sim, Table, cli, median, pct
-from fakes import llm
+from common import BUILD, Sim, Table, cli, interpreters, make_image, median, pct, run_mp
+from fakes import llm, telegram
 
-TOKEN = "bench-token"
+TOKEN = "bench-gateway-token"
 CLIENTS = 4
+# What every boot has loaded before a channel starts (the channels' parts are measured on top).
+BASE = ["asyncio", "mimi.limits", "mimi.log", "mimi.config", "mimi.bus", "mimi.fs", "mimi.jsonutil",
+        "mimi.utf8", "mimi.net", "mimi.board", "mimi.services.wifi", "mimi.services.ntp", "mimi.channels"]
+PARTS = [
+    ("gateway at boot: listener, sender (websocket, dispatch)", ["mimi.channels.dispatch", "mimi.channels.websocket"]),
+    ("a gateway connection (wsconn, wsproto, httpserver)", ["mimi.channels.wsconn"]),
+    ("the chat page, while it is sent (chatpage)", ["mimi.channels.chatpage"]),
+    ("Telegram at boot: the poller (telegram, net.http, dns)", ["mimi.channels.telegram"]),
+    ("Telegram sending, during a reply (tgsend, sending)", ["mimi.channels.tgsend", "mimi.channels.sending"]),
+    ("Telegram formatter, while a reply is split (tgformat)", ["mimi.channels.tgformat"]),
+]
 
 
 async def ask(ws, text, chat_id):
@@ -70,7 +84,87 @@ def tables(n=None):
     t.notes = ("%d clients: each sends its next message when the previous answer arrives; "
                "messages/s = all messages (warm-ups included) / wall time. One agent thread "
                "serves the turns one at a time." % CLIENTS)
-    return [t]
+    return [t] + heap_tables()
+
+
+def heap_tables():
+    mps = interpreters()
+    parts = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        image = make_image(Path(tmp) / "fs.img")
+        for label, mp in mps:
+            rc, recs, out = run_mp("channels.py", {"image": image, "lib": str(BUILD / "lib"),
+                                                   "base": BASE, "parts": PARTS}, mp=mp)
+            if rc != 0:
+                raise RuntimeError("bench/mp/channels.py failed on %s:\n%s" % (label, out[-2000:]))
+            parts[label] = {r["name"]: r["bytes"] for r in recs}
+    t1 = Table("The channels' code on the heap (KB, gc.mem_alloc() before and after the import)",
+               ["part"] + [label for label, _ in mps])
+    for name, _ in PARTS:
+        t1.add(name, *["%.1f" % (parts[label][name] / 1024) for label, _ in mps])
+    t1.notes = ("Each row on top of the rows above it and of what every boot loads first "
+                "(config, log, bus, fs, net, the WiFi and clock services, the channel table). "
+                "Only the two 'at boot' rows stay loaded; the others are loaded when used and "
+                "dropped again (a connection's code after the last connection, Telegram's "
+                "sending code after each reply, the formatter as soon as a reply is split).")
+    t2 = Table("Whole firmware, heap in use (KB, gc.collect() then gc.mem_alloc() on the console)",
+               ["moment"] + [label for label, _ in mps])
+    cols = [firmware_heap(mp) for _, mp in mps]
+    for i, moment in enumerate(cols[0]):
+        t2.add(moment, *["%.1f" % (c[moment] / 1024) for c in cols])
+    t2.notes = ("tools/sim on a fresh image (--micropython for the 32-bit one): gateway, cron, "
+                "heartbeat, agent thread and console, the fake LLM over plain HTTP; with Telegram: "
+                "its token set, polling the fake Bot API (plain HTTP: TLS would add mbedTLS's heap, "
+                "outside the GC heap on the board). A turn = one message in, the reply out, then "
+                "1 s of quiet.")
+    return [t1, t2]
+
+
+def firmware_heap(mp):
+    """{moment: bytes} of the whole firmware under interpreter mp."""
+    tg = telegram.start()
+    svc = llm.start("anthropic")
+    out = {}
+    try:
+        for with_tg in (False, True):
+            sets = ["ws_port=0", "ws_token=" + TOKEN, "provider=anthropic", "api_key=" + svc["api_key"],
+                    "api_base=" + svc["http_base_url"], "model=bench-model"]
+            if with_tg:
+                sets += ["tg_api_base=" + tg["base_url"], "tg_token=" + tg["token"], "tg_allow=42"]
+            with tempfile.TemporaryDirectory() as tmp, \
+                    Sim.start(tmp, *sets, console=True, micropython=mp) as sim:
+                sim.wait_for(r"tg: .*polling" if with_tg else r"I app: ready")
+                time.sleep(1.5)
+                if not with_tg:
+                    out["after boot, no Telegram token"] = _heap(sim)
+                    continue
+                out["after boot, Telegram polling"] = _heap(sim)
+                tg.update(chat_id=42, text="hello **there**")
+                tg.wait(lambda st: any(m["chat_id"] == 42 for m in st["sent"]), 60)
+                time.sleep(1)
+                out["after a Telegram turn"] = _heap(sim)
+
+                async def ws_turn():
+                    from websockets.asyncio.client import connect
+
+                    async with connect("%s?token=%s" % (sim.url, TOKEN)) as w:
+                        await w.send(json.dumps({"type": "message", "content": "hi", "chat_id": "b1"}))
+                        while json.loads(await w.recv())["type"] != "response":
+                            pass
+
+                asyncio.run(ws_turn())
+                time.sleep(1)
+                out["after a WebSocket turn (client gone)"] = _heap(sim)
+    finally:
+        tg.close()
+        svc.close()
+    return out
+
+
+def _heap(sim):
+    n = len(sim.output())
+    sim.send("import gc;gc.collect();print('HEAP', gc.mem_alloc())\r")
+    return int(sim.wait_for(r"HEAP (\d+)", start=n).group(1))
 
 
 if __name__ == "__main__":

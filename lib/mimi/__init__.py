@@ -31,3 +31,9 @@ def unload(name):
             delattr(sys.modules[pkg], leaf)
         except (KeyError, AttributeError):
             pass
+
+
+def drop(name):
+    """unload("mimi." + name): for code used once or now and then (a boot step, a REPL
+    command, a channel's rarely used part)."""
+    unload("mimi." + name)

@@ -149,6 +149,13 @@ def _ca_file(v):
     return v
 
 
+def _ws_token(v):
+    v = _token(v)
+    if v and len(v) < limits.WS_TOKEN_MIN:
+        raise ValueError("at least %d characters (an empty one turns gateway auth off)" % limits.WS_TOKEN_MIN)
+    return v
+
+
 def _gpio_allow(v):
     return gpio_policy.normalize(v)
 
@@ -170,7 +177,7 @@ SCHEMA = {
     "proxy_port": (0, _int(0, 65535), False),
     "proxy_type": ("http", _choice(PROXY_TYPES), False),
     "ws_port": (limits.WS_PORT, _int(0, 65535), False),  # 0: any free port (tests)
-    "ws_token": (None, _token, True),  # None: generated at first boot; "" turns auth off
+    "ws_token": (None, _ws_token, True),  # None: generated at first boot; "" turns auth off
     "tz": ("+00:00", _tz, False),
     "heartbeat_min": (limits.HEARTBEAT_MIN_DEFAULT, _int(0, 1440), False),
     "tg_api_base": ("https://api.telegram.org", _url, False),

@@ -38,6 +38,7 @@ LLM_BACKOFF_BASE_S = const(1)  # first retry wait; doubles each retry up to the 
 LLM_ERROR_BODY_MAX = const(300)  # chars of an error body quoted in messages and logs
 HTTP_RESPONSE_MAX = const(256 * 1024)
 HTTP_HEADER_MAX = const(8 * 1024)  # a whole response head (lines are read one by one)
+HTTP_SINK_MAX = const(64 * 1024 * 1024)  # a body handed to a sink piece by piece (Telegram's updates)
 HTTP_RECV_BUF = const(2048)  # per client: receive buffer (a longer header line is dropped)
 HTTP_PIECES_COLLECT = const(16 * 1024)  # a chunked body's pieces: gc.collect() this often
 HTTP_REDIRECTS = const(3)  # followed by httpstream.open_url (OTA downloads)
@@ -100,10 +101,17 @@ SOCK_UDP = const(1)  # the loop's DNS and NTP take turns (dns.exchange)
 WS_PORT = const(18789)
 WS_MAX_CLIENTS = const(4)
 WS_FRAME_MAX = const(16 * 1024)  # one frame, and a whole fragmented message
+WS_FRAGMENTS_MAX = const(64)  # frames of one fragmented message (gateway and client)
 # open TCP connections (clients, handshakes, page loads): what the socket budget leaves
 WS_MAX_CONN = const(LWIP_SOCKETS - 1 - SOCK_TELEGRAM - SOCK_AGENT - SOCK_UDP)
 WS_HEADER_MAX = const(4096)  # HTTP request head
-WS_HANDSHAKE_TIMEOUT_S = const(10)
+WS_HANDSHAKE_TIMEOUT_S = const(5)  # from accept to the upgrade (or the page): then the socket goes
+WS_PEER_PENDING = const(2)  # connections one address has open before their upgrade; its oldest goes
+WS_PEER_CONN = const(4)  # connections one address has open in all
+WS_TOKEN_MIN = const(12)  # characters of a ws_token (empty = auth off)
+WS_AUTH_BACKOFF_S = const(1)  # a wrong token: that address is refused (429) this long, doubling
+WS_AUTH_BACKOFF_MAX_S = const(300)  # ... up to this, until a right token
+WS_AUTH_PEERS = const(16)  # addresses whose failed tokens are remembered
 WS_PING_S = const(60)  # a silent client is pinged; silent this long again, dropped
 WS_FRAME_TIMEOUT_S = const(30)  # a started frame must be complete this soon
 WS_WRITE_TIMEOUT_S = const(20)
@@ -111,7 +119,6 @@ WS_CLOSE_WAIT_S = const(3)  # wait for the peer's close frame after ours
 WS_CLIENT_OUTBOX = const(32)  # frames queued for one client; a client this far behind is dropped
 WS_CLIENT_OUTBOX_BYTES = const(64 * 1024)  # ... or this many bytes behind
 WS_DRAIN_MAX = const(64 * 1024)  # bytes of a refused frame read and discarded to close cleanly
-WS_AUTH_FAIL_DELAY_MS = const(250)
 WS_CHAT_ID_MAX = const(31)
 WS_CHAT_ID_RANDOM = const(8)  # random bytes of a default chat id (16 hex chars)
 WS_PORT_TRIES = const(32)  # ws_port 0: random free ports tried
@@ -121,10 +128,19 @@ AGENT_STATUS_WAIT_MS = const(1000)  # outbound full: a "working" status waits at
 AGENT_OUT_WARN_MS = const(10000)  # outbound full this long with a reply: warn (and keep trying)
 AGENT_CLOCK_WAIT_MS = const(15000)  # a turn right after boot waits this long for NTP (TLS needs the date)
 
+# Sending a message on a chat channel (channels/sending.py: Telegram and Feishu)
+SEND_RETRIES = const(3)  # rate limits / 5xx / connect failures per message part
+SEND_RETRY_AFTER_MAX_S = const(300)  # a service's own wait (429 retry_after, Feishu's reset) up to this
+SEND_HOLD_MIN_S = const(1)  # a reply held while the service is unreachable: tried again after
+SEND_HOLD_MAX_S = const(60)  # ... 1, 2, 4 ... up to this, for as long as it takes
+
 # Telegram (SPEC §8)
 TG_POLL_TIMEOUT_S = const(30)
 TG_MSG_MAX = const(4096)  # UTF-16 units of visible text (after entity parsing)
-TG_POLL_LIMIT = const(10)  # updates per getUpdates batch
+TG_POLL_LIMIT = const(10)  # updates per getUpdates batch (fewer while the heap is short)
+TG_UPDATE_MAX = const(64 * 1024)  # bytes of one update taken (a third of the free heap at most); bigger: skipped
+TG_UPDATE_MIN = const(4096)  # ... unless the heap has no block this big: then the batch waits
+TG_ERROR_MAX = const(1024)  # bytes of an error answer read
 TG_HTTP_SLACK_S = const(15)  # long poll deadline = poll timeout + this
 TG_SEND_TIMEOUT_S = const(20)  # sendMessage / sendChatAction / getMe deadline
 TG_BACKOFF_MIN_S = const(1)  # poll errors: 1, 2, 4 ... capped
@@ -133,7 +149,6 @@ TG_CONFLICT_MIN_S = const(5)  # 409 (another instance or a webhook): retried slo
 TG_CONFLICT_MAX_S = const(60)  # the wait doubling up to this
 TG_BAD_TOKEN_S = const(300)  # 401/404: token refused; re-checked this often or on change
 TG_RETRY_AFTER_MAX_S = const(300)  # a 429 retry_after is honoured up to this
-TG_SEND_RETRIES = const(3)  # 429 / 5xx / connect failures per message part
 TG_TYPING_S = const(5)  # "typing" lasts ~5 s on Telegram: renewed this often
 TG_TYPING_MAX_S = const(300)  # typing stops after this even if no reply came
 TG_STRANGER_S = const(3600)  # a chat outside tg_allow is told its id once per this
@@ -159,8 +174,6 @@ FEISHU_BACKOFF_MAX_S = const(60)
 FEISHU_JITTER_MAX_S = const(5)  # the server's ReconnectNonce (a random wait before reconnecting), capped
 FEISHU_REFUSED_S = const(300)  # credentials or long connection refused: retried this often or on change
 FEISHU_TOKEN_MARGIN_S = const(300)  # the tenant token is renewed this long before it expires
-FEISHU_RETRY_AFTER_MAX_S = const(300)  # a rate limit's x-ogw-ratelimit-reset is honoured up to this
-FEISHU_SEND_RETRIES = const(3)  # rate limits / 5xx / connect failures per message part
 FEISHU_STRANGER_S = const(3600)  # an id outside feishu_allow is told its id once per this
 FEISHU_STRANGERS_MAX = const(32)  # ids remembered for that
 FEISHU_NAMES_MAX = const(32)  # group members' display names remembered

@@ -13,6 +13,7 @@ Scripting, in-process (tests) or over HTTP (MicroPython tests, the simulator):
       {"chat_id": -100, "chat_type": "group", "text": "@mimi_test_bot hi",
        "from_id": 7, "reply_to_bot": true}               group message
       {"chat_id": 42, "kind": "photo"|"sticker"|"voice"|"edited", "text": ".."}
+      {"chat_id": 42, "text": "z", "repeat": 100000}      text repeated (big updates)
       {"raw": {...}}                                      an update body as is
   POST /_control/fail    {"method": "sendMessage", "status": 400|409|429|502,
                           "description": "..", "retry_after": 1, "times": 1,
@@ -265,13 +266,14 @@ class FakeTelegram:
             uid = self.next_update_id
             self.next_update_id += 1
             if "raw" in spec:
-                upd = dict(spec["raw"])
-                upd["update_id"] = uid
+                upd = {"update_id": uid}  # first, as Telegram sends it
+                upd.update(spec["raw"])
             else:
                 upd = self._build(uid, spec)
-            for key in UPDATE_TYPES:
-                if key in upd and "chat" in upd[key]:
-                    self.chats[upd[key]["chat"]["id"]] = upd[key]["chat"]
+            for key in UPDATE_TYPES:  # a raw update may be malformed on purpose
+                chat = upd.get(key) if isinstance(upd.get(key), dict) else None
+                if chat and isinstance(chat.get("chat"), dict) and "id" in chat["chat"]:
+                    self.chats[chat["chat"]["id"]] = chat["chat"]
             self.updates.append(upd)
             self.cond.notify_all()
             return uid
@@ -290,7 +292,7 @@ class FakeTelegram:
         msg = {"message_id": self._message_id(chat_id), "from": user, "chat": chat,
                "date": int(time.time())}
         kind = spec.get("kind", "text")
-        text = spec.get("text", "")
+        text = spec.get("text", "") * int(spec.get("repeat", 1))
         if kind == "photo":
             msg["photo"] = [{"file_id": "AgAC%d_%d" % (uid, w), "file_unique_id": "AQAD%d" % w,
                              "file_size": w * 12, "width": w, "height": w * 3 // 4}

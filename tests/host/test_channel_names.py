@@ -19,8 +19,9 @@ LIB = ROOT / "lib" / "mimi"
 NAMES = ("telegram", "websocket", "feishu", "system")
 PREFIXES = ("tg", "ws", "feishu", "sys")
 # The table, and each channel's own code (its module and the modules only it uses).
-OWN = {"channels/__init__.py", "channels/telegram.py", "channels/tgformat.py",
-       "channels/websocket.py", "channels/chatpage.py",
+OWN = {"channels/__init__.py", "channels/telegram.py", "channels/tgsend.py", "channels/tgformat.py",
+       "channels/sending.py",
+       "channels/websocket.py", "channels/wsconn.py", "channels/chatpage.py",
        "channels/feishu.py", "channels/feishupb.py", "channels/feishufmt.py", "channels/feishurepl.py"}
 # The LLM APIs have a "system" of their own (Anthropic's field, OpenAI's role).
 SYSTEM_OK = ("llm/",)

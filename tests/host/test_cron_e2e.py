@@ -31,7 +31,7 @@ async def converse(port, token, fake, chat_id="cronchat"):
 
 
 def test_cron_job_answers_in_the_websocket_chat(tmp_path, fake_anthropic):
-    token = "crontoken"
+    token = "cron-e2e-token"
     with Sim.start(tmp_path, "ws_port=0", "ws_token=" + token,
                    *llm_settings(fake_anthropic)) as sim:
         at, responses = asyncio.run(converse(sim.port, token, fake_anthropic))

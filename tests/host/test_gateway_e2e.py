@@ -93,21 +93,41 @@ def test_chat_page_served_on_get(sim):
     assert e.value.code == 404
 
 
-def test_token_required(sim):
-    async def go():
-        for url in (sim.url, sim.url + "?token=wrong", sim.url + "?token="):
+def test_token_required(tmp_path):
+    # its own simulator: the wrong tokens put this address (127.0.0.1) in back-off
+    with Sim.start(tmp_path, "ws_port=0", "ws_token=" + TOKEN) as s:
+        async def refused(url, status, **kw):
             with pytest.raises(InvalidStatus) as e:
-                async with connect(url):
+                async with connect(url, **kw):
                     pass
-            assert e.value.response.status_code == 401
-            assert b"token" in e.value.response.body
-        async with connect(sim.url, additional_headers={"Authorization": "Bearer " + TOKEN}) as ws:
-            await ws.ping()
-        # a valid token is also accepted from a foreign page origin
-        async with authed(sim, origin="http://elsewhere.example") as ws:
-            await ws.ping()
+            assert e.value.response.status_code == status
+            return e.value.response
 
-    asyncio.run(go())
+        async def go():
+            r = await refused(s.url, 401)
+            assert b"token" in r.body
+            # at once again: refused (429) without a look at the token, even a right one
+            r = await refused(s.url + "?token=wrong", 429)
+            assert r.headers["Retry-After"] == "1"
+            await refused(s.url + "?token=" + TOKEN, 429)
+            await asyncio.sleep(1.1)
+            await refused(s.url + "?token=", 401)
+            await asyncio.sleep(2.1)  # doubled
+            async with connect(s.url, additional_headers={"Authorization": "Bearer " + TOKEN}) as ws:
+                await ws.ping()
+            # a valid token is also accepted from a foreign page origin
+            async with connect(s.url + "?token=" + TOKEN, origin="http://elsewhere.example") as ws:
+                await ws.ping()
+
+        asyncio.run(go())
+        r = subprocess.run([sys.executable, str(ROOT / "tools" / "chat"), "--url", s.url,
+                            "--message", "hi"], capture_output=True, text=True, timeout=60,
+                           env={k: v for k, v in os.environ.items() if k != "MIMI_WS_TOKEN"})
+        assert r.returncode == 2 and "401" in r.stderr
+        r = subprocess.run([sys.executable, str(ROOT / "tools" / "chat"), "--url", s.url,
+                            "--token", TOKEN, "--message", "hi"], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 2 and "429" in r.stderr and "try again in 1 s" in r.stderr, r.stderr
 
 
 def test_wrong_origin_refused_when_auth_is_off(tmp_path):
@@ -174,13 +194,6 @@ def test_malformed_frames_get_error_frames_connection_stays(sim):
             await ws.ping()
 
     asyncio.run(go())
-
-
-def test_chat_tool_refused_without_token(sim):
-    r = subprocess.run([sys.executable, str(ROOT / "tools" / "chat"), "--url", sim.url,
-                        "--message", "hi"], capture_output=True, text=True, timeout=60,
-                       env={k: v for k, v in os.environ.items() if k != "MIMI_WS_TOKEN"})
-    assert r.returncode == 2 and "401" in r.stderr
 
 
 # --- with the fake LLM ------------------------------------------------------------

@@ -42,7 +42,7 @@ def test_model_remembers_name_across_turns(tmp_path, fake_anthropic):
         {"text": "Nice to meet you, Ada!"},
         {"text": "You are Ada Lovelace."},
     )
-    token = "e2etoken"
+    token = "memory-e2e-token"
     with Sim.start(tmp_path, "ws_port=0", "ws_token=" + token,
                    *llm_settings(fake_anthropic)) as sim:
         replies = asyncio.run(chat(sim.port, token, ["My name is Ada Lovelace.", "What is my name?"]))

@@ -43,7 +43,7 @@ async def run_all(port, token):
 
 
 def test_many_turns_under_a_capped_heap(tmp_path, fake_anthropic):
-    token = "soaktoken"
+    token = "soak-test-token"
     with Sim.start(tmp_path, "ws_port=0", "ws_token=" + token, *llm_settings(fake_anthropic),
                    console=True, heap=HEAP) as sim:
         ready = sim.wait_for("gateway listening")

@@ -168,13 +168,18 @@ async def test_task_list_starts_a_channel_once_its_setting_is_set():
     assert "E " not in "\n".join(log.recent())
 
 
-def test_strangers_are_told_once_per_window_and_the_oldest_forgotten():
+def test_strangers_are_told_once_per_window_and_rotation_buys_nothing():
     told = {}
     assert channels.tell_again(told, "a", 3600, 2) and not channels.tell_again(told, "a", 3600, 2)
     assert channels.tell_again(told, "b", 3600, 2)
-    assert channels.tell_again(told, "c", 3600, 2) and sorted(told) == ["b", "c"]  # "a" was oldest
-    assert channels.tell_again(told, "a", 3600, 2)  # forgotten, so told again
+    # full, and both still inside their window: nobody new is told (issue 16 item 7:
+    # 60 strangers taking turns were each told every time)
+    assert not channels.tell_again(told, "c", 3600, 2) and sorted(told) == ["a", "b"]
+    n = sum(channels.tell_again(told, str(i % 60), 3600, 2) for i in range(600))
+    assert n == 0 and sorted(told) == ["a", "b"]
     import time
 
     told["b"] = time.ticks_add(told["b"], -3601 * 1000)  # its window has passed
     assert channels.tell_again(told, "b", 3600, 2) and len(told) == 2
+    told["a"] = time.ticks_add(told["a"], -3601 * 1000)
+    assert channels.tell_again(told, "c", 3600, 2) and sorted(told) == ["b", "c"]  # "a" made room

@@ -357,6 +357,30 @@ async def test_sends_with_token_cache_refresh_and_rate_limits():
     assert st["violations"] == []
 
 
+async def test_nothing_is_sent_to_an_id_outside_feishu_allow():
+    # issue 16 item 5: a cron job (cron.json written by hand) for an id that is not
+    # allowed must not make the board message it; the channel's own line to a
+    # stranger (its id) still goes out
+    from mimi import log
+    from mimi.channels import feishu
+
+    from mimi.services import wifi
+
+    if not wifi.online():  # the host's always-connected WLAN: online at once (replies wait for it)
+        asyncio.create_task(wifi.supervisor.run())
+    configure()
+    b = feishu.Feishu()
+    await b.send(bus.Msg("feishu", OTHER, "SPAM from the board"))
+    await b._act("stranger", OTHER, None, {})
+    await b.send(bus.outbound.get_nowait())
+    await b.send(bus.Msg("feishu", USER, "for the owner"))
+    st = await control("state")
+    assert [(m["receive_id"], m["visible"][:10]) for m in st["sent"]] == [
+        (OTHER, "This bot i"), (USER, "for the ow")]
+    lines = "\n".join(log.recent())
+    assert "not in feishu_allow" in lines and "SPAM" in lines, lines
+
+
 async def test_long_connection_acks_pings_and_hands_messages_over():
     from mimi.channels import feishu
     from mimi.services import wifi

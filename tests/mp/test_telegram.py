@@ -13,6 +13,7 @@ from test_wifi import Clock, FakeWLAN
 
 FIXTURES = ("fake_telegram",)
 HEAPSIZE = "2m"
+HEAP = {"test_huge_updates_on_a_small_heap": "320k"}
 TIMEOUT = 120
 
 cfg = config.cfg
@@ -207,6 +208,10 @@ async def test_reply_typing_split_and_order():
         assert m["parse_mode"] == "HTML" and m["visible"].startswith("Part %d" % i)
         assert len(m["visible"]) <= 4096
     assert ALLOWED not in b.typing  # typing stops with the reply
+    import sys  # and the sending code is not kept between replies
+
+    assert "mimi.channels.tgsend" not in sys.modules and "mimi.channels.tgformat" not in sys.modules
+    assert b.send_api is None
     task.cancel()
 
 
@@ -226,6 +231,54 @@ async def test_entity_error_falls_back_to_plain_once():
     st = await state()
     assert len(st["sent"]) == 1
     assert len([c for c in st["calls"] if c["method"] == "sendMessage"]) == 3
+    task.cancel()
+
+
+async def test_only_entity_errors_are_retried_as_plain_text():
+    # SPEC §8: "retried as plain text only when Telegram rejects the entities". A 400
+    # for anything else (too long, chat gone, empty text) must not go out again without
+    # its formatting: it would fail again, or worse, show the user markup-less text.
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    for why in ("Bad Request: message is too long", "Bad Request: chat not found",
+                "Bad Request: message text is empty"):
+        await fail(method="sendMessage", status=400, description=why)
+        await b.send(bus.Msg("telegram", ALLOWED, "a **bold** claim"))
+    st = await state()
+    assert st["sent"] == [], st["sent"]
+    sends = [c for c in st["calls"] if c["method"] == "sendMessage"]
+    assert len(sends) == 3 and all(c["params"].get("parse_mode") == "HTML" for c in sends)
+    lines = "\n".join(log.recent())
+    assert "message is too long" in lines and "plain text" not in lines
+    # the entity error itself still is (the guard is not simply "never")
+    await fail(method="sendMessage", status=400, if_parse_mode=True)
+    await b.send(bus.Msg("telegram", ALLOWED, "a **bold** claim"))
+    st = await state()
+    assert [m["text"] for m in st["sent"]] == ["a bold claim"]
+    task.cancel()
+
+
+async def test_nothing_is_sent_to_a_chat_outside_tg_allow():
+    # issue 16 item 5: a cron.json written by hand (or by an older firmware) named a
+    # chat that is not allowed, and the board messaged it. The sender checks too.
+    b, task = await started()
+    await update(chat_id=777, text="hi")  # a stranger the fake knows: sending would work
+    await until(lambda: _sent_n(1), "the stranger told its id")
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    dispatch.register("telegram", b.send)
+    dtask = asyncio.create_task(dispatch.run())
+    for kind in (bus.STATUS, bus.REPLY):
+        assert bus.outbound.put(bus.Msg("telegram", "777", "SPAM from the board", kind))
+    assert bus.outbound.put(bus.Msg("telegram", str(ALLOWED), "for the owner"))
+    st = await until(lambda: _sent_n(2), "the allowed reply")
+    assert [(m["chat_id"], m["visible"]) for m in st["sent"]] == [
+        (777, st["sent"][0]["visible"]), (ALLOWED, "for the owner")]
+    assert st["actions"] == []
+    lines = "\n".join(log.recent())
+    assert "not in tg_allow" in lines and "SPAM" in lines, lines
+    dtask.cancel()
     task.cancel()
 
 
@@ -375,21 +428,24 @@ async def test_unreachable_api_holds_the_reply_until_it_gets_through():
     b, task = await started()
     await update(chat_id=ALLOWED, text="hi")
     await inbound()
-    good = b.send_api
+    assert b.send_api is None  # opened for a message out, closed after it
     b.send_api = telegram.Api("http://127.0.0.1:1", tg()["token"], 5)  # connection refused
     sender = asyncio.create_task(b.send(bus.Msg("telegram", ALLOWED, "kept for later")))
-    await until(lambda: "\n".join(log.recent()).count("sendMessage failed") >= 2,
+    await until(lambda: "\n".join(log.recent()).count("sending failed") >= 2,
                 "two refused connections")
     assert not sender.done()  # still holding the reply
     assert (await state())["sent"] == []
-    b.send_api = good  # Telegram reachable again
+    b.send_api = telegram.Api(tg()["base_url"], tg()["token"], 5)  # Telegram reachable again
     await until(lambda: sender.done(), "the held reply sent")
     st = await state()
     assert [m["visible"] for m in st["sent"]] == ["kept for later"]
+    assert b.send_api is None
     # an immediate answer (not an agent reply) still gives up after a few tries
+    from mimi.channels import tgsend
+
     b.send_api = telegram.Api("http://127.0.0.1:1", tg()["token"], 5)
-    limits.TG_SEND_RETRIES = 1
-    assert not await b.send_plain(ALLOWED, "not held")
+    limits.SEND_RETRIES = 1
+    assert not await tgsend.plain(b, ALLOWED, "not held")
     task.cancel()
 
 
@@ -453,3 +509,85 @@ async def test_poll_yields_to_the_llm_call_only_where_memory_is_tight():
 async def _poll_open():
     st = await state()
     return _polls(st) > 0
+
+
+CJK = {"text": "\u4e2d", "repeat": 8000}  # ~48 KB as escaped JSON (the fake sends \\uXXXX)
+
+
+async def _flood_then_owner():
+    """Ten ~48 KB updates from a stranger, then the owner's message: the owner's
+    reaches the agent and every update is confirmed. -> the fake's state."""
+    for _ in range(10):
+        await update(chat_id=666, **CJK)
+    last = await update(chat_id=ALLOWED, text="the owner")
+    b, task = await started()
+    assert (await inbound()).content == "the owner"
+    st = await until(lambda: _confirmed(last), "every update confirmed")
+    task.cancel()
+    return st
+
+
+async def test_a_batch_over_the_body_cap_does_not_stop_telegram():
+    # issue 16 item 4: ten such updates from a stranger made a batch over the 256 KB
+    # body cap: TooLarge on every poll, the offset never moved, the owner was never
+    # answered. The answer is read update by update now.
+    st = await _flood_then_owner()
+    assert [m["chat_id"] for m in st["sent"]] == [666]  # the stranger told once
+
+
+async def test_too_big_and_malformed_updates_are_skipped_not_their_batch_mates():
+    # issue 16 item 4: a malformed update raised after the offset had moved, so the
+    # messages batched with it were lost; one too big to take stopped the poll
+    raw = [
+        {"message": {"message_id": 1, "date": 1, "text": "x", "chat": "str"}},
+        {"message": [1, 2]},
+        {"message": {"message_id": 2, "date": 1, "chat": {"id": -100, "type": "group"},
+                     "from": "str", "text": "@%s hi" % tg()["username"]}},
+        {"message": {"message_id": 3, "date": 1, "chat": {"id": ALLOWED, "type": "private"},
+                     "text": "x" * (limits.TG_UPDATE_MAX + 100)}},
+        {"message": {"message_id": 4, "date": 1, "chat": {"id": ALLOWED, "type": "private"},
+                     "text": ["not", "text"]}},
+    ]
+    cfg.set("tg_allow", "42,-100")
+    await update(chat_id=ALLOWED, text="first")
+    for r in raw:
+        await control("update", {"raw": r})
+    last = await update(chat_id=ALLOWED, text="last")
+    b, task = await started()
+    assert (await inbound()).content == "first"
+    assert (await inbound()).content == "last"
+    st = await until(lambda: _confirmed(last), "every update confirmed")
+    assert [m["visible"] for m in st["sent"]] == ["I can only read text messages for now."]  # the list "text"
+    lines = "\n".join(log.recent())
+    assert lines.count("skipped") == 3, lines  # chat "str", from "str", too big ([1, 2]: ignored)
+    assert "AttributeError" in lines and "more than the" in lines
+    assert bus.inbound.get_nowait() is None
+    task.cancel()
+
+
+async def test_a_batch_is_cut_to_what_the_heap_can_spare():
+    # the text kept for the agent is capped per batch (a quarter of the free heap);
+    # what does not fit is not confirmed and comes with the next poll, with a
+    # smaller limit asked for
+    for i in range(5):
+        await update(chat_id=ALLOWED, text="message %d %s" % (i, "y" * 100))
+    b = make_bot()
+    b._room = lambda: (limits.TG_UPDATE_MAX, 250)
+    task = asyncio.create_task(b.run())
+    got = []
+    for _ in range(5):
+        got.append((await inbound()).content[:9])
+    assert got == ["message %d" % i for i in range(5)]
+    assert bus.inbound.get_nowait() is None
+    st = await state()
+    limits_asked = [c["params"]["limit"] for c in st["calls"] if c["method"] == "getUpdates"]
+    assert limits_asked[:2] == [10, 3], limits_asked
+    task.cancel()
+
+
+async def test_huge_updates_on_a_small_heap():
+    # a ~100 KB update and ten of ~48 KB on a 320 KB heap: skipped or handled, never a
+    # MemoryError that kills the poll
+    await update(chat_id=ALLOWED, text="z", repeat=100000)
+    await _flood_then_owner()
+    assert "polling failed" not in "\n".join(log.recent())

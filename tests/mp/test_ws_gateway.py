@@ -11,7 +11,7 @@ from mimi.net.httpserver import Reader
 
 TIMEOUT = 90
 KEY = b"\x01\x02\x03\x04"
-TOKEN = "tok123"
+TOKEN = "tok123-gateway"
 
 
 def setup():
@@ -47,10 +47,13 @@ class WS:
         return await asyncio.wait_for(wp.read_frame(self.rd, 1 << 20, need_mask=False), 10)
 
     async def recv(self):
+        asm = wp.Assembler(1 << 20)  # a big reply comes in several frames
         while True:
             fin, op, payload = await self.frame()
-            if op == wp.TEXT:
-                return json.loads(payload)
+            if op in (wp.TEXT, wp.CONT):
+                m = asm.feed(fin, op, payload)
+                if m:
+                    return json.loads(m[1])
             if op == wp.CLOSE:
                 return {"type": "closed", "code": wp.close_code(payload)}
 
@@ -109,8 +112,10 @@ async def test_auth_token_query_bearer_and_401():
     await start()
     ws = await connect("/")
     assert ws.status == 401 and b"token" in await body(ws)
+    websocket._fails.clear()  # a wrong token's back-off (test_wrong_tokens_back_off_per_peer)
     ws = await connect("/?token=wrong")
     assert ws.status == 401
+    websocket._fails.clear()
     ws = await connect("/", "Authorization: Bearer %s\r\n" % TOKEN)
     assert ws.status == 101
     assert b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" in ws.head
@@ -129,6 +134,7 @@ async def test_origin_checks_with_and_without_auth():
     assert (await connect("/")).status == 101  # no Origin: not a browser
     config.cfg.set("ws_token", TOKEN)
     assert (await connect("/", "Origin: http://evil.example\r\n")).status == 401
+    websocket._fails.clear()  # a wrong token's back-off (test_wrong_tokens_back_off_per_peer)
     # a page that knows the token may connect from anywhere (it was given the key)
     assert (await connect("/?token=" + TOKEN, "Origin: http://evil.example\r\n")).status == 101
 
@@ -174,10 +180,108 @@ async def test_connections_past_the_socket_budget_get_503():
     assert again.status == 101
 
 
+async def idle(data=b"G"):
+    """A TCP connection that sent `data` and then nothing (no token needed)."""
+    r, w = await asyncio.open_connection("127.0.0.1", websocket.port)
+    w.write(data)
+    await w.drain()
+    return r, w
+
+
+async def idles(n):
+    out = []
+    for _ in range(n):
+        out.append(await idle())
+    return out
+
+
+async def gone(conn):
+    """Did the gateway close this connection (EOF or reset, after any answer)?"""
+    try:
+        while await asyncio.wait_for(conn[0].read(512), 10):
+            pass
+    except OSError:
+        pass
+    return True
+
+
+async def test_idle_sockets_cannot_lock_the_gateway():
+    # issue 16 item 3: sockets that sent one byte and then nothing held every slot,
+    # legit clients got 503. Connections not upgraded yet are shed (oldest first)
+    # when the gateway is full, and one address keeps at most WS_PEER_PENDING of them.
+    await start()
+    squat = await idles(2 * limits.WS_MAX_CONN)  # re-opened as they go
+    ws = await connect()
+    assert ws.status == 101
+    await settle(1)
+    for c in squat[:-limits.WS_PEER_PENDING]:
+        assert await gone(c)
+    # full again with idle sockets: the client keeps its slot, a second one gets in
+    squat = await idles(limits.WS_MAX_CONN)
+    ws2 = await connect()
+    assert ws2.status == 101
+    await settle(2)
+    await ws.send_raw(wp.frame(wp.PING, b"alive", mask_key=KEY))
+    assert await ws.frame() == (True, wp.PONG, b"alive")
+
+
+async def test_clients_are_not_shed_only_idle_sockets():
+    await start()
+    conns = await many(limits.WS_MAX_CONN)
+    await settle(limits.WS_MAX_CONN)
+    extra = await connect()  # nothing to shed: every slot is a client
+    assert extra.status == 503 and all(c.status == 101 for c in conns)
+    await settle(limits.WS_MAX_CONN)
+
+
+async def test_upgrade_deadline_closes_silent_sockets():
+    limits.WS_HANDSHAKE_TIMEOUT_S = 1
+    await start()
+    c = await idle(b"GET / HTTP/1.1\r\n")  # a head that never ends
+    assert await gone(c)
+    assert (await connect()).status == 101
+
+
+async def test_wrong_tokens_back_off_per_peer():
+    await start()
+    ws = await connect("/?token=wrong-token-1")
+    assert ws.status == 401
+    # at once again: refused without a look at the token, even the right one
+    ws = await connect("/?token=wrong-token-2")
+    assert ws.status == 429 and b"Retry-After: 1" in ws.head.split(b"\r\n"), ws.head
+    assert (await connect()).status == 429
+    await asyncio.sleep_ms(1100)
+    assert (await connect("/?token=wrong-token-3")).status == 401
+    ws = await connect()
+    assert ws.status == 429 and b"Retry-After: 2" in ws.head.split(b"\r\n"), ws.head  # doubled
+    await asyncio.sleep_ms(2100)
+    assert (await connect()).status == 101  # the right token ends the back-off
+    assert (await connect("/?token=wrong-token-4")).status == 401  # and starts it over at 1 s
+    ws = await connect()
+    assert b"Retry-After: 1" in ws.head.split(b"\r\n"), ws.head
+
+
+async def test_upgrade_only_on_root():
+    await start()
+    assert (await connect("/chat?token=" + TOKEN)).status == 404
+    assert (await connect("//?token=" + TOKEN)).status == 404
+    assert (await connect()).status == 101
+
+
+def test_ws_token_has_a_minimum_length():
+    from support import raises
+
+    e = raises(ValueError, config.cfg.set, "ws_token", "short")
+    assert str(limits.WS_TOKEN_MIN) in str(e), e
+    config.cfg.set("ws_token", "x" * limits.WS_TOKEN_MIN)
+    config.cfg.set("ws_token", "")  # still turns auth off
+    assert config.cfg.get("ws_token") == ""
+
+
 async def test_fifth_client_gets_1013_and_slots_free_on_disconnect():
     # With sockets to spare (a firmware built with more), a fifth client is upgraded
     # and closed with 1013 "try again later".
-    limits.WS_MAX_CONN = limits.WS_MAX_CLIENTS + 2
+    limits.WS_MAX_CONN = limits.WS_PEER_CONN = limits.WS_MAX_CLIENTS + 2
     await start()
     conns = await many(limits.WS_MAX_CLIENTS)
     assert all(c.status == 101 for c in conns)
@@ -316,15 +420,19 @@ async def test_replies_routed_by_chat_id_only():
         if m:
             break
         await asyncio.sleep_ms(5)
-    assert m.content == "anon" and len(m.chat_id) == 16 and websocket.chat_id_ok(m.chat_id)
+    from mimi.channels import wsconn
+
+    assert m.content == "anon" and len(m.chat_id) == 16 and wsconn.chat_id_ok(m.chat_id)
     bus.outbound.put(bus.Msg("websocket", m.chat_id, "for anon"))
     assert await c.recv() == {"type": "response", "content": "for anon", "chat_id": m.chat_id}
 
 
 def test_default_chat_ids_are_random_not_a_counter():
-    ids = [websocket.new_chat_id() for _ in range(50)]
+    from mimi.channels import wsconn
+
+    ids = [wsconn.new_chat_id() for _ in range(50)]
     assert len(set(ids)) == 50
-    assert all(len(i) == 16 and websocket.chat_id_ok(i) == i for i in ids)
+    assert all(len(i) == 16 and wsconn.chat_id_ok(i) == i for i in ids)
     assert "1" not in ids and "ws_1" not in ids
 
 
@@ -363,3 +471,51 @@ async def test_slow_client_does_not_block_others():
         assert m["content"] == "tick %d" % i, m
     await settle(1)
     assert websocket.clients[0].chat_id == "fast"
+
+
+async def test_reply_over_the_outbox_cap_arrives_whole():
+    # issue 16 item 7: a reply bigger than the outbox cap (64 KB) dropped the client.
+    # It goes out as one message in frames of at most WS_FRAME_MAX.
+    await start()
+    ws = await connect()
+    await ws.send({"type": "message", "content": "a long one, please", "chat_id": "big"})
+    await next_inbound()
+    text = ("0123456789abcdef" * 4096 + "\u4e2d\U0001F389") * 2  # 128 KB and more
+    assert len(text.encode()) > limits.WS_CLIENT_OUTBOX_BYTES
+    await put_out(bus.Msg("websocket", "big", "working", bus.STATUS))
+    await put_out(bus.Msg("websocket", "big", text))
+    await put_out(bus.Msg("websocket", "big", "and a short one"))
+    assert (await ws.recv())["content"] == "working"
+    frames = []
+    asm = wp.Assembler(1 << 20)
+    while True:
+        fin, op, payload = await ws.frame()
+        frames.append(len(payload))
+        m = asm.feed(fin, op, payload)
+        if m:
+            break
+    assert json.loads(m[1]) == {"type": "response", "content": text, "chat_id": "big"}
+    assert len(frames) > 1 and max(frames) <= limits.WS_FRAME_MAX, frames
+    assert (await ws.recv())["content"] == "and a short one"
+    await ws.send_raw(wp.frame(wp.PING, b"still here", mask_key=KEY))
+    assert await ws.frame() == (True, wp.PONG, b"still here")
+    assert len(websocket.clients) == 1
+
+
+async def test_connection_code_is_loaded_only_while_connections_are_open():
+    import sys
+
+    await start()
+    assert "mimi.channels.wsconn" not in sys.modules  # listening costs only the listener
+    ws = await connect()
+    assert ws.status == 101 and "mimi.channels.wsconn" in sys.modules
+    await ws.send_raw(wp.frame(wp.CLOSE, struct.pack(">H", 1000), mask_key=KEY))
+    assert await ws.close_code() == 1000
+    for _ in range(400):
+        if "mimi.channels.wsconn" not in sys.modules:
+            break
+        await asyncio.sleep_ms(5)
+    assert "mimi.channels.wsconn" not in sys.modules  # the last connection took it along
+    ws = await connect()  # and it comes back for the next one
+    await ws.send({"type": "message", "content": "again", "chat_id": "back"})
+    assert (await next_inbound()).content == "again"

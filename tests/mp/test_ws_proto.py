@@ -1,6 +1,7 @@
 # RFC 6455 pieces of the gateway and the WebSocket client (lib/mimi/net/wsproto.py) under MicroPython.
 import struct
 from support import raises
+from mimi import limits
 from mimi.net import wsproto as wp
 from test_net import reader
 
@@ -117,6 +118,27 @@ def test_fragmentation():
     assert raises(wp.ProtocolError, c.feed, True, wp.CONT, b"78901").code == wp.TOO_BIG
 
 
+def test_endless_empty_continuations_do_not_grow_the_assembler():
+    # issue 16 item 7: empty continuation frames cost nothing against the size cap, so
+    # they piled up in the assembler for ever; now they are not kept and a message
+    # has at most WS_FRAGMENTS_MAX frames
+    a = wp.Assembler(10)
+    assert a.feed(False, wp.TEXT, b"ab") is None
+    for _ in range(limits.WS_FRAGMENTS_MAX - 2):
+        assert a.feed(False, wp.CONT, b"") is None
+    assert len(a.parts) == 1
+    assert a.feed(True, wp.CONT, b"") == (wp.TEXT, b"ab")  # the last one allowed
+    a.feed(False, wp.TEXT, b"x")
+    e = None
+    for _ in range(limits.WS_FRAGMENTS_MAX + 1):
+        try:
+            a.feed(False, wp.CONT, b"")
+        except wp.ProtocolError as err:
+            e = err
+            break
+    assert e is not None and e.code == wp.TOO_BIG and len(a.parts) <= 1
+
+
 def test_token_checks():
     assert wp.token_ok("s3cret", {"token": "s3cret"}, {})
     assert wp.token_ok("s3cret", {}, {"authorization": "Bearer s3cret"})
@@ -150,7 +172,7 @@ def test_upgrade_response():
 
 
 def test_chat_id_rules():
-    from mimi.channels.websocket import chat_id_ok
+    from mimi.channels.wsconn import chat_id_ok
 
     assert chat_id_ok("abc_DEF-123") == "abc_DEF-123"
     assert chat_id_ok(42) == "42"

@@ -59,17 +59,39 @@ def available():
 
 def tell_again(told, chat_id, window_s, most):
     """May a chat outside a channel's allow-list be told its id (again)? Once per
-    window_s; told (chat id -> ticks_ms) keeps at most `most` chats, the oldest go."""
+    window_s; told (chat id -> ticks_ms) keeps at most `most` chats. When all of them
+    are still inside their window nobody new is told: strangers taking turns get at
+    most `most` replies a window, not one each time."""
     import time
 
     now = time.ticks_ms()  # not wall time: an NTP step must not reopen the window
+    span = window_s * 1000
     last = told.get(chat_id)
-    if last is not None and 0 <= time.ticks_diff(now, last) < window_s * 1000:
+    if last is not None and 0 <= time.ticks_diff(now, last) < span:
         return False
     if chat_id not in told and len(told) >= most:
-        del told[min(told, key=lambda k: time.ticks_diff(told[k], now))]
+        old = min(told, key=lambda k: time.ticks_diff(told[k], now))
+        if 0 <= time.ticks_diff(now, told[old]) < span:
+            return False
+        del told[old]
     told[chat_id] = now
     return True
+
+
+def load(name):
+    """Module mimi.channels.<name> (a channel's code used now and then), imported after
+    a gc.collect() when it is not loaded: it lands in the lowest free holes instead
+    of across the heap, so the big blocks a turn needs stay whole. mimi.drop() lets it
+    go again."""
+    import sys
+
+    full = "mimi.channels." + name
+    if full not in sys.modules:
+        import gc
+
+        gc.collect()
+        __import__(full)
+    return sys.modules[full]
 
 
 def of_setting(key):

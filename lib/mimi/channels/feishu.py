@@ -119,10 +119,18 @@ class Api:
         return token
 
 
+_OURS = {"ours": True}  # the channel's own line to a chat (a stranger's id): not checked by send()
+
+
+def _refused(e):
+    """Did Feishu answer that it did not take the message (rate limits, busy gateways)?"""
+    return isinstance(e, ApiError) and (e.status in (429, 502, 503, 504) or e.code in RATE)
+
+
 def _tell(chat, text):
     """A line of ours to a chat, through the dispatcher's lane: the receive loop
     never waits for a send."""
-    if not bus.outbound.put(bus.Msg(CHANNEL, chat, text)):
+    if not bus.outbound.put(bus.Msg(CHANNEL, chat, text, meta=_OURS)):
         log.warning(TAG, "outbound queue full; line to %s dropped", chat)
 
 
@@ -479,34 +487,16 @@ class Feishu:
             await wifi.wait_online()
 
     async def _post(self, path, body, hold):
-        """One message with retries that cannot duplicate it; raises the last error.
-        hold (the agent's replies): while WiFi is down or Feishu cannot be reached,
-        keep trying (capped backoff) instead of giving up."""
-        tries = held = 0
-        while True:
-            if hold:
-                await self._online()
-            api = self._api()
-            try:
-                return await api.call("POST", path, body)
-            except (ApiError, ConnectFailure) as e:
-                if isinstance(e, ConnectFailure):
-                    wifi.suspect(TAG)
-                    api.close()
-                # repeated only when Feishu said it did not take it, or the connection was
-                # never made: no duplicates
-                if not (isinstance(e, ConnectFailure) or e.status in (429, 502, 503, 504) or e.code in RATE):
-                    raise
-                if hold and isinstance(e, ConnectFailure):
-                    wait = min(limits.FEISHU_BACKOFF_MIN_S << min(held, 6), limits.FEISHU_BACKOFF_MAX_S)
-                    held += 1
-                else:
-                    if tries >= limits.FEISHU_SEND_RETRIES:
-                        raise
-                    wait = min(getattr(e, "retry_after", None) or 1 << tries, limits.FEISHU_RETRY_AFTER_MAX_S)
-                    tries += 1
-                log.warning(TAG, "sending failed (%s); retry in %d s", e, wait)
-            await asyncio.sleep(wait)
+        """One message (channels/sending.py: retries that cannot duplicate; hold keeps a
+        reply through an outage); raises the last error."""
+        from mimi.channels import sending
+
+        return await sending.deliver(lambda: self._api().call("POST", path, body), _refused, hold, TAG,
+                                     self._online, self._lost)
+
+    def _lost(self):
+        if self.api:
+            self.api.close()
 
     async def send_text(self, rid, md, hold=False):
         """Markdown -> messages to `rid` (an open_id or a chat_id), in order. A part
@@ -546,6 +536,9 @@ class Feishu:
     async def send(self, msg):
         """The dispatcher's sender. Feishu shows bots no typing: statuses are dropped."""
         if msg.kind != bus.REPLY:
+            return
+        if msg.meta is not _OURS and msg.chat_id not in cfg.get("feishu_allow").split(","):
+            log.error(TAG, "not sent to %s, which is not in feishu_allow: %s", msg.chat_id, (msg.content or "")[:60])
             return
         # hold: an outage delays the reply (the lane keeps the ones behind it), never drops it
         await self.send_text(msg.chat_id, msg.content, hold=True)

@@ -1,16 +1,18 @@
-# Telegram channel: getUpdates long poll and replies, on the asyncio loop.
+# Telegram channel: the getUpdates long poll on the asyncio loop. What goes out
+# (replies, answers to commands and strangers, "typing") is channels/tgsend.py,
+# loaded at the first message out, with the formatter (tgformat.py) it needs.
 #
-# Two keep-alive connections to tg_api_base: one for the long poll (busy for up to
-# 30 s at a time), one for sends, so a reply never waits for a poll to end.
-# Access: only chats in tg_allow reach the agent; a stranger is told its chat id
-# (once per chat per hour) and nothing else happens: no LLM call, no file write.
-# While WiFi is down the poller waits and replies wait in the dispatcher's lane
-# (bounded); they go out, in order, once the supervisor is online again.
+# One keep-alive connection to tg_api_base for the long poll (busy for up to 30 s
+# at a time); tgsend opens a second one while a reply is on its way, so a reply
+# never waits for a poll to end. Access: only chats in tg_allow reach the agent, and
+# only they are sent to; a stranger is told its chat id (see channels.tell_again)
+# and nothing else happens: no LLM call, no file write. While WiFi is down the poller
+# waits and replies wait in the dispatcher's lane (bounded); they go out, in order,
+# once the supervisor is online again.
+import gc
 import json
-import time
 import asyncio
 from mimi import limits, log, bus, fs, config, jsonutil, channels
-from mimi.channels import tgformat
 from mimi.net.http import ConnectFailure, Timeout
 from mimi.net import tls
 from mimi.services import wifi, ntp
@@ -18,26 +20,7 @@ from mimi.services import wifi, ntp
 TAG = "tg"
 CHANNEL = "telegram"
 cfg = config.cfg
-
-GREETING = (
-    "Hi, I'm MimiClaw, a small AI assistant living on a microcontroller.\n\n"
-    "Just write to me. I can answer questions, search the web, tell the time, keep "
-    "notes and long-term memory, read and write files on my flash, schedule reminders "
-    "(cron) and switch GPIO pins.\n\n"
-    "/help - what I understand\n/reset - forget this conversation"
-)
-HELP = (
-    "Commands:\n"
-    "/start - introduction\n"
-    "/help - this list\n"
-    "/reset - clear this chat's conversation history\n\n"
-    "Anything else you write goes to the assistant. Text only for now."
-)
-TEXT_ONLY = "I can only read text messages for now."
-BUSY = "I'm busy with other messages, try again shortly."
-RESET_DONE = "Conversation cleared. Let's start fresh."
-STRANGER = ("This bot is private. Your chat id is %s.\n"
-            "Its owner can allow you on the board's REPL with: allow_chat(%s)")
+IGNORE = ("ignore", None, None, None, None)
 
 
 class ApiError(Exception):
@@ -62,7 +45,9 @@ class Api:
         self.stale = False  # the network went away: the keep-alive socket is dead
         self.lock = asyncio.Lock()  # the reconnect below must not cut a call in flight
 
-    async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S):
+    async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None):
+        """-> the result; ApiError for Telegram's refusals. sink (getUpdates): an Updates
+        that reads the answer as it arrives; None is returned when it took it."""
         body = json.dumps(params or {}).encode()
         async with self.lock:
             if self.stale:  # after an outage a request on the old socket would time out
@@ -74,9 +59,11 @@ class Api:
                     await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
             r = await self.client.request(
                 "POST", "/bot%s/%s" % (self.token, method),
-                headers={"Content-Type": "application/json"}, body=body, deadline_s=deadline_s)
+                headers={"Content-Type": "application/json"}, body=body, deadline_s=deadline_s, sink=sink)
+        if sink is not None and r.status == 200 and sink.seen:
+            return None
         try:
-            obj = jsonutil.loads(r.body)
+            obj = jsonutil.loads(r.body if sink is None else sink.head)
         except ValueError:
             obj = None
         if not isinstance(obj, dict):
@@ -100,18 +87,139 @@ def _client(base, timeout_s):
     return http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s)
 
 
-def _retryable_send(e):
-    """May a failed send be repeated without risking a duplicate message? Only when
-    Telegram (or its gateway) answered that it did not take it, or the connection was
-    never made. A connection that died after the request went out may have delivered
-    it: not repeated."""
-    if isinstance(e, ConnectFailure):
-        return True
-    return isinstance(e, ApiError) and (e.code == 429 or e.code in (502, 503, 504))
-
-
 def allowed(chat_id):
     return str(chat_id) in cfg.get("tg_allow").split(",")
+
+
+def _update_id(pre):
+    """The update_id from the first bytes of an update ('{"update_id":123,...'), or None."""
+    i = pre.find(b'"update_id"')
+    if i < 0:
+        return None
+    i += 11
+    while i < len(pre) and pre[i] in b" :\t\r\n":
+        i += 1
+    j = i
+    while j < len(pre) and 48 <= pre[j] <= 57:
+        j += 1
+    return int(pre[i:j]) if j > i else None
+
+
+class Updates:
+    """A getUpdates answer read as it arrives (the HTTP client's sink): each update of
+    "result" is copied into one buffer (grown as an update needs, up to `most`: what
+    the heap spares) and decoded and classified alone, so a batch never sits in RAM
+    whole. An update bigger than that, or one that does not decode, is skipped by its
+    update_id (read from its first bytes); once the text kept for the agent passes
+    `budget`, the rest is left for the next poll (not confirmed, so nothing is lost)."""
+
+    def __init__(self, bot, most, budget):
+        self.bot = bot
+        self.most = self.cap = most
+        self.budget = budget
+        self.depth = 0  # JSON nesting: 1 the answer, 2 "result", 3 an update
+        self.instr = self.esc = False
+        self.head = b""  # the first bytes of the body: an error answer is read from them
+        self.buf = None
+        self.size = 0  # bytes of the current update so far
+        self.pre = b""  # its first bytes (its update_id even when skipped)
+        self.acts = []  # [(update_id, action or None)] in order
+        self.kept = 0
+        self.full = False
+        self.seen = False  # a "result" array was there
+
+    def __call__(self, mv):
+        b = bytes(mv)
+        if len(self.head) < limits.TG_ERROR_MAX:
+            self.head += b[:limits.TG_ERROR_MAX - len(self.head)]
+        n = len(b)
+        i = 0
+        q = -1  # the next quote at or after i while in a string (n: none in b)
+        a = 0 if self.depth >= 3 else -1  # where the current update's bytes start in b
+        while i < n:
+            if self.instr:  # jump to the closing quote; an escape hides the byte after it
+                if self.esc:
+                    self.esc = False
+                    i += 1
+                    continue
+                if q < i:
+                    q = b.find(b'"', i)
+                    if q < 0:
+                        q = n
+                e = b.find(b"\\", i, q)
+                if e >= 0:
+                    self.esc = True
+                    i = e + 1
+                else:
+                    self.instr = q == n
+                    i = q + 1
+                continue
+            c = b[i]
+            if c == 34:  # "
+                self.instr = True
+            elif c == 123 or c == 91:  # { [
+                self.depth += 1
+                if self.depth == 2:
+                    self.seen = True
+                elif self.depth == 3:
+                    a = i
+                    self.size = 0
+                    self.pre = b""
+            elif c == 125 or c == 93:  # } ]
+                self.depth -= 1
+                if self.depth == 2 and a >= 0:
+                    self._take(b, a, i + 1)
+                    a = -1
+                    self._done()
+            i += 1
+        if a >= 0:
+            self._take(b, a, n)
+
+    def _take(self, b, a, z):
+        if len(self.pre) < 64:
+            self.pre += b[a:min(z, a + 64 - len(self.pre))]
+        k = self.size
+        self.size += z - a
+        if self.full or self.size > self.most:
+            return
+        if self.buf is None or len(self.buf) < self.size:  # grown as an update needs it
+            try:
+                buf = bytearray(min(self.most, max(self.size, 2 * k, limits.TG_UPDATE_MIN)))
+            except MemoryError:
+                if not k and self.buf is None:  # not even a small one: the batch waits
+                    self.full = True
+                self.most = k  # this one is skipped
+                return
+            if k:
+                buf[:k] = memoryview(self.buf)[:k]
+            self.buf = buf
+        self.buf[k:self.size] = memoryview(b)[a:z]
+
+    def _done(self):
+        if self.full:
+            return  # not taken: it comes again with the next poll
+        uid = _update_id(self.pre)
+        act = None
+        most, self.most = self.most, self.cap  # a failed growth skipped this one only
+        if self.size > most:
+            log.warning(TAG, "update %s skipped: %d bytes, more than the %d this heap takes now",
+                        uid, self.size, most)
+        else:
+            try:
+                upd = jsonutil.loads(memoryview(self.buf)[:self.size])
+                uid = upd["update_id"]
+                if not isinstance(uid, int):
+                    raise ValueError("update_id %r" % (uid,))
+                act = self.bot._classify(upd)
+            except Exception as e:  # noqa: B902 - malformed JSON or fields, out of memory
+                log.warning(TAG, "update %s skipped: %s %s", uid, type(e).__name__, e)
+                act = None
+        self.acts.append((uid, act))
+        if act and act[2]:
+            self.kept += len(act[2])
+            self.full = self.kept >= self.budget
+            if self.full:
+                self.buf = None
 
 
 class Telegram:
@@ -124,9 +232,10 @@ class Telegram:
         self.offset = 0
         self.saved_offset = 0
         self.unsaved = 0  # updates taken since the offset was last written
-        self.recent = []  # "chat:message_id" of handled messages
-        self.strangers = {}  # chat id -> time told
-        self.typing = {}  # chat id -> renewal task
+        self.limit = limits.TG_POLL_LIMIT  # updates asked for (fewer after a batch cut short)
+        self.recent = []  # keys (small ints) of the (chat, message_id) pairs handled last
+        self.strangers = {}  # chat id -> time told (tgsend)
+        self.typing = {}  # chat id -> renewal task (tgsend)
         self.paused = False  # the poller is waiting for WiFi
         self.changed = asyncio.ThreadSafeFlag()
         cfg.watch(self._on_config)
@@ -165,7 +274,6 @@ class Telegram:
         self.token = token
         self.bot_id = token.split(":", 1)[0]
         self.poll_api = Api(base, token, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S)
-        self.send_api = Api(base, token, limits.TG_SEND_TIMEOUT_S)
         self.username = None
         self._load_offset()
 
@@ -228,17 +336,28 @@ class Telegram:
                 if token != self.token or self.poll_api is None or self.poll_api.base != cfg.get("tg_api_base"):
                     self._connect(token)
                 if self.username is None:
-                    me = await self.send_api.call("getMe")
+                    me = await self.poll_api.call("getMe")
                     self.username = me.get("username") or ""
                     self.bot_id = str(me.get("id") or self.bot_id)
                     log.info(TAG, "bot @%s ready, polling", self.username)
-                updates = await self._poll({
-                    "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
-                    "limit": limits.TG_POLL_LIMIT, "allowed_updates": ["message"]})
+                batch = Updates(self, *self._room())
+                if not await self._poll({
+                        "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
+                        "limit": self.limit, "allowed_updates": ["message"]}, batch):
+                    continue  # cut for the agent's LLM call: its updates come with the next poll
                 wifi.healthy()
                 backoff = limits.TG_BACKOFF_MIN_S
                 conflict = limits.TG_CONFLICT_MIN_S
-                await self._batch(updates or [])
+                # a batch cut short: that many next time; else back up towards the most
+                self.limit = max(1, len(batch.acts)) if batch.full else min(2 * self.limit, limits.TG_POLL_LIMIT)
+                acts, stuck = batch.acts, batch.full
+                batch = None
+                before = self.offset
+                await self._batch(acts)
+                if (acts or stuck) and self.offset == before:  # none taken: not at once again
+                    log.warning(TAG, "no update taken from a batch (%s); retry in %d s",
+                                "no room in the heap" if stuck else "no usable update_id", backoff)
+                    await asyncio.sleep(backoff)
             except ApiError as e:
                 wifi.healthy()  # Telegram answered: the network is fine
                 if e.code == 409:
@@ -266,28 +385,31 @@ class Telegram:
                     self._network_lost()
                 if not wifi.online():
                     continue  # the top of the loop waits for WiFi
+                self.limit = max(1, self.limit // 2)  # maybe too much for the heap or the deadline
                 log.warning(TAG, "polling failed: %s %s; retry in %d s", type(e).__name__, e, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, limits.TG_BACKOFF_MAX_S)
 
-    async def _poll(self, params):
-        """getUpdates, unless the agent's LLM call needs the memory for its TLS connection
-        (net/tls.py: a board without room for two): then no poll starts, and one in
-        flight is cut, with the idle send connection (its updates come with the next)."""
+    async def _poll(self, params, batch):
+        """getUpdates into batch -> True; unless the agent's LLM call needs the memory for
+        its TLS connection (net/tls.py: a board without room for two): then no poll
+        starts, and one in flight is cut, with the idle send connection -> False (its
+        updates come with the next poll)."""
         while tls.must_yield():
             await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
         self.cut = False
         poll = asyncio.create_task(self.poll_api.call(
-            "getUpdates", params, deadline_s=limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S))
+            "getUpdates", params, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S, batch))
         guard = asyncio.create_task(self._guard(poll))
         try:
-            return await poll
+            await poll
+            return True
         except asyncio.CancelledError:
             if not self.cut:  # the poller itself is being stopped
                 poll.cancel()
                 raise
             self.poll_api.close()  # the request was cut: the connection is out of step
-            return None
+            return False
         finally:
             guard.cancel()
 
@@ -301,24 +423,34 @@ class Telegram:
                 poll.cancel()
                 return
 
-    async def _batch(self, updates):
-        """Handle one getUpdates batch. The offset is saved BEFORE any message is handed
-        to the agent: after a crash an update is lost rather than answered twice (a
-        second LLM turn and a duplicate reply are worse than asking again). Batches
-        with nothing for the agent are not written every time (flash wear, and a
-        stranger must not be able to make the board write)."""
+    def _room(self):
+        """(bytes of the biggest update taken, text bytes kept for the agent) for the
+        next batch: what the heap can spare now."""
+        free = gc.mem_free()
+        return min(limits.TG_UPDATE_MAX, free // 3), free // 4
+
+    async def _batch(self, acts):
+        """Handle one getUpdates batch ([(update_id, action)]). The offset is saved
+        BEFORE any message is handed to the agent: after a crash an update is lost
+        rather than answered twice (a second LLM turn and a duplicate reply are worse
+        than asking again). Batches with nothing for the agent are not written every
+        time (flash wear, and a stranger must not be able to make the board write)."""
         todo = []
-        for upd in updates:
-            uid = upd.get("update_id")
-            if not isinstance(uid, int) or uid < self.offset:
+        for uid, act in acts:
+            if uid is None or uid < self.offset:
                 continue
             self.offset = uid + 1
-            todo.append(upd)
-        acts = [self._classify(u) for u in todo]
-        self.unsaved += len(todo)
-        if any(a[0] in ("agent", "reset") for a in acts) or self.unsaved >= limits.TG_OFFSET_SAVE_EVERY:
+            if act is not None and act[0] != "ignore":
+                todo.append(act)
+        self.unsaved += len(acts)
+        if any(a[0] in ("agent", "reset") for a in todo) or self.unsaved >= limits.TG_OFFSET_SAVE_EVERY:
             self._save_offset()
-        for a in acts:
+        for a in todo:
+            if a[4] in self.recent:
+                continue  # Telegram sent it again (an offset lost): handled once
+            self.recent.append(a[4])
+            if len(self.recent) > limits.TG_DEDUP:
+                self.recent.pop(0)
             try:
                 await self._act(a)
             except asyncio.CancelledError:
@@ -327,25 +459,20 @@ class Telegram:
                 log.exception(TAG, "handling an update failed", e)
 
     def _classify(self, upd):
-        """An update -> (action, chat_id, text, meta); no side effects except RAM."""
+        """An update -> (action, chat_id, text, meta, key); no side effects. key tells
+        the same message sent twice. Raises on malformed fields (the caller skips it)."""
         msg = upd.get("message")
+        edited = False
         if not isinstance(msg, dict):
             msg = upd.get("edited_message")  # not requested, but be safe
             if not isinstance(msg, dict):
-                return ("ignore", None, None, None)
+                return IGNORE
             edited = True
-        else:
-            edited = False
         chat = msg.get("chat") or {}
         if chat.get("id") is None:
-            return ("ignore", None, None, None)
+            return IGNORE
         chat_id = str(chat.get("id"))
-        key = "%s:%s" % (chat_id, msg.get("message_id"))
-        if key in self.recent:
-            return ("ignore", None, None, None)
-        self.recent.append(key)
-        if len(self.recent) > limits.TG_DEDUP:
-            self.recent.pop(0)
+        key = (int(chat_id) * 1000003 + int(msg.get("message_id"))) & 0x3FFFFFFF  # a small int
         text = msg.get("text")
         group = chat.get("type") in ("group", "supergroup")
         meta = {"message_id": msg.get("message_id"), "group": group}
@@ -355,26 +482,24 @@ class Telegram:
                                       if isinstance(x, str)) or who.get("username") or str(who.get("id"))
             text, addressed = self._addressed(msg, text)
             if not addressed:
-                return ("ignore", None, None, None)
+                return IGNORE
         if not allowed(chat_id):
-            return ("stranger", chat_id, None, meta)
+            return ("stranger", chat_id, None, meta, key)
         if edited or not isinstance(text, str):
-            return ("text_only", chat_id, None, meta)
+            return ("text_only", chat_id, None, meta, key)
         text = text.strip()
         cmd = text.split(None, 1)[0].lower() if text.startswith("/") else ""
         if cmd and "@" in cmd:
             cmd, _, who = cmd.partition("@")
             if self.username and who != self.username.lower():
-                return ("ignore", None, None, None)  # a command for another bot
-        if cmd == "/start":
-            return ("reply", chat_id, GREETING, meta)
-        if cmd == "/help":
-            return ("reply", chat_id, HELP, meta)
+                return IGNORE  # a command for another bot
+        if cmd in ("/start", "/help"):
+            return ("reply", chat_id, cmd, meta, key)
         if cmd == "/reset":
-            return ("reset", chat_id, None, meta)
+            return ("reset", chat_id, None, meta, key)
         if not text:
-            return ("ignore", None, None, None)
-        return ("agent", chat_id, text, meta)
+            return IGNORE
+        return ("agent", chat_id, text, meta, key)
 
     def _addressed(self, msg, text):
         """Group chats: only messages that mention the bot, reply to it, or are commands."""
@@ -391,147 +516,22 @@ class Telegram:
         return text, to_bot or text.startswith("/")
 
     async def _act(self, a):
-        what, chat_id, text, meta = a
-        if what == "ignore":
-            return
-        if what == "stranger":
-            if not channels.tell_again(self.strangers, chat_id, limits.TG_STRANGER_S, limits.TG_STRANGERS_MAX):
+        what, chat_id, text, meta, _ = a
+        if what == "agent":
+            if bus.inbound.put(bus.Msg(CHANNEL, chat_id, text, meta=meta)):
                 return
-            log.info(TAG, "message from chat %s, which is not in tg_allow", chat_id)
-            await self.send_plain(chat_id, STRANGER % (chat_id, chat_id))
-        elif what == "text_only":
-            await self.send_plain(chat_id, TEXT_ONLY)
-        elif what == "reply":
-            await self.send_text(chat_id, text)
-        elif what == "reset":
-            from mimi.memory import sessions
-
-            sessions.clear(bus.session_key(CHANNEL, chat_id))
-            log.info(TAG, "session %s cleared by /reset", bus.session_key(CHANNEL, chat_id))
-            await self.send_plain(chat_id, RESET_DONE)
-        elif what == "agent":
-            if not bus.inbound.put(bus.Msg(CHANNEL, chat_id, text, meta=meta)):
-                log.warning(TAG, "inbound queue full; chat %s told to retry", chat_id)
-                await self.send_plain(chat_id, BUSY)
-
-    # ---------------------------------------------------------------- sending
-    async def _send(self, params, hold=False):
-        """One sendMessage with retries that cannot duplicate; raises the last error.
-        hold (replies from the agent): while WiFi is down or Telegram cannot be reached
-        at all, keep the message and retry (capped backoff) instead of giving up."""
-        tries = held = 0
-        while True:
-            if hold:
-                await self._online()
-            api = self.send_api
-            if api is None:
-                raise ApiError(0, "no connection to Telegram (no bot token)")
-            try:
-                return await api.call("sendMessage", params)
-            except (ApiError, ConnectFailure) as e:
-                if isinstance(e, ConnectFailure):
-                    wifi.suspect(TAG)
-                    self._network_lost()
-                if getattr(e, "entities", False) or not _retryable_send(e):
-                    raise
-                if hold and isinstance(e, ConnectFailure):
-                    wait = min(limits.TG_BACKOFF_MIN_S << min(held, 6), limits.TG_BACKOFF_MAX_S)
-                    held += 1
-                else:
-                    if tries >= limits.TG_SEND_RETRIES:
-                        raise
-                    wait = min(getattr(e, "retry_after", None) or (1 << tries), limits.TG_RETRY_AFTER_MAX_S)
-                    tries += 1
-                log.warning(TAG, "sendMessage failed (%s); retry in %d s", e, wait)
-            await asyncio.sleep(wait)
-
-    async def send_plain(self, chat_id, text):
-        if self.send_api is None:
-            return False
-        try:
-            await self._send({"chat_id": chat_id, "text": text})
-            return True
-        except Exception as e:
-            log.error(TAG, "sending to %s failed: %s", chat_id, e)
-            return False
-
-    async def send_text(self, chat_id, markdown, reply_to=None, hold=False):
-        """Markdown -> HTML parts in order; a part whose entities Telegram refuses is
-        sent again as plain text; any other failure is logged, never re-sent (hold: see
-        _send)."""
-        if self.send_api is None:
-            log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
-            return False
-        ok = True
-        for html, plain in tgformat.split(markdown or "", limits.TG_MSG_MAX):
-            params = {"chat_id": chat_id, "text": html, "parse_mode": "HTML"}
-            if reply_to:
-                params["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
-                reply_to = None
-            try:
-                await self._send(params, hold)
-                continue
-            except ApiError as e:
-                if not e.entities:
-                    log.error(TAG, "sending to %s failed: %s", chat_id, e)
-                    ok = False
-                    continue
-                log.warning(TAG, "Telegram refused the HTML (%s); sending plain text", e.description)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.error(TAG, "sending to %s failed: %s %s", chat_id, type(e).__name__, e)
-                ok = False
-                continue
-            params.pop("parse_mode")
-            params["text"] = plain
-            try:
-                await self._send(params, hold)
-            except Exception as e:
-                log.error(TAG, "plain-text resend to %s failed: %s", chat_id, e)
-                ok = False
-        return ok
-
-    async def _action(self, chat_id):
-        try:
-            await self.send_api.call("sendChatAction", {"chat_id": chat_id, "action": "typing"})
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            log.warning(TAG, "typing for %s failed: %s", chat_id, e)
-
-    async def _typing_loop(self, chat_id):
-        start = time.ticks_ms()
-        try:
-            while time.ticks_diff(time.ticks_ms(), start) < limits.TG_TYPING_MAX_S * 1000:
-                await asyncio.sleep(limits.TG_TYPING_S)
-                if self.send_api is None:
-                    break
-                if wifi.online():
-                    await self._action(chat_id)
-        finally:
-            if self.typing.get(chat_id) is asyncio.current_task():
-                del self.typing[chat_id]
-
-    def _stop_typing(self, chat_id):
-        t = self.typing.pop(chat_id, None)
-        if t is not None:
-            t.cancel()
+            log.warning(TAG, "inbound queue full; chat %s told to retry", chat_id)
+            what = "busy"
+        await channels.load("tgsend").act(self, what, chat_id, text)
 
     async def send(self, msg):
-        """The dispatcher's sender for channel "telegram"."""
-        chat_id = msg.chat_id
-        if msg.kind == bus.STATUS:
-            if self.send_api is None or chat_id in self.typing or not wifi.online():
-                return
-            await self._action(chat_id)  # awaited: typing shows before a fast reply
-            self.typing[chat_id] = asyncio.create_task(self._typing_loop(chat_id))
+        """The dispatcher's sender for channel "telegram": only to chats in tg_allow (a
+        cron.json written by hand could name another)."""
+        if not allowed(msg.chat_id):
+            log.error(TAG, "not sent to chat %s, which is not in tg_allow: %s", msg.chat_id,
+                      (msg.content or "")[:60])
             return
-        self._stop_typing(chat_id)
-        meta = msg.meta or {}
-        # hold: an outage delays the reply (the lane keeps the ones behind it), never drops it
-        await self.send_text(chat_id, msg.content, meta.get("message_id") if meta.get("group") else None,
-                             hold=True)
+        await channels.load("tgsend").send(self, msg)
 
 
 bot = None

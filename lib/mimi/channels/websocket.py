@@ -1,233 +1,35 @@
 # The WebSocket gateway (SPEC §7): an RFC 6455 server on the asyncio loop, plus the
-# chat page on a plain GET /. Each client has a reader (this connection's task)
-# and a sender task with a bounded outbox, so one slow client holds up nobody.
-# Guards the C gateway lacked: token auth, a browser Origin check (a web page the
-# user visits must not drive the board), frame and message caps, client masking,
-# a connection cap, and slots freed on every kind of disconnect.
+# chat page on a plain GET /. This module is what stays loaded: the listener, the
+# state every connection shares and the dispatcher's sender. A connection's code
+# (the HTTP part, the client's frames: channels/wsconn.py, with net/wsproto.py and
+# net/httpserver.py) is loaded when one arrives and dropped when the last one ends,
+# so a board nobody chats with over WebSocket does not hold it.
+import sys
 import json
 import asyncio
-from mimi import limits, log, bus, board, config, net
-from mimi.net import httpserver as hs
-from mimi.net import wsproto as wp
+import mimi
+from mimi import limits, log, bus, board, config, net, channels
 
 CHANNEL = "websocket"
-_ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 port = None  # the port actually listening (ws_port 0 picks one)
-clients = []
-_conns = 0
+clients = []  # wsconn.Client of every upgraded connection
+_conns = []  # [address, task, upgraded] of every open connection, oldest first
+_fails = {}  # address -> (wrong tokens in a row, ticks_ms until which it is refused)
 
 
-def new_chat_id():
-    """A connection's chat id until it names one: random, so a new anonymous client
-    never lands in an earlier one's session (a counter restarts at 1 every boot)."""
-    return net.random_id(limits.WS_CHAT_ID_RANDOM)
-
-
-class Client:
-    def __init__(self, rd, w, chat_id):
-        self.rd = rd
-        self.w = w
-        self.chat_id = chat_id
-        self.out = []  # [(frame bytes, is_close)]
-        self.out_bytes = 0
-        self.ev = asyncio.Event()  # set: something to send
-        self.room = asyncio.Event()  # set: the sender took a frame
-        self.closing = False  # our close frame is queued: nothing else goes out
-        self.dead = False
-        self.task = asyncio.current_task()
-        self.sender = None
-
-    # --- sending (any task on the loop) ------------------------------------
-    def push(self, data, is_close=False, status=False):
-        if self.dead or self.closing:
-            return False
-        if not is_close and (len(self.out) >= limits.WS_CLIENT_OUTBOX or
-                             self.out_bytes + len(data) > limits.WS_CLIENT_OUTBOX_BYTES):
-            if status:
-                return False  # a "working" status can be skipped; a reply cannot
-            log.warning("ws", "client %s is not reading; dropping it", self.chat_id)
-            self.drop()
-            return False
-        self.out.append((data, is_close))
-        self.out_bytes += len(data)
-        if is_close:
-            self.closing = True
-            _forget(self)  # the slot is free as soon as we are closing
-        self.ev.set()
-        return True
-
-    def send_obj(self, obj):
-        return self.push(text_frame(obj))
-
-    def error(self, text):
-        self.send_obj({"type": "error", "content": text})
-
-    def drop(self):
-        self.dead = True
-        _forget(self)
-        if self.task is not asyncio.current_task():
-            self.task.cancel()
-
-    async def _send_loop(self):
-        try:
-            while True:
-                while not self.out:
-                    self.ev.clear()
-                    await self.ev.wait()
-                data, is_close = self.out.pop(0)
-                self.out_bytes -= len(data)
-                self.room.set()
-                self.w.write(data)
-                await asyncio.wait_for(self.w.drain(), limits.WS_WRITE_TIMEOUT_S)
-                if is_close:
-                    return
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # timeout, reset: the connection is gone
-            log.info("ws", "client %s: send failed (%s)", self.chat_id, type(e).__name__)
-            self.drop()
-
-    # --- receiving (this connection's task) ----------------------------------
-    async def run(self):
-        self.sender = asyncio.create_task(self._send_loop())
-        asm = wp.Assembler(limits.WS_FRAME_MAX)
-        pinged = False
-        while not self.dead:
-            # Backpressure: a client that floods us but reads slowly is read slowly.
-            while len(self.out) >= limits.WS_CLIENT_OUTBOX // 2 and not self.dead:
-                self.room.clear()
-                await self.room.wait()
-            try:
-                await asyncio.wait_for(self.rd.fill(1), limits.WS_PING_S)
-            except asyncio.TimeoutError:
-                if pinged:
-                    log.info("ws", "client %s: no answer to ping; dropped", self.chat_id)
-                    return
-                pinged = True
-                self.push(wp.frame(wp.PING, b"mimi"))
-                continue
-            pinged = False
-            try:
-                fin, op, payload = await asyncio.wait_for(
-                    wp.read_frame(self.rd, limits.WS_FRAME_MAX), limits.WS_FRAME_TIMEOUT_S)
-                if op == wp.CLOSE:
-                    code = wp.close_code(payload)
-                    self.push(wp.close_frame(wp.NORMAL if code == 1005 else code), True)
-                    await self._flush()
-                    return
-                if op == wp.PING:
-                    self.push(wp.frame(wp.PONG, payload))
-                    continue
-                if op == wp.PONG:
-                    continue
-                m = asm.feed(fin, op, payload)
-                if m and m[0] == wp.TEXT:
-                    from mimi.utf8 import valid
-
-                    if not valid(m[1]):
-                        raise wp.ProtocolError(wp.INVALID_DATA, "text is not valid UTF-8")
-            except wp.ProtocolError as e:
-                log.info("ws", "client %s: %s; closing with %d", self.chat_id, e.reason, e.code)
-                await self.close(e.code, e.reason, e.skip)
-                return
-            payload = None
-            if m:
-                self.on_message(m[0], m[1])
-
-    async def _flush(self):
-        if self.sender:
-            try:
-                await asyncio.wait_for(self.sender, limits.WS_CLOSE_WAIT_S)
-            except Exception:
-                pass
-
-    async def close(self, code, reason="", skip=0):
-        """Our close frame, then wait (briefly) for the peer's, so it reads ours before
-        the TCP connection goes (unread data would make the close a reset)."""
-        self.push(wp.close_frame(code, reason), True)
-        try:
-            await asyncio.wait_for(self._linger(skip), limits.WS_CLOSE_WAIT_S)
-        except Exception:
-            pass
-        await self._flush()
-
-    async def _linger(self, skip):
-        if skip > limits.WS_DRAIN_MAX:
-            return
-        await self.rd.skip(skip)
-        while True:
-            fin, op, payload = await wp.read_frame(self.rd, limits.WS_DRAIN_MAX)
-            if op == wp.CLOSE:
-                return
-
-    def on_message(self, op, data):
-        if op != wp.TEXT:
-            return self.error("only text frames with JSON are accepted")
-        from mimi import jsonutil
-
-        try:
-            obj = jsonutil.loads(data)  # an escaped lone surrogate comes out as U+FFFD
-        except ValueError:
-            return self.error("invalid JSON")
-        if not isinstance(obj, dict):
-            return self.error("expected a JSON object")
-        kind = obj.get("type")
-        if kind != "message":
-            return self.error("unknown type %s; send {\"type\":\"message\",\"content\":\"...\"}"
-                              % json.dumps(kind)[:40])
-        content = obj.get("content")
-        if not isinstance(content, str) or not content.strip():
-            return self.error("content must be non-empty text")
-        cid = obj.get("chat_id")
-        if cid is not None and cid != "":
-            cid = chat_id_ok(cid)
-            if cid is None:
-                return self.error("chat_id: 1 to %d of A-Z a-z 0-9 _ -" % limits.WS_CHAT_ID_MAX)
-            self.chat_id = cid
-        if not bus.inbound.put(bus.Msg(CHANNEL, self.chat_id, content)):
-            log.warning("ws", "inbound queue full; told client %s to retry", self.chat_id)
-            self.send_obj({"type": "error", "content": bus.BUSY, "chat_id": self.chat_id})
-
-
-def text_frame(obj):
-    """obj as a JSON text frame, never invalid UTF-8 (RFC 6455 makes a client fail
-    the connection on that): what slipped through elsewhere goes out as U+FFFD."""
+def text(obj):
+    """obj as the JSON of a text message, never invalid UTF-8 (RFC 6455 makes a client
+    fail the connection on that): what slipped through elsewhere goes out as U+FFFD."""
     from mimi.utf8 import clean
 
-    return wp.frame(wp.TEXT, clean(json.dumps(obj)))
+    return clean(json.dumps(obj))
 
 
 def _forget(client):
     if client in clients:
         clients.remove(client)
         log.info("ws", "client %s disconnected (%d left)", client.chat_id, len(clients))
-
-
-def chat_id_ok(cid):
-    """The chat id as a str if acceptable ([A-Za-z0-9_-], at most 31), else None."""
-    if isinstance(cid, bool) or not isinstance(cid, (str, int)):
-        return None
-    cid = str(cid)
-    if not 0 < len(cid) <= limits.WS_CHAT_ID_MAX:
-        return None
-    for ch in cid:
-        if ch not in _ID_OK:
-            return None
-    return cid
-
-
-def own_hosts():
-    hosts = set()
-    try:
-        hosts.add(board.wlan().ifconfig()[0])
-    except Exception:
-        pass
-    if board.BIND_ADDR != "0.0.0.0":
-        hosts.add(board.BIND_ADDR)
-    if board.NAME == "host":
-        hosts.add("localhost")
-    return hosts
 
 
 async def send(msg):
@@ -241,125 +43,44 @@ async def send(msg):
     for c in list(clients):  # push() may drop a client from the list
         if c.chat_id == msg.chat_id and not c.dead:
             if data is None:
-                data = text_frame(obj)
+                data = text(obj)
             n += c.push(data, status=msg.kind == bus.STATUS)
     if not n and msg.kind == bus.REPLY:
         log.info("ws", "no client on chat %s; the reply stays in its session", msg.chat_id)
 
 
-async def _respond(w, status, body, ctype="text/plain; charset=utf-8", extra=()):
-    w.write(hs.http_response(status, body, ctype, extra))
-    await asyncio.wait_for(w.drain(), limits.WS_WRITE_TIMEOUT_S)
-
-
-async def _handshake(rd, w):
-    """HTTP part. -> a registered-or-refused Client to run, or None when done."""
-    try:
-        head = await asyncio.wait_for(rd.read_head(limits.WS_HEADER_MAX),
-                                      limits.WS_HANDSHAKE_TIMEOUT_S)
-        method, path, query, headers = hs.parse_request(head)
-    except ValueError as e:
-        await _respond(w, "400 Bad Request", "%s\n" % e)
-        return None
-    head = None
-    if method != "GET":
-        await _respond(w, "405 Method Not Allowed", "GET only\n", extra=("Allow: GET",))
-        return None
-    if not hs.has_token(headers.get("upgrade"), "websocket"):
-        if path != "/":
-            await _respond(w, "404 Not Found", "not found\n")
-            return None
-        from mimi.channels import chatpage
-
-        await _respond(w, "200 OK", chatpage.PAGE, "text/html; charset=utf-8", (
-            "Content-Security-Policy: " + chatpage.CSP, "X-Frame-Options: DENY",
-            "Referrer-Policy: no-referrer", "X-Content-Type-Options: nosniff"))
-        return None
-    key = headers.get("sec-websocket-key", "")
-    if not hs.has_token(headers.get("connection"), "upgrade") or not wp.key_ok(key):
-        await _respond(w, "400 Bad Request", "bad WebSocket upgrade\n")
-        return None
-    if headers.get("sec-websocket-version") != "13":
-        await _respond(w, "426 Upgrade Required", "WebSocket version 13 only\n",
-                       extra=("Sec-WebSocket-Version: 13",))
-        return None
-    expected = config.cfg.get("ws_token")
-    token_ok = wp.token_ok(expected, query, headers)
-    if expected and not token_ok:
-        log.warning("ws", "refused a client without a valid token")
-        await asyncio.sleep_ms(limits.WS_AUTH_FAIL_DELAY_MS)
-        await _respond(w, "401 Unauthorized",
-                       "gateway token required: ws://HOST:PORT/?token=... or "
-                       "Authorization: Bearer ...\n", extra=('WWW-Authenticate: Bearer',))
-        return None
-    origin = headers.get("origin")
-    if not token_ok and not wp.origin_ok(origin, own_hosts(), port):
-        log.warning("ws", "refused a browser connection from origin %s", origin[:80])
-        await _respond(w, "403 Forbidden", "origin not allowed\n")
-        return None
-    w.write(wp.upgrade_response(key))
-    await asyncio.wait_for(w.drain(), limits.WS_WRITE_TIMEOUT_S)
-    return Client(rd, w, new_chat_id())
-
-
 async def _connection(sr, sw):
-    global _conns
-    _conns += 1
-    client = None
-    net.nodelay(sw.s)  # the "working" frame and the reply must not wait on delayed ACKs
+    wsconn = channels.load("wsconn")
+
     try:
-        if _conns > limits.WS_MAX_CONN:
-            log.warning("ws", "too many connections (%d, the socket budget in limits.py); one refused",
-                        limits.WS_MAX_CONN)
-            await _respond(sw, "503 Service Unavailable", "too many connections to the board; "
-                           "close a chat tab or try again later\n", extra=("Retry-After: 10",))
-            return
-        client = await _handshake(hs.Reader(sr), sw)
-        if client is None:
-            return
-        if len(clients) >= limits.WS_MAX_CLIENTS:
-            log.warning("ws", "client limit (%d) reached; refused one", limits.WS_MAX_CLIENTS)
-            client.sender = asyncio.create_task(client._send_loop())
-            await client.close(wp.TRY_LATER, "too many clients")
-            client = None
-            return
-        clients.append(client)
-        log.info("ws", "client %s connected (%d of %d)", client.chat_id, len(clients),
-                 limits.WS_MAX_CLIENTS)
-        await client.run()
-    except asyncio.CancelledError:
-        pass
-    except (EOFError, OSError, asyncio.TimeoutError):
-        pass  # reset, EOF, timeout: the finally below frees the slot
-    except Exception as e:
-        log.exception("ws", "connection", e)
+        await wsconn.serve(sr, sw)
     finally:
-        _conns -= 1
-        if client is not None:
-            client.dead = True
-            _forget(client)
-            if client.sender is not None:
-                client.sender.cancel()
-        try:
-            sw.close()
-            await sw.wait_closed()
-        except Exception:
-            pass
+        wsconn = None
+        if not _conns:  # the last one: its code goes (the codec and the HTTP parts too,
+            mimi.drop("channels.wsconn")  # unless the WebSocket client or the portal use them)
+            if "mimi.net.wsclient" not in sys.modules:
+                mimi.drop("net.wsproto")
+            if "mimi.services.portal" not in sys.modules:
+                mimi.drop("net.httpserver")
 
 
 async def run():
     """The gateway task (started by channels.start(), which registers send())."""
     global port
     host = board.BIND_ADDR
+    from mimi.net import listen
+
     try:
-        server, port = await hs.on_port(config.cfg.get("ws_port"),
-                                        lambda p: asyncio.start_server(_connection, host, p),
-                                        limits.WS_PORT_ANY, limits.WS_PORT_TRIES)
+        server, port = await listen.on_port(config.cfg.get("ws_port"),
+                                            lambda p: asyncio.start_server(_connection, host, p),
+                                            limits.WS_PORT_ANY, limits.WS_PORT_TRIES)
     except OSError as e:
         log.error("ws", "gateway could not listen on %s:%s: %s (port taken? pick another with "
                   "config_set('ws_port', N), or tools/sim --set ws_port=N)", host, config.cfg.get("ws_port"),
                   net.explain(e))
         return
+    listen = None
+    mimi.drop("net.listen")  # used once
     # Tests find the port from this line: "gateway listening on HOST:PORT".
     log.info("ws", "gateway listening on %s:%d", host, port)
     if not config.cfg.get("ws_token"):

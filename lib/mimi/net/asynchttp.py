@@ -2,7 +2,7 @@
 # generators run on asyncio streams. Same API as http.Client, with `await`; reached
 # as http.AsyncClient.
 from mimi import limits, net
-from mimi.net.http import _W, _Base, _exchange, Timeout, ConnectFailure
+from mimi.net.http import _W, _Base, _exchange, _sunk, Timeout, ConnectFailure
 
 
 class AsyncClient(_Base):
@@ -12,7 +12,10 @@ class AsyncClient(_Base):
 
         self._lock = asyncio.Lock()
 
-    async def request(self, method, path, headers=None, body=None, deadline_s=None):
+    async def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None):
+        """sink: a function given the body piece by piece as it arrives (views of the
+        receive buffer, valid during the call) instead of keeping it; .body is then
+        empty and no size cap applies (the sink keeps what it can afford)."""
         import asyncio
 
         self._start()
@@ -20,7 +23,7 @@ class AsyncClient(_Base):
         secs = self.timeout_s if deadline_s is None else deadline_s
         async with self._lock:
             try:
-                return await asyncio.wait_for(self._request(method, head, data), secs)
+                return await asyncio.wait_for(self._request(method, head, data, sink), secs)
             except asyncio.TimeoutError:
                 self.close()
                 raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, secs))
@@ -34,7 +37,7 @@ class AsyncClient(_Base):
         wrapped, self._wrapped = self._wrapped, False
         return stream, bytes(buf.mv[buf.i:buf.j]), wrapped
 
-    async def _request(self, method, head, data):
+    async def _request(self, method, head, data, sink=None):
         for attempt in (0, 1):
             if self._sock is not None and self._stray(self._sock.s):
                 self.close()
@@ -42,8 +45,9 @@ class AsyncClient(_Base):
             try:
                 if not reused:
                     await self._open()
-                resp, keep = await self._run(_exchange(self._buf, head, data, method,
-                                                       limits.HTTP_RESPONSE_MAX))
+                resp, keep = await self._run(
+                    _exchange(self._buf, head, data, method, limits.HTTP_RESPONSE_MAX) if sink is None
+                    else _sunk(self._buf, head, data, method, sink))
             except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
                 if self._failed(e, attempt, reused):
                     continue

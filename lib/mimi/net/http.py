@@ -399,6 +399,17 @@ def _exchange(buf, head, body, method, cap):
     return Response(status, reason, headers, data), keep
 
 
+def _sunk(buf, head, body, method, sink):
+    """_exchange with the body handed to sink(piece) as it arrives, never kept."""
+    status, reason, headers, keep = yield from _response(buf, head, body, method, limits.HTTP_SINK_MAX)
+    while True:
+        k = yield from buf.body(len(buf.b))
+        if not k:
+            break
+        sink(k)
+    return Response(status, reason, headers, b""), keep and buf.i == buf.j
+
+
 # ---- configuration shared by both clients ----
 
 def proxy_from_config(cfg):

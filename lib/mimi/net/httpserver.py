@@ -1,9 +1,8 @@
 # The small HTTP/1.1 server side shared by the WebSocket gateway
-# (channels/websocket.py) and the onboarding portal (services/portal.py): buffered
+# (channels/wsconn.py) and the onboarding portal (services/portal.py): buffered
 # reads of a request, its head parsed (query strings and forms decoded), a whole
-# response, and a listening port (a fixed one, or a free random one).
-import errno
-from mimi.net import random_id
+# response; the listening port (a fixed one, or a free random one) is net/listen.py.
+from mimi.net.listen import on_port  # noqa: F401 - the portal takes it from here
 
 
 class Reader:
@@ -121,17 +120,3 @@ def http_response(status, body=b"", ctype="text/plain; charset=utf-8", extra=())
             "Content-Length: %d" % len(body), "Connection: close", "Cache-Control: no-store"]
     head.extend(extra)
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
-
-
-async def on_port(want, make, span, tries):
-    """(await make(port), port): on port `want`, or when want is 0 on a random port
-    in span (lo, hi) that is free (at most `tries` ports tried)."""
-    lo, hi = span
-    for _ in range(1 if want else tries):
-        port = want or lo + int(random_id(2), 16) % (hi - lo)
-        try:
-            return await make(port), port
-        except OSError as e:
-            if want or e.errno != errno.EADDRINUSE:
-                raise
-    raise OSError(errno.EADDRINUSE, "no free port found")

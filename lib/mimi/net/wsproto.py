@@ -7,6 +7,7 @@
 import struct
 import binascii
 import hashlib
+from mimi import limits
 from mimi.net import split_url, secrets_equal
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -63,26 +64,33 @@ def mask(data, key):
     return x.to_bytes(n, "big")
 
 
+def header(opcode, n, fin=True, masked=False):
+    """The head of a frame with n payload bytes (a masked one's key follows it)."""
+    b0 = (0x80 if fin else 0) | opcode
+    m = 0x80 if masked else 0
+    if n < 126:
+        return struct.pack(">BB", b0, m | n)
+    if n < 65536:
+        return struct.pack(">BBH", b0, m | 126, n)
+    return struct.pack(">BBQ", b0, m | 127, n)
+
+
 def frame(opcode, payload=b"", fin=True, mask_key=None):
     """One frame; server frames are unmasked, a client passes mask_key."""
     if isinstance(payload, str):
         payload = payload.encode()
-    n = len(payload)
-    b0 = (0x80 if fin else 0) | opcode
-    m = 0x80 if mask_key else 0
-    if n < 126:
-        head = struct.pack(">BB", b0, m | n)
-    elif n < 65536:
-        head = struct.pack(">BBH", b0, m | 126, n)
-    else:
-        head = struct.pack(">BBQ", b0, m | 127, n)
+    head = header(opcode, len(payload), fin, mask_key)
     if mask_key:
         return head + mask_key + mask(payload, mask_key)
     return head + payload
 
 
+def close_payload(code, reason=""):
+    return struct.pack(">H", code) + reason.encode()[:120]
+
+
 def close_frame(code, reason=""):
-    return frame(CLOSE, struct.pack(">H", code) + reason.encode()[:120])
+    return frame(CLOSE, close_payload(code, reason))
 
 
 def close_code(payload):
@@ -128,13 +136,15 @@ async def read_frame(r, limit, need_mask=True):
 
 
 class Assembler:
-    """Joins fragmented data frames; the whole message is capped at `limit`."""
+    """Joins fragmented data frames; the whole message is capped at `limit` bytes and
+    limits.WS_FRAGMENTS_MAX frames (empty ones are not kept, but they count)."""
 
     def __init__(self, limit):
         self.limit = limit
         self.op = None
         self.parts = []
         self.size = 0
+        self.n = 0
 
     def feed(self, fin, op, payload):
         """A data frame in; (opcode, bytes) when a message is complete, else None."""
@@ -148,15 +158,19 @@ class Assembler:
                 return op, payload
             self.op = op
         self.size += len(payload)
+        self.n += 1
         if self.size > self.limit:
             raise ProtocolError(TOO_BIG, "message too big")
-        self.parts.append(payload)
+        if self.n > limits.WS_FRAGMENTS_MAX:
+            raise ProtocolError(TOO_BIG, "message in too many frames")
+        if payload:
+            self.parts.append(payload)
         if not fin:
             return None
         out = (self.op, b"".join(self.parts))
         self.op = None
         self.parts = []
-        self.size = 0
+        self.size = self.n = 0
         return out
 
 

@@ -1,0 +1,39 @@
+# The chat channels' retrying send, one copy for Telegram (tgsend.py) and Feishu: a
+# message is sent again only when the service answered that it did not take it (the
+# channel's `again` says which answers) or the connection was never made, so a retry
+# cannot duplicate it. hold (the agent's replies): while WiFi is down or the service
+# cannot be reached at all, the message is kept and tried again (capped backoff)
+# instead of given up. Loaded by a sender when it sends.
+import asyncio
+from mimi import limits, log
+from mimi.net.http import ConnectFailure
+from mimi.services import wifi
+
+
+async def deliver(attempt, again, hold, tag, online, lost):
+    """-> await attempt(); raises the last error. again(e): did the service refuse
+    without taking the message (e.retry_after: its wait)? online(): awaited before each
+    try when holding; lost(): after a connection that failed."""
+    tries = held = 0
+    while True:
+        if hold:
+            await online()
+        try:
+            return await attempt()
+        except Exception as e:  # noqa: B902 - sorted below; anything else is raised
+            failed = isinstance(e, ConnectFailure)
+            if failed:
+                wifi.suspect(tag)
+                lost()
+            if not (failed or again(e)):
+                raise
+            if hold and failed:
+                wait = min(limits.SEND_HOLD_MIN_S << min(held, 6), limits.SEND_HOLD_MAX_S)
+                held += 1
+            else:
+                if tries >= limits.SEND_RETRIES:
+                    raise
+                wait = min(getattr(e, "retry_after", None) or 1 << tries, limits.SEND_RETRY_AFTER_MAX_S)
+                tries += 1
+            log.warning(tag, "sending failed (%s); retry in %d s", e, wait)
+        await asyncio.sleep(wait)
