@@ -108,14 +108,17 @@ def encode(text):
 def write_atomic(path, data):
     """Write all of `data` (str, checked by encode(), or bytes) to `path`; a power cut
     leaves old or new. A failed write leaves no temporary file."""
-    if isinstance(data, str):
-        data = encode(data)
+    _replace(path, (encode(data) if isinstance(data, str) else data,))
+
+
+def _replace(path, parts):
     tmp = path + ".tmp"
     with lock:
         makedirs(parent(path))
         try:
             with open(tmp, "wb") as f:
-                f.write(data)
+                for p in parts:
+                    f.write(p)
             os.rename(tmp, path)
         except BaseException:  # a full flash, or a Ctrl-C: no temporary file stays
             remove(tmp)
@@ -127,7 +130,8 @@ def append(path, parts):
     made with its folders when missing, as one change."""
     parts = [encode(p) if isinstance(p, str) else p for p in parts]
     with lock:
-        makedirs(parent(path))
+        if not exists(path):  # LittleFS commits a new file empty first: a cut then left
+            return _replace(path, parts)  # a note without its header; renamed in whole
         with open(path, "ab") as f:
             for p in parts:
                 f.write(p)
