@@ -17,42 +17,19 @@ image_path = os.getenv("MIMI_SIM_IMAGE")  # tools/simboot.py: the image is mount
 HOST_MOUNT = "/host"  # the host's own filesystem, once the image is mounted at /
 
 
-class FileBlockDev:
-    """A flash chip made of a file: 4096-byte blocks, MicroPython block protocol."""
+def _adopt_root():
+    """tools/simboot.py mounted the image, then dropped the modules it did that with:
+    the mounted VFS takes this firmware's fs.lock from now on (and the dropped fs
+    module, the previous lock's, goes away with it)."""
+    from mimi.fs import lock
 
-    def __init__(self, path, block_count, block_size=limits.BLOCK_SIZE):
-        self.bs = block_size
-        self.n = block_count
-        try:
-            self.f = open(path, "r+b")
-        except OSError:
-            self.f = open(path, "w+b")
-        self.f.seek(0, 2)
-        size = self.f.tell()
-        if size < block_size * block_count:  # grow sparse; littlefs erases nothing here
-            self.f.seek(block_size * block_count - 1)
-            self.f.write(b"\xff")
-            self.f.flush()
+    for v, mountpoint in vfs.mount():
+        if mountpoint == "/" and hasattr(v, "lock"):
+            v.lock = lock
 
-    def readblocks(self, block, buf, off=0):
-        self.f.seek(block * self.bs + off)
-        self.f.readinto(buf)
 
-    def writeblocks(self, block, buf, off=0):
-        self.f.seek(block * self.bs + off)
-        self.f.write(buf)
-
-    def ioctl(self, op, arg):
-        if op == 3:  # sync
-            self.f.flush()
-            return 0
-        if op == 4:
-            return self.n
-        if op == 5:
-            return self.bs
-        if op == 6:  # erase: nothing to do on a file
-            return 0
-        return 0
+if image_path:
+    _adopt_root()
 
 
 def image_blocks(path):
@@ -67,12 +44,13 @@ def mount_image(path, block_count=None, mkfs=False):
     global image_path
     if block_count is None:
         block_count = image_blocks(path)
-    bdev = FileBlockDev(path, block_count)
+    from mimi.board.host_vfs import FileBlockDev, LockedVfs
+    from mimi.fs import lock
+
+    bdev = FileBlockDev(path, block_count, limits.BLOCK_SIZE)
     if mkfs:
         vfs.VfsLfs2.mkfs(bdev)
-    from mimi.board.host_vfs import LockedVfs
-
-    fs = LockedVfs(vfs.VfsLfs2(bdev))  # no GIL here: one thread in LittleFS at a time
+    fs = LockedVfs(vfs.VfsLfs2(bdev), lock)  # no GIL here: one thread in LittleFS at a time
     if image_path is None:
         host = vfs.VfsPosix("/")
         cwd = os.getcwd()
