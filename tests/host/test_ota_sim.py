@@ -41,7 +41,9 @@ def make_bundle(folder, name, version, replace):
     """The current build as a bundle, VERSION set to `version`, and `replace` {device
     path of an .mpy: Python source} compiled in."""
     files = bundle.app_files(ROOT / "build")
-    sources = dict(replace, **{"/lib/mimi/__init__.mpy": "VERSION = %r\n" % version})
+    init = (ROOT / "lib" / "mimi" / "__init__.py").read_text()
+    init = init.replace('VERSION = "', 'VERSION = %r  # was "' % version, 1)
+    sources = dict(replace, **{"/lib/mimi/__init__.mpy": init})
     for path, text in sources.items():
         src = folder / ("src_" + name) / path.lstrip("/").replace(".mpy", ".py")
         src.parent.mkdir(parents=True, exist_ok=True)

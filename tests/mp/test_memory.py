@@ -80,7 +80,9 @@ def test_repl_memory_read_write():
     with Capture() as c:
         repl.memory_read()
     assert c.text == "- User: Grace\n\n"
-    assert "memory_read" in repl.__all__ and any(u[0] == "memory_read()" for u in repl.USAGE)
+    from mimi import replcmds
+
+    assert "memory_read" in repl.__all__ and any(u[0] == "memory_read()" for u in replcmds.USAGE)
 
 
 def test_default_files():
