@@ -14,7 +14,7 @@ cron_list heartbeat_trigger web_search""".split()
 
 
 def _command(name):
-    where = "ota staging" if name[:4] == "ota_" else "replcmds"
+    where = "ota otaboot staging" if name[:4] == "ota_" else "replcmds"
 
     def command(*args, **kw):
         return mimi.run(where, name, *args, **kw)

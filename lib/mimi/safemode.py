@@ -3,6 +3,7 @@
 # HEALTHY_AFTER_S. After SAFE_MODE_BOOTS crash-boots in a row the board starts only
 # the REPL and WiFi, so a person can fix what makes it crash; restart() leaves.
 import json
+import mimi
 from mimi import limits, log, board
 
 active = False
@@ -38,9 +39,7 @@ def boot_start(reboot=True):
     d["boots"] = boots
     _store(d)
     try:
-        from mimi import ota
-
-        done = ota.boot_check(reboot=False)
+        done = mimi.run("otaboot", "boot_check", reboot=False)
     except Exception as e:  # a broken update check must not add to the crash loop
         log.exception("safemode", "update check failed", e)
         done = None
@@ -89,9 +88,7 @@ def healthy():
     if not active:
         clear()
     try:
-        from mimi import ota
-
-        ota.mark_healthy()
+        mimi.run("otaboot", "mark_healthy")
     except Exception as e:
         log.exception("safemode", "confirming the update failed", e)
 
