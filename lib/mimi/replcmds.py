@@ -114,9 +114,10 @@ def wifi_status():
     print("  retries     %d (reconnects since boot %d)" % (st["retries"], st["reconnects"]))
     if st["last_error"]:
         print("  last error  %s" % st["last_error"])
-    from mimi.services import portal
+    import sys
 
-    portal.print_status()
+    portal = sys.modules.get("mimi.services.portal")  # loaded only while it is open
+    print("  " + (portal.current.status_line() if portal and portal.current else "onboarding AP off"))
 
 
 def wifi_scan():

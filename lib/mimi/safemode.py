@@ -105,10 +105,10 @@ async def guard():
 def guard_tasks():
     """Loop tasks of the self-care part: healthy-boot timer, watchdog, onboarding
     portal, the stall heartbeat."""
-    from mimi.services import watchdog, portal, loopwatch
+    from mimi.services import watchdog, wifi, loopwatch
 
     w = loopwatch.watch
-    return [w("boot guard", guard()), w("watchdog", watchdog.task()), w("portal", portal.task()),
+    return [w("boot guard", guard()), w("watchdog", watchdog.task()), w("portal", wifi.onboard()),
             loopwatch.task()]
 
 

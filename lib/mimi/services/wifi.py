@@ -4,8 +4,11 @@
 # exponential backoff, notices a lost link or a lost IP, reconnects (which renews
 # DHCP), re-checks the lease periodically, and reconnects when the settings change.
 # Others read `online()` (any thread) or `await wait_online()` (loop tasks).
+# It also decides when the onboarding portal is needed: onboard() loads the portal
+# (services/portal.py) only then, and drops it once the board is online.
 import asyncio
 import time
+import mimi
 from mimi import limits, log, config, board
 
 TAG = "wifi"
@@ -35,6 +38,7 @@ class Supervisor:
         self.last_error = ""
         self.next_try_ms = 0
         self._online = False
+        self.was_online = False  # online at least once since boot
         self._event = asyncio.Event()
         self._changed = False
         self._force = False
@@ -67,6 +71,15 @@ class Supervisor:
     def healthy(self):
         self._suspects = 0
 
+    def onboarding(self):
+        """Is the onboarding portal needed? Offline with no WiFi settings, or WiFi has
+        failed since boot and never came up (a later outage is not onboarding)."""
+        if self._online or self.state == "starting":  # not looked yet (boot.py may have connected)
+            return False
+        if not self.cfg.get("wifi_ssid"):
+            return True
+        return not self.was_online and self.retries >= limits.PORTAL_AFTER_FAILS
+
     # --- internals ------------------------------------------------------------
     def _on_settings(self, keys):
         if "wifi_ssid" in keys or "wifi_pass" in keys:
@@ -77,6 +90,7 @@ class Supervisor:
             return
         self._online = on
         if on:
+            self.was_online = True
             self._event.set()
         else:
             self._event = asyncio.Event()  # a fresh unset event; waiters of the old one already woke
@@ -232,6 +246,23 @@ class Supervisor:
 
 
 supervisor = Supervisor()
+
+
+async def onboard(sup=supervisor):
+    """Loop task: the onboarding portal while it is needed (see Supervisor.onboarding);
+    its code is loaded for that time only."""
+    while True:
+        await asyncio.sleep(limits.PORTAL_CHECK_S)
+        if sup.onboarding():
+            try:
+                from mimi.services import portal
+
+                await portal.serve(sup)
+            except Exception as e:  # the portal must never take the loop down: try again later
+                log.exception("portal", "onboarding portal failed", e)
+            finally:
+                mimi.drop("services.portal")
+                mimi.drop("services.captive_dns")
 
 
 def online():
