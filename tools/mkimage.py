@@ -187,23 +187,60 @@ def _rmtree(fs, path):
 
 def sync_image(path, files):
     """Replace the code and default files in an existing image (forgetting any OTA
-    update state); user data stays."""
+    update state); user data stays. Only files that differ are written, so a full
+    flash takes an unchanged build; OSError (ENOSPC) when the new code does not fit,
+    and then the image file is left as it was."""
     data = Path(path).read_bytes()
     blocks = len(data) // limits.BLOCK_SIZE
     fs = _lfs(blocks, data)
     # An update's state and kept previous version (/ota) describe code replaced here.
-    for top in CODE_TOP + (limits.OTA_DIR,):
-        try:
-            st = fs.stat(top)
-        except Exception:
+    _remove(fs, limits.OTA_DIR)
+    for top in CODE_TOP:  # what the build no longer has
+        for old in _files(fs, top):
+            if old not in files:
+                fs.remove(old)
+    changed = {}
+    for p, d in files.items():
+        if p == limits.CONFIG_PATH:
             continue
-        if st.type == 2:
-            _rmtree(fs, top)
-        else:
-            fs.remove(top)
-    _write_all(fs, {k: v for k, v in files.items() if k != limits.CONFIG_PATH})
+        try:
+            with fs.open(p, "rb") as f:
+                if f.read() == d:
+                    continue
+        except Exception:  # not there yet
+            pass
+        changed[p] = d
+    try:
+        _write_all(fs, changed)
+    except Exception as e:  # littlefs-python's LittleFSError
+        raise OSError(28 if "NOSPC" in str(e) else 5, "image %s: %s" % (path, e))
     Path(path).write_bytes(fs.context.buffer)
     return blocks
+
+
+def _remove(fs, top):
+    try:
+        st = fs.stat(top)
+    except Exception:
+        return
+    if st.type == 2:
+        _rmtree(fs, top)
+    else:
+        fs.remove(top)
+
+
+def _files(fs, top):
+    """Every file at or below `top` in the image."""
+    try:
+        st = fs.stat(top)
+    except Exception:
+        return []
+    if st.type != 2:
+        return [top]
+    out = []
+    for e in fs.scandir(top):
+        out += _files(fs, top.rstrip("/") + "/" + e.name)
+    return out
 
 
 def main(argv=None):

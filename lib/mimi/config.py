@@ -195,6 +195,7 @@ class Config:
         self._values = {}
         self._lock = _thread.allocate_lock()
         self._watchers = []
+        self._held = {}  # applied but not saved (the flash was full): kept over load()
         self.problems = []
 
     def load(self):
@@ -220,6 +221,7 @@ class Config:
             except ValueError as e:
                 self.problems.append("setting %s ignored: %s" % (k, e))
         with self._lock:
+            values.update(self._held)
             self._values = values
         for p in self.problems:
             log.warning("config", p)
@@ -240,8 +242,10 @@ class Config:
         """Validate and save one setting; ValueError (nothing written) when refused."""
         return self.update({key: value})
 
-    def update(self, changes):
-        """Validate every change first, then save once; all or nothing."""
+    def update(self, changes, save=True):
+        """Validate every change first, then save once; all or nothing: ValueError
+        when refused, OSError when the save failed (nothing changed). save=False
+        applies them for this boot only, as when the flash is full."""
         clean = {}
         for key, value in changes.items():
             if key not in SCHEMA:
@@ -258,10 +262,19 @@ class Config:
                     new.pop(key, None)
                 else:
                     new[key] = value
-            self._save(new)
+            if save:
+                self._save(new)
+                for key in clean:
+                    self._held.pop(key, None)
+            else:
+                self._held.update(clean)
             self._values = new
         self._notify(list(clean))
         return clean
+
+    def hold(self, changes):
+        """update() for this boot only (their save failed): kept over load()."""
+        return self.update(changes, False)
 
     def unset(self, key):
         if key not in SCHEMA:

@@ -12,6 +12,9 @@ def _set(changes, note=None):
     except ValueError as e:
         print("Error:", e)
         return
+    except OSError as e:
+        print("Error: not saved (%s); nothing changed" % fs.why(e))
+        return
     for k in done:
         print("OK: %s = %s" % (k, cfg.shown(k)))
     if note:
@@ -30,7 +33,11 @@ def config_set(key, value):
 
 
 def config_reset():
-    cfg.reset()
+    try:
+        cfg.reset()
+    except OSError as e:
+        print("Error: not saved (%s); nothing changed" % fs.why(e))
+        return
     print("OK: all settings back to defaults (a new ws_token is made at next boot)")
 
 

@@ -1,6 +1,7 @@
 # The one-shot steps of a boot, run by app.main() and dropped after: the default
-# files installed, the settings loaded, the gateway token made on the first boot,
-# the banner.
+# files installed, the *.tmp files a reset left behind removed, the settings loaded,
+# the gateway token made on the first boot, the banner. A full flash stops none of
+# them: what cannot be saved is said.
 import mimi
 from mimi import log, board, fs, config
 
@@ -12,11 +13,21 @@ def boot():
         mimi.run("defaults", "install")
     except OSError as e:
         log.error("boot", "installing default files failed: %s", fs.why(e))
+    clean_tmp()
     cfg.load()
     ensure_ws_token()
     banner()
     for m in cfg.missing():
         log.warning("boot", m)
+
+
+def clean_tmp():
+    """Remove the temporary files of atomic writes (fs.write_atomic) that a reset or
+    a power cut interrupted: nothing else names a file *.tmp (the file tools refuse it)."""
+    for path, is_dir, _ in fs.entries("/"):
+        if not is_dir and path.endswith(".tmp"):
+            fs.remove(path)
+            log.info("boot", "removed %s (an unfinished write)", path)
 
 
 def ensure_ws_token():
@@ -26,8 +37,13 @@ def ensure_ws_token():
     from mimi.net import random_id
 
     token = random_id(12)
-    cfg.set("ws_token", token)
-    print("WebSocket gateway token (also in config_show(); shown in full only now):")
+    try:
+        cfg.set("ws_token", token)
+        saved = ""
+    except OSError as e:
+        cfg.hold({"ws_token": token})  # auth stays on for this boot
+        saved = "; NOT saved (%s): a new one is made at the next boot" % fs.why(e)
+    print("WebSocket gateway token (also in config_show(); shown in full only now%s):" % saved)
     print("    ws_token =", token)
     return token
 
