@@ -237,3 +237,19 @@ def test_repl_commands_load_their_bodies_for_the_call_only():
     assert loaded() == []
     raises(TypeError, repl.config_set, "model")  # a wrong call fails as the body does ...
     assert loaded() == []  # ... and still leaves nothing behind
+
+
+def test_gpio_default_is_the_pin_policys():
+    from mimi import gpio_policy, configrules
+
+    assert config.SCHEMA["gpio_allow"][0] == gpio_policy.DEFAULT
+    assert gpio_policy.parse(gpio_policy.DEFAULT) == gpio_policy.parse(configrules.value("gpio_allow", gpio_policy.DEFAULT))
+
+
+def test_rules_loaded_for_a_check_only():
+    import sys
+
+    c = fresh()
+    c.update({"model": "m", "gpio_allow": "4-6"})
+    assert c.rows() and c.missing() is not None
+    assert "mimi.configrules" not in sys.modules and "mimi.gpio_policy" not in sys.modules
