@@ -1,5 +1,5 @@
-# A full flash at boot and for the settings (issue 16 item 6): boot goes on, what
-# cannot be saved is said in words, nothing half-written stays.
+# A full flash at boot, for the settings and for cron (issue 16 item 6): boot goes
+# on, what cannot be saved is said in words, nothing half-written stays.
 from support import Capture, read, write
 from test_flash_full import fill, tmp_files
 from mimi import config, repl
@@ -56,3 +56,22 @@ def test_unfinished_writes_are_removed_at_boot():
     text = boot()
     assert tmp_files() == [] and read("/spiffs/memory/MEMORY.md") == "kept"
     assert "removed /config.json.tmp" in text and "removed /spiffs/memory/MEMORY.md.tmp" in text
+
+
+def test_cron_add_on_a_full_flash_is_an_error_not_ok():
+    from mimi.tools.registry import registry
+    import mimi.tools.cron  # noqa: F401 - registers the tools
+    from mimi.services.cron import service
+
+    add = {"schedule_type": "every", "interval_s": 3600, "message": "water the plants " * 8}
+    for i in range(3):  # a cron.json too big to be inline
+        assert registry.call("cron_add", dict(add, name="j%d" % i)).startswith("OK:")
+    fill()
+    r = registry.call("cron_add", dict(add, name="lost"))
+    assert r == "Error: not saved (the flash is full); the job was not added", r
+    first = service.list()[0]["id"]
+    r = registry.call("cron_remove", {"job_id": first})
+    assert r.startswith("Error:") and "not saved (the flash is full); the job stays" in r, r
+    assert [j["name"] for j in service.list()] == ["j0", "j1", "j2"]
+    service.loaded = False  # what a reboot reads
+    assert [j["name"] for j in service.list()] == ["j0", "j1", "j2"] and tmp_files() == []
