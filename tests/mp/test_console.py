@@ -126,8 +126,12 @@ def test_raw_paste_flow_control_and_framing():
     with Capture():
         feed(con, b"1/0\x04")
     assert b"".join(out) == b"\x04\x04\x04>"  # the traceback went to stdout in between
+    import sys
+
+    assert "mimi.consoleraw" in sys.modules  # loaded for the raw session ...
     feed(con, b"\x02")
     assert con.mode == console.FRIENDLY
+    assert "mimi.consoleraw" not in sys.modules  # ... and only for it
 
 
 def test_raw_paste_interrupted_and_too_long():
