@@ -89,11 +89,11 @@ def test_default_files():
     import support
 
     src = support.REPO + "/spiffs_data"
-    from mimi.services import heartbeat
+    from mimi.services import hbcheck
 
     with open(src + "/HEARTBEAT.md") as f:
         hb = f.read()
-    assert heartbeat.open_tasks(hb) == []  # shipped: no task, so no LLM call
+    assert hbcheck.open_tasks(hb) == []  # shipped: no task, so no LLM call
     assert "- [ ]" in hb  # it shows how to add a task
     assert "HTML comment" in hb and "<!--" in hb  # and says comments are ignored
     for rel in ("/config/SOUL.md", "/config/USER.md", "/memory/MEMORY.md"):
