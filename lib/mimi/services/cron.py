@@ -25,6 +25,7 @@ import _thread
 import asyncio
 import mimi
 from mimi import limits, log, fs, bus, board, channels
+from mimi.config import tz_s
 
 PATH = limits.SPIFFS + "/cron.json"
 DAY = 86400
@@ -78,14 +79,8 @@ def blocked(j):
     return None
 
 
-def _tz():
-    from mimi.config import tz_s
-
-    return tz_s()
-
-
 class Scheduler:
-    def __init__(self, path=PATH, clock=None, inbound=None, tz=_tz, outbound=None):
+    def __init__(self, path=PATH, clock=None, inbound=None, tz=tz_s, outbound=None):
         self.path = path
         self.clock = board.clock if clock is None else clock
         self.inbound = bus.inbound if inbound is None else inbound  # an empty Queue is falsy
