@@ -17,6 +17,7 @@ CA_BUNDLE = "/certs/roots.pem"
 
 # Message bus
 BUS_QUEUE_LEN = const(16)
+BUS_CHAT_QUEUED = const(4)  # inbound messages one chat may have waiting (the others still get in)
 AGENT_STACK = const(32 * 1024)
 AGENT_IDLE_MS = const(50)
 POLL_PREGROW = const(64)  # unix port: poll slots made before any ThreadSafeFlag (bus.prepare_loop)
