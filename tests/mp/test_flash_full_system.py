@@ -75,3 +75,13 @@ def test_cron_add_on_a_full_flash_is_an_error_not_ok():
     assert [j["name"] for j in service.list()] == ["j0", "j1", "j2"]
     service.loaded = False  # what a reboot reads
     assert [j["name"] for j in service.list()] == ["j0", "j1", "j2"] and tmp_files() == []
+
+
+def test_heap_info_on_a_full_flash_never_wraps():
+    # issue 16: heap_info() showed 17,592,185,880,576 bytes free on a full flash
+    fill()
+    with Capture() as c:
+        repl.heap_info()
+    line = [x for x in c.text.split("\n") if x.startswith("flash")][0]
+    free, total = [int(w) for w in line.split() if w.isdigit()]
+    assert 0 <= free <= 2 * 4096 and total == FS_BLOCKS * 4096, line
