@@ -5,23 +5,25 @@
 # drops the module again, so the commands cost the heap nothing between calls.
 import mimi
 
-__all__ = """help config_show config_set config_reset set_wifi wifi_status wifi_scan
-set_tg_token set_api_key set_model set_model_provider set_api_base set_search_key
-set_tavily_key set_proxy clear_proxy allow_chat set_feishu_creds allow_feishu feishu_send
-heap_info log_tail restart memory_read memory_write session_list session_clear skill_list
-skill_show skill_search tool_exec ota_update ota_firmware ota_status ota_rollback
-cron_list heartbeat_trigger web_search""".split()
+# Names only (interned, no string objects in the heap): the bodies are elsewhere.
+_NAMES = (
+    "help", "config_show", "config_set", "config_reset", "set_wifi", "wifi_status",
+    "wifi_scan", "set_tg_token", "set_api_key", "set_model", "set_model_provider",
+    "set_api_base", "set_search_key", "set_tavily_key", "set_proxy", "clear_proxy",
+    "allow_chat", "set_feishu_creds", "allow_feishu", "feishu_send", "heap_info", "log_tail",
+    "restart", "memory_read", "memory_write", "session_list", "session_clear", "skill_list",
+    "skill_show", "skill_search", "tool_exec", "ota_update", "ota_firmware", "ota_status",
+    "ota_rollback", "cron_list", "heartbeat_trigger", "web_search")
 
 
 def _command(name):
-    where = "ota otaboot staging" if name[:4] == "ota_" else "replcmds"
-
     def command(*args, **kw):
-        return mimi.run(where, name, *args, **kw)
+        return mimi.run("ota otaboot staging" if name[:4] == "ota_" else "replcmds", name, *args, **kw)
 
     return command
 
 
-for _name in __all__:
+for _name in _NAMES:
     globals()[_name] = _command(_name)
 del _name
+__all__ = _NAMES
