@@ -1,41 +1,14 @@
 # Boot sequence and the runtime shape: defaults installed, settings loaded, the
-# agent thread started, then one asyncio loop for everything else.
+# agent thread started, then one asyncio loop for everything else (its tasks:
+# mimi/startup.py tasks()).
 import asyncio
 import mimi
-from mimi import log, board
+from mimi import log
 
 
 def boot():
     """Default files, settings, first-boot token, banner (mimi/startup.py, dropped after)."""
     mimi.run("startup", "boot")
-
-
-def tasks():
-    """The loop's long-running tasks. Imported here, not at the top, so safe mode
-    never loads the channels or the agent's modules."""
-    from mimi import safemode
-
-    if safemode.active:  # crash loop: only WiFi (+ onboarding) and the REPL
-        return safemode.tasks(stop)
-    from mimi.services import wifi, loopwatch
-
-    w = loopwatch.watch  # each task's steps timed: "W loop: stalled 850 ms in telegram"
-    ts = [w("wifi", wifi.supervisor.run())]
-    ts += safemode.guard_tasks()  # healthy-boot timer, watchdog, onboarding portal, stall heartbeat
-    from mimi import channels
-    from mimi.channels import dispatch
-
-    ts.append(w("dispatch", dispatch.run()))
-    ts += channels.tasks()  # the configured channels (each watched), senders registered
-    from mimi.services import ntp, cron
-
-    ts.append(w("ntp", ntp.run()))
-    ts.append(w("cron", cron.task()))
-    if board.CONSOLE:
-        from mimi import console
-
-        ts.append(w("console", console.task(stop), quiet=True))  # holds the loop for mpremote
-    return ts
 
 
 async def run():
@@ -44,7 +17,7 @@ async def run():
 
     bus.prepare_loop()  # before any ThreadSafeFlag waits (unix port poll bug)
     loopwatch.install()  # tasks started by a watched task are watched too
-    for coro in tasks():
+    for coro in mimi.run("startup", "tasks", stop):
         asyncio.create_task(coro)
     log.info("app", "ready")
     await _stop.wait()

@@ -182,7 +182,7 @@ def serve_blocking(namespace):
 
 
 def task(stop=None):
-    """The REPL coroutine for app.tasks(): aiorepl when installed, else ours."""
+    """The REPL coroutine for startup.tasks(): aiorepl when installed, else ours."""
     try:
         import aiorepl
     except ImportError:

@@ -100,25 +100,3 @@ async def guard():
     await asyncio.sleep(limits.HEALTHY_AFTER_S)
     healthy()
     log.info("safemode", "up %d s: boot marked healthy", limits.HEALTHY_AFTER_S)
-
-
-def guard_tasks():
-    """Loop tasks of the self-care part: healthy-boot timer, watchdog, onboarding
-    portal, the stall heartbeat."""
-    from mimi.services import watchdog, wifi, loopwatch
-
-    w = loopwatch.watch
-    return [w("boot guard", guard()), w("watchdog", watchdog.task()), w("portal", wifi.onboard()),
-            loopwatch.task()]
-
-
-def tasks(stop):
-    """Safe mode's whole loop: WiFi (and its onboarding portal), the REPL console."""
-    from mimi.services import wifi, loopwatch
-
-    ts = [loopwatch.watch("wifi", wifi.supervisor.run())] + guard_tasks()
-    if getattr(board, "CONSOLE", False):
-        from mimi import console
-
-        ts.append(loopwatch.watch("console", console.task(stop), quiet=True))
-    return ts

@@ -1,6 +1,6 @@
 # The one-shot steps of a boot, run by app.main() and dropped after: the default
 # files installed, the *.tmp files a reset left behind removed, the settings loaded,
-# the gateway token made on the first boot, the banner. A full flash stops none of
+# the gateway token made on the first boot, the banner; and the loop's task list. A full flash stops none of
 # them: what cannot be saved is said.
 import mimi
 from mimi import log, board, fs, config
@@ -74,3 +74,29 @@ def banner():
               ", PSRAM free %d" % h["psram_free"] if "psram_free" in h else ", no PSRAM"))
     print("  REPL: help() lists the commands")
     print("=" * 60)
+
+
+def tasks(stop):
+    """The loop's long-running tasks (add yours here), each watched by the stall
+    detector. Safe mode (a crash loop) runs WiFi with its onboarding portal and the
+    REPL only: no channels, no agent."""
+    from mimi import safemode
+    from mimi.services import wifi, loopwatch, watchdog
+
+    w = loopwatch.watch  # each task's steps timed: "W loop: stalled 850 ms in telegram"
+    ts = [w("wifi", wifi.supervisor.run()), w("boot guard", safemode.guard()),
+          w("watchdog", watchdog.task()), w("portal", wifi.onboard()), loopwatch.task()]
+    if not safemode.active:
+        from mimi import channels
+        from mimi.channels import dispatch
+        from mimi.services import ntp, cron
+
+        ts.append(w("dispatch", dispatch.run()))
+        ts += channels.tasks()  # the configured channels (each watched), senders registered
+        ts.append(w("ntp", ntp.run()))
+        ts.append(w("cron", cron.task()))
+    if board.CONSOLE:
+        from mimi import console
+
+        ts.append(w("console", console.task(stop), quiet=True))  # holds the loop for mpremote
+    return ts
