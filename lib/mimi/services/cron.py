@@ -119,32 +119,30 @@ class Scheduler:
                     mimi.run("services.cronjobs", "load", self)
 
     # --- jobs ----------------------------------------------------------------
+    def _jobs(self, fn, *args):
+        self._ensure()
+        return mimi.run("services.cronjobs", fn, self, *args)
+
     def add(self, name, kind, message, channel=channels.SYSTEM, chat_id="cron", interval_s=None,
             at_epoch=None, daily_at=None, delete_after_run=None, deliver=False):
         """The new job (dict, saved); ValueError with a message for the user when
         refused or when it could not be saved."""
-        self._ensure()
-        job = mimi.run("services.cronjobs", "new_job", self, name, kind, message, channel, chat_id,
-                       interval_s, at_epoch, daily_at, delete_after_run, deliver)
+        job = self._jobs("new_job", name, kind, message, channel, chat_id, interval_s, at_epoch,
+                         daily_at, delete_after_run, deliver)
         self.wake()
-        log.info("cron", "added %s %r (%s), next run %d", job["id"], job["name"], kind, job["next_run"])
-        return dict(job)
+        return job
 
     def remove(self, job_id):
         """True when removed; ValueError when it could not be saved (the job stays)."""
-        self._ensure()
-        with self._lock:
-            for i, j in enumerate(self.jobs):
-                if j["id"] == job_id:
-                    del self.jobs[i]
-                    try:
-                        self._save()
-                    except OSError as e:
-                        self.jobs.insert(i, j)
-                        raise ValueError("not saved (%s); the job stays" % fs.why(e))
-                    log.info("cron", "removed %s", job_id)
-                    return True
-        return False
+        return self._jobs("remove", job_id)
+
+    def rebase(self):
+        """Once the clock is valid: jobs scheduled from an unset clock start now."""
+        self._jobs("rebase")
+
+    def retime_daily(self):
+        """The UTC offset changed: daily jobs follow the new local time."""
+        self._jobs("retime_daily")
 
     def list(self):
         self._ensure()
@@ -164,29 +162,6 @@ class Scheduler:
         if job["kind"] == "at":
             return job["at_epoch"]
         return next_daily(job["daily_at"], self.tz(), now)
-
-    def rebase(self):
-        """Once the clock is valid: jobs scheduled from an unset clock start now."""
-        from mimi.board.clock import VALID_AFTER
-
-        now = self.now()
-        with self._lock:
-            changed = False
-            for j in self.jobs:
-                if j["enabled"] and j["kind"] != "at" and 0 < j["next_run"] < VALID_AFTER:
-                    j["next_run"] = self.first_run(j, now)
-                    changed = True
-            if changed:
-                self._saved()
-
-    def retime_daily(self):
-        """The UTC offset changed: daily jobs follow the new local time."""
-        now = self.now()
-        with self._lock:
-            for j in self.jobs:
-                if j["enabled"] and j["kind"] == "daily":
-                    j["next_run"] = next_daily(j["daily_at"], self.tz(), now)
-            self._saved()
 
     def _deliver(self, j):
         """A "deliver" job's message, as is, to its chat: False = outbound full."""

@@ -5,7 +5,7 @@ import json
 from mimi import limits, log, fs, channels
 from mimi.board.clock import VALID_AFTER
 from mimi.net import random_id
-from mimi.services.cron import parse_hhmm, has_channel, blocked
+from mimi.services.cron import parse_hhmm, next_daily, has_channel, blocked
 
 KINDS = ("every", "at", "daily")
 
@@ -209,4 +209,44 @@ def new_job(s, name, kind, message, channel, chat_id, interval_s, at_epoch, dail
         except OSError as e:
             s.jobs.remove(job)
             raise ValueError("not saved (%s); the job was not added" % fs.why(e))
-    return job
+    log.info("cron", "added %s %r (%s), next run %d", job["id"], job["name"], kind, job["next_run"])
+    return dict(job)
+
+
+def remove(s, job_id):
+    """True when removed; ValueError when it could not be saved (the job stays)."""
+    with s._lock:
+        for i, j in enumerate(s.jobs):
+            if j["id"] == job_id:
+                del s.jobs[i]
+                try:
+                    s._save()
+                except OSError as e:
+                    s.jobs.insert(i, j)
+                    raise ValueError("not saved (%s); the job stays" % fs.why(e))
+                log.info("cron", "removed %s", job_id)
+                return True
+    return False
+
+
+def rebase(s):
+    """Once the clock is valid: jobs scheduled from an unset clock start now."""
+    now = s.now()
+    with s._lock:
+        changed = False
+        for j in s.jobs:
+            if j["enabled"] and j["kind"] != "at" and 0 < j["next_run"] < VALID_AFTER:
+                j["next_run"] = s.first_run(j, now)
+                changed = True
+        if changed:
+            s._saved()
+
+
+def retime_daily(s):
+    """The UTC offset changed: daily jobs follow the new local time."""
+    now = s.now()
+    with s._lock:
+        for j in s.jobs:
+            if j["enabled"] and j["kind"] == "daily":
+                j["next_run"] = next_daily(j["daily_at"], s.tz(), now)
+        s._saved()
