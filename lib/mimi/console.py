@@ -85,6 +85,7 @@ class Console:
         return None
 
     def _exec_line(self, src):
+        commands(self.ns)
         try:
             try:
                 code = compile(src, "<stdin>", "eval")
@@ -100,6 +101,13 @@ class Console:
             raise
         except BaseException as e:  # noqa: B902
             sys.print_exception(e)
+
+
+def commands(ns):
+    """The REPL commands (mimi/repl.py) into namespace ns the first time a person or
+    mpremote runs something there: until then they take no heap."""
+    if "config_show" not in ns:
+        exec("from mimi.repl import *", ns)
 
 
 def _raw_out():
@@ -190,6 +198,7 @@ def task(stop=None):
     from mimi import consoleraw
 
     consoleraw.hold_during_raw(aiorepl)
+    commands(_namespace())
     return aiorepl.task(_namespace())
 
 

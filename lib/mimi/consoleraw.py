@@ -7,7 +7,7 @@ import select
 import asyncio
 from mimi import limits, log
 from mimi.services import watchdog
-from mimi.console import RAW, PASTE, DRAIN, FRIENDLY, RAW_BANNER, CTRL_A, CTRL_B, CTRL_C, CTRL_D, CTRL_E, BAD, _read
+from mimi.console import RAW, PASTE, DRAIN, FRIENDLY, RAW_BANNER, CTRL_A, CTRL_B, CTRL_C, CTRL_D, CTRL_E, BAD, _read, commands
 
 _poller = None
 
@@ -95,6 +95,7 @@ def _exec_raw(con, src):
             raise MemoryError("command over %d bytes refused" % limits.CONSOLE_RAW_MAX)
         if isinstance(src, BaseException):
             raise src
+        commands(con.ns)
         exec(compile(bytes(src).decode(), "<stdin>", "exec"), con.ns)
     except SystemExit:
         con.write(b"\x04\x04>")  # restart() on the host exits; let mpremote finish

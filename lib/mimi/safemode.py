@@ -99,4 +99,7 @@ async def guard():
 
     await asyncio.sleep(limits.HEALTHY_AFTER_S)
     healthy()
-    log.info("safemode", "up %d s: boot marked healthy", limits.HEALTHY_AFTER_S)
+    import gc
+
+    gc.collect()  # the heap a settled firmware holds, with nobody at the console yet
+    log.info("safemode", "up %d s: boot marked healthy (heap in use %d)", limits.HEALTHY_AFTER_S, gc.mem_alloc())
