@@ -98,6 +98,7 @@ async def test_turn_status_reply_and_prompt_through_the_dispatcher():
 
 def test_cron_jobs_stay_in_their_chat_and_survive_a_reload():
     pigeon()  # before the tool module describes the channels to the model
+    cfg.set("pigeon_allow", "7")  # a job runs only for a chat its channel allows
     import mimi.tools.cron  # noqa: F401 - registers the tools
     from mimi.services import cron as cronsvc
     from mimi.tools.registry import registry, Ctx
