@@ -183,8 +183,9 @@ HEAP_PROBE_MAX = const(64 * 1024)
 HEAP_PROBE_STEP = const(256)
 
 # Logging
-LOG_RING = const(64)
+LOG_RING = const(64)  # lines recent() gives at most
 LOG_LINE_MAX = const(240)
+LOG_RING_BYTES = const(2048)  # the ring of recent lines (log_tail): about 25 of them
 
 # Onboarding portal (access point + captive DNS + settings page)
 AP_IP = "192.168.4.1"  # the ESP32 AP's default address; the captive DNS answers it
