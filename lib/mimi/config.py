@@ -15,13 +15,14 @@ DEFAULT_BASE = {"anthropic": "https://api.anthropic.com", "openai": "https://api
 DEFAULT_MODEL = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini"}
 
 # key: (default, rule, secret). Rules (configrules.py): "str:N" text of at most N
-# characters; "int:LO:HI"; "choice:A,B"; "url" http(s) or empty; "ids:tg"/"ids:feishu"
+# characters; "int:LO:HI"; "choice:A,B"; "url" http(s) or empty; "ids:num" (numbers) or
+# "ids:open" (open_ids/chat_ids)
 # comma-separated chat ids; "token" no spaces; and one rule of each special kind.
 SCHEMA = {
     "wifi_ssid": ("", "str:32", False),
     "wifi_pass": ("", "wifi_pass", True),
     "tg_token": ("", "tg_token", True),
-    "tg_allow": ("", "ids:tg", False),
+    "tg_allow": ("", "ids:num", False),
     "provider": ("anthropic", "choice:anthropic,openai", False),
     "api_key": ("", "token", True),
     "model": ("", "str:100", False),
@@ -40,7 +41,7 @@ SCHEMA = {
     "feishu_app_id": ("", "feishu_app_id", False),
     "feishu_app_secret": ("", "token", True),
     # who is served: open_ids (ou_...) and group chat_ids (oc_...); empty = nobody
-    "feishu_allow": ("", "ids:feishu", False),
+    "feishu_allow": ("", "ids:open", False),
     "feishu_api_base": ("https://open.feishu.cn", "url", False),  # Lark: https://open.larksuite.com
     "ap_pass": (None, "ap_pass", True),  # onboarding AP's WPA2 password; None: made when first needed
     "ota_key": ("", "token", True),  # shared secret: update bundles must carry its HMAC-SHA256

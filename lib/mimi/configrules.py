@@ -72,8 +72,8 @@ def _feishu_id(v):
 
 
 _IDS = {
-    "tg": (lambda v: v.lstrip("-").isdigit(), "chat ids are numbers"),
-    "feishu": (_feishu_id, "Feishu ids are open_ids (ou_...) or chat_ids (oc_...)"),
+    "num": (lambda v: v.lstrip("-").isdigit(), "chat ids are numbers"),
+    "open": (_feishu_id, "Feishu ids are open_ids (ou_...) or chat_ids (oc_...)"),
 }
 
 
