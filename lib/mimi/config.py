@@ -15,9 +15,9 @@ DEFAULT_BASE = {"anthropic": "https://api.anthropic.com", "openai": "https://api
 DEFAULT_MODEL = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini"}
 
 # key: (default, rule, secret). Rules (configrules.py): "str:N" text of at most N
-# characters; "int:LO:HI"; "choice:A,B"; "url" http(s) or empty; "ids:num" (numbers) or
-# "ids:open" (open_ids/chat_ids)
-# comma-separated chat ids; "token" no spaces; and one rule of each special kind.
+# characters; "int:LO:HI"; "choice:A,B"; "url" http(s) or empty; "ids:num" / "ids:open"
+# comma-separated chat ids (numbers / open_ids and chat_ids); "token" no spaces; and
+# one rule of each special kind.
 SCHEMA = {
     "wifi_ssid": ("", "str:32", False),
     "wifi_pass": ("", "wifi_pass", True),
