@@ -1,8 +1,9 @@
 # The REPL commands of SPEC §6 (MimiClaw's serial CLI, as Python functions).
-# `from mimi.repl import *` in main.py puts them in the REPL namespace, and
-# mpremote's shortcuts import them from here. Only their names stay in RAM: a call
-# loads the body (mimi/replcmds.py; the ota_* ones from mimi/ota.py), runs it and
-# drops the module again, so the commands cost the heap nothing between calls.
+# console.commands() and main.py put them in the REPL namespace (`from mimi.repl
+# import *`), and mpremote's shortcuts import them from here. Only their names stay
+# in RAM: a call loads the body (mimi/replcmds.py; ota_* from mimi/ota.py, heap_info
+# from mimi/heapinfo.py), runs it and drops the module again, so the commands cost
+# the heap nothing between calls.
 import mimi
 
 # Names only (interned, no string objects in the heap): the bodies are elsewhere.
@@ -18,7 +19,8 @@ _NAMES = (
 
 def _command(name):
     def command(*args, **kw):
-        return mimi.run("ota otaboot staging" if name[:4] == "ota_" else "replcmds", name, *args, **kw)
+        where = "ota otaboot staging" if name[:4] == "ota_" else "heapinfo" if name == "heap_info" else "replcmds"
+        return mimi.run(where, name, *args, **kw)
 
     return command
 
