@@ -113,14 +113,20 @@ def feishu_send(feishu_id, text):
 def wifi_status():
     from mimi.services import wifi
 
-    st = wifi.supervisor.status()
-    print("WiFi: %s" % st["state"])
-    print("  ssid        %s" % (st["ssid"] or "(not set: set_wifi(ssid, password))"))
-    print("  ip          %s" % st["ip"])
-    print("  rssi        %s" % ("%d dBm" % st["rssi"] if st["rssi"] is not None else "-"))
-    print("  retries     %d (reconnects since boot %d)" % (st["retries"], st["reconnects"]))
-    if st["last_error"]:
-        print("  last error  %s" % st["last_error"])
+    sup = wifi.supervisor
+    rssi = "-"
+    if sup.online():
+        try:
+            rssi = "%d dBm" % sup.wlan().status("rssi")
+        except (OSError, ValueError, TypeError):
+            pass
+    print("WiFi: %s" % sup.state)
+    print("  ssid        %s" % (sup.ssid or cfg.get("wifi_ssid") or "(not set: set_wifi(ssid, password))"))
+    print("  ip          %s" % (sup.ip if sup.online() else "0.0.0.0"))
+    print("  rssi        %s" % rssi)
+    print("  retries     %d (reconnects since boot %d)" % (sup.retries, sup.reconnects))
+    if sup.last_error:
+        print("  last error  %s" % sup.last_error)
     import sys
 
     portal = sys.modules.get("mimi.services.portal")  # loaded only while it is open

@@ -102,8 +102,13 @@ async def test_connects_at_once():
     sup, w, t = await online()
     assert sup.state == "online" and sup.ip == "192.168.1.50" and sup.retries == 0
     assert w.connects == [(0, "home")]
-    st = sup.status()
-    assert st["rssi"] == -61 and st["ssid"] == "home"
+    assert sup.ssid == "home"
+    from mimi import repl
+
+    wifi.supervisor = sup  # what wifi_status() reports
+    with Capture() as c:
+        repl.wifi_status()
+    assert "WiFi: online" in c.text and "rssi        -61 dBm" in c.text and "ip          192.168.1.50" in c.text
     t.cancel()
 
 

@@ -7,7 +7,6 @@
 # It also decides when the onboarding portal is needed: onboard() loads the portal
 # (services/portal.py) only then, and drops it once the board is online.
 import asyncio
-import time
 import mimi
 from mimi import limits, log, config, board
 
@@ -25,18 +24,16 @@ def _ip_ok(ip):
 
 
 class Supervisor:
-    def __init__(self, wlan=None, cfg=None, sleep_ms=None, ticks_ms=None):
+    def __init__(self, wlan=None, cfg=None, sleep_ms=None):
         self._wlan = wlan
         self.cfg = cfg or config.cfg
         self._sleep_ms = sleep_ms or asyncio.sleep_ms
-        self._ticks_ms = ticks_ms or time.ticks_ms
         self.state = "starting"  # starting|no-config|connecting|online|backoff
         self.ssid = ""
         self.ip = "0.0.0.0"
         self.retries = 0  # failed attempts since the last success
         self.reconnects = 0  # link losses since boot
         self.last_error = ""
-        self.next_try_ms = 0
         self._online = False
         self.was_online = False  # online at least once since boot
         self._event = asyncio.Event()
@@ -211,7 +208,11 @@ class Supervisor:
                     self.reconnects += 1
                     self.last_error = why
                     log.warning(TAG, "%s; reconnecting", why)
-                    self._force_reconnect()
+                    self.ssid = ""  # makes the next round associate again even if the link looks up
+                    try:
+                        self.wlan().disconnect()
+                    except OSError:
+                        pass
                 self._set_online(False)
                 continue
             if err == "settings changed":
@@ -220,29 +221,9 @@ class Supervisor:
             self.last_error = err
             delay = self.backoff_ms()
             self.state = "backoff"
-            self.next_try_ms = delay
             log.warning(TAG, "%r: %s (attempt %d); next try in %d s",
                         ssid, err, self.retries, delay // 1000)
             await self._wait(delay)
-
-    def _force_reconnect(self):
-        self.ssid = ""  # makes run() associate again even if the link looks up
-        try:
-            self.wlan().disconnect()
-        except OSError:
-            pass
-
-    def status(self):
-        rssi = None
-        if self._online:
-            try:
-                rssi = self.wlan().status("rssi")
-            except (OSError, ValueError, TypeError):
-                rssi = None
-        return {"state": self.state, "ssid": self.ssid or self.cfg.get("wifi_ssid"),
-                "ip": self.ip if self._online else "0.0.0.0", "rssi": rssi,
-                "retries": self.retries, "reconnects": self.reconnects,
-                "last_error": self.last_error}
 
 
 supervisor = Supervisor()
