@@ -28,3 +28,10 @@ def run(names, fn, *args, **kw):
     finally:
         for n in new:
             drop(n)
+        if new:
+            # MicroPython allocates upwards from the last free block until a collection:
+            # without one, what is made next (kept for long) lands above the code just
+            # freed, and the heap ends up peppered, with no large block left for a turn
+            import gc
+
+            gc.collect()
