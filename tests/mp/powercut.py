@@ -153,14 +153,14 @@ class Work:
     def ota(self):
         """A new version staged as a deploy does (a copy of the installed one, one file
         changed), verified and swapped in; now and then confirmed or rolled back."""
-        from mimi import ota, staging
+        from mimi import ota, otaboot, staging
 
-        st = ota._state()
+        st = otaboot._state()
         if st and st.get("state") in ("ok", "trial") and self.rng.randint(0, 3) == 0:
             ota.rollback(reboot=False)
             return
         if st and st.get("state") == "trial":
-            ota.mark_healthy()
+            otaboot.mark_healthy()
         swap = self.rng.getrandbits(1)  # half of the cuts fall in the swap itself, not the copy
         dev.sampling = not swap
         staging.begin_deploy()
@@ -206,14 +206,14 @@ def pick(rng):
 # --- a cut image, booted and checked ----------------------------------------------
 def boot_repairs():
     """What the firmware's boot does to a flash before it trusts it."""
-    from mimi import ota
+    from mimi import otaboot, startup
 
-    if ota.boot_check(reboot=False) in ("swapped", "rolled back"):
+    if otaboot.boot_check(reboot=False) in ("swapped", "rolled back"):
         repairs["ota"] = repairs.get("ota", 0) + 1
-    for p in files("/", ()):
-        if p.endswith(".tmp"):
-            os.remove(p)
-            repairs["tmp"] = repairs.get("tmp", 0) + 1
+    tmp = [p for p in files("/", ()) if p.endswith(".tmp")]
+    startup.clean_tmp()
+    repairs["tmp"] = repairs.get("tmp", 0) + len(tmp)
+    assert not [p for p in tmp if board_exists(p)], tmp
 
 
 def loaders(work):
