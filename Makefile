@@ -65,6 +65,9 @@ powercut: setup
 	MIMI_POWERCUT_CUTS=$(or $(CUTS),1200) $(if $(SEED),MIMI_POWERCUT_SEED=$(SEED)) \
 		$(BIN)/python -m pytest tests/host/test_powercut.py -p no:xdist -q -s
 
+soak: setup mp32
+	MIMI_SOAK_MESSAGES=$(or $(MESSAGES),10000) $(BIN)/python -m pytest tests/host/test_soak.py -p no:xdist -q -s
+
 # SECRETS named on the command line must exist; the default secrets.json is optional.
 SECRETS_ARGS = $(if $(filter command line environment,$(origin SECRETS)),--secrets "$(SECRETS)" --secrets-required,$(if $(wildcard $(SECRETS)),--secrets $(SECRETS)))
 

@@ -15,12 +15,15 @@ Script items (JSON dicts, so MicroPython tests can send them over HTTP):
   {"delay_s": 3, ...}       wait before answering (past a client deadline)
   {"stop": "max_tokens"}    stop_reason / finish_reason override
   {"usage": {...}}          usage override
-With an empty queue the fake answers "Echo: <last user text>".
+With an empty queue the fake answers "Echo: <last user text>"; configured with
+echo_tools (a list of {"name", "input"}), it first calls the next of those tools in
+turn and answers "Echo: <the user's text>" once the result comes back (soak runs).
 
 Control endpoints on every listener of the fake (HTTP and HTTPS):
   POST /_script   body: a script item or a list of them -> appended to the queue
   POST /_reset    clears queue, requests, violations and counters
-  POST /_config   {"api_key": .., "token_param": "max_tokens"|"max_completion_tokens"|None}
+  POST /_config   {"api_key": .., "token_param": "max_tokens"|"max_completion_tokens"|None,
+                   "echo_tools": [{"name": .., "input": {..}}, ..]}
   GET  /_requests {"requests": [...], "violations": [...], "handshakes": n,
                    "connections": n (both of the HTTPS listener), "queued": n}; ?bodies=0 leaves request bodies
                    out, ?last=N keeps only the last N requests. A request record is
@@ -47,6 +50,8 @@ class FakeLLM:
         self.lock = threading.Lock()
         self.api_key = api_key
         self.token_param = None  # None: either is accepted (but not both)
+        self.echo_tools = []
+        self._echo_turns = 0
         self.reset()
 
     # --- control -----------------------------------------------------------
@@ -73,6 +78,8 @@ class FakeLLM:
                 self.api_key = kw["api_key"]
             if "token_param" in kw:
                 self.token_param = kw["token_param"]
+            if "echo_tools" in kw:
+                self.echo_tools = list(kw["echo_tools"] or ())
 
     def snapshot(self, bodies=True, last=None):
         with self.lock:
@@ -151,13 +158,31 @@ class FakeLLM:
                                             int(q["last"]) if q.get("last") else None))
         return _json(404, {"error": "unknown control endpoint"})
 
+    def echo(self, req):
+        """The unscripted answer: the user's text back, after a tool call when
+        echo_tools is set."""
+        msgs = req.get("messages") or []
+        last = msgs[-1] if msgs else {}
+        answered = last.get("role") == "tool" or (isinstance(last.get("content"), list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in last["content"]))
+        if self.echo_tools and not answered:
+            with self.lock:
+                tool = self.echo_tools[self._echo_turns % len(self.echo_tools)]
+                self._echo_turns += 1
+            return {"tool_calls": [{"name": tool["name"], "input": tool.get("input") or {}}]}
+        for i in range(len(msgs), 0, -1):  # the user's text, not the tool result after it
+            text = self.last_user_text({"messages": msgs[:i]})
+            if text:
+                return {"text": "Echo: " + text}
+        return {"text": "Echo: "}
+
     def _reply(self, req):
         with self.lock:
             item = self.queue.pop(0) if self.queue else None
             self._seq += 1
             seq = self._seq
         if item is None:
-            item = {"text": "Echo: " + self.last_user_text(req)}
+            item = self.echo(req)
         if "raw" in item:
             raw = item["raw"]
             out = {"status": item.get("status", 200),
