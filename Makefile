@@ -21,7 +21,8 @@ help:
 	@echo "make bundle          build the OTA update bundle into build/ (OTA_KEY=... signs it)"
 	@echo "make bench           run the benchmarks (bench/, results in docs/benchmarks.md)"
 	@echo "make powercut        1,200 seeded power cuts on the firmware's files (CUTS=, SEED=)"
-	@echo "make soak            10,000 messages through WebSocket and Telegram under a capped heap"
+	@echo "make soak            10,000 messages through WebSocket and Telegram under a capped heap,"
+	@echo "                     and the fault tests with 3-minute LLM and Telegram outages"
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -59,14 +60,16 @@ bench: setup mp32
 	$(BIN)/python bench/run_all.py --markdown build/bench.md $(BENCH_ARGS)
 
 # Long reliability runs (issue 16, docs/reliability.md); `make test` runs short versions.
-# CUTS=N power cuts (1,200), SEED=N repeats a run; the soak: MESSAGES=N (10,000).
+# CUTS=N power cuts (1,200), SEED=N repeats a run; the soak: MESSAGES=N (10,000), and
+# the fault tests with outages of OUTAGE=N seconds (180).
 .PHONY: powercut soak
 powercut: setup
 	MIMI_POWERCUT_CUTS=$(or $(CUTS),1200) $(if $(SEED),MIMI_POWERCUT_SEED=$(SEED)) \
 		$(BIN)/python -m pytest tests/host/test_powercut.py -p no:xdist -q -s
 
 soak: setup mp32
-	MIMI_SOAK_MESSAGES=$(or $(MESSAGES),10000) $(BIN)/python -m pytest tests/host/test_soak.py -p no:xdist -q -s
+	MIMI_SOAK_MESSAGES=$(or $(MESSAGES),10000) MIMI_FAULTS_OUTAGE_S=$(or $(OUTAGE),180) \
+		$(BIN)/python -m pytest tests/host/test_soak.py tests/host/test_faults.py -p no:xdist -q -s
 
 # SECRETS named on the command line must exist; the default secrets.json is optional.
 SECRETS_ARGS = $(if $(filter command line environment,$(origin SECRETS)),--secrets "$(SECRETS)" --secrets-required,$(if $(wildcard $(SECRETS)),--secrets $(SECRETS)))

@@ -13,6 +13,7 @@ Script items (JSON dicts, so MicroPython tests can send them over HTTP):
   {"truncate": true, ...}   announce the full Content-Length, send half, close
   {"chunked": true, ...}    Transfer-Encoding: chunked
   {"delay_s": 3, ...}       wait before answering (past a client deadline)
+  {"echo": true, ...}       the unscripted answer (below), with the item's other keys
   {"stop": "max_tokens"}    stop_reason / finish_reason override
   {"usage": {...}}          usage override
 With an empty queue the fake answers "Echo: <last user text>"; configured with
@@ -183,6 +184,8 @@ class FakeLLM:
             seq = self._seq
         if item is None:
             item = self.echo(req)
+        elif item.get("echo"):  # the unscripted answer, with this item's delay_s etc.
+            item = dict(item, **self.echo(req))
         if "raw" in item:
             raw = item["raw"]
             out = {"status": item.get("status", 200),

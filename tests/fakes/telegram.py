@@ -17,7 +17,9 @@ Scripting, in-process (tests) or over HTTP (MicroPython tests, the simulator):
       {"raw": {...}}                                      an update body as is
   POST /_control/fail    {"method": "sendMessage", "status": 400|409|429|502,
                           "description": "..", "retry_after": 1, "times": 1,
-                          "delay_s": 0, "if_parse_mode": true}
+                          "delay_s": 0, "if_parse_mode": true,
+                          "body": "not JSON" (sent as is with the status),
+                          "cut": true (the answer's length announced, half sent, closed)}
   POST /_control/config  {"ensure_ascii": true, "max_poll_s": 30, "username": "..",
                           "retain": false (true: confirmed updates are kept and sent again
                           to a getUpdates with an older offset, as if a bot lost its offset)}
@@ -197,6 +199,12 @@ def parse_html(text):
 
 
 # --- the fake API -------------------------------------------------------------------
+def fn_result(fake, method, params):
+    """What the API method would answer (the body a cut reply starts to send)."""
+    fn = getattr(fake, "api_" + method, None)
+    return fn(params)[1] if fn else {"ok": False}
+
+
 def _ok(result):
     return 200, {"ok": True, "result": result}
 
@@ -243,7 +251,7 @@ class FakeTelegram:
                     setattr(self, k, kw[k])
 
     def fail(self, method, status, description=None, retry_after=None, times=1, delay_s=0,
-             if_parse_mode=False):
+             if_parse_mode=False, body=None, cut=False):
         defaults = {400: "Bad Request: can't parse entities: Can't find end tag corresponding "
                          "to start tag \"b\"",
                     409: "Conflict: terminated by other getUpdates request; make sure that only "
@@ -254,7 +262,7 @@ class FakeTelegram:
             self.fails.append({"method": method, "status": status, "times": times,
                                "description": description or defaults.get(status, "Error"),
                                "retry_after": retry_after, "delay_s": delay_s,
-                               "if_parse_mode": if_parse_mode})
+                               "if_parse_mode": if_parse_mode, "body": body, "cut": cut})
 
     def _message_id(self, chat_id):
         self.msg_ids[chat_id] = self.msg_ids.get(chat_id, 0) + 1
@@ -369,6 +377,10 @@ class FakeTelegram:
         if rule:
             if rule["delay_s"]:
                 time.sleep(rule["delay_s"])
+            if rule["body"] is not None:  # garbage instead of JSON
+                return rule["status"], rule["body"].encode()
+            if rule["cut"]:  # the whole length announced, half of it sent, then the connection closed
+                return "cut", json.dumps(fn_result(self, method, params)).encode()
             extra = {"retry_after": rule["retry_after"]} if rule["retry_after"] is not None else {}
             if rule["status"] == 502:
                 return 502, b"<html><body><h1>502 Bad Gateway</h1></body></html>"
@@ -552,6 +564,15 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(n) if n else b""
         status, out = self.fake.handle(self.command, u.path, u.query, body,
                                        self.headers.get("Content-Type", ""))
+        if status == "cut":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out[:len(out) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
         if isinstance(out, bytes):
             data, ctype = out, "text/html"
         else:
