@@ -10,6 +10,7 @@ from mimi import limits, log, fs, board
 NEW = limits.OTA_DIR + "/new"
 PREV = limits.OTA_DIR + "/prev"
 STATE = limits.OTA_DIR + "/state.json"
+GONE = limits.OTA_DIR + "/gone"  # what a rollback takes out, until it is done
 _DIR = 0x4000
 
 
@@ -58,12 +59,19 @@ def _finish_rollback(st):
     st["state"] = "rollback"
     _save_state(st)
     for t in st["tops"]:
-        if t in st.get("created", ()):
-            rmtree("/" + t)
-        elif fs.exists(PREV + "/" + t):
-            rmtree("/" + t)
+        created = t in st.get("created", ())
+        if not created and not fs.exists(PREV + "/" + t):
+            continue
+        # Renamed away whole and removed after: removed in place, a power cut left
+        # lib/mimi without its __init__ but with safemode, and every boot failed.
+        if fs.exists("/" + t):
+            rmtree(GONE + "/" + t)
+            fs.makedirs(fs.parent(GONE + "/" + t))
+            os.rename("/" + t, GONE + "/" + t)
+        if not created:
             fs.makedirs(fs.parent("/" + t))
             os.rename(PREV + "/" + t, "/" + t)
+    rmtree(GONE)
     fs.write_atomic(limits.OTA_DIR + "/last.json", json.dumps(
         {"rolled_back": st.get("version"), "back_to": st.get("prev"), "boots": st.get("boots")}))
     fs.remove(STATE)

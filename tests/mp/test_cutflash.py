@@ -1,5 +1,6 @@
 # The power-cut flash (tests/mp/cutflash.py) and what it found: a cut at every single
 # program and erase of a change, torn or not, leaves the file old or new.
+import json
 import vfs
 from cutflash import CutFlash
 from mimi import fs
@@ -81,3 +82,59 @@ def test_an_append_and_a_rewrite_are_old_or_new():
 
     assert every_cut(change, "/a.md", (old, old + b"y" * 300)) >= 4
     assert every_cut(change, "/b.md", (old, b"z" * 5000)) >= 4
+
+
+def tree(top):
+    """{path: bytes} below top (empty when it does not exist)."""
+    out = {}
+    for p in fs.walk_files(top):
+        with open(p, "rb") as f:
+            out[p[len(top):]] = f.read()
+    return out
+
+
+def test_an_ota_rollback_never_leaves_code_half_removed():
+    # A rollback removed lib/mimi file by file, in name order, before renaming the
+    # previous version back: cut after __init__, agent/ and app went, safemode.py was
+    # still there, so main.py's fallback to /ota/prev/lib never ran and every boot
+    # failed on `mimi.run` (found by tests/host/test_powercut.py)
+    from mimi import otaboot
+
+    old = {"/__init__.mpy": b"old" * 50, "/app.mpy": b"A" * 300, "/board/__init__.mpy": b"B" * 200,
+           "/safemode.mpy": b"S" * 200}
+    new = {k: v.replace(b"old", b"new") + b"!" for k, v in old.items()}
+    st = {"state": "rollback", "version": "2", "prev": "1", "tops": ["lib/mimi"], "created": [], "boots": 3}
+    dev = fresh()
+    home = [m for m, at in vfs.mount() if at == "/"][0]  # the test's own flash
+    vfs.umount("/")
+    try:
+        vfs.mount(vfs.VfsLfs2(dev), "/")
+        for top, files in (("/lib/mimi", new), ("/ota/prev/lib/mimi", old)):
+            for p, data in files.items():
+                fs.write_atomic(top + p, data)
+        fs.write_atomic(otaboot.STATE, json.dumps(st))
+        vfs.umount("/")
+        base = bytearray(dev.data)
+        dev.arm(False)
+        vfs.mount(vfs.VfsLfs2(dev), "/")
+        otaboot._finish_rollback(dict(st))
+        assert tree("/lib/mimi") == old and not fs.exists(otaboot.STATE)
+        vfs.umount("/")
+        total = dev.ops
+        for at in range(1, total + 1):
+            for tear in (None, 9):
+                cut = CutFlash(bytearray(base))
+                cut.arm(True, at, tear)
+                vfs.mount(vfs.VfsLfs2(cut), "/")
+                otaboot._finish_rollback(dict(st))
+                vfs.umount("/")
+                vfs.mount(vfs.VfsLfs2(CutFlash(cut.snap[0])), "/")
+                live, kept = tree("/lib/mimi"), tree("/ota/prev/lib/mimi")
+                assert live in (new, old) or (live == {} and kept == old), (at, tear, sorted(live))
+                if otaboot._state():  # the next boot finishes it
+                    otaboot._finish_rollback(otaboot._state())
+                assert tree("/lib/mimi") == old, (at, tear)
+                vfs.umount("/")
+        assert total > 10
+    finally:
+        vfs.mount(home, "/")
