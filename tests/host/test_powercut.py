@@ -23,7 +23,7 @@ from mimi import limits  # noqa: E402
 
 CUTS = int(os.getenv("MIMI_POWERCUT_CUTS") or 60)
 BOOTS = max(2, CUTS // 50)  # cut images the real firmware boots
-FLASH_DATA = 2 * 1024 * 1024  # a small filesystem: cuts meet full blocks and compactions
+FLASH_DATA = 4 * 1024 * 1024  # the code three times over (live, staged, previous) and the data
 TOKEN = "powercut-token"
 
 
@@ -35,7 +35,7 @@ def run_cuts(tmp_path, seed, cuts, save_every):
     args = tmp_path / "args.json"
     args.write_text(json.dumps({"lib": compiled_lib(), "image": str(image), "seed": seed,
                                 "cuts": cuts, "save": str(save), "save_every": save_every}))
-    r = subprocess.run([micropython_bin(), "-X", "heapsize=32m", str(ROOT / "tests" / "mp" / "powercut.py"),
+    r = subprocess.run([micropython_bin(), "-X", "heapsize=128m", str(ROOT / "tests" / "mp" / "powercut.py"),
                         str(args)], capture_output=True, text=True, errors="replace",
                        timeout=120 + cuts, cwd=str(tmp_path))
     out = r.stdout + r.stderr
@@ -79,3 +79,4 @@ def test_power_cuts_lose_nothing_committed_and_the_firmware_boots(tmp_path, fake
             "seed %d, %s:\n%s%s\n%s" % (seed, image.name, r.stdout, r.stderr, out[-3000:]))
         assert "Traceback" not in out, "seed %d, %s:\n%s" % (seed, image.name, out[-3000:])
     print("POWERCUT real boots answered: %d" % len(chosen))
+

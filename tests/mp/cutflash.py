@@ -36,6 +36,7 @@ class CutFlash:
             if self.rng.randint(1, self.ops) != 1:
                 return
             k = self.rng.randint(0, n - 1) if self.rng.getrandbits(1) else None
+        self.snap = None  # (the last pick's copy goes first: two never need to fit at once)
         snap = bytearray(self.data)
         torn = None
         if k is not None:  # the first k bytes made it
