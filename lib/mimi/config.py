@@ -33,6 +33,8 @@ SCHEMA = {
     "proxy_host": ("", "str:100", False),
     "proxy_port": (0, "int:0:65535", False),
     "proxy_type": ("http", "choice:http,socks5", False),
+    "proxy_user": ("", "str:100", False),  # empty: a proxy without authentication
+    "proxy_pass": ("", "str:100", True),
     "ws_port": (limits.WS_PORT, "int:0:65535", False),  # 0: any free port (tests)
     "ws_token": (None, "ws_token", True),  # None: generated at first boot; "" turns auth off
     "tz": ("+00:00", "tz", False),

@@ -156,7 +156,7 @@ def test_repl_functions():
     with Capture() as out:
         repl.set_api_key("sk-1234567890abcdef")
         repl.set_model_provider("openai")
-        repl.set_proxy("10.0.0.2", "3128")
+        repl.set_proxy("10.0.0.2", "3128", "http", "ann", "proxy-secret")
         repl.allow_chat(12345)
         repl.allow_chat("12345")
         repl.allow_chat(-1001)
@@ -171,12 +171,15 @@ def test_repl_functions():
     assert "Error: provider: must be one of" in t
     c = fresh()
     assert c.get("provider") == "openai" and c.get("proxy_port") == 3128
+    assert (c.get("proxy_user"), c.get("proxy_pass")) == ("ann", "proxy-secret")
+    assert "proxy-secret" not in t
     assert c.get("tg_allow") == "12345,-1001"
     with Capture() as out:
         repl.clear_proxy()
         repl.config_reset()
         repl.help()
     assert fresh().get("proxy_host") == "" and fresh().get("provider") == "anthropic"
+    assert fresh().get("proxy_pass") == ""
     assert "set_wifi(ssid, password)" in out.text
 
 

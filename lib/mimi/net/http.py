@@ -417,12 +417,15 @@ def _sunk(buf, head, body, method, sink):
 # ---- configuration shared by both clients ----
 
 def proxy_from_config(cfg):
-    """(type, host, port) from the proxy_* settings, or None when no proxy is set."""
+    """(type, host, port[, user, password]) from the proxy_* settings, or None when no
+    proxy is set."""
     host = cfg.get("proxy_host")
     port = cfg.get("proxy_port")
     if not host or not port:
         return None
-    return (cfg.get("proxy_type") or "http", host, int(port))
+    p = (cfg.get("proxy_type") or "http", host, int(port))
+    user = cfg.get("proxy_user")
+    return p + (user, cfg.get("proxy_pass") or "") if user else p
 
 
 def _clean(s, what):
@@ -470,7 +473,7 @@ class _Base:
     def _tunnel(self):
         from mimi.net import proxy
 
-        return proxy.tunnel(self._buf, self.proxy[0], self.host, self.port)
+        return proxy.tunnel(self._buf, self.proxy, self.host, self.port)
 
     def _stray(self, sock):
         """Is anything readable on an idle kept-alive connection (an unsolicited
