@@ -16,8 +16,8 @@ DEFAULT_MODEL = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini"}
 
 # key: (default, rule, secret). Rules (configrules.py): "str:N" text of at most N
 # characters; "int:LO:HI"; "choice:A,B"; "url" http(s) or empty; "ids:num" / "ids:open"
-# comma-separated chat ids (numbers / open_ids and chat_ids); "token" no spaces; and
-# one rule of each special kind.
+# comma-separated chat ids (numbers / open_ids and chat_ids); "token" no spaces; "bool"
+# on/off; and one rule of each special kind.
 SCHEMA = {
     "wifi_ssid": ("", "str:32", False),
     "wifi_pass": ("", "wifi_pass", True),
@@ -27,6 +27,7 @@ SCHEMA = {
     "api_key": ("", "token", True),
     "model": ("", "str:100", False),
     "api_base": ("", "url", False),
+    "stream": (True, "bool", False),  # answers shown as they come (off: servers that can't stream)
     "max_tokens": (limits.MAX_TOKENS_DEFAULT, "int:1:128000", False),
     "tavily_key": ("", "token", True),
     "search_key": ("", "token", True),

@@ -4,8 +4,11 @@ Real JSON shapes for getMe, getUpdates (long poll honouring `timeout`, `offset`
 confirming updates, `limit`, `allowed_updates`; a second getUpdates ends a waiting
 one with 409 as Telegram does), sendMessage (parse_mode HTML checked like Telegram:
 unknown or unbalanced tags -> 400 "Bad Request: can't parse entities: ...", text over
-4096 UTF-16 units after entity parsing -> 400 "Bad Request: message is too long") and
-sendChatAction. Everything the bot sends is recorded.
+4096 UTF-16 units after entity parsing -> 400 "Bad Request: message is too long"),
+sendChatAction and editMessageText (the same checks; a bot's own message only; the same
+text and entities again -> 400 "Bad Request: message is not modified: ..."). Everything
+the bot sends is recorded: a message's record shows its latest text, with "edits" (how
+many) and "versions" (each text it showed).
 
 Scripting, in-process (tests) or over HTTP (MicroPython tests, the simulator):
   POST /_control/update  one or a list of update specs -> {"update_ids": [...]}
@@ -462,37 +465,73 @@ class FakeTelegram:
             return None, _err(400, "Bad Request: chat not found")
         return cid, None
 
+    def _text(self, p, method):
+        """(text, visible, entities, parse_mode, None) of a message's text, or an error
+        as the 5th item."""
+        text = p.get("text")
+        bad = None, None, None, None
+        if not isinstance(text, str) or not text.strip():
+            return bad + (_err(400, "Bad Request: message text is empty"),)
+        mode = p.get("parse_mode") or None
+        if mode not in (None, "HTML", "MarkdownV2", "Markdown"):
+            return bad + (_err(400, "Bad Request: unsupported parse_mode"),)
+        entities = []
+        visible = text
+        if mode == "HTML":
+            try:
+                visible, entities = parse_html(text)
+            except EntityError as e:
+                return bad + (_err(400, "Bad Request: can't parse entities: %s" % e),)
+        elif mode:
+            self.violations.append("%s: parse_mode %s used (expected HTML)" % (method, mode))
+        if u16len(visible) > MAX_LEN:
+            return bad + (_err(400, "Bad Request: message is too long"),)
+        if not visible.strip():
+            return bad + (_err(400, "Bad Request: text must be non-empty"),)
+        return text, visible, entities, mode, None
+
+    def api_editMessageText(self, p):
+        with self.cond:
+            cid, err = self._chat(p, "editMessageText")
+            if err:
+                return err
+            text, visible, entities, mode, err = self._text(p, "editMessageText")
+            if err:
+                return err
+            mine = [m for m in self.sent if m["chat_id"] == cid and m["message_id"] == p.get("message_id")]
+            if not mine:
+                return _err(400, "Bad Request: message to edit not found")
+            m = mine[0]
+            if (m["visible"], m["entities"]) == (visible, entities):
+                return _err(400, "Bad Request: message is not modified: specified new message "
+                                 "content and reply markup are exactly the same as a current "
+                                 "content and reply markup of the message")
+            m.update(text=text, visible=visible, entities=entities, parse_mode=mode,
+                     edits=m["edits"] + 1, t_edit=time.time())
+            m["versions"].append(visible)
+            msg = {"message_id": m["message_id"], "date": int(m["t"]), "edit_date": int(time.time()),
+                   "from": {"id": BOT_ID, "is_bot": True, "first_name": "Mimi",
+                            "username": self.username},
+                   "chat": self.chats[cid], "text": visible}
+            if entities:
+                msg["entities"] = entities
+            return _ok(msg)
+
     def api_sendMessage(self, p):
         with self.cond:
             cid, err = self._chat(p, "sendMessage")
             if err:
                 return err
-            text = p.get("text")
-            if not isinstance(text, str) or not text.strip():
-                return _err(400, "Bad Request: message text is empty")
-            mode = p.get("parse_mode") or None
-            if mode not in (None, "HTML", "MarkdownV2", "Markdown"):
-                return _err(400, "Bad Request: unsupported parse_mode")
-            entities = []
-            visible = text
-            if mode == "HTML":
-                try:
-                    visible, entities = parse_html(text)
-                except EntityError as e:
-                    return _err(400, "Bad Request: can't parse entities: %s" % e)
-            elif mode:
-                self.violations.append("sendMessage: parse_mode %s used (expected HTML)" % mode)
-            if u16len(visible) > MAX_LEN:
-                return _err(400, "Bad Request: message is too long")
-            if not visible.strip():
-                return _err(400, "Bad Request: text must be non-empty")
+            text, visible, entities, mode, err = self._text(p, "sendMessage")
+            if err:
+                return err
             mid = self._message_id(cid)
             self.sent.append({"chat_id": cid, "text": text, "visible": visible,
                               "parse_mode": mode, "message_id": mid, "entities": entities,
                               "reply_to": (p.get("reply_parameters") or {}).get("message_id")
                               if isinstance(p.get("reply_parameters"), dict)
                               else p.get("reply_to_message_id"),
-                              "t": time.time()})
+                              "t": time.time(), "edits": 0, "versions": [visible]})
             msg = {"message_id": mid, "date": int(time.time()),
                    "from": {"id": BOT_ID, "is_bot": True, "first_name": "Mimi",
                             "username": self.username},

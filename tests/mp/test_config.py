@@ -64,6 +64,7 @@ def test_bad_values_refused_with_reason():
         ("proxy_type", "socks4", "http, socks5"),
         ("model", "x" * 101, "at most"),
         ("wifi_ssid", "a\nb", "control"),
+        ("stream", "maybe", "on or off"),
     ]
     for key, value, words in cases:
         e = raises(ValueError, c.set, key, value)
@@ -91,6 +92,11 @@ def test_normalisation():
     assert c.get("api_base") == "http://192.168.1.5:11434"
     c.set("provider", "OpenAI")
     assert c.get("provider") == "openai"
+    assert c.get("stream") is True
+    c.set("stream", "off")
+    assert c.get("stream") is False and fresh().get("stream") is False
+    c.set("stream", 1)
+    assert c.get("stream") is True
 
 
 def test_secrets_masked():

@@ -591,3 +591,39 @@ async def test_huge_updates_on_a_small_heap():
     await update(chat_id=ALLOWED, text="z", repeat=100000)
     await _flood_then_owner()
     assert "polling failed" not in "\n".join(log.recent())
+
+
+async def test_streamed_answer_edits_one_message_then_the_final_replaces_it():
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    limits.TG_EDIT_MS = 300
+    try:
+        await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
+        for text in ("The", "The answer", "The answer is"):  # the 2nd comes too soon: skipped
+            await b.send(bus.Msg("telegram", ALLOWED, text, kind=bus.PARTIAL))
+            if text == "The answer":
+                await asyncio.sleep_ms(limits.TG_EDIT_MS + 50)
+        await b.send(bus.Msg("telegram", ALLOWED, "x" * (limits.TG_MSG_MAX + 1), kind=bus.PARTIAL))
+        await b.send(bus.Msg("telegram", ALLOWED, "The answer is **42**."))
+    finally:
+        limits.TG_EDIT_MS = 1000
+    st = await state()
+    assert len(st["sent"]) == 1, st["sent"]
+    m = st["sent"][0]
+    assert m["versions"] == ["The", "The answer is", "The answer is 42."], m["versions"]
+    assert m["parse_mode"] == "HTML" and m["entities"][0]["type"] == "bold"
+    assert b.live == {} and ALLOWED not in b.typing
+    # the answer shown so far is gone (deleted by the user): the final comes as a new message
+    await b.send(bus.Msg("telegram", ALLOWED, "Again", kind=bus.PARTIAL))
+    await fail(method="editMessageText", status=400, description="Bad Request: message to edit not found")
+    await b.send(bus.Msg("telegram", ALLOWED, "Again, in full."))
+    st = await state()
+    assert [m["visible"] for m in st["sent"]][1:] == ["Again", "Again, in full."], st["sent"]
+    # the same text as shown: Telegram's "not modified" is no failure, and nothing is re-sent
+    await b.send(bus.Msg("telegram", ALLOWED, "Same", kind=bus.PARTIAL))
+    logged = log.recent(5)
+    await b.send(bus.Msg("telegram", ALLOWED, "Same"))
+    st = await state()
+    assert [m["visible"] for m in st["sent"]][3:] == ["Same"] and log.recent(5) == logged
+    task.cancel()

@@ -73,6 +73,7 @@ def run_message(msg):
     global busy, turns, failures
     busy = True
     _alive()
+    llm = None
     try:
         from mimi.llm import provider
         from mimi.agent import react
@@ -88,6 +89,8 @@ def run_message(msg):
         _wait_clock()
         # Built per turn so settings changed on the REPL apply without a reboot.
         llm = provider.from_config(config.cfg)
+        if config.cfg.get("stream") and hasattr(llm, "stream") and channels.get(msg.channel).label:
+            llm.stream = _partials(msg)  # a person waits: the answer shows as it comes
         if getattr(getattr(llm, "client", None), "tls", False):  # its code now, before the
             from mimi.net import tls  # noqa: F401 - turn's data: the heap is least broken up now
         enc = getattr(llm, "message", None)
@@ -100,7 +103,7 @@ def run_message(msg):
         _alive()
         turn = react.run_turn(llm, system, history, text, registry,
                               Ctx(msg.channel, msg.chat_id))
-        system = history = None
+        system = history = llm.stream = None
         _release(llm)
         llm = None
         turns += 1
@@ -125,10 +128,22 @@ def run_message(msg):
         log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
         return SORRY % (str(e) or type(e).__name__)
     finally:
+        if llm is not None and hasattr(llm, "stream"):
+            llm.stream = None  # (kept for the next turn, which may be nobody's)
         if short(True):  # a short heap keeps nothing of a turn: scattered, it would break
             _forget()  # up the room the next turn needs
         busy = False
         _alive()
+
+
+def _partials(msg):
+    """The answer's text so far, for the chat (llm/stream.py calls it at most every
+    STREAM_PARTIAL_MS). Never waits: with the outbound queue full it is skipped, and
+    the next one says all of it."""
+    def put(text):
+        bus.outbound.put(bus.Msg(msg.channel, msg.chat_id, text, bus.PARTIAL, msg.meta))
+
+    return put
 
 
 def _forget():

@@ -236,6 +236,7 @@ class Telegram:
         self.recent = []  # keys (small ints) of the (chat, message_id) pairs handled last
         self.strangers = {}  # chat id -> time told (tgsend)
         self.typing = {}  # chat id -> renewal task (tgsend)
+        self.live = {}  # chat id -> [message id, ticks_ms of its last edit]: the turn's editable message (tgsend)
         self.paused = False  # the poller is waiting for WiFi
         self.changed = asyncio.ThreadSafeFlag()
         cfg.watch(self._on_config)

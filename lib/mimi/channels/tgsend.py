@@ -58,16 +58,16 @@ def _refused(e):
     return isinstance(e, tg.ApiError) and (e.code == 429 or e.code in (502, 503, 504))
 
 
-async def _send(bot, params, hold=False):
-    """One sendMessage (channels/sending.py: retries that cannot duplicate; hold keeps a
-    reply through an outage); raises the last error."""
+async def _send(bot, params, hold=False, method="sendMessage"):
+    """One sendMessage (or editMessageText) (channels/sending.py: retries that cannot
+    duplicate; hold keeps a reply through an outage); raises the last error."""
     from mimi.channels import sending
 
     async def attempt():
         api = _api(bot)
         if api is None:
             raise tg.ApiError(0, "no connection to Telegram (no bot token)")
-        return await api.call("sendMessage", params)
+        return await api.call(method, params)
 
     return await sending.deliver(attempt, _refused, hold, TAG, bot._online, bot._network_lost)
 
@@ -82,10 +82,11 @@ async def plain(bot, chat_id, text):
         return False
 
 
-async def text(bot, chat_id, markdown, reply_to=None, hold=False):
+async def text(bot, chat_id, markdown, reply_to=None, hold=False, edit=None):
     """Markdown -> HTML parts in order; a part whose entities Telegram refuses is
     sent again as plain text; any other failure is logged, never re-sent (hold: see
-    _send). -> True when every part went out."""
+    _send). edit: a message id whose text the first part replaces (the answer shown
+    while it streamed; sent anew if that edit fails). -> True when every part went out."""
     if _api(bot) is None:
         log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
         return False
@@ -94,14 +95,27 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False):
     ok = True
     for html, plain_ in parts:
         params = {"chat_id": chat_id, "text": html, "parse_mode": "HTML"}
-        if reply_to:
+        method = "sendMessage"
+        if edit:
+            params["message_id"], method, edit = edit, "editMessageText", None
+        elif reply_to:
             params["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
             reply_to = None
         try:
-            await _send(bot, params, hold)
+            await _send(bot, params, hold, method)
             continue
         except tg.ApiError as e:
-            if not e.entities:
+            if method != "sendMessage" and not e.entities:
+                if "not modified" in e.description:  # it shows this text already
+                    continue
+                log.warning(TAG, "editing the answer in %s failed (%s); sending it", chat_id, e.description)
+                params.pop("message_id")
+                try:
+                    await _send(bot, params, hold)
+                    continue
+                except Exception as e2:
+                    e = e2
+            if not getattr(e, "entities", False):
                 log.error(TAG, "sending to %s failed: %s", chat_id, e)
                 ok = False
                 continue
@@ -115,7 +129,7 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False):
         params.pop("parse_mode")
         params["text"] = plain_
         try:
-            await _send(bot, params, hold)
+            await _send(bot, params, hold, "editMessageText" if "message_id" in params else "sendMessage")
         except Exception as e:
             log.error(TAG, "plain-text resend to %s failed: %s", chat_id, e)
             ok = False
@@ -169,10 +183,45 @@ async def _typing(bot, chat_id):
             del bot.typing[chat_id]
 
 
+async def _partial(bot, msg):
+    """The answer so far, as plain text: a message sent at first, then edited at most
+    every TG_EDIT_MS (TG_EDIT_GROUP_MS in a group: Telegram allows a group 20 a minute);
+    a version over TG_MSG_MAX is left out (the final one is split). Any failure only
+    skips this version."""
+    meta = msg.meta or {}
+    live = bot.live.get(msg.chat_id)
+    now = time.ticks_ms()
+    gap = limits.TG_EDIT_GROUP_MS if meta.get("group") else limits.TG_EDIT_MS
+    if (live and time.ticks_diff(now, live[1]) < gap) or len(memoryview(msg.content)) > limits.TG_MSG_MAX:
+        return  # (UTF-8 bytes are never fewer than Telegram's UTF-16 units)
+    params = {"chat_id": msg.chat_id, "text": msg.content}
+    try:
+        if live:
+            params["message_id"] = live[0]
+            live[1] = now
+            await _api(bot).call("editMessageText", params)
+        else:
+            if meta.get("group") and meta.get("message_id"):
+                params["reply_parameters"] = {"message_id": meta["message_id"],
+                                              "allow_sending_without_reply": True}
+            bot.live[msg.chat_id] = [(await _api(bot).call("sendMessage", params))["message_id"], now]
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        if isinstance(e, tg.ApiError) and e.retry_after and live:
+            live[1] = time.ticks_add(now, e.retry_after * 1000)  # Telegram's own pace
+        log.warning(TAG, "showing the answer so far in %s failed: %s", msg.chat_id, e)
+
+
 async def send(bot, msg):
-    """The dispatcher's messages for an allowed chat: "typing" for a status, the reply
-    (held through an outage, never dropped; in a group, a reply to the message)."""
+    """The dispatcher's messages for an allowed chat: "typing" for a status, the answer
+    so far while it streams, the reply (held through an outage, never dropped; in a
+    group, a reply to the message; replacing the answer so far)."""
     chat_id = msg.chat_id
+    if msg.kind == bus.PARTIAL:
+        if _api(bot) is not None and wifi.online():
+            await _partial(bot, msg)
+        return
     if msg.kind == bus.STATUS:
         if chat_id in bot.typing or not wifi.online() or _api(bot) is None:
             return
@@ -183,5 +232,7 @@ async def send(bot, msg):
     if t is not None:
         t.cancel()
     meta = msg.meta or {}
-    await text(bot, chat_id, msg.content, meta.get("message_id") if meta.get("group") else None, hold=True)
+    live = bot.live.pop(chat_id, None)
+    await text(bot, chat_id, msg.content, meta.get("message_id") if meta.get("group") else None, hold=True,
+               edit=live[0] if live else None)
     _rest(bot)
