@@ -91,6 +91,7 @@ def run_message(msg):
         llm = provider.from_config(config.cfg)
         if config.cfg.get("stream") and hasattr(llm, "stream") and channels.get(msg.channel).label:
             llm.stream = _partials(msg)  # a person waits: the answer shows as it comes
+            from mimi.llm import stream  # noqa: F401 - its code now, low in the heap, not amid the turn's data
         if getattr(getattr(llm, "client", None), "tls", False):  # its code now, before the
             from mimi.net import tls  # noqa: F401 - turn's data: the heap is least broken up now
         enc = getattr(llm, "message", None)
@@ -151,7 +152,7 @@ def _forget():
 
     provider.drop()  # its connection, buffer and objects (net/tls.py keeps the roots)
     for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
-                 "mimi.llm.failure", "mimi.jsonscan"):
+                 "mimi.llm.failure", "mimi.llm.stream", "mimi.jsonscan"):
         unload(name)
 
 

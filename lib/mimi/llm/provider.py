@@ -181,7 +181,7 @@ class Provider:
                 if sink:
                     if sink.sse:
                         return sink.result()
-                    resp.body = sink.body()  # plain JSON, or an error
+                    resp.body = b"".join(sink.pieces)  # plain JSON, or an error
             except (HTTPError, OSError) as e:
                 from mimi.llm import failure
 
