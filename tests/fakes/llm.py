@@ -20,7 +20,8 @@ format (Anthropic: message_start, content_block_start/delta/stop with text_delta
 input_json_delta, ping, message_delta with usage, message_stop; OpenAI: chunks with
 choices[].delta content and tool_calls by index, finish_reason, the usage chunk when
 stream_options.include_usage, data: [DONE]). The text goes out a word (a "token") an
-event, tool arguments in a few pieces, at `pace` tokens/s (0: at once). For those:
+event, tool arguments in a few pieces, at `pace` tokens/s (0: at once); a plain
+(not streamed) answer then comes after the time those tokens would take. For those:
   {"pace": 50, ...}         this reply's pace (else the fake's, see /_config)
   {"stream_error": {"type": "overloaded_error", "message": ".."}, "error_after": 3}
                             an error event after that many tokens, then the end
@@ -190,6 +191,11 @@ class FakeLLM:
                    "stream": [(1.0 / pace if pace and tok else 0, data) for tok, data in events]}
         else:
             out = _json(200, self.success(req, item, seq))
+            pace = item.get("pace", self.pace)
+            if pace and item.get("status", 200) == 200 and "raw" not in item:
+                # a model that does not stream takes as long to write the answer
+                n = len(_tokens(item.get("text"))) + 3 * len(item.get("tool_calls") or ())
+                out["delay_s"] = n / pace
         for k in ("delay_s", "truncate", "chunked"):
             if item.get(k):
                 out[k] = item[k]
