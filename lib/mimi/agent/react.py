@@ -47,7 +47,7 @@ def run_turn(provider, system, history, user_text, registry, ctx=None):
         messages = _history(history, user_text)
     if enc:
         messages = [enc(m) if isinstance(m, dict) else m for m in messages]
-    usage = {"input": 0, "output": 0, "cache_read": 0}
+    usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
     st = [0, limits.TURN_TOOL_BYTES, set()]  # tool calls run, output budget left, ids seen
     turn = None
     try:
@@ -73,9 +73,9 @@ def run_turn(provider, system, history, user_text, registry, ctx=None):
     if turn is None:
         turn = Turn(OUT_OF_STEPS % limits.MAX_TOOL_ITER, usage, st[0], limits.MAX_TOOL_ITER,
                     "iteration limit")
-    log.info("agent", "turn: %d LLM calls, %d tool calls, tokens in %d (cache read %d) out %d%s",
-             turn.llm_calls, turn.tool_calls, usage["input"], usage["cache_read"],
-             usage["output"], "" if turn.error is None else ", error: " + turn.error)
+    log.info("agent", "turn: %d LLM calls, %d tool calls, tokens in %d (cache read %d, write %d) "
+             "out %d%s", turn.llm_calls, turn.tool_calls, usage["input"], usage["cache_read"],
+             usage["cache_write"], usage["output"], "" if turn.error is None else ", error: " + turn.error)
     return turn
 
 
