@@ -4,7 +4,8 @@
 # one; the loop and the REPL read. The unix port has no GIL: all of it under `lock`.
 # The file (limits.USAGE_PATH, the last 31 days) is mimi/usagefile.py's, loaded for a
 # save (at most once a minute, at a day's end, at shutdown) and when a day starts;
-# the report (usage(), /usage, the WebSocket request) is mimi/usagereport.py.
+# the report (usage(), /usage, the WebSocket request) and a refusal's words and owner
+# notice are mimi/usagereport.py's.
 import time
 import _thread
 import mimi
@@ -23,20 +24,13 @@ this_hour = [0] * N
 models = {}  # "provider/model" -> a row, today's
 dirty = False  # counted since the last save
 _saved = None  # ticks_ms of the last save; None: the next one may go at once
-_told = None  # (cap, period) the owner was last told about
-_refused = None  # (cap, period) of the last refusal
+told = None  # (cap, period) the owner was last told about (usagereport.py)
 _key = (None, None, None)  # (provider name, model, "name/model"): no new string per call
 
 
 def _now():
     t = board.clock.unix() + config.tz_s()
     return t // 86400, t // 3600
-
-
-def date(d):
-    """Local day number -> 'YYYY-MM-DD'."""
-    t = board.clock.gmtime(d * 86400)
-    return "%04d-%02d-%02d" % (t[0], t[1], t[2])
 
 
 def _roll(d, h):
@@ -50,27 +44,23 @@ def _roll(d, h):
             row[:] = [0] * N
         models.clear()
         day, hour = d, h
-        _file("load", date(d), h, this_hour, today, models)
+        _file("usagefile", "load", d, h, this_hour, today, models)
     elif h != hour:
         this_hour[:] = [0] * N
         hour = h
 
 
-def _file(fn, *args):
-    from mimi import usagefile
-
+def _file(names, fn, *args):
+    """mimi.run() that logs what fails (a broken ledger file must not stop the agent)."""
     try:
-        return getattr(usagefile, fn)(*args)
-    except Exception as e:  # a broken ledger file must not stop the agent
-        log.error("usage", "ledger file (%s): %s %s", fn, type(e).__name__, e)
-    finally:
-        usagefile = None
-        mimi.drop("usagefile")
+        return mimi.run(names, fn, *args)
+    except Exception as e:
+        log.error("usage", "%s: %s %s", fn, type(e).__name__, e)
 
 
 def _save():
     global dirty, _saved
-    if _file("save", date(day), hour, this_hour, today, models):
+    if _file("usagefile", "save", day, hour, this_hour, today, models):
         dirty = False
     _saved = time.ticks_ms()
 
@@ -100,47 +90,23 @@ def check(who=None):
     is reached; it resets at 00:00 (+08:00), or raise max_calls_day"). The first
     refusal of a cap period tells the owner too, unless the owner is `who`
     ((channel, chat_id) of the turn)."""
-    global _refused
     d, h = _now()
     get = config.cfg.get
     with lock:
         _roll(d, h)
         cap = get("max_calls_hour")
         if cap and this_hour[0] >= cap:
-            why = ("max_calls_hour", h, "hourly", "LLM calls", (h + 1) % 24)
+            why = "max_calls_hour"
         else:
             cap = get("max_calls_day")
             if cap and today[0] >= cap:
-                why = ("max_calls_day", d, "daily", "LLM calls", 0)
+                why = "max_calls_day"
             else:
                 cap = get("max_tokens_day")
                 if not cap or today[1] + today[4] < cap:
                     return None
-                why = ("max_tokens_day", d, "daily", "tokens", 0)
-        _refused = why[:2]
-    text = "the %s limit of %d %s is reached; it resets at %02d:00 (%s), or raise %s" % (
-        why[2], cap, why[3], why[4], get("tz"), why[0])
-    _tell_owner(text, who)
-    return text
-
-
-def _tell_owner(text, who):
-    global _told
-    with lock:
-        if _told == _refused:
-            return
-        _told = _refused
-    from mimi import bus, channels
-
-    log.warning("usage", "%s", text)
-    dest = channels.owner()
-    if dest is None or who == dest:
-        return
-    if not bus.outbound.put(bus.Msg(dest[0], dest[1], NOTICE % text)):
-        log.warning("usage", "outbound queue full; the owner was not told")
-
-
-NOTICE = "Usage limit: %s. Until then no chat, heartbeat or cron turn calls the LLM."
+                why = "max_tokens_day"
+    return _file("usagereport usagefile", "refusal", why, cap, h, who) or why + " reached"
 
 
 def tick(force=False):
@@ -157,8 +123,8 @@ def tick(force=False):
 
 
 def snapshot():
-    """(date, hour, this hour's row, today's row, {model: row}) as copies, for a report."""
+    """(day, hour, this hour's row, today's row, {model: row}) as copies, for a report."""
     d, h = _now()
     with lock:
         _roll(d, h)
-        return date(day), hour, list(this_hour), list(today), {k: list(v) for k, v in models.items()}
+        return day, hour, list(this_hour), list(today), {k: list(v) for k, v in models.items()}

@@ -7,10 +7,16 @@
 # fs.write_atomic (a power cut leaves the old or the new file) under fs.lock, line by
 # line: nothing bigger than a day's line is ever held.
 import json
-from mimi import limits, fs
+from mimi import limits, fs, board
 
 PATH = limits.USAGE_PATH
 DAY = b'{"day":"'
+
+
+def date(day):
+    """Local day number ((unix + tz) // 86400) -> 'YYYY-MM-DD'."""
+    t = board.clock.gmtime(day * 86400)
+    return "%04d-%02d-%02d" % (t[0], t[1], t[2])
 
 
 def _row(v):
@@ -52,28 +58,30 @@ def parse(line):
     return None
 
 
-def load(date, hour, hour_row, day_row, models, path=PATH):
-    """Fill the rows (in place) and models with the file's counts for `date` and `hour`."""
-    key = DAY + date.encode()
+def load(day, hour, hour_row, day_row, models, path=PATH):
+    """Fill the rows (in place) and models with the file's counts for `day` and `hour`."""
+    day = date(day)
+    key = DAY + day.encode()
     with fs.lock:
         for line in lines(path):
             if line.startswith(b'{"hour":') or line.startswith(key):
                 p = parse(line)
                 if p and p[0] == "hour" and p[1] == hour:
                     hour_row[:] = p[2]
-                elif p and p[0] == "day" and p[1] == date:
+                elif p and p[0] == "day" and p[1] == day:
                     day_row[:] = p[2]
                     models.update(p[3])
 
 
-def save(date, hour, hour_row, day_row, models, path=PATH):
-    """Write the hour's row and `date`'s line, keeping the other days (the newest
+def save(day, hour, hour_row, day_row, models, path=PATH):
+    """Write the hour's row and `day`'s line, keeping the other days (the newest
     limits.USAGE_DAYS - 1 of them). -> True."""
-    key = DAY + date.encode()
+    day = date(day)
+    key = DAY + day.encode()
     with fs.lock:
         kept = [line + b"\n" for line in lines(path) if line.startswith(DAY) and not line.startswith(key)]
         del kept[:-(limits.USAGE_DAYS - 1)]
         # spelled out: MicroPython's dicts keep no key order, and lines are told by their start
         fs.write_atomic(path, ['{"hour":%d,"n":%s}\n' % (hour, json.dumps(hour_row))] + kept + [
-            '{"day":"%s","n":%s,"m":%s}\n' % (date, json.dumps(day_row), json.dumps(models))])
+            '{"day":"%s","n":%s,"m":%s}\n' % (day, json.dumps(day_row), json.dumps(models))])
     return True

@@ -1,9 +1,36 @@
 # The usage ledger's report: usage() on the REPL, /usage on Telegram and Feishu, the
 # WebSocket {"type":"usage"} request. This hour, today (per model), the last 7 days,
 # the share of input tokens served from the prompt cache, an estimated cost, the caps.
-# Loaded when asked, dropped after (mimi.run).
-from mimi import usage as ledger, usagefile
+# And a cap's refusal: its words, and the owner's notice. Loaded when asked, dropped
+# after (mimi.run).
+from mimi import log, usage as ledger, usagefile
 from mimi.config import cfg
+
+NOTICE = "Usage limit: %s. Until then no chat, heartbeat or cron turn calls the LLM."
+CAPS = {"max_calls_hour": ("hourly", "LLM calls"), "max_calls_day": ("daily", "LLM calls"),
+        "max_tokens_day": ("daily", "tokens")}
+
+
+def refusal(cap, most, hour, who):
+    """Why an LLM call is refused (`cap` reached: `most`), e.g. "the daily limit of 1000
+    LLM calls is reached; it resets at 00:00 (+08:00), or raise max_calls_day"; the first
+    refusal of a cap period (per cap: the hour, or the day) tells the owner too, unless
+    the owner is `who` ((channel, chat_id) of the turn)."""
+    span, what = CAPS[cap]
+    text = "the %s limit of %d %s is reached; it resets at %02d:00 (%s), or raise %s" % (
+        span, most, what, (hour + 1) % 24 if span == "hourly" else 0, cfg.get("tz"), cap)
+    period = (cap, hour if span == "hourly" else ledger.day)
+    with ledger.lock:
+        if ledger.told == period:
+            return text
+        ledger.told = period
+    from mimi import bus, channels
+
+    log.warning("usage", "%s", text)
+    dest = channels.owner()
+    if dest is not None and who != dest and not bus.outbound.put(bus.Msg(dest[0], dest[1], NOTICE % text)):
+        log.warning("usage", "outbound queue full; the owner was not told")
+    return text
 
 # USD per million tokens: input, output, cache read, cache write (None: billed as
 # input). The first row whose name starts the model's wins. price_in / price_out
@@ -76,8 +103,9 @@ def _hit(n):
 
 def report():
     """The ledger as a dict (the WebSocket answer's fields) with "text" for a person."""
-    date, hour, hrow, drow, models = ledger.snapshot()
-    want = [ledger.date(ledger.day - k) for k in range(7)]  # today first
+    day, hour, hrow, drow, models = ledger.snapshot()
+    date = usagefile.date(day)
+    want = [usagefile.date(day - k) for k in range(7)]  # today first
     days = {date: (drow, models)}
     for line in usagefile.lines():
         if line.startswith(usagefile.DAY):

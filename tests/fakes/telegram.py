@@ -492,6 +492,17 @@ class FakeTelegram:
             return _err(400, "Bad Request: text must be non-empty")
         return text, mode, visible, entities
 
+    def _message(self, cid, mid, date, visible, entities, **more):
+        """The Message object Telegram returns for one of the bot's messages."""
+        msg = {"message_id": mid, "date": date,
+               "from": {"id": BOT_ID, "is_bot": True, "first_name": "Mimi",
+                        "username": self.username},
+               "chat": self.chats[cid], "text": visible}
+        msg.update(more)
+        if entities:
+            msg["entities"] = entities
+        return msg
+
     def _sent(self, cid, p):
         """The bot's recorded message p["message_id"] in chat cid, or None."""
         try:
@@ -523,14 +534,8 @@ class FakeTelegram:
                      edited=m.get("edited", 0) + 1)
             self.edits.append({"chat_id": cid, "message_id": m["message_id"], "text": text,
                                "parse_mode": mode, "t": time.time()})
-            msg = {"message_id": m["message_id"], "date": int(m["t"]),
-                   "edit_date": int(time.time()),
-                   "from": {"id": BOT_ID, "is_bot": True, "first_name": "Mimi",
-                            "username": self.username},
-                   "chat": self.chats[cid], "text": visible}
-            if entities:
-                msg["entities"] = entities
-            return _ok(msg)
+            return _ok(self._message(cid, m["message_id"], int(m["t"]), visible, entities,
+                                     edit_date=int(time.time())))
 
     def api_deleteMessage(self, p):
         with self.cond:
@@ -560,13 +565,7 @@ class FakeTelegram:
                               if isinstance(p.get("reply_parameters"), dict)
                               else p.get("reply_to_message_id"),
                               "t": time.time()})
-            msg = {"message_id": mid, "date": int(time.time()),
-                   "from": {"id": BOT_ID, "is_bot": True, "first_name": "Mimi",
-                            "username": self.username},
-                   "chat": self.chats[cid], "text": visible}
-            if entities:
-                msg["entities"] = entities
-            return _ok(msg)
+            return _ok(self._message(cid, mid, int(time.time()), visible, entities))
 
     def api_sendChatAction(self, p):
         with self.cond:

@@ -46,8 +46,8 @@ def test_counts_survive_a_restart():
     u = fresh()
     u.add(P, U(1000, 50, 800, 100))
     u.add(P, U(500, 20, 400))
-    date, hour, h, d, m = u.snapshot()
-    assert date == "2026-12-03" and d == [2, 1500, 1200, 100, 70] and h == d
+    day, hour, h, d, m = u.snapshot()
+    assert usagefile.date(day) == "2026-12-03" and d == [2, 1500, 1200, 100, 70] and h == d
     assert m == {"anthropic/claude-sonnet-4-5": d}
     assert not fs.exists(limits.USAGE_PATH)
     u.tick(True)
@@ -63,14 +63,14 @@ def test_rollover_at_local_midnight():
     u.add(P, U(100, 10))
     board.set_unix(LOCAL - TZ8 + 60)  # 00:00:30 local, 16:00:30 UTC
     u.add(P, U(7, 1))
-    date, hour, h, d, m = u.snapshot()
-    assert date == "2026-12-04" and d == [1, 7, 0, 0, 1] and h == d
+    day, hour, h, d, m = u.snapshot()
+    assert usagefile.date(day) == "2026-12-04" and d == [1, 7, 0, 0, 1] and h == d
     days = [usagefile.parse(x) for x in usagefile.lines() if x.startswith(usagefile.DAY)]
     assert [(p[1], p[2][0]) for p in days] == [("2026-12-03", 2)]  # saved when the day ended
     # The same instant under UTC is the middle of a day: only the hour changed there.
     cfg.set("tz", "+00:00")
     board.set_unix(LOCAL - TZ8 + 3600)
-    assert u.snapshot()[0] == "2026-12-03"
+    assert usagefile.date(u.snapshot()[0]) == "2026-12-03"
     assert u.snapshot()[3][0] == 2  # 2026-12-03 as the file had it
 
 
