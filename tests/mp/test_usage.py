@@ -257,3 +257,13 @@ def test_repl_usage():
     assert "today 2026-12-03: 1 calls, 1200 tokens in (75% cached), 30 out, <$0.01" in c.text
     assert "max_calls_hour 100 (1 used)" in c.text and "max_tokens_day off" in c.text
     assert "mimi.usagereport" not in __import__("sys").modules  # loaded for the call only
+
+
+def test_a_capped_heartbeat_queues_no_turn():
+    from mimi.services import hbcheck
+
+    fresh().add(P, U(1, 1))
+    cfg.set("max_calls_hour", 1)
+    support.write(hbcheck.PATH, "- [ ] water the plants\n")
+    out = hbcheck.check(lambda m: 1 / 0)
+    assert "1 open task(s) but the hourly limit of 1 LLM calls is reached" in out and "no LLM call" in out
