@@ -24,6 +24,9 @@ class Status:
         self.chat_id = chat_id
         self.reply_to = reply_to  # a group's message the turn answers
         self.start = time.ticks_ms()
+        # ms into the turn before the message shows: a slow turn's progress; 0 for
+        # text that should show at once (an answer streaming in)
+        self.delay = limits.TG_PROGRESS_AFTER_S * 1000
         self.text = "thinking\u2026"  # what it should say
         self.shown = None  # what it says
         self.message_id = None  # None: not sent (yet)
@@ -43,7 +46,7 @@ class Status:
     def due(self):
         now = time.ticks_ms()
         return not self.gave_up and self.text != self.shown and \
-            time.ticks_diff(now, self.start) >= limits.TG_PROGRESS_AFTER_S * 1000 and \
+            time.ticks_diff(now, self.start) >= self.delay and \
             time.ticks_diff(now, self.after) >= 0
 
     async def update(self, api):
