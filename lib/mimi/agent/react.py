@@ -42,7 +42,7 @@ def run_turn(provider, system, history, user_text, registry, ctx=None, progress=
     encoded, which are sent as they are. Every message is encoded once, when it enters
     the turn (a provider without message() gets the dicts). Each LLM call is counted in
     the usage ledger and asked for first (a spend cap stops the turn with a message);
-    progress(tool name, args) is called before each tool runs."""
+    progress(tool name, what it works on) is called before each tool runs."""
     from mimi import usage as ledger
 
     who = (ctx.channel, ctx.chat_id) if ctx else None
@@ -115,7 +115,7 @@ def _act(reply, step, st, registry, ctx, enc, progress):
             st[0] += 1
             log.info("agent", "tool %s (%d bytes of args)", c.name, size)
             if progress:
-                progress(c.name, args)
+                progress(c.name, _detail(args))
             out = registry.call(c.name, c.args, ctx) if registry else \
                 "Error: unknown tool '%s'" % c.name
             out = cap(out or "(empty)", min(limits.TOOL_OUTPUT_MAX, st[1]))
@@ -144,6 +144,15 @@ def _history(history, user_text):
     if not out or out[-1]["role"] != "user":  # user_text was empty
         out.append({"role": "user", "content": user_text or "(empty message)"})
     return out
+
+
+def _detail(args):
+    """What a tool works on, for a progress status: its query, path, name..."""
+    for k in ("query", "path", "prefix", "name", "job_id", "pin"):
+        v = args.get(k)
+        if v is not None and v != "":
+            return str(v)[:limits.STATUS_DETAIL_MAX]
+    return ""
 
 
 def _size(args):

@@ -83,22 +83,13 @@ def _refused(msg):
     return "Sorry, %s." % why
 
 
-def _detail(args):
-    """What a tool works on, for a progress status: its query, path, name..."""
-    for k in ("query", "path", "prefix", "name", "job_id", "pin"):
-        v = args.get(k)
-        if v is not None and v != "":
-            return str(v)[:limits.STATUS_DETAIL_MAX]
-    return ""
-
-
 def _progress(msg):
     """run_turn's progress hook for a chat where a person waits: a status naming the
     step (the tool) and its detail."""
-    def progress(name, args):
+    def progress(name, detail):
         meta = dict(msg.meta) if isinstance(msg.meta, dict) else {}
         meta["step"] = name
-        meta["detail"] = _detail(args)
+        meta["detail"] = detail
         _put_out(bus.Msg(msg.channel, msg.chat_id, "working", bus.STATUS, meta),
                  limits.AGENT_STATUS_WAIT_MS)
     return progress
