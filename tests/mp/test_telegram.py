@@ -374,6 +374,8 @@ async def _progress_turn(b, answer, steps=(("web_search", "weather Lisbon"),)):
     await until(lambda: _sent_n(1), "the progress message")
     for step, detail in steps:
         await b.send(bus.Msg("telegram", ALLOWED, "working", bus.STATUS, {"step": step, "detail": detail}))
+    # shown at once, or at the next renewal when one was under way
+    await until(lambda: _edits_n(len(steps)), "the steps shown")
     await b.send(bus.Msg("telegram", ALLOWED, answer))
     return await state()
 
@@ -424,6 +426,11 @@ async def test_usage_command():
     st = await until(lambda: _sent_n(1), "the usage report")
     assert st["sent"][0]["visible"].startswith("LLM usage") and bus.inbound.get_nowait() is None
     task.cancel()
+
+
+async def _edits_n(n):
+    st = await state()
+    return st if len(st["edits"]) >= n else None
 
 
 async def _actions_n(n):
