@@ -57,7 +57,8 @@ def tg_round(tg, n):
         tg.update(chat_id=CHAT, text="tell me %d" % k)
         st = tg.wait(lambda s: len(s["sent"]) > before and s["sent"][-1]["visible"] == ANSWER, 120)
         m = st["sent"][-1]
-        out.append((m["t"] - t0, m.get("t_edit", m["t"]) - t0, m["edits"]))
+        edits = [e["t"] for e in st["edits"] if e["message_id"] == m["message_id"]]
+        out.append((m["t"] - t0, (edits or [m["t"]])[-1] - t0, len(edits)))
     return out
 
 

@@ -236,7 +236,6 @@ class Telegram:
         self.recent = []  # keys (small ints) of the (chat, message_id) pairs handled last
         self.strangers = {}  # chat id -> time told (tgsend)
         self.typing = {}  # chat id -> renewal task (tgsend)
-        self.live = {}  # chat id -> [message id, ticks_ms of its last edit]: the turn's editable message (tgsend)
         self.paused = False  # the poller is waiting for WiFi
         self.changed = asyncio.ThreadSafeFlag()
         cfg.watch(self._on_config)
@@ -498,6 +497,8 @@ class Telegram:
             return ("reply", chat_id, cmd, meta, key)
         if cmd == "/reset":
             return ("reset", chat_id, None, meta, key)
+        if cmd == "/usage":
+            return ("usage", chat_id, None, meta, key)
         if not text:
             return IGNORE
         return ("agent", chat_id, text, meta, key)
