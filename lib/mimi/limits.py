@@ -40,6 +40,7 @@ LLM_ERROR_BODY_MAX = const(300)  # chars of an error body quoted in messages and
 SSE_LINE_MAX = const(32 * 1024)  # one event of a streamed answer (a server may send a whole
 # tool call in one: TOOL_ARGS_MAX, JSON-escaped, fits)
 STREAM_PARTIAL_MS = const(250)  # the text so far of a streamed answer goes out at most this often
+STREAM_PARTIAL_MAX = const(8 * 1024)  # ... while it is at most this long (each is a copy: the reply brings the rest)
 HTTP_RESPONSE_MAX = const(256 * 1024)
 HTTP_HEADER_MAX = const(8 * 1024)  # a whole response head (lines are read one by one)
 HTTP_SINK_MAX = const(64 * 1024 * 1024)  # a body handed to a sink piece by piece (Telegram's updates)

@@ -123,6 +123,23 @@ def test_think_never_shown(kind):
     p.close()
 
 
+def test_partials_stop_past_their_cap(kind):
+    from mimi import limits as lim
+
+    cap = lim.STREAM_PARTIAL_MAX
+    lim.STREAM_PARTIAL_MAX = 40
+    try:
+        words = " ".join("word%d" % i for i in range(20))  # 20 tokens over >= 0.95 s
+        llm = c.fixture(kind)
+        llmfake.script(llm, {"text": words, "pace": 20})
+        p = streaming(kind)
+        assert c.turn(p).text == words
+        assert p.partials and all(len(x) <= 40 for x in p.partials), p.partials
+    finally:
+        lim.STREAM_PARTIAL_MAX = cap
+    p.close()
+
+
 def test_event_over_the_line_cap_fails_at_once(kind):
     big = "x" * (4 * limits.SSE_LINE_MAX)  # tool arguments come in 3 events of 1/3 each
     llmfake.script(c.fixture(kind), {"tool_calls": [c.call("echo", text=big)]})

@@ -60,3 +60,29 @@ def test_dante_username_auth():
 
 def test_dante_refusals_are_final():
     _refused("dante")
+
+
+async def test_loop_client_through_both():
+    """The asyncio client (Telegram, Feishu) takes the same credentials."""
+    fx = c.fixture("anthropic")
+    for name in ("squid", "dante"):
+        px = support.fixture("real_proxies")
+        if not px[name]:
+            continue
+        kind = "http" if name == "squid" else "socks5"
+        cl = http.AsyncClient(fx["control"], proxy=via(kind, px, px[name], px["user"], px["password"]))
+        r = await cl.request("GET", "/_requests?bodies=0&last=1")
+        assert r.status == 200 and "requests" in r.json(), r.status
+        cl.close()
+        bad = http.AsyncClient(fx["control"], proxy=via(kind, px, px[name], px["user"], "nope"))
+        e = await _raises(bad.request("GET", "/_requests"))
+        assert getattr(e, "final", False) and "proxy_pass" in str(e), e
+        bad.close()
+
+
+async def _raises(coro):
+    try:
+        await coro
+    except http.HTTPError as e:
+        return e
+    raise AssertionError("no error")

@@ -81,7 +81,7 @@ class Stream:
         due = self.on_text and (self.at is None or time.ticks_diff(now, self.at) >= 0)
         if due or len(self.pieces) > 32:  # (many tiny strings cost more than their text)
             self.pieces = ["".join(self.pieces)]
-        if due:
+        if due and len(self.pieces[0]) <= limits.STREAM_PARTIAL_MAX:
             self.at = time.ticks_add(now, limits.STREAM_PARTIAL_MS)
             shown = strip_think(self.pieces[0])  # nothing of a <think> block
             if shown and shown != self.shown:
