@@ -26,7 +26,9 @@ def test_answer_streams_then_comes_whole(kind):
     assert t.text == WORDS and t.error is None and t.llm_calls == 1
     assert t.usage["input"] > 0 and t.usage["output"] > 0, t.usage
     parts = p.partials
-    assert len(parts) >= 2, parts  # the first token at once, then at least one more
+    # the first token at once, then more as they come (how many depends on the pace at
+    # which this process got them: never one per token, see the next test)
+    assert parts and parts[0] == "word0", parts
     assert all(WORDS.startswith(x) for x in parts) and parts == sorted(parts, key=len)
     body = c.bodies(kind)[0]
     assert body["stream"] is True
