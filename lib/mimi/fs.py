@@ -106,12 +106,11 @@ def encode(text):
 
 
 def write_atomic(path, data):
-    """Write all of `data` (str, checked by encode(), or bytes) to `path`; a power cut
-    leaves old or new. A failed write leaves no temporary file."""
-    _replace(path, (encode(data) if isinstance(data, str) else data,))
-
-
-def _replace(path, parts):
+    """Write all of `data` (str, checked by encode(), or bytes; or a list of them,
+    written one after the other) to `path`; a power cut leaves old or new. A failed
+    write leaves no temporary file."""
+    parts = data if isinstance(data, list) else [data]
+    parts = [encode(p) if isinstance(p, str) else p for p in parts]
     tmp = path + ".tmp"
     with lock:
         makedirs(parent(path))
@@ -131,7 +130,7 @@ def append(path, parts):
     parts = [encode(p) if isinstance(p, str) else p for p in parts]
     with lock:
         if not exists(path):  # LittleFS commits a new file empty first: a cut then left
-            return _replace(path, parts)  # a note without its header; renamed in whole
+            return write_atomic(path, parts)  # a note without its header; renamed in whole
         with open(path, "ab") as f:
             for p in parts:
                 f.write(p)

@@ -79,7 +79,7 @@ class Soak:
                 await ws.send(json.dumps({"type": "message", "chat_id": chat_id, "content": text}))
                 while True:
                     frame = json.loads(await asyncio.wait_for(ws.recv(), 120))
-                    if frame["type"] != "status":
+                    if frame["type"] not in ("status", "partial"):  # (partial: a streamed answer so far)
                         break
                 assert frame == {"type": "response", "chat_id": chat_id, "content": "Echo: " + text}, frame
                 self.done += 1
