@@ -9,6 +9,7 @@ MIMI_FAULTS_OUTAGE_S (8 s here, `make soak` 180) is how long the outages last.""
 import asyncio
 import json
 import os
+import re
 import sys
 import time
 
@@ -37,14 +38,19 @@ def sim(tmp_path, fake_anthropic, fake_telegram):
 
 
 def sent(tg, chat):
-    return [m["visible"] for m in tg.state()["sent"] if m["chat_id"] == chat]
+    return sent_st(tg.state(), chat)
 
 
-def replies(tg, chat, n, timeout=120 + OUTAGE_S):
-    """The first n messages the bot sent to chat (waits for them), then a moment to
-    see that no more come."""
-    tg.wait(lambda s: len([m for m in s["sent"] if m["chat_id"] == chat]) >= n, timeout)
+def replies(tg, chat, n, final, timeout=120 + OUTAGE_S):
+    """What the bot sent to chat once it has n messages and each is final: `final(text,
+    i)` (a streamed answer is sent unfinished first, then edited into the final)."""
+    tg.wait(lambda s: len(sent_st(s, chat)) >= n and all(
+        final(t, i) for i, t in enumerate(sent_st(s, chat))), timeout)
     return sent(tg, chat)
+
+
+def sent_st(st, chat):
+    return [m["visible"] for m in st["sent"] if m["chat_id"] == chat]
 
 
 def busy(text):
@@ -106,13 +112,13 @@ def test_llm_faults_end_each_turn_and_lose_nothing_queued(sim, fake_anthropic, f
 
     first = asyncio.run(outage())
     assert readable_error(first), first
-    got = replies(tg, A, 3)
+    got = replies(tg, A, 3, lambda t, i: t == "Echo: queued %d" % i or readable_error(t))
     assert len(got) == 3, got
     assert all(g == "Echo: queued %d" % i or readable_error(g) for i, g in enumerate(got)), got
     assert got[-1] == "Echo: queued 2" or readable_error(got[-1])
     assert asyncio.run(ws_ask(sim, "faulty", "back")) == "Echo: back"
     tg.update(chat_id=A, text="back too")
-    assert replies(tg, A, 4)[3] == "Echo: back too"
+    assert replies(tg, A, 4, lambda t, i: i < 3 or t == "Echo: back too")[3] == "Echo: back too"
     assert len(sent(tg, A)) == 4
     out = sim.output()
     assert "Traceback" not in out, out[-3000:]
@@ -129,7 +135,7 @@ def test_telegram_faults_lose_nothing(sim, fake_anthropic, fake_telegram):
         tg.update(chat_id=A, text="t%d" % n)
         tg.fail("getUpdates", **fail)
         n += 1
-        got = replies(tg, A, n)
+        got = replies(tg, A, n, lambda t, i: t == "Echo: t%d" % i)
         assert got[n - 1] == "Echo: t%d" % (n - 1), (fail, got)
         assert len(tg.state()["calls"]) > calls
 
@@ -142,7 +148,7 @@ def test_telegram_faults_lose_nothing(sim, fake_anthropic, fake_telegram):
     # sendMessage fails for a while: the reply is held and sent once, afterwards
     tg.fail("sendMessage", 502, times=3)
     tg.update(chat_id=B, text="held")
-    assert replies(tg, B, 1) == ["Echo: held"]
+    assert replies(tg, B, 1, lambda t, i: t == "Echo: held") == ["Echo: held"]
 
     # getUpdates answers 502 for OUTAGE_S: messages sent meanwhile come after it, once each
     tg.fail("getUpdates", 502, times=10000)
@@ -151,8 +157,9 @@ def test_telegram_faults_lose_nothing(sim, fake_anthropic, fake_telegram):
     time.sleep(OUTAGE_S)
     with tg.fake.cond:
         tg.fake.fails.clear()
-    got = replies(tg, B, 4, timeout=limits.TG_BACKOFF_MAX_S + 90)
-    assert got == ["Echo: held", "Echo: o0", "Echo: o1", "Echo: o2"], got
+    want = ["Echo: held", "Echo: o0", "Echo: o1", "Echo: o2"]
+    got = replies(tg, B, 4, lambda t, i: t == want[i], timeout=limits.TG_BACKOFF_MAX_S + 90)
+    assert got == want, got
     time.sleep(0.5)
     assert len(sent(tg, A)) == n and len(sent(tg, B)) == 4
     assert tg.state()["violations"] == []
@@ -175,8 +182,8 @@ def test_wifi_drop_mid_turn(sim, fake_anthropic, fake_telegram):
 
     assert asyncio.run(turn()) == "Echo: mid-turn"
     # the supervisor brings WiFi back by itself; the Telegram message is answered once
-    assert replies(tg, A, 1, timeout=limits.WIFI_CHECK_S + limits.TG_BACKOFF_MAX_S + 60) == [
-        "Echo: while offline"]
+    assert replies(tg, A, 1, lambda t, i: t == "Echo: while offline",
+                   timeout=limits.WIFI_CHECK_S + limits.TG_BACKOFF_MAX_S + 60) == ["Echo: while offline"]
     sim.wait_for(r"W wifi: .*reconnecting[\s\S]*I wifi: connected to 'host-network'", timeout=60, start=pos)
     assert asyncio.run(ws_ask(sim, "roamer", "after")) == "Echo: after"
     out = sim.output()
@@ -196,9 +203,9 @@ def test_a_flooding_chat_does_not_starve_the_others(sim, fake_anthropic, fake_te
         return await ws_ask(sim, "calm-ws", "calm too")
 
     assert asyncio.run(calm_ws()) == "Echo: calm too"
-    got_b = replies(tg, B, 1)
+    got_b = replies(tg, B, 1, lambda t, i: t == "Echo: calm")
     assert got_b == ["Echo: calm"]
-    got_a = replies(tg, A, flood)
+    got_a = replies(tg, A, flood, lambda t, i: busy(t) or re.fullmatch(r"Echo: flood \d+", t))
     answered = [g for g in got_a if not busy(g)]
     # the flood's own messages beyond what one chat may queue are told busy, the others
     # got in ahead of its queued ones: B was answered before the flood's third answer

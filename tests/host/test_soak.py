@@ -2,7 +2,7 @@
 many messages from WebSocket and Telegram chats at once, each turn with a tool call
 (the fake LLM calls a tool, then echoes the user's text). Every message gets exactly
 one reply, its own, in order; the heap in use after the run is the heap after the
-warm-up (within HEAP_SLACK); the session files stay within their cap.
+warm-up (within HEAP_SLACK); the session files and the usage ledger stay within their caps.
 
 `make test`: 500 messages on each interpreter; `make soak`: MIMI_SOAK_MESSAGES (10,000).
 Prints the heap after warm-up and after every round of messages, the firmware idle
@@ -91,10 +91,11 @@ class Soak:
         for i in range(first, first + n):
             text = "m%d from %d" % (i, chat_id)
             await asyncio.to_thread(self.tg.update, chat_id=chat_id, text=text)
-            want = i + 1
-            st = await asyncio.to_thread(self.tg.wait, lambda s: len(sent(s, chat_id)) >= want, 120)
+            want = i + 1  # (a streamed answer is sent unfinished, then edited into the final)
+            st = await asyncio.to_thread(self.tg.wait, lambda s: sent(s, chat_id)[want - 1:want] == [
+                "Echo: " + text], 120)
             got = sent(st, chat_id)
-            assert got[-1] == "Echo: " + text and len(got) == want, got[-3:]
+            assert len(got) == want, got[-3:]
             self.done += 1
 
     async def round(self, first, per_chat):
@@ -129,6 +130,7 @@ def test_soak(tmp_path, fake_anthropic, fake_telegram, tag, mp):
     t0 = time.monotonic()
     with Sim.start(tmp_path, "ws_port=0", "ws_token=" + TOKEN, "tg_api_base=" + tg["base_url"],
                    "tg_token=" + tg["token"], "tg_allow=" + ",".join(map(str, TG_CHATS)),
+                   "max_calls_hour=0", "max_calls_day=0",  # 20,000 LLM calls: no spend cap
                    *llm_settings(llm), console=True, heap=HEAPS[tag], micropython=mp) as sim:
         sim.wait_for(r"tg: .*polling")
         soak = Soak(sim, tg)
@@ -166,3 +168,5 @@ def test_soak(tmp_path, fake_anthropic, fake_telegram, tag, mp):
     files = image_files(tmp_path / "fs.img")
     sessions = {p: n for p, n in files.items() if p.startswith("/spiffs/sessions/")}
     assert len(sessions) == chats and max(sessions.values()) <= limits.SESSION_FILE_MAX, sessions
+    # the usage ledger: an hour's line and one line a day, each within its cap
+    assert files[limits.USAGE_PATH] <= (limits.USAGE_DAYS + 1) * limits.USAGE_LINE_MAX, files

@@ -1,7 +1,7 @@
 # Power cuts (issue 16 item 2), the MicroPython side: the firmware's own code (memory,
-# daily notes, sessions, file tools, settings, cron, the Telegram offset, OTA staging
-# and install) works on a flash chip kept in RAM under MicroPython's own VfsLfs2. For
-# a workload step, one program or erase the step makes is picked at random (every one
+# daily notes, sessions, file tools, settings, cron, the Telegram offset, the usage
+# ledger, OTA staging and install) works on a flash chip kept in RAM under
+# MicroPython's own VfsLfs2. For a workload step, one program or erase the step makes is picked at random (every one
 # equally likely) and the chip is copied as it was when power went at that moment,
 # half the time with that block torn (a program or erase that only got part way). The
 # step then finishes on the live chip, so its committed result is known, and the copy
@@ -150,6 +150,19 @@ class Work:
         bot.offset = 1000 + self.n
         bot._save_offset()
 
+    def ledger(self):
+        """LLM calls counted by the usage ledger, then saved (as at the minute's save)."""
+        from mimi import usage
+
+        class LLM:
+            name = "anthropic"
+            model = "model-%d" % self.rng.randint(0, 9)
+
+        for _ in range(self.rng.randint(1, 4)):
+            usage.add(LLM, {"input": self.rng.randint(1, 9000), "output": self.rng.randint(1, 900),
+                            "cache_read": self.rng.randint(0, 4000)})
+        usage.tick(force=True)
+
     def ota(self):
         """A new version staged as a deploy does (a copy of the installed one, one file
         changed), verified and swapped in; now and then confirmed or rolled back."""
@@ -191,7 +204,7 @@ def board_exists(p):
 
 
 STEPS = (("memory", 3), ("note", 3), ("session", 5), ("file_tool", 3), ("setting", 2),
-         ("cron", 2), ("offset", 1), ("ota", 1))
+         ("cron", 2), ("offset", 1), ("ledger", 2), ("ota", 1))
 
 
 def pick(rng):
@@ -229,6 +242,10 @@ def loaders(work):
         sessions.load(key)
     store.read_memory()
     store.recent_notes()
+    from mimi import usagefile
+
+    for line in usagefile.lines():
+        assert usagefile.parse(line), line
 
 
 def allowed(path, before, after):
