@@ -49,17 +49,23 @@ class Soak:
     async def heap(self):
         """heap_info()'s 'in use' figure from the console, once the firmware is idle:
         what a finished turn or a closed connection lets go of goes a moment later."""
-        last = None
-        for _ in range(10):
-            await asyncio.sleep(0.5)
+        seen = []
+        for _ in range(20):  # the same figure (within 256 bytes) three times, a second apart
+            await asyncio.sleep(1)
             self.sim.send("heap_info()\r")
             m = await asyncio.to_thread(self.sim.wait_for, HEAP_RE, 120, self.pos)
             self.pos = m.end()
-            now = int(m.group(2))
-            if last is not None and abs(now - last) <= 256:
-                return now
-            last = now
-        return now
+            seen.append(int(m.group(2)))
+            if len(seen) >= 3 and max(seen[-3:]) - min(seen[-3:]) <= 256:
+                break
+        return seen[-1]
+
+    async def modules(self):
+        """The firmware's loaded modules (to tell what a heap difference is)."""
+        self.sim.send("import sys; print('MODS', ' '.join(sorted(sys.modules)))\r")
+        m = await asyncio.to_thread(self.sim.wait_for, r"\nMODS ([^\r\n]*)", 60, self.pos)
+        self.pos = m.end()
+        return set(m.group(1).split())
 
     async def ws_open(self):
         """A new connection; the three chats connect at once from one address, and the
@@ -138,12 +144,15 @@ def test_soak(tmp_path, fake_anthropic, fake_telegram, tag, mp):
         async def main():
             await soak.round(0, WARMUP)
             curve = [(soak.done, await soak.heap())]
+            soak.mods = await soak.modules()
             sent_ = WARMUP
             while sent_ < WARMUP + per_chat:
                 n = min(ROUND, WARMUP + per_chat - sent_)
                 await soak.round(sent_, n)
                 sent_ += n
                 curve.append((soak.done, await soak.heap()))
+            mods = await soak.modules()
+            soak.mods = (sorted(mods - soak.mods), sorted(soak.mods - mods))
             return curve
 
         try:
@@ -164,7 +173,7 @@ def test_soak(tmp_path, fake_anthropic, fake_telegram, tag, mp):
     assert tg.state()["violations"] == []
     # every turn: a tool call, then the answer
     assert len(llm.requests) == 2 * soak.done, len(llm.requests)
-    assert abs(after - before) <= HEAP_SLACK, curve
+    assert abs(after - before) <= HEAP_SLACK, (curve, "modules loaded, dropped since warm-up:", soak.mods)
     files = image_files(tmp_path / "fs.img")
     sessions = {p: n for p, n in files.items() if p.startswith("/spiffs/sessions/")}
     assert len(sessions) == chats and max(sessions.values()) <= limits.SESSION_FILE_MAX, sessions
