@@ -2,7 +2,7 @@
 # copy it (Ollama, LM Studio, DeepSeek, OpenRouter, ...). The one place where the
 # internal Anthropic-style messages become OpenAI messages.
 from mimi import jsonutil
-from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, inner
+from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, inner, tokens
 from mimi.net import split_url
 
 OFFICIAL_HOST = "api.openai.com"
@@ -96,8 +96,8 @@ class OpenAI(Provider):
             calls.append(Call(tc.get("id") or "call_%d" % k, f.get("name") or "", args))
         u = data.get("usage") or {}
         details = u.get("prompt_tokens_details") or {}
-        usage = {"input": u.get("prompt_tokens") or 0, "output": u.get("completion_tokens") or 0,
-                 "cache_read": details.get("cached_tokens") or 0}
+        usage = {"input": tokens(u.get("prompt_tokens")), "output": tokens(u.get("completion_tokens")),
+                 "cache_read": tokens(details.get("cached_tokens"))}
         content = msg.get("content")
         text = _text(content) if content else ""
         return Reply(strip_think(text), calls, usage, choice.get("finish_reason"))

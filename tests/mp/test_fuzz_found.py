@@ -1,0 +1,68 @@
+# What the fuzz tests (tests/mp/test_fuzz_*.py) found, each kept as a plain test
+# with the input that showed it (docs/reliability.md, "Fuzzing").
+import json
+from mimi.net.http import Response
+from mimi.tools.registry import Registry, Ctx
+from mimi.llm.anthropic import Anthropic
+from mimi.llm.openai import OpenAI
+from mimi.llm.provider import LLMError
+from mimi.agent.react import run_turn
+
+SYSTEM = "You are Mimi."
+
+
+class Transport:
+    def __init__(self, *bodies):
+        self.replies = [b if isinstance(b, tuple) else (200, b) for b in bodies]
+
+    def request(self, method, path, headers=None, body=None, deadline_s=None):
+        status, obj = self.replies.pop(0)
+        return Response(status, "", {}, json.dumps(obj).encode())
+
+
+def registry():
+    r = Registry()
+    r.add("echo", "Echo", {"type": "object", "properties": {"text": {"type": "string"}},
+                           "required": ["text"]}, lambda a, ctx: "echo:" + a["text"])
+    return r
+
+
+def done(text="done"):
+    return {"content": [{"type": "text", "text": text}], "usage": {}}
+
+
+def test_usage_counts_that_are_not_numbers_count_zero():
+    # a count as a string ("4019843238") failed the turn with a TypeError in the sum
+    p = Anthropic("k", client=Transport({"content": [{"type": "text", "text": "hi"}], "usage": {
+        "input_tokens": "10", "output_tokens": [5], "cache_read_input_tokens": True,
+        "cache_creation_input_tokens": 3}}))
+    turn = run_turn(p, SYSTEM, [], "hi", registry(), Ctx("websocket", "1"))
+    assert turn.error is None and turn.usage == {"input": 3, "output": 0, "cache_read": 0}, turn
+    p = OpenAI("k", client=Transport({"choices": [{"message": {"content": "hi"}}], "usage": {
+        "prompt_tokens": 10, "completion_tokens": "4019843238", "prompt_tokens_details": {
+            "cached_tokens": -2}}}))
+    assert p.chat(SYSTEM, [{"role": "user", "content": "x"}]).usage == \
+        {"input": 10, "output": 0, "cache_read": 0}
+
+
+def test_tool_calls_with_ids_names_and_inputs_of_any_type():
+    # an id that is an object made `c.id in seen` raise (unhashable); an input that is
+    # `true` made the size check raise: both failed the turn instead of answering the model
+    p = Anthropic("k", client=Transport(
+        {"content": [{"type": "tool_use", "id": {"a": 1}, "name": "echo", "input": {"text": "a"}},
+                     {"type": "tool_use", "id": "t2", "name": ["echo"], "input": {"text": "b"}},
+                     {"type": "tool_use", "id": "t3", "name": "echo", "input": True}]},
+        done()))
+    turn = run_turn(p, SYSTEM, [], "hi", registry(), Ctx("websocket", "1"))
+    assert turn.error is None and turn.text == "done" and turn.tool_calls == 3, turn
+
+
+def test_an_api_error_message_is_quoted_only_so_far():
+    # the whole "message" of an error answer (5 KB here) became the user's reply
+    p = Anthropic("k", client=Transport((413, {"message": "\"" * 5000})), sleep=lambda s: None)
+    try:
+        p.chat(SYSTEM, [{"role": "user", "content": "x"}])
+    except LLMError as e:
+        assert len(str(e)) < 400 and str(e).startswith("LLM error 413: \"\"\""), str(e)
+    else:
+        raise AssertionError("no LLMError")
