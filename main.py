@@ -1,9 +1,9 @@
-# Device entry point. The REPL commands go into this namespace first, so they are
-# there for mpremote both while the firmware runs and after Ctrl-C stops it.
+# Device entry point. Its namespace is the REPL's: the console puts the REPL
+# commands in it when first used while the firmware runs, and they go in below
+# once the firmware stops (Ctrl-C), for the board's own REPL and mpremote.
 # A crash while importing or starting (a bad update?) is counted by the boot guard,
 # which rolls a trial update back and resets; see mimi.safemode.crashed().
 try:
-    from mimi.repl import *  # noqa: F401,F403
     import mimi.app
 
     mimi.app.main()
@@ -19,3 +19,4 @@ except Exception as e:  # not KeyboardInterrupt/SystemExit: Ctrl-C and restart()
         sys.path.insert(0, "/ota/prev/lib")
         from mimi import safemode
     safemode.crashed()
+from mimi.repl import *  # noqa: E402,F401,F403

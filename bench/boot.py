@@ -1,5 +1,7 @@
 """Boot-to-ready of the simulator (tools/sim), fresh image vs existing image, and the
-heap in use once the firmware is up (heap_info() on the console, after gc.collect()).
+heap in use once the firmware is up (heap_info() on the console, after gc.collect());
+then the heap a settled boot holds per interpreter (the whole firmware, with and
+without Telegram configured, a cron job each), and what each resident module costs.
 
   .venv/bin/python bench/boot.py [-n RUNS]
 
@@ -12,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import Sim, Table, cli, median, pct
+from common import BUILD, Sim, Table, cli, interpreters, make_image, median, mkimage, mp_args, pct, run_mp
 
 READY = r"\[\s*([\d.]+)\] I ws: gateway listening on"
 
@@ -55,7 +57,80 @@ def tables(n=None):
     t.notes = ("fresh = no image file (tools/sim builds an 8 MB LittleFS image first); existing = "
                "image kept from the previous run (tools/sim syncs the code into it). Heap: "
                "heap_info() on the serial console once ready (gc.collect() first).")
-    return [t]
+    return [t] + settled_tables()
+
+
+# A cron job in its chat: the target configuration of issue 12 (gateway, Telegram with
+# a token and an allow-list, cron with a job, heartbeat, agent thread, console).
+CRON = '{"jobs": [{"kind": "every", "interval_s": 3600, "message": "check the plants", "channel": "%s", "chat_id": "42"}]}'
+SETTLED = re.compile(r"boot marked healthy \(heap in use (\d+)\)")
+HEAP = re.compile(r"^heap free\s+(\d+) bytes \(in use (\d+)\)", re.M)
+RESIDENT = ("mimi mimi.limits mimi.log mimi.fs mimi.config mimi.board.clock mimi.board mimi.safemode "
+            "mimi.app mimi.channels mimi.bus mimi.agent.worker mimi.services.loopwatch mimi.services.wifi "
+            "mimi.services.watchdog mimi.channels.dispatch mimi.services.ntp mimi.services.cron "
+            "mimi.services.heartbeat mimi.console mimi.board.heapblock mimi.net mimi.net.httpserver "
+            "mimi.net.wsproto mimi.channels.websocket mimi.utf8 mimi.jsonutil mimi.dns mimi.net.http "
+            "mimi.channels.tgformat mimi.channels.telegram mimi.repl").split()
+
+
+def settled_once(tmp, mp, telegram):
+    """The firmware on interpreter mp with a cron job (and Telegram on the fake Bot API):
+    -> (heap in use settled, nobody at the console; the same after heap_info() typed on
+    the console, which loads the REPL commands)."""
+    from fakes import telegram as fake
+
+    tg = fake.start() if telegram else None
+    sets = ["ws_port=0", "ws_token=bench-token-123"]
+    if tg:
+        sets += ["tg_api_base=" + tg["base_url"], "tg_token=" + tg["token"], "tg_allow=42"]
+    try:
+        with Sim.start(tmp, *sets, console=True, micropython=mp) as sim:
+            sim.wait_for(r"I app: ready")
+            sim.send("print('written', open('/spiffs/cron.json', 'w').write(%r))\r" % (
+                CRON % ("telegram" if tg else "websocket")))
+            sim.wait_for(r"written \d+")
+        with Sim.start(tmp, *sets, console=True, micropython=mp) as sim:
+            m = sim.wait_for(SETTLED, timeout=180)
+            if tg:
+                assert "polling" in sim.output(), sim.output()
+            sim.send("heap_info()\r")
+            h = sim.wait_for(HEAP, start=m.end())
+            return int(m.group(1)), int(h.group(2))
+    finally:
+        if tg:
+            tg.close()
+
+
+def settled_tables():
+    t = Table("Heap after boot, settled (60 s up: the healthy-boot log line)",
+              ["interpreter", "Telegram", "heap in use, nobody at the console", "after heap_info() on the console"])
+    per = {}
+    for label, mp in interpreters():
+        for telegram in (False, True):
+            with tempfile.TemporaryDirectory() as tmp:
+                quiet, typed = settled_once(tmp, mp, telegram)
+            t.add(label, "token + allow-list" if telegram else "not set",
+                  "%d B (%.1f KB)" % (quiet, quiet / 1024), "%d B (%.1f KB)" % (typed, typed / 1024))
+        with tempfile.TemporaryDirectory() as tmp:
+            mkimage.compile_tree(BUILD)
+            img = make_image(Path(tmp) / "fs.img")
+            rc, recs, out = run_mp("imports.py", mp_args(img, modules=RESIDENT), mp=mp)
+            if rc:
+                raise RuntimeError(out[-2000:])
+            per[label] = {r["module"]: r["bytes"] for r in recs}
+    t.notes = ("Whole firmware in tools/sim on that interpreter: gateway, heartbeat, agent thread, console, "
+               "a cron job (in the Telegram chat when Telegram is set: the fake Bot API of "
+               "tests/fakes/telegram.py, the poller connected). First column: the log's "
+               "'boot marked healthy (heap in use N)' (gc.collect() first, 60 s after boot); second: "
+               "heap_info() typed on the console after it, which also loads the REPL commands.")
+    m = Table("Heap each resident module adds (imported in boot order after its dependencies)",
+              ["module"] + [label for label in per])
+    for name in RESIDENT:
+        m.add(name, *["%.1f KB" % (per[label][name] / 1024) for label in per])
+    m.notes = ("bench/mp/imports.py: the qstr pool grown first (a pool doubling is not charged to one "
+               "module); mimi.board.clock brings the board layer (board/host.py here, board/esp32.py on "
+               "the board), mimi.app brings asyncio's state.")
+    return [t, m]
 
 
 if __name__ == "__main__":

@@ -41,6 +41,11 @@ def apply_sets(sets):
         except ValueError as e:
             print("sim: refused --set %s: %s" % (item, e))
             sys.exit(2)
+        except OSError as e:  # a full flash: this run has it, /config.json does not
+            from mimi import fs
+
+            config.cfg.hold({key: value})
+            print("sim: --set %s applies to this run only: not saved (%s)" % (item, fs.why(e)))
 
 
 apply_sets(sets)

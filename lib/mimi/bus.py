@@ -42,8 +42,14 @@ def session_key(channel, chat_id):
 
 
 class Queue:
-    def __init__(self, size=limits.BUS_QUEUE_LEN):
+    """per_chat: fair to chats (the inbound queue). A chat's new message goes behind
+    the messages of other chats that have fewer queued (round robin: a flooding chat
+    waits behind the others), and a chat with per_chat messages queued is refused
+    while others still get in."""
+
+    def __init__(self, size=limits.BUS_QUEUE_LEN, per_chat=None):
         self.size = size
+        self.per_chat = per_chat
         self._items = []
         self._lock = _thread.allocate_lock()
         self.flag = asyncio.ThreadSafeFlag()
@@ -55,11 +61,30 @@ class Queue:
 
     def put(self, msg):
         """Add without blocking; False when the queue is full (nothing added)."""
+        items = self._items
         with self._lock:
-            if len(self._items) >= self.size:
+            if len(items) >= self.size:
                 self.dropped += 1
                 return False
-            self._items.append(msg)
+            if self.per_chat is None:
+                items.append(msg)
+            else:
+                chat = (msg.channel, msg.chat_id)
+                mine = sum(1 for m in items if (m.channel, m.chat_id) == chat)
+                if mine >= self.per_chat:
+                    self.dropped += 1
+                    return False
+                # before the first message further down its own chat's line than
+                # this one is in its chat's: round robin between the chats
+                seen = {}
+                at = len(items)
+                for n, m in enumerate(items):
+                    k = (m.channel, m.chat_id)
+                    seen[k] = seen.get(k, 0) + 1
+                    if seen[k] > mine + 1:
+                        at = n
+                        break
+                items.insert(at, msg)
         self.flag.set()
         return True
 
@@ -125,5 +150,5 @@ def prepare_loop():
     q.mimi_grown = True
 
 
-inbound = Queue()
+inbound = Queue(per_chat=limits.BUS_CHAT_QUEUED)
 outbound = Queue()

@@ -7,11 +7,11 @@
 # functions without stopping the loop. micropython-lib `aiorepl` is used instead
 # when it is installed (its raw REPL holds the loop: the watchdog is fed meanwhile).
 # Ctrl-D on an empty friendly line stops the loop (the board's own REPL takes over).
+# The raw REPL and raw paste are in mimi/consoleraw.py, loaded for a raw session.
 import sys
-import select
 import asyncio
+import mimi
 from mimi import limits, log, board
-from mimi.services import watchdog
 
 CTRL_A, CTRL_B, CTRL_C, CTRL_D, CTRL_E = 1, 2, 3, 4, 5
 RAW_BANNER = b"raw REPL; CTRL-B to exit\r\n>"
@@ -37,101 +37,14 @@ class Console:
         self.out(b)
 
     def feed(self, c):
-        if self.mode != FRIENDLY:
-            return self._raw(c)
-        return self._friendly(c)
+        if self.mode == FRIENDLY:
+            return self._friendly(c)
+        from mimi import consoleraw
 
-    # mpremote's side is transport_serial.py: enter_raw_repl, exec_raw_no_follow,
-    # raw_paste_write, follow. The board's own side: shared/runtime/pyexec.c.
-    def _raw(self, c):
-        if self.mode != RAW:
-            return self._paste(c)
-        line = self.line
-        if c == CTRL_A:
-            self.line = bytearray()
-            if line is not None and len(line) == 2 and line[0] == CTRL_E:
-                if line[1] != ord("A"):
-                    self.write(b"R\x00")  # an unknown raw-paste command
-                    return None
-                # Raw paste: a window of W bytes is free, then one more (the \x01); each
-                # W bytes read frees another. Two windows fit the UART's ring buffer.
-                w = limits.CONSOLE_PASTE_WINDOW
-                self.mode = PASTE
-                self.left = w
-                self.write(b"R\x01" + bytes((w & 0xFF, w >> 8)) + b"\x01")
-            else:
-                self.write(RAW_BANNER)
-        elif c == CTRL_B:
-            self.mode = FRIENDLY
-            self.line = bytearray()
-            log.mute = False
-            self.write(b"\r\n" + self.prompt)
-        elif c == CTRL_C:
-            self.line = bytearray()
-        elif c == CTRL_D:
-            self.line = bytearray()
-            if line is not None and not line:
-                # A soft reset would end the firmware; like aiorepl, say it and carry on.
-                self.write(b"OK\r\nIgnored: soft reboot\r\n" + RAW_BANNER)
-                return None
-            self.write(b"OK")
-            self._exec_raw(line)
-        else:
-            self._append(c)
-        return None
-
-    def _append(self, c):
-        """One more byte of a raw command; past CONSOLE_RAW_MAX it is refused (None)."""
-        if self.line is not None:
-            if len(self.line) < limits.CONSOLE_RAW_MAX:
-                self.line.append(c)
-                return True
-            self.line = None  # too long: the command is answered with an error at its end
-        return None
-
-    def _paste(self, c):
-        if self.mode == DRAIN:
-            if c == CTRL_C or c == CTRL_D:
-                self._end_paste(None)
-            return None
-        if c == CTRL_D or c == CTRL_C:
-            self.write(b"\x04")  # end of data acknowledged
-            self._end_paste(self.line if c == CTRL_D else KeyboardInterrupt())
-            return None
-        if not self._append(c):
-            self.write(b"\x04")  # "abrupt end": mpremote stops sending and answers \x04
-            self.mode = DRAIN
-            return None
-        self.left -= 1
-        if not self.left:
-            self.left = limits.CONSOLE_PASTE_WINDOW
-            self.write(b"\x01")
-        return None
-
-    def _end_paste(self, src):
-        self.mode = RAW
-        self.line = bytearray()
-        self._exec_raw(src)
-
-    def _exec_raw(self, src):
-        """Run a raw command (bytes; None: it was too long; an exception: report it)
-        with the framing: output, \x04, error, \x04, '>'."""
-        err = None
-        try:
-            if src is None:
-                raise MemoryError("command over %d bytes refused" % limits.CONSOLE_RAW_MAX)
-            if isinstance(src, BaseException):
-                raise src
-            exec(compile(bytes(src).decode(), "<stdin>", "exec"), self.ns)
-        except SystemExit:
-            self.write(b"\x04\x04>")  # restart() on the host exits; let mpremote finish
-            raise
-        except BaseException as e:  # noqa: B902 - KeyboardInterrupt too, as the REPL does
-            err = e
-        self.write(b"\x04")
-        if err is not None:
-            sys.print_exception(err)
-        self.write(b"\x04>")
+        r = consoleraw.feed(self, c)
+        if self.mode == FRIENDLY:  # the raw session ended
+            mimi.drop("consoleraw")
+        return r
 
     def _friendly(self, c):
         last, self.last = self.last, c
@@ -172,6 +85,7 @@ class Console:
         return None
 
     def _exec_line(self, src):
+        commands(self.ns)
         try:
             try:
                 code = compile(src, "<stdin>", "eval")
@@ -187,6 +101,13 @@ class Console:
             raise
         except BaseException as e:  # noqa: B902
             sys.print_exception(e)
+
+
+def commands(ns):
+    """The REPL commands (mimi/repl.py) into namespace ns the first time a person or
+    mpremote runs something there: until then they take no heap."""
+    if "config_show" not in ns:
+        exec("from mimi.repl import *", ns)
 
 
 def _raw_out():
@@ -215,16 +136,6 @@ async def _read(reader):
     return ch.encode() if isinstance(ch, str) else ch
 
 
-def _read_blocking(poller, timeout_ms):
-    if not poller.poll(timeout_ms):
-        return None
-    try:
-        ch = sys.stdin.read(1)
-    except UnicodeError:
-        return BAD
-    return ch.encode() if isinstance(ch, str) else ch
-
-
 async def serve(namespace=None, stop=None):
     """Run the console on sys.stdin until EOF or Ctrl-D (then call stop())."""
     con = Console(namespace if namespace is not None else _namespace())
@@ -235,22 +146,15 @@ async def serve(namespace=None, stop=None):
         kbd = micropython.kbd_intr
         kbd(-1)  # Ctrl-C is console input now, not an interrupt
     reader = asyncio.StreamReader(sys.stdin)
-    poller = select.poll()
-    poller.register(sys.stdin, select.POLLIN)
     try:
         while True:
             if con.mode != FRIENDLY:
-                # Hold the loop while mpremote talks, so no task prints into the
-                # framing; between its commands the loop runs again.
-                data = _read_blocking(poller, limits.CONSOLE_RAW_POLL_MS)
-                if data is None:
-                    try:
-                        data = await asyncio.wait_for_ms(_read(reader), limits.CONSOLE_RAW_IDLE_MS)
-                    except asyncio.TimeoutError:
-                        con.mode = FRIENDLY  # mpremote went away without Ctrl-B
-                        con.line = bytearray()
-                        log.mute = False
-                        continue
+                from mimi import consoleraw
+
+                data = await consoleraw.read(con, reader)
+                if con.mode == FRIENDLY:
+                    mimi.drop("consoleraw")
+                    continue  # mpremote went away without Ctrl-B
             else:
                 data = await _read(reader)
             if not data:
@@ -260,8 +164,6 @@ async def serve(namespace=None, stop=None):
                     if stop is not None:
                         stop()
                     return
-            if con.mode != FRIENDLY:
-                watchdog.poke()  # the loop is held while mpremote talks: not a hang
     finally:
         log.mute = False
         if kbd is not None:
@@ -288,29 +190,15 @@ def serve_blocking(namespace):
 
 
 def task(stop=None):
-    """The REPL coroutine for app.tasks(): aiorepl when installed, else ours."""
+    """The REPL coroutine for startup.tasks(): aiorepl when installed, else ours."""
     try:
         import aiorepl
     except ImportError:
         return serve(stop=stop)
-    hold_during_raw(aiorepl)
+    from mimi import consoleraw
+
+    consoleraw.hold_during_raw(aiorepl)
+    commands(_namespace())
     return aiorepl.task(_namespace())
 
 
-def hold_during_raw(aiorepl):
-    """aiorepl's raw REPL (what mpremote talks to) blocks the loop until Ctrl-B, so
-    the loop's watchdog task cannot feed: the watchdog is held meanwhile, as our own
-    console feeds it from its byte loop."""
-    raw = aiorepl.raw_repl
-    if getattr(raw, "held", False):
-        return
-
-    def held_raw_repl(*args):
-        watchdog.hold(True)
-        try:
-            return raw(*args)  # (an older, async aiorepl yields to the loop: no harm)
-        finally:
-            watchdog.hold(False)
-
-    held_raw_repl.held = True
-    aiorepl.raw_repl = held_raw_repl

@@ -17,6 +17,7 @@ CA_BUNDLE = "/certs/roots.pem"
 
 # Message bus
 BUS_QUEUE_LEN = const(16)
+BUS_CHAT_QUEUED = const(4)  # inbound messages one chat may have waiting (the others still get in)
 AGENT_STACK = const(32 * 1024)
 AGENT_IDLE_MS = const(50)
 POLL_PREGROW = const(64)  # unix port: poll slots made before any ThreadSafeFlag (bus.prepare_loop)
@@ -186,6 +187,9 @@ CRON_FILE_MAX = const(16 * 1024)  # a bigger cron.json is treated as corrupt
 CRON_NAME_MAX = const(31)
 CRON_MESSAGE_MAX = const(255)
 CRON_CHAT_ID_MAX = const(95)
+CRON_MIN_INTERVAL_S = const(60)  # an "every" job runs at most once a minute (16 jobs at 1 s made 304 LLM calls in 20 s)
+CRON_MAX_INTERVAL_S = const(366 * 86400)
+CRON_AT_MAX = 4102444800  # 2100-01-01: the latest at_epoch (2**63 was accepted)
 HEARTBEAT_MIN_DEFAULT = const(30)
 HEARTBEAT_FILE_MAX = const(4 * 1024)  # read this much of HEARTBEAT.md for the check
 HEARTBEAT_POLL_S = const(60)  # how often the loop re-reads heartbeat_min
@@ -208,8 +212,9 @@ HEAP_PROBE_MAX = const(64 * 1024)
 HEAP_PROBE_STEP = const(256)
 
 # Logging
-LOG_RING = const(64)
+LOG_RING = const(64)  # lines recent() gives at most
 LOG_LINE_MAX = const(240)
+LOG_RING_BYTES = const(2048)  # the ring of recent lines (log_tail): about 25 of them
 
 # Onboarding portal (access point + captive DNS + settings page)
 AP_IP = "192.168.4.1"  # the ESP32 AP's default address; the captive DNS answers it

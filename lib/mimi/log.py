@@ -1,4 +1,6 @@
-# Levels, console output and a small in-RAM ring of recent lines for the REPL.
+# Levels, console output and a small in-RAM ring of recent lines for the REPL: one
+# bytearray of LOG_RING_BYTES (lines end in \n; the oldest are overwritten), so the
+# log takes the same heap after a week as after boot, in one block.
 # micropython-lib `logging` is used for output when it is installed; the firmware
 # works the same without it.
 import sys
@@ -14,7 +16,9 @@ _NAMES = {DEBUG: "D", INFO: "I", WARNING: "W", ERROR: "E"}
 
 level = INFO
 mute = False  # True while mpremote holds the console (mimi.console): ring only
-_ring = []
+_ring = bytearray(limits.LOG_RING_BYTES)
+_pos = 0  # where the next line goes
+_wrapped = False  # the ring has been written all round: older lines are cut
 _lock = _thread.allocate_lock()
 _up_ms = 0  # uptime shown on each line, carried forward line by line
 _last = time.ticks_ms()
@@ -73,9 +77,7 @@ def _emit(lvl, tag, msg, args):
         line = "[%5d.%03d] %s %s: %s" % (up // 1000, up % 1000, _NAMES.get(lvl, "?"), tag, msg)
         if len(line) > limits.LOG_LINE_MAX:
             line = line[: limits.LOG_LINE_MAX - 3] + "..."
-        _ring.append(line)
-        if len(_ring) > limits.LOG_RING:
-            _ring.pop(0)
+        _keep(line)
     if mute:
         return
     if _logger is not None:
@@ -107,11 +109,38 @@ def exception(tag, msg, exc):
         sys.print_exception(exc)
 
 
+def _keep(line):
+    global _pos, _wrapped
+    data = memoryview(line.encode() + b"\n")
+    size = len(_ring)
+    while len(data):
+        n = min(len(data), size - _pos)
+        _ring[_pos:_pos + n] = data[:n]
+        data = data[n:]
+        _pos += n
+        if _pos == size:
+            _pos = 0
+            _wrapped = True
+
+
 def recent(n=limits.LOG_RING):
+    """The last n lines (at most what the ring holds)."""
+    if n <= 0:
+        return []
     with _lock:
-        return _ring[-n:] if n > 0 else []
+        raw = bytes(_ring[_pos:]) + bytes(_ring[:_pos]) if _wrapped else bytes(_ring[:_pos])
+    lines = raw.split(b"\n")[1 if _wrapped else 0:-1]  # a wrapped ring starts inside a line
+    out = []
+    for b in lines[-n:]:
+        try:
+            out.append(b.decode())
+        except UnicodeError:  # text the firmware logged as it got it
+            out.append(repr(b)[2:-1])
+    return out
 
 
 def clear():
+    global _pos, _wrapped
     with _lock:
-        _ring.clear()
+        _pos = 0
+        _wrapped = False

@@ -16,20 +16,16 @@
 # Bundle: b"MIMIOTA1\n", then "<manifest length> <hex HMAC-SHA256 of the manifest
 # or ->\n", then the manifest JSON {"format":1, "version", "files":[{"path",
 # "size", "sha256"}]}, then every file's bytes in manifest order.
-import os
-import json
 import hashlib
 import binascii
-from mimi import limits, log, fs, board, config, jsonutil
+from mimi import limits, log, fs, board, config
 from mimi.services import watchdog
 from mimi.net import secrets_equal
+from mimi.otaboot import (NEW, PREV, STATE, rmtree, _state, _finish_swap, _finish_rollback,  # noqa: F401
+                          _save_state, boot_check, mark_healthy)
 
 MAGIC = b"MIMIOTA1\n"
-NEW = limits.OTA_DIR + "/new"
-PREV = limits.OTA_DIR + "/prev"
-STATE = limits.OTA_DIR + "/state.json"
 MANIFEST = NEW + "/manifest.json"
-_DIR = 0x4000
 
 
 class OTAError(Exception):
@@ -99,33 +95,6 @@ def _line(body, limit):
     return bytes(out)
 
 
-# --- small file helpers -----------------------------------------------------
-def rmtree(path):
-    try:
-        mode = os.stat(path)[0]
-    except OSError:
-        return
-    if mode & _DIR:
-        for e in list(os.ilistdir(path)):
-            rmtree(path + "/" + e[0])
-        os.rmdir(path)
-    else:
-        os.remove(path)
-
-
-def _state():
-    try:
-        with open(STATE) as f:
-            st = json.load(f)
-        return st if isinstance(st, dict) else None
-    except (OSError, ValueError):
-        return None
-
-
-def _save_state(st):
-    fs.write_atomic(STATE, json.dumps(st))
-
-
 def _check_path(p, seen):
     """-> the path's swap unit (a name of limits.OTA_TOPS)."""
     if not isinstance(p, str) or not p.startswith("/") or len(p) > 200 or p in seen:
@@ -142,6 +111,8 @@ def _check_path(p, seen):
 
 
 def _check_manifest(raw):
+    from mimi import jsonutil
+
     try:
         m = jsonutil.loads(raw)
         files = m["files"]
@@ -236,21 +207,6 @@ def fetch(url):
         body.close()
 
 
-def _finish_swap(st):
-    for t in st["tops"]:
-        src = NEW + "/" + t
-        if fs.exists(src):
-            if fs.exists("/" + t):
-                fs.makedirs(fs.parent(PREV + "/" + t))
-                os.rename("/" + t, PREV + "/" + t)
-            fs.makedirs(fs.parent("/" + t))
-            os.rename(src, "/" + t)
-    st["state"] = "trial"
-    st["boots"] = 0
-    _save_state(st)
-    rmtree(NEW)
-
-
 def install(m):
     """Swap the verified /ota/new in; the running version goes to /ota/prev."""
     import mimi
@@ -262,72 +218,6 @@ def install(m):
     _save_state(st)
     _finish_swap(st)
     log.info("ota", "version %s installed; previous %s kept in %s", st["version"], st["prev"], PREV)
-
-
-def _finish_rollback(st):
-    st["state"] = "rollback"
-    _save_state(st)
-    for t in st["tops"]:
-        if t in st.get("created", ()):
-            rmtree("/" + t)
-        elif fs.exists(PREV + "/" + t):
-            rmtree("/" + t)
-            fs.makedirs(fs.parent("/" + t))
-            os.rename(PREV + "/" + t, "/" + t)
-    fs.write_atomic(limits.OTA_DIR + "/last.json", json.dumps(
-        {"rolled_back": st.get("version"), "back_to": st.get("prev"), "boots": st.get("boots")}))
-    fs.remove(STATE)
-
-
-def boot_check(reboot=True):
-    """Boot guard (called first at boot): finish a swap or rollback a power cut
-    interrupted, count a trial version's boots and roll it back when it has
-    failed OTA_TRIAL_BOOTS times. Returns what it did (None: nothing)."""
-    st = _state()
-    if not st or st.get("state") != "swap":
-        rmtree(NEW)  # staging a reset interrupted (download or deploy): the old version runs
-    if not st:
-        return None
-    what = st.get("state")
-    if what == "swap":
-        _finish_swap(st)
-        done = "swapped"
-    elif what == "rollback":
-        _finish_rollback(st)
-        done = "rolled back"
-    elif what == "trial":
-        st["boots"] = st.get("boots", 0) + 1
-        if st["boots"] <= limits.OTA_TRIAL_BOOTS:
-            _save_state(st)
-            print("OTA: trying version %s (boot %d of %d before rollback)" % (
-                st.get("version"), st["boots"], limits.OTA_TRIAL_BOOTS))
-            return "trial"
-        log.error("ota", "version %s failed to come up %d times: rolling back to %s",
-                  st.get("version"), st["boots"] - 1, st.get("prev"))
-        print("OTA: version %s failed %d boots; restoring %s" % (
-            st.get("version"), st["boots"] - 1, st.get("prev")))
-        _finish_rollback(st)
-        done = "rolled back"
-    else:
-        return None
-    if reboot:  # the modules in RAM are the other version's
-        board.reset()
-    return done
-
-
-def mark_healthy():
-    """The app came up: a trial version is kept; the firmware slot too."""
-    st = _state()
-    if st and st.get("state") == "trial":
-        st["state"] = "ok"
-        _save_state(st)
-        log.info("ota", "version %s confirmed", st.get("version"))
-    P = getattr(board, "Partition", None)
-    if P is not None:
-        try:
-            P.mark_app_valid_cancel_rollback()
-        except (OSError, AttributeError):
-            pass  # no rollback support in this firmware build
 
 
 def rollback(reboot=True):

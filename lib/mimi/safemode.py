@@ -3,6 +3,7 @@
 # HEALTHY_AFTER_S. After SAFE_MODE_BOOTS crash-boots in a row the board starts only
 # the REPL and WiFi, so a person can fix what makes it crash; restart() leaves.
 import json
+import mimi
 from mimi import limits, log, board
 
 active = False
@@ -38,9 +39,7 @@ def boot_start(reboot=True):
     d["boots"] = boots
     _store(d)
     try:
-        from mimi import ota
-
-        done = ota.boot_check(reboot=False)
+        done = mimi.run("otaboot", "boot_check", reboot=False)
     except Exception as e:  # a broken update check must not add to the crash loop
         log.exception("safemode", "update check failed", e)
         done = None
@@ -89,9 +88,7 @@ def healthy():
     if not active:
         clear()
     try:
-        from mimi import ota
-
-        ota.mark_healthy()
+        mimi.run("otaboot", "mark_healthy")
     except Exception as e:
         log.exception("safemode", "confirming the update failed", e)
 
@@ -102,26 +99,7 @@ async def guard():
 
     await asyncio.sleep(limits.HEALTHY_AFTER_S)
     healthy()
-    log.info("safemode", "up %d s: boot marked healthy", limits.HEALTHY_AFTER_S)
+    import gc
 
-
-def guard_tasks():
-    """Loop tasks of the self-care part: healthy-boot timer, watchdog, onboarding
-    portal, the stall heartbeat."""
-    from mimi.services import watchdog, portal, loopwatch
-
-    w = loopwatch.watch
-    return [w("boot guard", guard()), w("watchdog", watchdog.task()), w("portal", portal.task()),
-            loopwatch.task()]
-
-
-def tasks(stop):
-    """Safe mode's whole loop: WiFi (and its onboarding portal), the REPL console."""
-    from mimi.services import wifi, loopwatch
-
-    ts = [loopwatch.watch("wifi", wifi.supervisor.run())] + guard_tasks()
-    if getattr(board, "CONSOLE", False):
-        from mimi import console
-
-        ts.append(loopwatch.watch("console", console.task(stop), quiet=True))
-    return ts
+    gc.collect()  # the heap a settled firmware holds, with nobody at the console yet
+    log.info("safemode", "up %d s: boot marked healthy (heap in use %d)", limits.HEALTHY_AFTER_S, gc.mem_alloc())

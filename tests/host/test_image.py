@@ -48,7 +48,7 @@ def test_wrong_block_count_is_refused(tmp_path, files):
     script.write_text("""
 import sys, vfs
 sys.path[:] = [sys.argv[2]]
-from mimi.board.host import FileBlockDev
+from mimi.board.host_vfs import FileBlockDev
 try:
     vfs.VfsLfs2(FileBlockDev(sys.argv[1], 3584))
     print('MOUNTED')

@@ -78,3 +78,47 @@ def test_sim_refuses_a_missing_interpreter(tmp_path):
     with Sim.start(tmp_path, micropython=str(tmp_path / "nope")) as sim:
         assert sim.wait(60) != 0
     assert "--micropython %s is not an executable" % (tmp_path / "nope") in sim.output()
+
+
+FILL = """
+import sys, json
+sys.path[:] = [sys.argv[2]]
+from mimi import board
+board.mount_image(sys.argv[1])
+with open("/config.json", "w") as f:  # too big to be inline: a save needs a free block
+    json.dump({"ws_token": "full-flash-token", "model": "m" * 90, "tavily_key": "t" * 120}, f)
+import os
+os.mkdir("/junk")
+n = 0
+try:
+    while True:
+        with open("/junk/%d" % n, "wb") as f:
+            f.write(b"j" * 4000)
+        n += 1
+except OSError as e:
+    print("FULL", e.args[0])
+"""
+
+
+def test_sim_boots_a_full_flash_and_says_what_it_could_not_save(tmp_path):
+    # issue 16 item 6: --set met OSError 28 and the simulator could not boot the image
+    import subprocess
+    import sys
+
+    from conftest import ROOT, micropython_bin
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import mkimage
+
+    img = tmp_path / "fs.img"
+    mkimage.build_image(img, "8M")
+    (tmp_path / "fill.py").write_text(FILL)
+    r = subprocess.run([micropython_bin(), str(tmp_path / "fill.py"), str(img), str(ROOT / "build" / "lib")],
+                       capture_output=True, text=True, timeout=120)
+    assert "FULL 28" in r.stdout, r.stdout + r.stderr
+    with Sim.start(tmp_path, "ws_port=0", "model=sim-model") as sim:
+        out = sim.read_until("I ws: gateway listening")
+        sim.stop()
+    assert "--set ws_port=0 applies to this run only: not saved (the flash is full)" in out, out
+    assert "model sim-model" in out and "flash free 0 of" in out, out
+    assert "Traceback" not in out

@@ -1,4 +1,4 @@
-# The boot sequence (mimi.app.boot): defaults installed without touching user edits,
+# The boot sequence (mimi.app.boot, mimi/startup.py): defaults installed without touching user edits,
 # settings loaded, the status banner.
 from support import write, read, Capture
 
@@ -40,10 +40,18 @@ def test_banner_names_the_default_model_and_the_gateway():
 
 
 def test_banner_before_wifi_is_up():
-    from mimi import app, board
+    from mimi import startup, board
 
     board.wlan().active(False)
     try:
-        assert "ws://<board IP once WiFi is up>:18789/" == app.gateway_url()
+        assert "ws://<board IP once WiFi is up>:18789/" == startup.gateway_url()
     finally:
         board.wlan().active(True)
+
+
+def test_boot_steps_leave_no_module_behind():
+    import sys
+
+    boot()
+    for m in ("mimi.startup", "mimi.defaults"):
+        assert m not in sys.modules, m

@@ -31,6 +31,22 @@ def test_bounded_fifo_refuses_when_full():
     assert not q.put_wait(4, timeout_ms=20, idle_ms=5)  # still full: gives up when told to
 
 
+def test_inbound_is_fair_to_chats():
+    # issue 16: one chat flooding got 19 answers while another's only message got "busy"
+    q = bus.inbound
+    flood = [q.put(bus.Msg("telegram", 1, "a%d" % i)) for i in range(20)]
+    assert flood.count(True) == 4  # limits.BUS_CHAT_QUEUED; the rest told busy ...
+    assert q.put(bus.Msg("telegram", 2, "b0"))  # ... while another chat still gets in
+    assert q.put(bus.Msg("websocket", "w", "c0")) and q.put(bus.Msg("telegram", 2, "b1"))
+    assert q.put(bus.Msg("telegram", 3, "d0"))
+    order = []
+    while len(q):
+        order.append(q.get_nowait().content)
+    # round robin: a chat with a message already waiting goes behind the others
+    assert order == ["a0", "b0", "c0", "d0", "a1", "b1", "a2", "a3"], order
+    assert bus.outbound.per_chat is None  # replies keep their order as they come
+
+
 class Done:
     def __init__(self):
         self.lock = _thread.allocate_lock()

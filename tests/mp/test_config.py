@@ -152,7 +152,7 @@ def test_ws_token_empty_string_is_kept():
 def test_repl_functions():
     from mimi import repl
 
-    repl.cfg = config.cfg = fresh()
+    config.cfg = fresh()
     with Capture() as out:
         repl.set_api_key("sk-1234567890abcdef")
         repl.set_model_provider("openai")
@@ -198,7 +198,7 @@ def test_wifi_scan_survives_a_non_utf8_ssid():
 def test_every_settings_command_of_spec_6():
     from mimi import repl
 
-    repl.cfg = config.cfg = fresh()
+    config.cfg = fresh()
     for name in ("help", "config_show", "config_set", "config_reset", "set_wifi",
                  "set_tg_token", "set_api_key", "set_model", "set_model_provider",
                  "set_api_base", "set_search_key", "set_tavily_key", "set_proxy",
@@ -220,3 +220,36 @@ def test_every_settings_command_of_spec_6():
     assert "Error: wifi_pass" in out.text and "password1" not in out.text
     assert "free" in out.text and "flash" in out.text
     raises(SystemExit, repl.restart)  # the host's reset: tools/sim boots again
+
+
+def test_repl_commands_load_their_bodies_for_the_call_only():
+    import sys
+    import mimi
+    from mimi import repl
+
+    loaded = lambda: [m for m in ("replcmds", "ota", "otaboot") if "mimi." + m in sys.modules or hasattr(mimi, m)]  # noqa: E731
+    assert loaded() == [] and callable(repl.config_show) and callable(repl.ota_status)
+    with Capture() as out:
+        repl.config_show()
+        repl.ota_status()
+        repl.help()
+    assert "provider" in out.text and "update state" in out.text and "ota_update(url)" in out.text
+    assert loaded() == []
+    raises(TypeError, repl.config_set, "model")  # a wrong call fails as the body does ...
+    assert loaded() == []  # ... and still leaves nothing behind
+
+
+def test_gpio_default_is_the_pin_policys():
+    from mimi import gpio_policy, configrules
+
+    assert config.SCHEMA["gpio_allow"][0] == gpio_policy.DEFAULT
+    assert gpio_policy.parse(gpio_policy.DEFAULT) == gpio_policy.parse(configrules.value("gpio_allow", gpio_policy.DEFAULT))
+
+
+def test_rules_loaded_for_a_check_only():
+    import sys
+
+    c = fresh()
+    c.update({"model": "m", "gpio_allow": "4-6"})
+    assert c.rows() and c.missing() is not None
+    assert "mimi.configrules" not in sys.modules and "mimi.gpio_policy" not in sys.modules

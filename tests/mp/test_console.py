@@ -126,8 +126,12 @@ def test_raw_paste_flow_control_and_framing():
     with Capture():
         feed(con, b"1/0\x04")
     assert b"".join(out) == b"\x04\x04\x04>"  # the traceback went to stdout in between
+    import sys
+
+    assert "mimi.consoleraw" in sys.modules  # loaded for the raw session ...
     feed(con, b"\x02")
     assert con.mode == console.FRIENDLY
+    assert "mimi.consoleraw" not in sys.modules  # ... and only for it
 
 
 def test_raw_paste_interrupted_and_too_long():
@@ -190,3 +194,19 @@ def test_aiorepl_raw_repl_holds_the_watchdog():
     finally:
         del sys.modules["aiorepl"]
     assert seen == [True, True] and not watchdog.held
+
+
+def test_commands_join_the_namespace_on_first_use():
+    import sys
+    from support import Capture
+
+    ns = {}
+    con, out = make(ns)
+    assert "mimi.repl" not in sys.modules and "config_show" not in ns  # nothing loaded at boot
+    with Capture() as c:
+        feed(con, b"help()\r")
+    assert "config_show()" in c.text and callable(ns["config_show"])
+    raw = {}
+    con, out = make(raw)
+    feed(con, b"\r\x01config_show\x04\x02")  # mpremote's exec, through the raw REPL
+    assert callable(raw["ota_status"])

@@ -42,6 +42,7 @@ def drain(q):
 
 def setup():
     cfg.load()
+    cfg.set("tg_allow", "42,123,77,1")  # jobs for other Telegram chats are kept, not run
 
 
 def test_every_fires_without_drift_and_skips_missed():
@@ -210,13 +211,13 @@ def test_bad_entries_dropped_good_kept():
     got = s.list()
     assert [j["message"] for j in got] == ["hello", "second", "minimal", "d"]
     assert got[0]["id"] == "0123abcd" and got[0]["next_run"] == T0 + 30
-    assert got[1]["id"] != "0123abcd" and cronsvc.is_id(got[1]["id"])
+    assert got[1]["id"] != "0123abcd" and len(got[1]["id"]) == 8
     m = got[2]
     assert m["next_run"] == T0 + 120 and m["enabled"] and m["channel"] == "system" and m["chat_id"] == "cron"
     # a channel this firmware lacks is never rerouted: the job is kept, reported, not run
     assert got[3]["channel"] == "carrier-pigeon" and got[3]["next_run"] == next_daily("06:15", 0, T0)
     assert sum(1 for line in log.recent() if "dropped" in line) == 6
-    assert any("'carrier-pigeon', which this firmware does not have" in line for line in log.recent())
+    assert any("kept, not run: this firmware has no channel 'carrier-pigeon'" in line for line in log.recent())
     # the repaired file is written back and loads cleanly
     log.clear()
     s2, c2, q2 = make()
@@ -229,7 +230,7 @@ def test_bad_entries_dropped_good_kept():
         s2.remove(j["id"])
     assert s2.sleep_s() == limits.CRON_TICK_S  # the unfired job keeps nobody busy
     assert s2.tick() == [] and drain(q2) == []
-    assert "(not run: this firmware has no such channel)" in registry.call("cron_list", {})
+    assert "(not run: this firmware has no channel 'carrier-pigeon')" in registry.call("cron_list", {})
 
 
 def test_more_than_max_jobs_in_file_truncated():
@@ -508,3 +509,48 @@ def test_deliver_tool():
     assert add["required"] == ["name", "schedule_type", "message"]
     desc = [d for n, d, s in registry.specs() if n == "cron_add"][0]
     assert "deliver=true" in desc and "plain reminders" in desc
+
+
+# --- issue 16: limits on what a job may ask, and who it may reach -----------------
+
+def test_jobs_for_chats_not_allowed_are_kept_not_run():
+    # cron.json written behind cron_add's back (a file tool once could): chat 99 is
+    # not in tg_allow, so its job must not send it anything
+    job = {"kind": "every", "interval_s": 60, "message": "SPAM from the board", "channel": "telegram",
+           "next_run": T0 + 60}
+    write(cronsvc.PATH, json.dumps({"jobs": [dict(job, id="0000aaaa", chat_id="99"),
+                                             dict(job, id="0000bbbb", chat_id="42", message="hello")]}))
+    log.clear()
+    s, c, q = use_service()
+    assert len(s.list()) == 2
+    assert any("job 0000aaaa (telegram:99) kept, not run: chat 99 is not in tg_allow" in x for x in log.recent())
+    c.t = T0 + 60
+    assert s.tick() == ["0000bbbb"]
+    assert [(m.chat_id, m.content) for m in drain(q)] == [("42", "hello")]
+    assert s.sleep_s() == 60  # the unrun job keeps nobody busy
+    assert "(not run: chat 99 is not in tg_allow)" in registry.call("cron_list", {})
+    # allowed later: it runs again
+    cfg.set("tg_allow", "42,99")
+    c.t = T0 + 120
+    assert sorted(s.tick()) == ["0000aaaa", "0000bbbb"]
+    # and from the REPL a job for a chat not allowed is refused, not kept unrun
+    e = raises(ValueError, s.add, "n", "every", "m", "telegram", "555", interval_s=60)
+    assert "chat 555 is not in tg_allow" in str(e)
+
+
+def test_interval_and_at_epoch_bounds():
+    s, c, q = make()
+    e = raises(ValueError, s.add, "fast", "every", "m", "websocket", "a", interval_s=1)
+    assert "between %d and" % limits.CRON_MIN_INTERVAL_S in str(e)
+    e = raises(ValueError, s.add, "far", "at", "m", "websocket", "a", at_epoch=2 ** 63)
+    assert "too far ahead" in str(e)
+    assert s.list() == []
+    assert s.add("ok", "every", "m", "websocket", "a", interval_s=limits.CRON_MIN_INTERVAL_S)
+    base = {"message": "m", "channel": "websocket", "chat_id": "a"}
+    write(cronsvc.PATH, json.dumps({"jobs": [dict(base, kind="every", interval_s=1),
+                                             dict(base, kind="at", at_epoch=2 ** 63),
+                                             dict(base, kind="every", interval_s=600, next_run=2 ** 63)]}))
+    s, c, q = make()
+    jobs = s.list()
+    assert [j["interval_s"] for j in jobs] == [limits.CRON_MIN_INTERVAL_S, 600]  # raised; the at job dropped
+    assert jobs[1]["next_run"] == T0 + 600  # a next_run past the bound starts over

@@ -106,9 +106,9 @@ def loop_side(sched, bot):
 
 def remount_raw():
     """The image mounted by MicroPython's VfsLfs2 alone, as a board would at boot."""
-    from mimi.board import host
+    from mimi.board import host, host_vfs
 
-    bdev = host.FileBlockDev(board.host_path(host.image_path), FS_BLOCKS)
+    bdev = host_vfs.FileBlockDev(board.host_path(host.image_path), FS_BLOCKS)
     vfs.umount("/")
     vfs.mount(vfs.VfsLfs2(bdev), "/")
 

@@ -2,7 +2,7 @@
 from support import write, Capture
 from mimi import bus, log, channels
 from mimi.config import cfg
-from mimi.services import heartbeat as hb
+from mimi.services import heartbeat as hb, hbcheck
 
 TOKEN = "123456789:AAbbccddeeffgghhiijjkkllmmnnoopp"
 FIXTURES = ("fake_anthropic",)
@@ -31,10 +31,10 @@ def test_open_task_rules():
         "<!-- c --> text after a comment",
         "* unchecked star item",
     ])
-    assert hb.open_tasks(text) == ["- [ ] water the plants", "check the mailbox",
+    assert hbcheck.open_tasks(text) == ["- [ ] water the plants", "check the mailbox",
                                    "text after a comment", "* unchecked star item"]
-    assert hb.open_tasks("") == []
-    assert hb.open_tasks("# Title\n\n- [x] a\n<!-- only\ncomments -->\n") == []
+    assert hbcheck.open_tasks("") == []
+    assert hbcheck.open_tasks("# Title\n\n- [x] a\n<!-- only\ncomments -->\n") == []
 
 
 def test_no_file_or_nothing_open_means_no_llm_call():

@@ -174,3 +174,19 @@ def test_uptime_survives_days_and_tick_wraps():
     with support.Capture():
         log.info("t", "next")
     assert 0 <= log._up_ms - before < 1000
+
+
+def test_ring_is_one_bounded_block():
+    from mimi import log, limits
+
+    with support.Capture():
+        for i in range(500):
+            log.info("t", "line %d %s", i, "\u00e9" * (i % 7))
+    lines = log.recent(1000)
+    assert lines[-1].endswith("I t: line 499 " + "\u00e9" * (499 % 7))
+    assert 20 <= len(lines) <= limits.LOG_RING and all("I t: line " in x for x in lines)
+    assert sum(len(x.encode()) + 1 for x in lines) <= limits.LOG_RING_BYTES
+    assert [int(x.split("line ")[1].split()[0]) for x in lines] == list(range(500 - len(lines), 500))  # in order
+    assert len(log._ring) == limits.LOG_RING_BYTES
+    log.clear()
+    assert log.recent() == []

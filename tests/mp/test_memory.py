@@ -80,18 +80,20 @@ def test_repl_memory_read_write():
     with Capture() as c:
         repl.memory_read()
     assert c.text == "- User: Grace\n\n"
-    assert "memory_read" in repl.__all__ and any(u[0] == "memory_read()" for u in repl.USAGE)
+    from mimi import replcmds
+
+    assert "memory_read" in repl.__all__ and any(u[0] == "memory_read()" for u in replcmds.USAGE)
 
 
 def test_default_files():
     import support
 
     src = support.REPO + "/spiffs_data"
-    from mimi.services import heartbeat
+    from mimi.services import hbcheck
 
     with open(src + "/HEARTBEAT.md") as f:
         hb = f.read()
-    assert heartbeat.open_tasks(hb) == []  # shipped: no task, so no LLM call
+    assert hbcheck.open_tasks(hb) == []  # shipped: no task, so no LLM call
     assert "- [ ]" in hb  # it shows how to add a task
     assert "HTML comment" in hb and "<!--" in hb  # and says comments are ignored
     for rel in ("/config/SOUL.md", "/config/USER.md", "/memory/MEMORY.md"):

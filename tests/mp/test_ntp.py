@@ -1,9 +1,9 @@
-# SNTP client against fake loopback NTP servers (tests/fakes/ntp.py); clock helpers.
+# SNTP client (services/sntp.py) against fake loopback NTP servers (tests/fakes/ntp.py); clock helpers.
 import struct
 from support import raises, fixture
 from mimi import board
 from mimi.board.clock import Clock, EPOCH_2000
-from mimi.services import ntp
+from mimi.services import ntp, sntp
 
 FIXTURES = ("fake_ntp",)
 TIMEOUT = 30
@@ -14,42 +14,42 @@ def srv():
 
 
 def test_request_packet():
-    pkt, stamp = ntp.request()
+    pkt, stamp = sntp.request()
     assert len(pkt) == 48 and pkt[0] == 0x23 and bytes(pkt[40:48]) == stamp
 
 
 def test_parse_rejects_bad_replies():
-    pkt, stamp = ntp.request()
+    pkt, stamp = sntp.request()
     good = bytearray(48)
     good[0], good[1] = 0x24, 2
     good[24:32] = stamp
-    good[40:48] = struct.pack("!II", 1893456000 + ntp.NTP_TO_UNIX, 1 << 31)
-    t = ntp.parse(good, stamp)
+    good[40:48] = struct.pack("!II", 1893456000 + sntp.NTP_TO_UNIX, 1 << 31)
+    t = sntp.parse(good, stamp)
     # an int, rounded: the board's floats are 32-bit (a float Unix time is off by up to 64 s)
     assert t == 1893456001 and isinstance(t, int)
-    good[40:48] = struct.pack("!II", 1893456000 + ntp.NTP_TO_UNIX, (1 << 31) - 1)
-    assert ntp.parse(good, stamp) == 1893456000
-    raises(ntp.NTPError, ntp.parse, good[:40], stamp)
+    good[40:48] = struct.pack("!II", 1893456000 + sntp.NTP_TO_UNIX, (1 << 31) - 1)
+    assert sntp.parse(good, stamp) == 1893456000
+    raises(sntp.NTPError, sntp.parse, good[:40], stamp)
     for i, v in ((0, 0x23), (1, 0), (1, 16), (0, 0xE4)):  # client mode, KoD, bad stratum, LI=3
         bad = bytearray(good)
         bad[i] = v
-        raises(ntp.NTPError, ntp.parse, bad, stamp)
-    raises(ntp.NTPError, ntp.parse, good, b"12345678")
+        raises(sntp.NTPError, sntp.parse, bad, stamp)
+    raises(sntp.NTPError, sntp.parse, good, b"12345678")
     zero = bytearray(good)
     zero[40:48] = bytes(8)
-    raises(ntp.NTPError, ntp.parse, zero, stamp)
+    raises(sntp.NTPError, sntp.parse, zero, stamp)
 
 
 async def test_query_fake_server():
     s = srv()
-    t = await ntp.aquery("127.0.0.1", s["good"])
+    t = await sntp.aquery("127.0.0.1", s["good"])
     assert t == s["unix"] and isinstance(t, int)  # the fake sends .25 s: rounded down
-    assert await ntp.aquery("127.0.0.1", s["era1"]) == s["unix_era1"]  # after the 2036 wrap
+    assert await sntp.aquery("127.0.0.1", s["era1"]) == s["unix_era1"]  # after the 2036 wrap
     for name, word in (("kod", "stratum"), ("client", "mode"), ("silent", "no reply")):
         e = None
         try:
-            await ntp.aquery("127.0.0.1", s[name], 1)
-        except ntp.NTPError as x:
+            await sntp.aquery("127.0.0.1", s[name], 1)
+        except sntp.NTPError as x:
             e = x
         assert e is not None and word in str(e), (name, e)
 
@@ -58,16 +58,16 @@ async def test_sync_sets_the_board_clock():
     s = srv()
     skew = board.clock.skew
     try:
-        assert await ntp.sync_once(["127.0.0.1"], s["good"])
+        assert await sntp.sync_once(["127.0.0.1"], s["good"])
         assert abs(board.clock.unix() - s["unix"]) <= 2
         assert abs(ntp.last_sync - s["unix"]) <= 2
         assert ntp.clock_ready()
         # a silent server then a good one: the second one is used
         board.clock.skew = skew
-        ntp.HOSTS[:] = ["127.0.0.1"]
-        assert not await ntp.sync_once(["127.0.0.1"], s["kod"])
+        sntp.HOSTS[:] = ["127.0.0.1"]
+        assert not await sntp.sync_once(["127.0.0.1"], s["kod"])
         assert "stratum" in ntp.last_error
-        assert await ntp.sync_once(["127.0.0.1", "127.0.0.1"], s["good"])
+        assert await sntp.sync_once(["127.0.0.1", "127.0.0.1"], s["good"])
     finally:
         board.clock.skew = skew
 
@@ -76,8 +76,8 @@ async def test_async_query_ignores_forged_reply_then_times_out():
     s = srv()
     e = None
     try:
-        await ntp.aquery("127.0.0.1", s["forged"], 1)
-    except ntp.NTPError as x:
+        await sntp.aquery("127.0.0.1", s["forged"], 1)
+    except sntp.NTPError as x:
         e = x
     assert e is not None and "no reply" in str(e)
 

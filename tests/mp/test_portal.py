@@ -5,7 +5,7 @@ import socket
 import struct
 import asyncio
 from support import Capture, read
-from mimi import board, config, limits
+from mimi import board, config, limits, repl
 from mimi.services import portal, captive_dns
 
 cfg = config.cfg
@@ -74,8 +74,7 @@ def same_origin(p):
     return {"Origin": "http://127.0.0.1:%d" % p.http_port}
 
 
-async def test_ap_opens_with_generated_password_when_no_wifi_settings():
-    assert portal.Portal(Sup()).needed()
+async def test_ap_opens_with_generated_password():
     p = await opened()
     ap = board.ap_wlan()
     assert ap.active() and ap.cfg["essid"] == "MimiClaw-A1B2"
@@ -86,7 +85,7 @@ async def test_ap_opens_with_generated_password_when_no_wifi_settings():
     assert config.Config().load().get("ap_pass") == pw  # kept: the same password next boot
     with Capture() as c:
         portal.current = p
-        portal.print_status()
+        repl.wifi_status()
     assert pw in c.text and "MimiClaw-A1B2" in c.text
     await p.close()
     assert not ap.active()
@@ -95,31 +94,19 @@ async def test_ap_opens_with_generated_password_when_no_wifi_settings():
     await p2.close()
 
 
-async def test_wifi_failure_opens_and_online_closes():
-    cfg.set("wifi_ssid", "home")
+async def test_serve_opens_until_online():
     sup = Sup()
-    p = portal.Portal(sup, http_port=0, dns_port=0, host="127.0.0.1")
-    assert not p.needed()  # still trying the first time
-    sup.retries = limits.PORTAL_AFTER_FAILS
-    assert p.needed()
     limits.PORTAL_CHECK_S = 0  # module constant, shortened for this test
-    t = asyncio.create_task(p.run())
     with Capture():
+        t = asyncio.create_task(portal.serve(sup))
         for _ in range(100):
             await asyncio.sleep_ms(1)
-            if p.is_open:
+            if portal.current and portal.current.is_open:
                 break
-    assert p.is_open and board.ap_wlan().active()
-    sup._online = True
-    for _ in range(100):
-        await asyncio.sleep_ms(1)
-        if not p.is_open:
-            break
-    assert not p.is_open and not board.ap_wlan().active()
-    sup._online = False  # a later outage after being online is not onboarding
-    await asyncio.sleep_ms(5)
-    assert not p.is_open and not p.needed()
-    t.cancel()
+        assert portal.current.is_open and board.ap_wlan().active()
+        sup._online = True
+        await asyncio.wait_for_ms(t, 2000)
+    assert portal.current is None and not board.ap_wlan().active()
 
 
 async def test_form_saves_settings_and_never_echoes_secrets():
@@ -265,16 +252,9 @@ def test_dns_ignores_malformed_packets():
     assert captive_dns.answer(q, "10.0.0.1")[-4:] == bytes([10, 0, 0, 1])
 
 
-def test_no_portal_while_online_or_before_the_first_look():
-    sup = Sup(online=True)
-    p = portal.Portal(sup)
-    assert not p.needed()  # the host network, or boot.py connected: nothing to onboard
-    sup._online = False
-    sup.state = "starting"
-    assert not p.needed() and p.was_online
-    sup.state = "no-config"
-    assert p.needed()  # settings gone: onboarding again
-    assert p.want_http == 0 and p.want_dns == 0  # the host never takes ports 80 and 53
+def test_no_ports_80_and_53_on_the_host():
+    p = portal.Portal(Sup())
+    assert p.want_http == 0 and p.want_dns == 0  # the host never takes this computer's
 
 
 async def test_scan_stops_a_connect_attempt_that_blocks_it():

@@ -181,7 +181,7 @@ async def test_group_mention_or_reply_only():
 
 async def test_busy_when_inbound_full():
     for i in range(bus.inbound.size):
-        assert bus.inbound.put(bus.Msg("websocket", "x", "fill"))
+        assert bus.inbound.put(bus.Msg("websocket", "x%d" % i, "fill"))
     b, task = await started()
     await update(chat_id=ALLOWED, text="hi")
     st = await until(lambda: _sent_n(1), "busy reply")

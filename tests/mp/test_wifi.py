@@ -102,8 +102,13 @@ async def test_connects_at_once():
     sup, w, t = await online()
     assert sup.state == "online" and sup.ip == "192.168.1.50" and sup.retries == 0
     assert w.connects == [(0, "home")]
-    st = sup.status()
-    assert st["rssi"] == -61 and st["ssid"] == "home"
+    assert sup.ssid == "home"
+    from mimi import repl
+
+    wifi.supervisor = sup  # what wifi_status() reports
+    with Capture() as c:
+        repl.wifi_status()
+    assert "WiFi: online" in c.text and "rssi        -61 dBm" in c.text and "ip          192.168.1.50" in c.text
     t.cancel()
 
 
@@ -283,3 +288,53 @@ def test_repl_status_and_scan():
     for word in ("WiFi:", "ssid", "ip", "rssi", "retries"):
         assert word in c.text, c.text
     assert "host-network" in c.text
+
+
+async def test_onboarding_needed_without_settings_or_before_the_first_connection():
+    sup, w, clock, cfg = make(router=False)
+    assert not sup.onboarding()  # the supervisor has not looked yet (boot.py may have connected)
+    t = asyncio.create_task(sup.run())
+    await until(lambda: sup.retries >= limits.PORTAL_AFTER_FAILS)
+    assert sup.onboarding()  # WiFi failed and never came up since boot
+    w.aps["home"] = ("password1", "192.168.1.50")
+    await until(sup.online)
+    assert not sup.onboarding()
+    w.aps.clear()
+    w.drop()
+    await until(lambda: sup.retries >= limits.PORTAL_AFTER_FAILS)
+    assert not sup.online() and not sup.onboarding()  # a later outage is not onboarding
+    cfg.update({"wifi_ssid": "", "wifi_pass": ""})
+    await until(lambda: sup.state == "no-config")
+    assert sup.onboarding()  # settings gone: onboarding again
+    t.cancel()
+
+
+async def test_portal_code_loaded_only_while_onboarding():
+    import sys
+    from mimi import board
+
+    class Sup:
+        need = False
+        up = False
+
+        def onboarding(self):
+            return self.need
+
+        def online(self):
+            return self.up
+
+    sup = Sup()
+    limits.PORTAL_CHECK_S = 0  # module constant, shortened for this test
+    t = asyncio.create_task(wifi.onboard(sup))
+    loaded = lambda: "mimi.services.portal" in sys.modules  # noqa: E731
+    await asyncio.sleep_ms(5)
+    assert not loaded()
+    sup.need = True
+    with Capture() as c:
+        await until(lambda: loaded() and sys.modules["mimi.services.portal"].current.is_open)
+        assert board.ap_wlan().active() and "captive_dns" in str(sys.modules)
+        sup.up = True
+        await until(lambda: not loaded())
+    assert not board.ap_wlan().active() and "captive_dns" not in str(sys.modules)
+    assert "join the WiFi network" in c.text and "onboarding access point off" in c.text
+    t.cancel()

@@ -1,13 +1,14 @@
 # Host side of the board layer (MicroPython unix port): a LittleFS image file as
 # the flash, simulated WiFi and GPIO, reset as a special exit code for tools/sim.
+# The rest (GPIO, the access point, OTA slots, mounting an image) is in
+# board/host_sys.py, loaded when first used (board.__getattr__).
 import gc
 import os
-import sys
+import time
 import vfs
 from mimi import limits
 from mimi.board.clock import Clock
 from mimi.fs import info as fs_info  # noqa: F401  (statvfs corrected)
-from mimi.board.host_sys import WDT, Partition, rtc_memory, ap_wlan  # noqa: F401
 
 NAME = "host"
 BIND_ADDR = "127.0.0.1"  # the simulator serves this machine only
@@ -17,85 +18,19 @@ image_path = os.getenv("MIMI_SIM_IMAGE")  # tools/simboot.py: the image is mount
 HOST_MOUNT = "/host"  # the host's own filesystem, once the image is mounted at /
 
 
-class FileBlockDev:
-    """A flash chip made of a file: 4096-byte blocks, MicroPython block protocol."""
+def _adopt_root():
+    """tools/simboot.py mounted the image, then dropped the modules it did that with:
+    the mounted VFS takes this firmware's fs.lock from now on (and the dropped fs
+    module, the previous lock's, goes away with it)."""
+    from mimi.fs import lock
 
-    def __init__(self, path, block_count, block_size=limits.BLOCK_SIZE):
-        self.bs = block_size
-        self.n = block_count
-        try:
-            self.f = open(path, "r+b")
-        except OSError:
-            self.f = open(path, "w+b")
-        self.f.seek(0, 2)
-        size = self.f.tell()
-        if size < block_size * block_count:  # grow sparse; littlefs erases nothing here
-            self.f.seek(block_size * block_count - 1)
-            self.f.write(b"\xff")
-            self.f.flush()
-
-    def readblocks(self, block, buf, off=0):
-        self.f.seek(block * self.bs + off)
-        self.f.readinto(buf)
-
-    def writeblocks(self, block, buf, off=0):
-        self.f.seek(block * self.bs + off)
-        self.f.write(buf)
-
-    def ioctl(self, op, arg):
-        if op == 3:  # sync
-            self.f.flush()
-            return 0
-        if op == 4:
-            return self.n
-        if op == 5:
-            return self.bs
-        if op == 6:  # erase: nothing to do on a file
-            return 0
-        return 0
+    for v, mountpoint in vfs.mount():
+        if mountpoint == "/" and hasattr(v, "lock"):
+            v.lock = lock
 
 
-def image_blocks(path):
-    st = os.stat(path)
-    return st[6] // limits.BLOCK_SIZE
-
-
-def mount_image(path, block_count=None, mkfs=False):
-    """Mount the LittleFS image at / like the board's flash; the host FS moves to /host.
-
-    With mkfs, a new filesystem is made (the file is created when missing)."""
-    global image_path
-    if block_count is None:
-        block_count = image_blocks(path)
-    bdev = FileBlockDev(path, block_count)
-    if mkfs:
-        vfs.VfsLfs2.mkfs(bdev)
-    from mimi.board.host_vfs import LockedVfs
-
-    fs = LockedVfs(vfs.VfsLfs2(bdev))  # no GIL here: one thread in LittleFS at a time
-    if image_path is None:
-        host = vfs.VfsPosix("/")
-        cwd = os.getcwd()
-        vfs.umount("/")
-        vfs.mount(fs, "/")
-        vfs.mount(host, HOST_MOUNT)
-        # Keep host paths on sys.path reachable under /host.
-        for i, p in enumerate(sys.path):
-            if p.startswith("/") and not p.startswith(HOST_MOUNT):
-                sys.path[i] = HOST_MOUNT + p
-            elif p == "" and cwd != "/":
-                sys.path.append(HOST_MOUNT + cwd)
-        # Packages imported before the mount find their submodules through __path__.
-        for m in list(sys.modules.values()):
-            p = getattr(m, "__path__", None)
-            if isinstance(p, str) and p.startswith("/") and not p.startswith(HOST_MOUNT):
-                m.__path__ = HOST_MOUNT + p
-    else:
-        vfs.umount("/")
-        vfs.mount(fs, "/")
-    os.chdir("/")
-    image_path = path
-    return fs
+if image_path:
+    _adopt_root()
 
 
 def host_path(path):
@@ -138,8 +73,6 @@ class SimWLAN:
     def scan(self):
         SimWLAN.scans += 1
         if self.scan_ms:
-            import time
-
             time.sleep_ms(self.scan_ms)
         return [(b"host-network", b"\x02\x00\x00\x00\x00\x01", 1, -40, 3, False)]
 
@@ -159,49 +92,54 @@ def wlan():
     return _wlan
 
 
-class Pin:
-    """machine.Pin's API on simulated pins; SIM_PINS holds every pin's state."""
+class WDT:
+    """machine.WDT: records feeds; a test asks `starved(now_ms)` instead of a reset."""
 
-    IN = 1
-    OUT = 3
-    PULL_UP = 2
-    PULL_DOWN = 1
+    last = None  # the most recent instance, for tests
 
-    def __init__(self, pin, mode=-1, pull=-1, value=None):
-        self.id = pin
-        st = SIM_PINS.setdefault(pin, {"mode": None, "level": 0, "pull": None})
-        self._st = st
-        self.init(mode, pull, value)
+    def __init__(self, id=0, timeout=5000):
+        self.timeout = max(1000, int(timeout))
+        self.feeds = 0
+        self.fed_at = time.ticks_ms()
+        WDT.last = self
 
-    def init(self, mode=-1, pull=-1, value=None):
-        if mode != -1:
-            self._st["mode"] = mode
-        if pull != -1:
-            self._st["pull"] = pull
-            if self._st["mode"] == Pin.IN and pull is not None:
-                self._st["level"] = 1 if pull == Pin.PULL_UP else 0
-        if value is not None:
-            self._st["level"] = 1 if value else 0
+    def feed(self):
+        self.feeds += 1
+        self.fed_at = time.ticks_ms()
 
-    def value(self, v=None):
-        if v is None:
-            return self._st["level"]
-        if self._st["mode"] == Pin.OUT:
-            self._st["level"] = 1 if v else 0
-
-    def on(self):
-        self.value(1)
-
-    def off(self):
-        self.value(0)
+    def starved(self, now_ms=None):
+        now = time.ticks_ms() if now_ms is None else now_ms
+        return time.ticks_diff(now, self.fed_at) > self.timeout
 
 
-SIM_PINS = {}
+_rtc = bytearray()
+RTC_MEMORY_MAX = 2048
 
 
-def sim_drive(pin, level):
-    """Tests: an outside signal on an input pin."""
-    SIM_PINS.setdefault(pin, {"mode": Pin.IN, "level": 0, "pull": None})["level"] = 1 if level else 0
+def _rtc_file():
+    return host_path(image_path + ".rtc") if image_path else None
+
+
+def rtc_memory(data=None):
+    """machine.RTC().memory(): survives resets, not power cycles. On the host it is
+    kept next to the flash image, so the simulator's reboots keep it too."""
+    global _rtc
+    path = _rtc_file()
+    if data is None:
+        if path:
+            try:
+                with open(path, "rb") as f:
+                    return f.read()
+            except OSError:
+                return b""
+        return bytes(_rtc)
+    data = data.encode() if isinstance(data, str) else bytes(data)
+    if len(data) > RTC_MEMORY_MAX:
+        raise ValueError("RTC memory holds at most %d bytes" % RTC_MEMORY_MAX)
+    _rtc = bytearray(data)
+    if path:
+        with open(path, "wb") as f:
+            f.write(data)
 
 
 def dns_server():
@@ -219,6 +157,8 @@ def set_unix(t):
 
 
 def reset():
+    import sys
+
     sys.exit(limits.SIM_RESET_EXIT)
 
 

@@ -1,60 +1,12 @@
-# Host fakes of the board's self-care hardware: the watchdog timer, RTC memory,
-# the access-point interface and the OTA app partitions. Tests look at their state
-# (WDT.last, SimAP.cfg, Partition.boot) instead of a real chip's behaviour.
-import time
+# Host fakes of the board's hardware the firmware uses now and then: GPIO pins, the
+# access-point interface, the OTA app partitions, and the mount of a flash image
+# (tests, tools/simboot.py). Loaded on first use: board/__init__.py's __getattr__.
+# Tests look at their state (SIM_PINS, SimAP.cfg, Partition.boot) instead of a
+# real chip's behaviour.
+import os
+import sys
+import vfs
 from mimi import limits
-
-
-class WDT:
-    """machine.WDT: records feeds; a test asks `starved(now_ms)` instead of a reset."""
-
-    last = None  # the most recent instance, for tests
-
-    def __init__(self, id=0, timeout=5000):
-        self.timeout = max(1000, int(timeout))
-        self.feeds = 0
-        self.fed_at = time.ticks_ms()
-        WDT.last = self
-
-    def feed(self):
-        self.feeds += 1
-        self.fed_at = time.ticks_ms()
-
-    def starved(self, now_ms=None):
-        now = time.ticks_ms() if now_ms is None else now_ms
-        return time.ticks_diff(now, self.fed_at) > self.timeout
-
-
-_rtc = bytearray()
-RTC_MEMORY_MAX = 2048
-
-
-def _rtc_file():
-    from mimi.board import host
-
-    return host.host_path(host.image_path + ".rtc") if host.image_path else None
-
-
-def rtc_memory(data=None):
-    """machine.RTC().memory(): survives resets, not power cycles. On the host it is
-    kept next to the flash image, so the simulator's reboots keep it too."""
-    global _rtc
-    path = _rtc_file()
-    if data is None:
-        if path:
-            try:
-                with open(path, "rb") as f:
-                    return f.read()
-            except OSError:
-                return b""
-        return bytes(_rtc)
-    data = data.encode() if isinstance(data, str) else bytes(data)
-    if len(data) > RTC_MEMORY_MAX:
-        raise ValueError("RTC memory holds at most %d bytes" % RTC_MEMORY_MAX)
-    _rtc = bytearray(data)
-    if path:
-        with open(path, "wb") as f:
-            f.write(data)
 
 
 class SimAP:
@@ -161,3 +113,93 @@ class Partition:
     @classmethod
     def mark_app_valid_cancel_rollback(cls):
         cls.valid = True
+
+
+class Pin:
+    """machine.Pin's API on simulated pins; SIM_PINS holds every pin's state."""
+
+    IN = 1
+    OUT = 3
+    PULL_UP = 2
+    PULL_DOWN = 1
+
+    def __init__(self, pin, mode=-1, pull=-1, value=None):
+        self.id = pin
+        st = SIM_PINS.setdefault(pin, {"mode": None, "level": 0, "pull": None})
+        self._st = st
+        self.init(mode, pull, value)
+
+    def init(self, mode=-1, pull=-1, value=None):
+        if mode != -1:
+            self._st["mode"] = mode
+        if pull != -1:
+            self._st["pull"] = pull
+            if self._st["mode"] == Pin.IN and pull is not None:
+                self._st["level"] = 1 if pull == Pin.PULL_UP else 0
+        if value is not None:
+            self._st["level"] = 1 if value else 0
+
+    def value(self, v=None):
+        if v is None:
+            return self._st["level"]
+        if self._st["mode"] == Pin.OUT:
+            self._st["level"] = 1 if v else 0
+
+    def on(self):
+        self.value(1)
+
+    def off(self):
+        self.value(0)
+
+
+SIM_PINS = {}
+
+
+def sim_drive(pin, level):
+    """Tests: an outside signal on an input pin."""
+    SIM_PINS.setdefault(pin, {"mode": Pin.IN, "level": 0, "pull": None})["level"] = 1 if level else 0
+
+
+def image_blocks(path):
+    st = os.stat(path)
+    return st[6] // limits.BLOCK_SIZE
+
+
+def mount_image(path, block_count=None, mkfs=False):
+    """Mount the LittleFS image at / like the board's flash; the host FS moves to /host.
+
+    With mkfs, a new filesystem is made (the file is created when missing)."""
+    from mimi.board import host
+
+    if block_count is None:
+        block_count = image_blocks(path)
+    from mimi.board.host_vfs import FileBlockDev, LockedVfs
+    from mimi.fs import lock
+
+    bdev = FileBlockDev(path, block_count, limits.BLOCK_SIZE)
+    if mkfs:
+        vfs.VfsLfs2.mkfs(bdev)
+    fs = LockedVfs(vfs.VfsLfs2(bdev), lock)  # no GIL here: one thread in LittleFS at a time
+    if host.image_path is None:
+        posix = vfs.VfsPosix("/")
+        cwd = os.getcwd()
+        vfs.umount("/")
+        vfs.mount(fs, "/")
+        vfs.mount(posix, host.HOST_MOUNT)
+        # Keep host paths on sys.path reachable under /host.
+        for i, p in enumerate(sys.path):
+            if p.startswith("/") and not p.startswith(host.HOST_MOUNT):
+                sys.path[i] = host.HOST_MOUNT + p
+            elif p == "" and cwd != "/":
+                sys.path.append(host.HOST_MOUNT + cwd)
+        # Packages imported before the mount find their submodules through __path__.
+        for m in list(sys.modules.values()):
+            p = getattr(m, "__path__", None)
+            if isinstance(p, str) and p.startswith("/") and not p.startswith(host.HOST_MOUNT):
+                m.__path__ = host.HOST_MOUNT + p
+    else:
+        vfs.umount("/")
+        vfs.mount(fs, "/")
+    os.chdir("/")
+    host.image_path = path
+    return fs

@@ -159,7 +159,7 @@ def _waiting():
 
 
 def tasks():
-    """The loop tasks of every configured channel (app.tasks()), plus, while some
+    """The loop tasks of every configured channel (startup.tasks()), plus, while some
     channel still waits for its setting, a task that starts it once it is set."""
     from mimi.config import cfg
 

@@ -69,7 +69,7 @@ def route(msg):
 
 
 async def run():
-    """The dispatcher task (app.tasks())."""
+    """The dispatcher task (startup.tasks())."""
     global _running
     _running = True
     for lane in _lanes.values():

@@ -1,9 +1,10 @@
 # Cron: jobs in /spiffs/cron.json that become agent turns in their chat.
 #
-# Kinds: "every" (interval_s), "at" (at_epoch, one shot) and "daily" (daily_at
-# "HH:MM" in the configured UTC offset `tz`, this firmware's extension). A job
-# fires by putting a bus.Msg on bus.inbound with the job's channel and chat id, so
-# the agent answers it in that chat. Times are Unix seconds from board.clock.
+# Kinds: "every" (interval_s, at least CRON_MIN_INTERVAL_S), "at" (at_epoch, one
+# shot) and "daily" (daily_at "HH:MM" in the configured UTC offset `tz`, this
+# firmware's extension). A job fires by putting a bus.Msg on bus.inbound with the
+# job's channel and chat id, so the agent answers it in that chat. Times are Unix
+# seconds from board.clock.
 #  - no drift: an "every" job's next run is its previous *scheduled* time plus
 #    whole intervals, skipping the ones that were missed;
 #  - a job that fell due while the board was off fires once after boot;
@@ -12,30 +13,22 @@
 #    skips the agent: its message goes as is onto bus.outbound as a REPLY to its
 #    chat (a system job to the owner, channels.owner(), or the log); a full
 #    outbound queue leaves it due, like a full inbound queue;
-#  - a job for a channel this firmware does not have (channels.TABLE) is kept as
-#    it is, reported at load and in cron_list, and never fired;
+#  - a job for a channel this firmware does not have (channels.TABLE), or for a chat
+#    its channel's allow-list does not name, is kept as it is, reported at load and
+#    in cron_list, and not fired (a chat allowed later gets its jobs again);
 #  - the scheduler starts only once the clock is valid (SNTP), and sleeps until
 #    the next due job (at most limits.CRON_TICK_S), woken early by cron_add.
+# Loading cron.json (with its repairs) and checking a new job are in
+# services/cronjobs.py, loaded for that and dropped after.
 import json
 import _thread
 import asyncio
+import mimi
 from mimi import limits, log, fs, bus, board, channels
-from mimi.board.clock import VALID_AFTER
-from mimi.services import ntp
 from mimi.config import tz_s
-from mimi.net import random_id
 
 PATH = limits.SPIFFS + "/cron.json"
-KINDS = ("every", "at", "daily")
 DAY = 86400
-
-
-def new_id():
-    return random_id(4)
-
-
-def is_id(v):
-    return isinstance(v, str) and len(v) == 8 and all(c in "0123456789abcdef" for c in v)
 
 
 def parse_hhmm(text):
@@ -66,14 +59,24 @@ def next_every(scheduled, interval, now):
     return scheduled + ((now - scheduled) // interval + 1) * interval
 
 
-def _int(v):
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
 def has_channel(channel):
     """Does this firmware have the channel's code? (Else its jobs wait, unfired.)"""
     row = channels.find(channel)
     return row is not None and row.module is not None
+
+
+def blocked(j):
+    """Why job j is not fired (None: it is): a channel this firmware lacks, or a chat
+    its channel's allow-list does not name."""
+    if not has_channel(j["channel"]):
+        return "this firmware has no channel %r" % j["channel"]
+    allow = channels.find(j["channel"]).allow
+    if allow:
+        from mimi.config import cfg
+
+        if j["chat_id"] not in cfg.get(allow).split(","):
+            return "chat %s is not in %s" % (j["chat_id"], allow)
+    return None
 
 
 class Scheduler:
@@ -93,215 +96,53 @@ class Scheduler:
 
     # --- persistence -------------------------------------------------------
     def load(self):
-        """Read cron.json; bad entries are repaired or dropped (logged), never fatal."""
+        """Read cron.json; bad entries are repaired or dropped (logged), never fatal.
+        -> the list of problems found."""
         with self._lock:
-            return self._load()
-
-    def _load(self):
-        problems = []
-        raw = None
-        size = fs.size(self.path)
-        if size < 0:
-            raw = {"jobs": []}
-        elif size > limits.CRON_FILE_MAX:
-            problems.append("file is %d bytes (max %d)" % (size, limits.CRON_FILE_MAX))
-        else:
-            try:
-                raw = json.loads(fs.read_text(self.path))
-            except (OSError, ValueError) as e:
-                problems.append("not valid JSON (%s)" % e)
-        if raw is not None and not (isinstance(raw, dict) and isinstance(raw.get("jobs"), list)):
-            problems.append('no "jobs" list')
-            raw = None
-        jobs = []
-        if raw is None:
-            bad = self.path + ".bad"
-            fs.remove(bad)
-            try:
-                fs.rename(self.path, bad)
-                problems.append("kept the old file as " + bad)
-            except OSError:
-                pass
-        else:
-            now = self.now()
-            for i, entry in enumerate(raw["jobs"]):
-                if len(jobs) >= limits.CRON_MAX_JOBS:
-                    problems.append("more than %d jobs; the rest dropped" % limits.CRON_MAX_JOBS)
-                    break
-                job, why = self._repair(entry, now, [j["id"] for j in jobs])
-                if job is None:
-                    problems.append("job #%d dropped: %s" % (i + 1, why))
-                else:
-                    if why:
-                        problems.append("job %s repaired: %s" % (job["id"], why))
-                    jobs.append(job)
-        self.jobs = jobs
-        self.loaded = True
-        if problems:
-            self._save()
-        for p in problems:
-            log.warning("cron", "%s: %s", self.path, p)
-        for j in jobs:
-            if not has_channel(j["channel"]):
-                log.warning("cron", "job %s is for channel %r, which this firmware does not have: "
-                            "kept, not run", j["id"], j["channel"])
-        log.info("cron", "%d job(s) loaded", len(jobs))
-        return problems
-
-    def _repair(self, e, now, taken):
-        """(clean job, note) or (None, reason)."""
-        if not isinstance(e, dict):
-            return None, "not an object"
-        kind = e.get("kind")
-        if kind not in KINDS:
-            return None, "unknown kind %r" % (kind,)
-        msg = e.get("message")
-        if not isinstance(msg, str) or not msg.strip():
-            return None, "no message"
-        notes = []
-        job = {"id": e.get("id"), "name": e.get("name"), "enabled": e.get("enabled", True),
-               "kind": kind, "interval_s": 0, "at_epoch": 0, "message": msg[:limits.CRON_MESSAGE_MAX],
-               "channel": e.get("channel"), "chat_id": e.get("chat_id"),
-               "last_run": _int(e.get("last_run")) or 0, "next_run": _int(e.get("next_run")),
-               "delete_after_run": e.get("delete_after_run", kind == "at")}
-        if not is_id(job["id"]) or job["id"] in taken:
-            job["id"] = new_id()
-            while job["id"] in taken:
-                job["id"] = new_id()
-            notes.append("new id")
-        if not isinstance(job["name"], str) or not job["name"]:
-            job["name"] = "job-" + job["id"]
-            notes.append("name")
-        job["name"] = job["name"][:limits.CRON_NAME_MAX]
-        if not isinstance(job["enabled"], bool):
-            job["enabled"] = True
-            notes.append("enabled")
-        if not isinstance(job["delete_after_run"], bool):
-            job["delete_after_run"] = kind == "at"
-        if e.get("deliver") is True:
-            job["deliver"] = True
-        if job["channel"] in (None, ""):  # optional in MimiClaw's format: a system job
-            job["channel"], job["chat_id"] = channels.SYSTEM, "cron"
-            notes.append("channel")
-        if not isinstance(job["chat_id"], str) or not job["chat_id"]:
-            job["chat_id"] = str(job["chat_id"]) if _int(job["chat_id"]) is not None else "cron"
-        job["chat_id"] = job["chat_id"][:limits.CRON_CHAT_ID_MAX]
-        if kind == "every":
-            iv = _int(e.get("interval_s"))
-            if not iv or iv <= 0:
-                return None, "every without a positive interval_s"
-            job["interval_s"] = iv
-        elif kind == "at":
-            at = _int(e.get("at_epoch"))
-            if at is None or at <= 0:
-                return None, "at without at_epoch"
-            job["at_epoch"] = at
-            if job["enabled"] and job["next_run"] != at:
-                job["next_run"] = at
-        else:
-            try:
-                parse_hhmm(e.get("daily_at"))
-            except ValueError:
-                return None, "daily without a valid daily_at"
-            job["daily_at"] = e.get("daily_at").strip()
-        if job["enabled"] and (job["next_run"] is None or job["next_run"] <= 0):
-            job["next_run"] = self._first_run(job, now)
-            notes.append("next_run")
-        elif not job["enabled"]:
-            job["next_run"] = job["next_run"] or 0
-        return job, ", ".join(notes)
-
-    def _first_run(self, job, now):
-        if job["kind"] == "every":
-            return now + job["interval_s"]
-        if job["kind"] == "at":
-            return job["at_epoch"]
-        return next_daily(job["daily_at"], self.tz(), now)
+            return mimi.run("services.cronjobs", "load", self)
 
     def _save(self):
+        """OSError when the file could not be written (the jobs in RAM stay)."""
         # One job per line: readable, and still plain JSON.
-        text = '{"jobs": [\n' + ",\n".join(json.dumps(j) for j in self.jobs) + "\n]}\n"
+        fs.write_atomic(self.path, '{"jobs": [\n' + ",\n".join(json.dumps(j) for j in self.jobs) + "\n]}\n")
+
+    def _saved(self):
         try:
-            fs.write_atomic(self.path, text)
+            self._save()
         except OSError as e:
-            log.error("cron", "saving %s failed: %s", self.path, e)
+            log.error("cron", "saving %s failed: %s", self.path, fs.why(e))
 
     def _ensure(self):
         if not self.loaded:  # first use, from the loop or the agent thread
             with self._lock:
                 if not self.loaded:
-                    self._load()
+                    mimi.run("services.cronjobs", "load", self)
 
     # --- jobs ----------------------------------------------------------------
+    def _jobs(self, fn, *args):
+        self._ensure()
+        return mimi.run("services.cronjobs", fn, self, *args)
+
     def add(self, name, kind, message, channel=channels.SYSTEM, chat_id="cron", interval_s=None,
             at_epoch=None, daily_at=None, delete_after_run=None, deliver=False):
-        """The new job (dict); ValueError with a message for the user when refused."""
-        self._ensure()
-        now = self.now()
-        if kind not in KINDS:
-            raise ValueError("schedule_type must be 'every', 'at' or 'daily'")
-        if not isinstance(message, str) or not message.strip():
-            raise ValueError("'message' must not be empty")
-        if not has_channel(channel):
-            raise ValueError("channel must be one of: " + ", ".join(r.name for r in channels.available()))
-        if deliver is None:
-            deliver = False
-        if not isinstance(deliver, bool):
-            raise ValueError("'deliver' must be true or false")
-        chat_id = str(chat_id or "")
-        if channels.get(channel).allow and chat_id in ("", "cron"):
-            raise ValueError("a %s job needs the chat_id of the chat to answer in" % channel)
-        if not chat_id:
-            chat_id = "cron"
-        if not self.clock.valid() or now < VALID_AFTER:
-            raise ValueError("the clock is not set yet (no time sync); try again in a minute")
-        job = {"id": "", "name": (str(name or "") or "job")[:limits.CRON_NAME_MAX],
-               "enabled": True, "kind": kind, "interval_s": 0, "at_epoch": 0,
-               "message": message[:limits.CRON_MESSAGE_MAX], "channel": channel,
-               "chat_id": chat_id[:limits.CRON_CHAT_ID_MAX], "last_run": 0, "next_run": 0,
-               "delete_after_run": kind == "at" if delete_after_run is None else bool(delete_after_run)}
-        if kind == "every":
-            if _int(interval_s) is None or interval_s <= 0:
-                raise ValueError("'every' needs interval_s > 0 (seconds)")
-            job["interval_s"] = interval_s
-        elif kind == "at":
-            if _int(at_epoch) is None:
-                raise ValueError("'at' needs at_epoch (Unix seconds)")
-            if at_epoch <= now:
-                raise ValueError("at_epoch %d is not in the future (now is %d)" % (at_epoch, now))
-            job["at_epoch"] = at_epoch
-        else:
-            if daily_at is None:
-                raise ValueError("'daily' needs time as \"HH:MM\" (24-hour, local time)")
-            parse_hhmm(daily_at)
-            job["daily_at"] = str(daily_at).strip()
-        if deliver:
-            job["deliver"] = True
-        job["next_run"] = self._first_run(job, now)
-        with self._lock:
-            if len(self.jobs) >= limits.CRON_MAX_JOBS:
-                raise ValueError("too many cron jobs (max %d); remove one with cron_remove first"
-                                 % limits.CRON_MAX_JOBS)
-            ids = [j["id"] for j in self.jobs]
-            job["id"] = new_id()
-            while job["id"] in ids:
-                job["id"] = new_id()
-            self.jobs.append(job)
-            self._save()
+        """The new job (dict, saved); ValueError with a message for the user when
+        refused or when it could not be saved."""
+        job = self._jobs("new_job", name, kind, message, channel, chat_id, interval_s, at_epoch,
+                         daily_at, delete_after_run, deliver)
         self.wake()
-        log.info("cron", "added %s %r (%s), next run %d", job["id"], job["name"], kind, job["next_run"])
-        return dict(job)
+        return job
 
     def remove(self, job_id):
-        self._ensure()
-        with self._lock:
-            for j in self.jobs:
-                if j["id"] == job_id:
-                    self.jobs.remove(j)
-                    self._save()
-                    log.info("cron", "removed %s", job_id)
-                    return True
-        return False
+        """True when removed; ValueError when it could not be saved (the job stays)."""
+        return self._jobs("remove", job_id)
+
+    def rebase(self):
+        """Once the clock is valid: jobs scheduled from an unset clock start now."""
+        self._jobs("rebase")
+
+    def retime_daily(self):
+        """The UTC offset changed: daily jobs follow the new local time."""
+        self._jobs("retime_daily")
 
     def list(self):
         self._ensure()
@@ -315,26 +156,12 @@ class Scheduler:
         return None
 
     # --- running -------------------------------------------------------------
-    def rebase(self):
-        """Once the clock is valid: jobs scheduled from an unset clock start now."""
-        now = self.now()
-        with self._lock:
-            changed = False
-            for j in self.jobs:
-                if j["enabled"] and j["kind"] != "at" and 0 < j["next_run"] < VALID_AFTER:
-                    j["next_run"] = self._first_run(j, now)
-                    changed = True
-            if changed:
-                self._save()
-
-    def retime_daily(self):
-        """The UTC offset changed: daily jobs follow the new local time."""
-        now = self.now()
-        with self._lock:
-            for j in self.jobs:
-                if j["enabled"] and j["kind"] == "daily":
-                    j["next_run"] = next_daily(j["daily_at"], self.tz(), now)
-            self._save()
+    def first_run(self, job, now):
+        if job["kind"] == "every":
+            return now + job["interval_s"]
+        if job["kind"] == "at":
+            return job["at_epoch"]
+        return next_daily(job["daily_at"], self.tz(), now)
 
     def _deliver(self, j):
         """A "deliver" job's message, as is, to its chat: False = outbound full."""
@@ -347,6 +174,10 @@ class Scheduler:
             channel, chat_id = dest
         return self.outbound.put(bus.Msg(channel, chat_id, j["message"], bus.REPLY))
 
+    def _due(self, now):
+        """The enabled jobs that may fire, with their next run (0: never)."""
+        return [j for j in self.jobs if j["enabled"] and j["next_run"] > 0 and blocked(j) is None]
+
     def tick(self, now=None):
         """Fire every due job once; -> list of ids fired. A full inbound (or, for a
         "deliver" job, outbound) queue leaves the rest due for the next try."""
@@ -355,7 +186,7 @@ class Scheduler:
             now = self.now()
         fired = []
         with self._lock:
-            due = [j for j in self.jobs if j["enabled"] and 0 < j["next_run"] <= now and has_channel(j["channel"])]
+            due = [j for j in self._due(now) if j["next_run"] <= now]
             due.sort(key=lambda j: (j["next_run"], self.jobs.index(j)))  # sort is not stable
             for j in due:
                 if j.get("deliver"):
@@ -380,7 +211,7 @@ class Scheduler:
                     j["next_run"] = 0
                 log.info("cron", "fired %s %r -> %s:%s", j["id"], j["name"], j["channel"], j["chat_id"])
             if fired:
-                self._save()
+                self._saved()
         return fired
 
     def sleep_s(self, now=None):
@@ -388,7 +219,7 @@ class Scheduler:
         if now is None:
             now = self.now()
         with self._lock:
-            nxt = [j["next_run"] for j in self.jobs if j["enabled"] and j["next_run"] > 0 and has_channel(j["channel"])]
+            nxt = [j["next_run"] for j in self._due(now)]
         if not nxt:
             return limits.CRON_TICK_S
         delay = min(nxt) - now
@@ -401,6 +232,8 @@ class Scheduler:
             self._wake.set()  # safe from the agent thread
 
     async def run(self):
+        from mimi.services import ntp
+
         self._wake = asyncio.ThreadSafeFlag()
         await ntp.wait_valid()
         self._ensure()

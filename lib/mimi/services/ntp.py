@@ -1,80 +1,13 @@
-# Clock sync: a small SNTP client (RFC 4330) on a UDP socket. On the board it runs
-# on the loop at boot and every limits.NTP_RESYNC_S, the name resolved and the reply
-# awaited without holding the loop (mimi/dns.py); on the host the system clock is
-# already right and nothing is sent.
-# Cron and everything else that needs real time awaits wait_valid().
-import os
-import socket
-import struct
+# Clock sync. On the board a loop task asks an SNTP server (services/sntp.py, loaded
+# for each sync) at boot and every limits.NTP_RESYNC_S; on the host the system clock
+# is already right and nothing is sent. Cron and everything else that needs real
+# time awaits wait_valid().
 import asyncio
+import mimi
 from mimi import limits, log, board
-
-HOSTS = ["pool.ntp.org", "time.cloudflare.com"]  # tests point these at a fake server
-PORT = 123
-NTP_TO_UNIX = 2208988800  # 1900-01-01 -> 1970-01-01
-ERA = 1 << 32  # NTP seconds wrap in 2036
 
 last_sync = 0  # Unix time of the last good sync (0: never)
 last_error = None
-
-
-class NTPError(Exception):
-    pass
-
-
-class Mismatch(NTPError):
-    """A datagram that does not answer our request (stray or forged)."""
-
-
-def request():
-    """-> (48-byte client packet, its 8-byte transmit stamp to match the reply)."""
-    pkt = bytearray(48)
-    pkt[0] = 0x23  # LI 0, version 4, mode 3 (client)
-    stamp = os.urandom(8)
-    pkt[40:48] = stamp
-    return pkt, stamp
-
-
-def parse(data, stamp=None):
-    """Server reply -> Unix time in whole seconds (an int: the ESP32 port's floats are
-    32-bit, so a float of today's Unix time is only good to 128 s). NTPError for
-    anything a server must not send."""
-    if len(data) < 48:
-        raise NTPError("short reply (%d bytes)" % len(data))
-    li, mode, stratum = data[0] >> 6, data[0] & 7, data[1]
-    if mode != 4:
-        raise NTPError("not a server reply (mode %d)" % mode)
-    if li == 3 or stratum == 0 or stratum > 15:
-        raise NTPError("server not synchronised (kiss-o'-death or stratum %d)" % stratum)
-    if stamp is not None and bytes(data[24:32]) != bytes(stamp):
-        raise Mismatch("reply does not answer our request")
-    secs, frac = struct.unpack("!II", data[40:48])
-    if secs == 0:
-        raise NTPError("no transmit time")
-    if secs < 0x80000000:  # era 1: after 2036-02-07
-        secs += ERA
-    return secs - NTP_TO_UNIX + (frac >> 31)  # rounded to the nearest second
-
-
-def _answer(data, stamp):
-    try:
-        return parse(data, stamp)
-    except Mismatch:
-        return None  # a stray or forged datagram: keep waiting for ours
-
-
-async def aquery(host, port=PORT, timeout_s=limits.NTP_TIMEOUT_S):
-    """One SNTP query -> Unix time, without blocking the loop while waiting."""
-    from mimi import dns
-
-    pkt, stamp = request()
-    addr = socket.getaddrinfo(await dns.resolve(host), port, 0, socket.SOCK_DGRAM)[0][-1]
-    try:
-        return await dns.exchange(addr, pkt, lambda d: _answer(d, stamp), timeout_s * 1000)
-    except OSError as e:
-        if e.errno == dns.ETIMEDOUT:
-            raise NTPError("no reply from %s within %ds" % (host, timeout_s))
-        raise
 
 
 def apply(unix):
@@ -89,19 +22,6 @@ def apply(unix):
         log.info("ntp", "clock set to %s (moved %+d s)", board.clock.local_str(0), step)
     _valid_flag().set()
     return step
-
-
-async def sync_once(hosts=None, port=None):
-    """Try each server in turn; True when the clock was set."""
-    global last_error
-    for host in hosts or HOSTS:
-        try:
-            apply(await aquery(host, port or PORT))
-            return True
-        except (OSError, NTPError, IndexError) as e:
-            last_error = "%s: %s" % (host, e)
-            log.warning("ntp", "sync with %s failed: %s", host, e)
-    return False
 
 
 def clock_ready():
@@ -137,7 +57,12 @@ async def run():
     retry = limits.NTP_RETRY_MIN_S
     while True:
         await wifi.supervisor.wait_online()
-        if await sync_once():
+        from mimi.services import sntp
+
+        ok = await sntp.sync_once()
+        sntp = None
+        mimi.drop("services.sntp")
+        if ok:
             retry = limits.NTP_RETRY_MIN_S
             await asyncio.sleep(limits.NTP_RESYNC_S)
         else:

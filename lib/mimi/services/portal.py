@@ -1,4 +1,5 @@
-# Onboarding portal. With no WiFi settings, or when WiFi never came up since boot,
+# Onboarding portal, loaded only while it is open (services/wifi.py onboard()
+# decides). With no WiFi settings, or when WiFi never came up since boot,
 # the board opens a WPA2 access point "MimiClaw-XXXX" (password generated once,
 # kept as the `ap_pass` setting and shown on the console), answers every DNS
 # query with its own address and serves a settings page for WiFi, the LLM,
@@ -38,15 +39,9 @@ def parse_form(body):
     return hs.parse_query(body.decode())
 
 
-def _wifi():
-    from mimi.services import wifi
-
-    return wifi.supervisor
-
-
 class Portal:
-    def __init__(self, sup=None, http_port=None, dns_port=None, host=board.BIND_ADDR):
-        self._sup = sup
+    def __init__(self, sup, http_port=None, dns_port=None, host=board.BIND_ADDR):
+        self.sup = sup  # the WiFi supervisor (services/wifi.py)
         host_sim = board.NAME == "host"  # never take this computer's ports 80 and 53
         # 0: a random free port
         self.want_http = (0 if host_sim else limits.PORTAL_PORT) if http_port is None else http_port
@@ -56,7 +51,6 @@ class Portal:
         self.is_open = False
         self.ip = None
         self.ssid = None
-        self.was_online = False
         self.clients = 0
         self.saves = 0
         self._http = None
@@ -65,36 +59,6 @@ class Portal:
         self._scan = None
         self._scan_at = None
         self._scanning = None  # the result box of a scan under way
-
-    def sup(self):
-        return self._sup or _wifi()
-
-    # --- when ---------------------------------------------------------------
-    def needed(self):
-        """Offline with no WiFi settings, or WiFi has failed since boot and never came up."""
-        s = self.sup()
-        if s.online():
-            self.was_online = True
-            return False
-        if getattr(s, "state", None) == "starting":
-            return False  # the supervisor has not looked yet (boot.py may have connected)
-        if not cfg.get("wifi_ssid"):
-            return True
-        return not self.was_online and s.retries >= limits.PORTAL_AFTER_FAILS
-
-    async def run(self):
-        """Loop task: open the portal when needed, close it once online."""
-        while True:
-            try:
-                if not self.is_open and self.needed():
-                    await self.open()
-                elif self.is_open and self.sup().online():
-                    self.was_online = True
-                    log.info(TAG, "online: onboarding access point off")
-                    await self.close()
-            except Exception as e:  # the portal must never take the loop down
-                log.exception(TAG, "portal check failed", e)
-            await asyncio.sleep(limits.PORTAL_CHECK_S)
 
     # --- open / close -------------------------------------------------------
     async def open(self):
@@ -314,7 +278,7 @@ class Portal:
             w = board.wlan()
             w.active(True)
             found = w.scan()
-            if not found and not self.sup().online():
+            if not found and not self.sup.online():
                 # ESP-IDF refuses a user scan while the station is connecting
                 # (the esp32 port then returns []), and the driver retries the
                 # saved network for ever: stop that attempt, then scan. The
@@ -405,13 +369,15 @@ _HEAD = ("<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
          "</style></head><body><h1>MimiClaw setup</h1>")
 
 
-def task(sup=None):
-    """The loop task (app.tasks())."""
+async def serve(sup):
+    """Open the portal, keep it open until the board is online, close it."""
     global current
-    current = Portal(sup)
-    return current.run()
-
-
-def print_status():
-    if current is not None:
-        print("  " + current.status_line())
+    current = p = Portal(sup)
+    try:
+        await p.open()
+        while not sup.online():
+            await asyncio.sleep(limits.PORTAL_CHECK_S)
+        log.info(TAG, "online: onboarding access point off")
+    finally:
+        current = None
+        await p.close()

@@ -4,8 +4,10 @@
 # exponential backoff, notices a lost link or a lost IP, reconnects (which renews
 # DHCP), re-checks the lease periodically, and reconnects when the settings change.
 # Others read `online()` (any thread) or `await wait_online()` (loop tasks).
+# It also decides when the onboarding portal is needed: onboard() loads the portal
+# (services/portal.py) only then, and drops it once the board is online.
 import asyncio
-import time
+import mimi
 from mimi import limits, log, config, board
 
 TAG = "wifi"
@@ -22,19 +24,18 @@ def _ip_ok(ip):
 
 
 class Supervisor:
-    def __init__(self, wlan=None, cfg=None, sleep_ms=None, ticks_ms=None):
+    def __init__(self, wlan=None, cfg=None, sleep_ms=None):
         self._wlan = wlan
         self.cfg = cfg or config.cfg
         self._sleep_ms = sleep_ms or asyncio.sleep_ms
-        self._ticks_ms = ticks_ms or time.ticks_ms
         self.state = "starting"  # starting|no-config|connecting|online|backoff
         self.ssid = ""
         self.ip = "0.0.0.0"
         self.retries = 0  # failed attempts since the last success
         self.reconnects = 0  # link losses since boot
         self.last_error = ""
-        self.next_try_ms = 0
         self._online = False
+        self.was_online = False  # online at least once since boot
         self._event = asyncio.Event()
         self._changed = False
         self._force = False
@@ -67,6 +68,15 @@ class Supervisor:
     def healthy(self):
         self._suspects = 0
 
+    def onboarding(self):
+        """Is the onboarding portal needed? Offline with no WiFi settings, or WiFi has
+        failed since boot and never came up (a later outage is not onboarding)."""
+        if self._online or self.state == "starting":  # not looked yet (boot.py may have connected)
+            return False
+        if not self.cfg.get("wifi_ssid"):
+            return True
+        return not self.was_online and self.retries >= limits.PORTAL_AFTER_FAILS
+
     # --- internals ------------------------------------------------------------
     def _on_settings(self, keys):
         if "wifi_ssid" in keys or "wifi_pass" in keys:
@@ -77,6 +87,7 @@ class Supervisor:
             return
         self._online = on
         if on:
+            self.was_online = True
             self._event.set()
         else:
             self._event = asyncio.Event()  # a fresh unset event; waiters of the old one already woke
@@ -197,7 +208,11 @@ class Supervisor:
                     self.reconnects += 1
                     self.last_error = why
                     log.warning(TAG, "%s; reconnecting", why)
-                    self._force_reconnect()
+                    self.ssid = ""  # makes the next round associate again even if the link looks up
+                    try:
+                        self.wlan().disconnect()
+                    except OSError:
+                        pass
                 self._set_online(False)
                 continue
             if err == "settings changed":
@@ -206,32 +221,29 @@ class Supervisor:
             self.last_error = err
             delay = self.backoff_ms()
             self.state = "backoff"
-            self.next_try_ms = delay
             log.warning(TAG, "%r: %s (attempt %d); next try in %d s",
                         ssid, err, self.retries, delay // 1000)
             await self._wait(delay)
 
-    def _force_reconnect(self):
-        self.ssid = ""  # makes run() associate again even if the link looks up
-        try:
-            self.wlan().disconnect()
-        except OSError:
-            pass
-
-    def status(self):
-        rssi = None
-        if self._online:
-            try:
-                rssi = self.wlan().status("rssi")
-            except (OSError, ValueError, TypeError):
-                rssi = None
-        return {"state": self.state, "ssid": self.ssid or self.cfg.get("wifi_ssid"),
-                "ip": self.ip if self._online else "0.0.0.0", "rssi": rssi,
-                "retries": self.retries, "reconnects": self.reconnects,
-                "last_error": self.last_error}
-
 
 supervisor = Supervisor()
+
+
+async def onboard(sup=supervisor):
+    """Loop task: the onboarding portal while it is needed (see Supervisor.onboarding);
+    its code is loaded for that time only."""
+    while True:
+        await asyncio.sleep(limits.PORTAL_CHECK_S)
+        if sup.onboarding():
+            try:
+                from mimi.services import portal
+
+                await portal.serve(sup)
+            except Exception as e:  # the portal must never take the loop down: try again later
+                log.exception("portal", "onboarding portal failed", e)
+            finally:
+                mimi.drop("services.portal")
+                mimi.drop("services.captive_dns")
 
 
 def online():

@@ -9,7 +9,7 @@
 # schedule messages into another). From the REPL or a system turn the arguments
 # decide; the default is the system channel, whose answers are delivered to the
 # owner (see services/heartbeat.send).
-from mimi.services.cron import service, has_channel
+from mimi.services.cron import service, blocked
 from mimi import board, channels
 from mimi.config import tz_s
 
@@ -70,7 +70,7 @@ def describe(j):
     return '[%s] "%s" — %s, %s, next=%s, last=%s, ch=%s:%s%s' % (
         j["id"], j["name"], when, ("enabled" if j["enabled"] else "disabled") + (", deliver" if j.get("deliver") else ""),
         j["next_run"] or "none", j["last_run"] or "never", j["channel"], j["chat_id"],
-        "" if has_channel(j["channel"]) else " (not run: this firmware has no such channel)")
+        "" if blocked(j) is None else " (not run: %s)" % blocked(j))
 
 
 def cron_list(args, ctx):

@@ -1,0 +1,81 @@
+# One heartbeat check: the open tasks in HEARTBEAT.md and, when there are any,
+# the system turn that acts on them. Loaded by services/heartbeat.py for a check
+# (every heartbeat_min minutes, or heartbeat_trigger()) and dropped after it.
+#
+# A line is an open task unless, after leading spaces, it is empty, a "#" header,
+# a checked box ("- [x]" / "* [x]", either case), a bare bullet or empty box, or
+# inside an HTML comment (<!-- ... -->, which may span lines). Unchecked boxes
+# ("- [ ] water the plants") and plain text count.
+from mimi import limits, log, fs, bus, channels
+from mimi.services.heartbeat import PATH, CHAT_ID, OK
+
+PROMPT = ("Heartbeat check: read /spiffs/HEARTBEAT.md with read_file and follow any "
+          "instructions or open tasks listed there. If something needs the user's "
+          "attention, say it briefly. If nothing needs attention, reply with just: " + OK)
+
+
+def open_tasks(text):
+    """The actionable lines of HEARTBEAT.md text."""
+    out = []
+    in_comment = False
+    for raw in text.split("\n"):
+        line = raw.strip()
+        # drop HTML comments, which may open and close anywhere on the line
+        kept = ""
+        while line:
+            if in_comment:
+                end = line.find("-->")
+                if end < 0:
+                    line = ""
+                else:
+                    in_comment = False
+                    line = line[end + 3:]
+            else:
+                start = line.find("<!--")
+                if start < 0:
+                    kept += line
+                    line = ""
+                else:
+                    kept += line[:start]
+                    in_comment = True
+                    line = line[start + 4:]
+        line = kept.strip()
+        if not line or line.startswith("#"):
+            continue
+        low = line.lower()
+        if low[:5] in ("- [x]", "* [x]"):
+            continue
+        if low in ("-", "*", "- [ ]", "* [ ]", "-[ ]"):
+            continue
+        out.append(line)
+    return out
+
+
+def read_tasks(path=PATH):
+    try:
+        return open_tasks(fs.read_text(path, limits.HEARTBEAT_FILE_MAX))
+    except OSError:
+        return []  # no file: nothing to do
+
+
+def check(submit=None, path=PATH):
+    """One heartbeat check. submit(msg) -> bool starts the agent turn (default: the
+    inbound queue). Returns a sentence saying what happened."""
+    tasks = read_tasks(path)
+    if not tasks:
+        result = "no open tasks in %s; no LLM call" % path
+    else:
+        submit = submit or bus.inbound.put
+        if submit(bus.Msg(channels.SYSTEM, CHAT_ID, PROMPT, meta={"heartbeat": len(tasks), "stateless": True})):
+            dest = channels.owner()
+            result = "%d open task(s); heartbeat turn queued, answer goes to %s" % (
+                len(tasks), "%s:%s" % dest if dest else "the log (no owner: %s)" % _no_owner())
+        else:
+            result = "%d open task(s) but the agent is busy; skipped this time" % len(tasks)
+    log.info("heartbeat", result)
+    return result
+
+
+def _no_owner():
+    return " or ".join("set %s and allow a chat in %s" % (r.needs, r.allow)
+                       for r in channels.available() if r.allow)
