@@ -1,12 +1,15 @@
 # What the fuzz tests (tests/mp/test_fuzz_*.py) found, each kept as a plain test
 # with the input that showed it (docs/reliability.md, "Fuzzing").
 import json
+import asyncio
+from mimi import config, log
 from mimi.net.http import Response
 from mimi.tools.registry import Registry, Ctx
 from mimi.llm.anthropic import Anthropic
 from mimi.llm.openai import OpenAI
 from mimi.llm.provider import LLMError
 from mimi.agent.react import run_turn
+from mimi.channels import telegram
 
 SYSTEM = "You are Mimi."
 
@@ -66,3 +69,57 @@ def test_an_api_error_message_is_quoted_only_so_far():
         assert len(str(e)) < 400 and str(e).startswith("LLM error 413: \"\"\""), str(e)
     else:
         raise AssertionError("no LLMError")
+
+
+def _bot():
+    config.cfg.load()
+    config.cfg.update({"tg_allow": "42"})
+    bot = telegram.Telegram()
+    bot.username = "mimi_bot"
+    return bot
+
+
+def _update(uid, text):
+    return {"update_id": uid, "message": {"message_id": 1, "date": 1, "text": text,
+                                          "chat": {"id": 42, "type": "private"}}}
+
+
+def test_an_update_id_that_is_not_a_number_skips_that_update_only():
+    # an update_id of {"a": ...} was kept as the update's id: comparing it with the
+    # offset raised on every poll, so the batch never moved past it
+    log.mute = True
+    bot = _bot()
+    batch = telegram.Updates(bot, 65536, 65536)
+    bad = _update(2, "bad")
+    bad["update_id"] = {"a": [1]}
+    batch(memoryview(json.dumps({"ok": True, "result": [_update(1, "a"), bad, _update(3, "b")]}).encode()))
+    assert [(u, a and a[2]) for u, a in batch.acts] == [(1, "a"), (None, None), (3, "b")], batch.acts
+    asyncio.run(bot._batch(batch.acts))
+    assert bot.offset == 4
+
+
+class _Answers:
+    tls = False
+
+    def __init__(self, status, body):
+        self.answer = Response(status, "", {}, json.dumps(body).encode())
+
+    async def request(self, *args, **kw):
+        return self.answer
+
+    def close(self):
+        pass
+
+
+def test_a_retry_after_that_is_not_a_number_is_ignored():
+    # {"parameters": {"retry_after": [...]}} in a 429 answer made the poller's
+    # min(retry_after, ...) raise inside its handler: Telegram stopped for good
+    for params in ({"retry_after": [{"a": 1}]}, {"retry_after": "5"}, {"retry_after": -3}, [1], "x"):
+        api = telegram.Api("http://127.0.0.1:9", "1:x", 5, _Answers(429, {
+            "ok": False, "error_code": 429, "description": ["x"], "parameters": params}))
+        try:
+            asyncio.run(api.call("getUpdates"))
+        except telegram.ApiError as e:
+            assert e.code == 429 and e.retry_after in (None, 0) and e.description == "", (params, e.retry_after)
+        else:
+            raise AssertionError("no ApiError")
