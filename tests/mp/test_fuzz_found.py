@@ -123,3 +123,24 @@ def test_a_retry_after_that_is_not_a_number_is_ignored():
             assert e.code == 429 and e.retry_after in (None, 0) and e.description == "", (params, e.retry_after)
         else:
             raise AssertionError("no ApiError")
+
+
+def test_settings_refuse_inf_and_quote_little_of_a_bad_list():
+    # set("proxy_port", inf) raised OverflowError instead of the setting's refusal;
+    # a bad id or pin list was quoted whole in the refusal (3.8 KB here)
+    config.cfg.load()
+    for key in ("proxy_port", "max_tokens"):
+        for v in (float("inf"), float("-inf"), float("nan")):
+            try:
+                config.cfg.set(key, v)
+            except ValueError as e:
+                assert str(e) == "%s: must be a whole number" % key, str(e)
+            else:
+                raise AssertionError("%s=%r accepted" % (key, v))
+    for key in ("gpio_allow", "tg_allow", "feishu_allow"):
+        try:
+            config.cfg.set(key, "x" * 4000)
+        except ValueError as e:
+            assert len(str(e)) < 160 and str(e).startswith(key), str(e)
+        else:
+            raise AssertionError("accepted")
