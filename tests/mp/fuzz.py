@@ -190,7 +190,7 @@ def dumps(obj):
 
 def garble(r, data):
     """JSON text (bytes) with 1-2 byte-level faults: invalid UTF-8 or a bad escape inside
-    a string, cut short, bytes changed, or a deeply nested prefix."""
+    a string, cut short, bytes changed, a deeply nested prefix, a key not a string."""
     for _ in range(r.below(2) + 1):
         data = _garble_once(r, data)
     return data
@@ -207,7 +207,10 @@ def _in_string(r, data):
 
 
 def _garble_once(r, data):
-    k = r.below(8)
+    k = r.below(9)
+    if k == 8:  # what MicroPython's json takes and JSON does not: keys that are not strings
+        i = data.find(b"{")
+        return data if i < 0 else data[:i + 1] + r.pick((b"0: 1, ", b"null: 1, ", b'1"x": 2, ')) + data[i + 1:]
     if k <= 1:
         i = _in_string(r, data)
         return data[:i] + r.pick(BAD_BYTES) + data[i:]

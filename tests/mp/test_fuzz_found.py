@@ -144,3 +144,28 @@ def test_settings_refuse_inf_and_quote_little_of_a_bad_list():
             assert len(str(e)) < 160 and str(e).startswith(key), str(e)
         else:
             raise AssertionError("accepted")
+
+
+def test_json_with_keys_that_are_not_strings_is_not_json():
+    # MicroPython's json takes {0: 1}; jsonutil.loads then raised TypeError (it checks
+    # keys as text), which the registry, the gateway and the tools did not expect: a
+    # model's arguments '{"text":"a", 0: 1}' failed the turn, a WebSocket client's
+    # message dropped its connection without a close frame
+    from mimi import jsonutil
+
+    for text in ('{"a": 1, 0: 1}', '{null: 1}', '[{"x": {1"y": 2}}]'):
+        try:
+            jsonutil.loads(text)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(text)
+    assert registry().call("echo", '{"text": "a", 0: 1}') == "Error: arguments are not valid JSON"
+    p = Anthropic("k", client=Transport(done()))
+    p.client.request = lambda *a, **k: Response(200, "", {}, b'{"content": [], 0: 1}')
+    try:
+        p.chat(SYSTEM, [{"role": "user", "content": "x"}])
+    except LLMError as e:
+        assert "not JSON" in str(e), str(e)
+    else:
+        raise AssertionError("no LLMError")
