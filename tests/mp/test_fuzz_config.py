@@ -92,7 +92,7 @@ def test_fuzz_config_file():
         except Exception as e:  # noqa: B902 - never fatal
             fuzz.crash(what, n, e, data)
         for p in cfg.problems:
-            if not isinstance(p, str) or not valid(p) or len(p) > 400:
+            if not isinstance(p, str) or not valid(p) or len(p) > 600:
                 fuzz.fail(what, n, "problem %r" % (p,), data)
         for k in KEYS:
             got = cfg.get(k)

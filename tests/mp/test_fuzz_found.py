@@ -169,3 +169,11 @@ def test_json_with_keys_that_are_not_strings_is_not_json():
         assert "not JSON" in str(e), str(e)
     else:
         raise AssertionError("no LLMError")
+
+
+def test_a_hand_edited_config_with_an_escaped_lone_surrogate_loads_as_valid_text():
+    # json.load made "\udc00" a lone surrogate in the setting (read as is into requests)
+    with open("/config.json", "w") as f:
+        f.write('{"model": "\\udc00m"}')
+    config.cfg.load()
+    assert config.cfg.get("model") == "\ufffdm" and not config.cfg.problems
