@@ -40,12 +40,13 @@ def test_usage_counts_that_are_not_numbers_count_zero():
         "input_tokens": "10", "output_tokens": [5], "cache_read_input_tokens": True,
         "cache_creation_input_tokens": 3}}))
     turn = run_turn(p, SYSTEM, [], "hi", registry(), Ctx("websocket", "1"))
-    assert turn.error is None and turn.usage == {"input": 3, "output": 0, "cache_read": 0}, turn
+    assert turn.error is None and turn.usage == {"input": 3, "output": 0, "cache_read": 0,
+                                                 "cache_write": 3}, turn
     p = OpenAI("k", client=Transport({"choices": [{"message": {"content": "hi"}}], "usage": {
         "prompt_tokens": 10, "completion_tokens": "4019843238", "prompt_tokens_details": {
             "cached_tokens": -2}}}))
     assert p.chat(SYSTEM, [{"role": "user", "content": "x"}]).usage == \
-        {"input": 10, "output": 0, "cache_read": 0}
+        {"input": 10, "output": 0, "cache_read": 0, "cache_write": 0}
 
 
 def test_tool_calls_with_ids_names_and_inputs_of_any_type():

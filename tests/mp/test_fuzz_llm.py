@@ -145,7 +145,7 @@ def one_case(n, r):
         fuzz.fail(what, n, "reply text %r" % (turn.text,), script)
     if turn.error is not None and not readable(turn.text):
         fuzz.fail(what, n, "unreadable error %r" % (turn.text,), script)
-    for k in ("input", "output", "cache_read"):
+    for k in ("input", "output", "cache_read", "cache_write"):
         if not isinstance(turn.usage[k], int):
             fuzz.fail(what, n, "usage %s is %r" % (k, turn.usage[k]), script)
     if [w for w in waits if not 0 <= w <= limits.LLM_BACKOFF_MAX_S]:

@@ -53,7 +53,7 @@ class Anthropic(Provider):
                                   blk.get("input") if blk.get("input") is not None else {}))
         u = data.get("usage") or {}
         read = tokens(u.get("cache_read_input_tokens"))
-        usage = {"input": tokens(u.get("input_tokens")) + read
-                 + tokens(u.get("cache_creation_input_tokens")),
-                 "output": tokens(u.get("output_tokens")), "cache_read": read}
+        made = tokens(u.get("cache_creation_input_tokens"))
+        usage = {"input": tokens(u.get("input_tokens")) + read + made,
+                 "output": tokens(u.get("output_tokens")), "cache_read": read, "cache_write": made}
         return Reply(strip_think("".join(texts)), calls, usage, data.get("stop_reason"))

@@ -96,8 +96,12 @@ class OpenAI(Provider):
             calls.append(Call(tc.get("id") or "call_%d" % k, f.get("name") or "", args))
         u = data.get("usage") or {}
         details = u.get("prompt_tokens_details") or {}
+        # OpenAI reports cache reads only; DeepSeek names them prompt_cache_hit_tokens,
+        # OpenRouter adds cache_write_tokens, LiteLLM-style gateways Anthropic's name.
         usage = {"input": tokens(u.get("prompt_tokens")), "output": tokens(u.get("completion_tokens")),
-                 "cache_read": tokens(details.get("cached_tokens"))}
+                 "cache_read": tokens(details.get("cached_tokens") or u.get("prompt_cache_hit_tokens")),
+                 "cache_write": tokens(details.get("cache_write_tokens")
+                                       or u.get("cache_creation_input_tokens"))}
         content = msg.get("content")
         text = _text(content) if content else ""
         return Reply(strip_think(text), calls, usage, choice.get("finish_reason"))
