@@ -8,7 +8,7 @@
 import json
 import fuzz
 import support
-from mimi import limits, log
+from mimi import config, limits, log
 from mimi.utf8 import valid
 from mimi.net.http import Response
 from mimi.tools.registry import Registry, Ctx
@@ -137,14 +137,20 @@ def one_case(n, r):
     history = [] if r.chance(50) else [{"role": "user", "content": "earlier"},
                                       {"role": "assistant", "content": "ok"}]
     what = "llm %s" % kind
+    shown = []
     try:
-        turn = run_turn(p, SYSTEM, history, "hi", reg, Ctx("websocket", "7"))
+        turn = run_turn(p, SYSTEM, history, "hi", reg, Ctx("websocket", "7"),
+                        lambda name, detail: shown.append((name, detail)))
     except Exception as e:  # noqa: B902 - any escape is the finding
         fuzz.crash(what, n, e, script)
     if not isinstance(turn.text, str) or not valid(turn.text) or not turn.text.strip():
         fuzz.fail(what, n, "reply text %r" % (turn.text,), script)
     if turn.error is not None and not readable(turn.text):
         fuzz.fail(what, n, "unreadable error %r" % (turn.text,), script)
+    for name, detail in shown:  # the progress status a person sees
+        if not isinstance(name, str) or not isinstance(detail, str) or not valid(name + detail) \
+                or len(detail) > limits.STATUS_DETAIL_MAX:
+            fuzz.fail(what, n, "progress %r %r" % (name, detail), script)
     for k in ("input", "output", "cache_read", "cache_write"):
         if not isinstance(turn.usage[k], int):
             fuzz.fail(what, n, "usage %s is %r" % (k, turn.usage[k]), script)
@@ -159,5 +165,7 @@ def one_case(n, r):
 
 def test_fuzz_llm_replies():
     log.mute = True  # the ring only: thousands of error lines
+    config.cfg.load()
+    config.cfg.update({"max_calls_hour": 0, "max_calls_day": 0})  # thousands of calls an hour
     for n, r in fuzz.cases(300, "llm replies"):
         one_case(n, r)
