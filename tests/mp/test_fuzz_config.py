@@ -32,7 +32,9 @@ def hostile(r):
 
 
 def kind(key):
-    d = config.SCHEMA[key][0]
+    d, rule = config.SCHEMA[key][:2]
+    if rule == "price":  # USD per million tokens: 0 or a fraction
+        return (int, float)
     return (str, type(None)) if d is None else type(d)  # None: made when first needed
 
 
