@@ -178,3 +178,25 @@ def test_a_hand_edited_config_with_an_escaped_lone_surrogate_loads_as_valid_text
         f.write('{"model": "\\udc00m"}')
     config.cfg.load()
     assert config.cfg.get("model") == "\ufffdm" and not config.cfg.problems
+
+
+def test_streamed_events_with_fields_of_the_wrong_type_are_a_malformed_answer():
+    # {"choices": [null]} in an OpenAI stream, a text that is a list or a tool call
+    # index that is a string in Anthropic's: AttributeError/TypeError escaped the
+    # provider (the turn failed) instead of a retried, then reported, malformed answer
+    from mimi.llm.stream import Stream
+    from mimi.net.http import ProtocolError
+
+    bad = ((False, b'data: {"choices": [null]}\n\n'),
+           (True, b'data: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": [1]}}\n\n'),
+           (True, b'data: {"type": "content_block_start", "index": "a", "content_block": {"type": "tool_use"}}\n\n'),
+           (True, b'data: {"type": "message_delta", "usage": [1]}\n\n'))
+    for anthropic, data in bad:
+        s = Stream("anthropic" if anthropic else "openai", None)
+        s.begin(200, {"content-type": "text/event-stream"})
+        try:
+            s(memoryview(data))
+        except ProtocolError as e:
+            assert "malformed event" in str(e), str(e)
+        else:
+            raise AssertionError(data)

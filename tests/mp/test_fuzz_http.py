@@ -9,6 +9,7 @@ import json
 import socket
 import _thread
 import fuzz
+from fuzzsse import EVENTS, sse
 from mimi import log
 from mimi.utf8 import valid
 from mimi.llm.anthropic import Anthropic
@@ -122,6 +123,22 @@ HEADERS = (b"Content-Length: -1", b"Content-Length: abc", b"Content-Length: 10, 
            b"X: \xc0\x80")
 
 
+def streamed(r, kind):
+    """(raw response, close after): a sound event stream in broken HTTP framing."""
+    body = sse(EVENTS[kind](r, r.pick(("Hello", "\u4e2d\u6587")), False), r)
+    hs = [b"Content-Type: text/event-stream"]
+    k = r.below(4)
+    if k == 0:  # chunked, then spoiled
+        data = chunked(body, r)
+        data = fuzz.garble(r, data) if r.chance(50) else data[:r.below(len(data))]
+        return response(data, headers=hs + [b"Transfer-Encoding: chunked"]), True
+    if k == 1:  # cut short, until the connection closes
+        return response(body[:r.below(len(body))], headers=hs + [b"Connection: close"]), True
+    if k == 2:  # a lying length
+        return response(body, headers=hs + [b"Content-Length: %d" % max(0, len(body) + r.pick((-9, 5)))]), True
+    return response(fuzz.garble(r, body), headers=hs + [b"Content-Length: %d" % len(body)]), True
+
+
 def hostile(r, kind):
     """(raw response bytes, close after sending)."""
     body = sound(kind, r.pick(("Hello", "\u4e2d", "")))
@@ -170,7 +187,9 @@ def test_fuzz_llm_transport():
             providers[kind] = cls("key", model="m", api_base="http://127.0.0.1:%d" % srv.port,
                                   sleep=lambda s: None, timeout_s=5)
         p = providers[kind]
-        script = [hostile(r, kind) for _ in range(r.below(3) + 1)]
+        partials = []
+        p.stream = partials.append if r.chance(30) else None  # a streamed answer
+        script = [(streamed if p.stream and r.chance(70) else hostile)(r, kind) for _ in range(r.below(3) + 1)]
         srv.set(script, response(sound(kind, "next %d" % n)))
         print(script)
         try:
@@ -182,6 +201,9 @@ def test_fuzz_llm_transport():
                 fuzz.fail(what, n, "unreadable error %r" % str(e), script)
         except Exception as e:  # noqa: B902 - any other escape is the finding
             fuzz.crash(what, n, e, script)
+        for text in partials:
+            if not isinstance(text, str) or not valid(text) or not text:
+                fuzz.fail(what, n, "partial %r" % (text,), script)
         srv.set([], response(sound(kind, "next %d" % n)))
         try:
             reply = p.chat("system", [{"role": "user", "content": "again"}])

@@ -7,6 +7,7 @@
 # Seed and case count: tests/mp/fuzz.py.
 import json
 import fuzz
+from fuzzsse import EVENTS, SSE, sse
 import support
 from mimi import config, limits, log
 from mimi.utf8 import valid
@@ -31,7 +32,7 @@ def registry():
     return r
 
 
-# ---- the replies a provider gets (SSE streams: add their templates here) ----
+# ---- the replies a provider gets ----
 
 def anthropic_reply(r):
     content = []
@@ -67,6 +68,29 @@ def error_reply(r):
 
 
 TEMPLATES = {"anthropic": anthropic_reply, "openai": openai_reply}
+
+
+def mutated_stream(r, kind):
+    """(status, headers, body) of one hostile event stream."""
+    ev = EVENTS[kind](r, r.pick(("Hello", "\u4e2d\u6587", "<think>x</think>Hi")))
+    for _ in range(r.below(3) + 1):
+        k = r.below(5)
+        i = r.below(len(ev))
+        if k == 0:
+            del ev[i]
+        elif k == 1:
+            ev.insert(i, r.pick(({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}},
+                                 {"error": {"message": "bad", "code": "server_error"}}, {"error": "x"},
+                                 "[DONE]", "not json", "")))
+        elif k == 2 and len(ev) > 1:
+            ev[i], ev[-1] = ev[-1], ev[i]
+        else:
+            ev[i] = fuzz.mutate(r, ev[i], huge=r.chance(3)) if isinstance(ev[i], dict) else fuzz.junk(r)
+    body = sse([e if isinstance(e, (dict, str)) else fuzz.dumps(e).decode() for e in ev], r)
+    if r.chance(25):
+        body = fuzz.garble(r, body) if r.chance(50) else body[:r.below(len(body))]
+    status = 200 if r.chance(85) else r.pick(STATUS)
+    return status, dict(SSE) if r.chance(90) else {}, body
 STATUS = (200, 200, 200, 200, 400, 401, 404, 413, 429, 500, 502, 503, 529, 204, 301, 100, 999)
 RETRY = ("1", "-5", "nan", "inf", "1e400", "Wed, 21 Oct 2015 07:28:00 GMT", "", "99999999999999999999",
          "0x10", "\u4e2d")
@@ -96,14 +120,20 @@ class Transport:
         self.final = final
         self.bodies = []
 
-    def request(self, method, path, headers=None, body=None, deadline_s=None):
+    def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None):
         data = support.joined(body)
         if not valid(data):
             raise AssertionError("request body is not valid UTF-8")
         json.loads(data)  # ValueError: the request is not JSON
         self.bodies.append(data)
         status, hdrs, b = self.replies.pop(0) if self.replies else self.final
-        return Response(status, "", hdrs, b)
+        if sink is None:
+            return Response(status, "", hdrs, b)
+        sink.begin(status, hdrs)  # as net/http.py hands a streamed body over
+        step = 1 + len(b) % 97
+        for i in range(0, len(b), step):
+            sink(memoryview(b)[i:i + step])
+        return Response(status, "", hdrs, b"")
 
 
 def provider(kind, t, waits):
@@ -111,7 +141,9 @@ def provider(kind, t, waits):
     return cls("key", model="m", api_base="http://127.0.0.1:9", client=t, sleep=waits.append)
 
 
-def final(kind, text):
+def final(kind, text, streamed=False):
+    if streamed:
+        return 200, dict(SSE), sse(EVENTS[kind](None, text, False))
     if kind == "anthropic":
         obj = {"content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
                "usage": {"input_tokens": 1, "output_tokens": 1}}
@@ -129,10 +161,15 @@ def readable(text):
 
 def one_case(n, r):
     kind = "anthropic" if n % 2 == 0 else "openai"
-    script = [mutated(r, kind) for _ in range(r.below(3) + 1)]
+    streamed = r.chance(40)
+    script = [(mutated_stream if streamed and r.chance(80) else mutated)(r, kind)
+              for _ in range(r.below(3) + 1)]
     waits = []
-    t = Transport(script, final(kind, "done"))
+    t = Transport(script, final(kind, "done", streamed))
     p = provider(kind, t, waits)
+    partials = []
+    if streamed:
+        p.stream = partials.append
     reg = registry()
     history = [] if r.chance(50) else [{"role": "user", "content": "earlier"},
                                       {"role": "assistant", "content": "ok"}]
@@ -147,6 +184,9 @@ def one_case(n, r):
         fuzz.fail(what, n, "reply text %r" % (turn.text,), script)
     if turn.error is not None and not readable(turn.text):
         fuzz.fail(what, n, "unreadable error %r" % (turn.text,), script)
+    for text in partials:  # the answer so far, as a person sees it while it streams
+        if not isinstance(text, str) or not valid(text) or "<think>" in text or not text:
+            fuzz.fail(what, n, "partial %r" % (text,), script)
     for name, detail in shown:  # the progress status a person sees
         if not isinstance(name, str) or not isinstance(detail, str) or not valid(name + detail) \
                 or len(detail) > limits.STATUS_DETAIL_MAX:
@@ -157,7 +197,7 @@ def one_case(n, r):
     if [w for w in waits if not 0 <= w <= limits.LLM_BACKOFF_MAX_S]:
         fuzz.fail(what, n, "waits %r" % (waits,), script)
     # the service continues: the next turn with a sound reply is answered
-    t.replies, t.final = [], final(kind, "next %d" % n)
+    t.replies, t.final = [], final(kind, "next %d" % n, streamed)
     turn = run_turn(p, SYSTEM, [], "again", reg, Ctx("websocket", "7"))
     if turn.error is not None or turn.text != "next %d" % n:
         fuzz.fail(what, n, "the next turn got %r" % (turn,), script)
