@@ -40,11 +40,14 @@ HEAP_RE = re.compile(r"^heap free\s+(\d+) bytes \(in use (\d+)\)[\s\S]*?^flash .
 
 
 class Soak:
-    def __init__(self, sim, tg):
+    def __init__(self, sim, tg, llm):
         self.sim = sim
         self.tg = tg
+        self.llm = llm
         self.pos = 0
         self.done = 0  # replies received, all chats
+        self.requests = 0  # LLM requests
+        self.violations = []
 
     async def heap(self):
         """heap_info()'s 'in use' figure from the console, once the firmware is idle:
@@ -94,14 +97,21 @@ class Soak:
                 await asyncio.wait_for(ws.recv(), 0.05)
 
     async def tg_chat(self, chat_id, first, n):
+        fake = self.tg.fake
         for i in range(first, first + n):
             text = "m%d from %d" % (i, chat_id)
+            with fake.cond:
+                pos = len(fake.sent)  # the reply comes after this (read in place: a
+            # state() copy of 20,000 messages twenty times a second slowed the run)
             await asyncio.to_thread(self.tg.update, chat_id=chat_id, text=text)
-            want = i + 1  # (a streamed answer is sent unfinished, then edited into the final)
-            st = await asyncio.to_thread(self.tg.wait, lambda s: sent(s, chat_id)[want - 1:want] == [
-                "Echo: " + text], 120)
-            got = sent(st, chat_id)
-            assert len(got) == want, got[-3:]
+            end = time.monotonic() + 120
+            while True:
+                with fake.cond:  # (a streamed answer is sent unfinished, then edited)
+                    got = [m["visible"] for m in fake.sent[pos:] if m["chat_id"] == chat_id]
+                if got and got[0] == "Echo: " + text or time.monotonic() > end:
+                    break
+                await asyncio.sleep(0.02)
+            assert got == ["Echo: " + text], got
             self.done += 1
 
     async def round(self, first, per_chat):
@@ -109,10 +119,12 @@ class Soak:
         all chats at once, each waiting for its reply before the next."""
         await asyncio.gather(*[self.ws_chat(c, first, per_chat) for c in WS_CHATS],
                              *[self.tg_chat(c, first, per_chat) for c in TG_CHATS])
-
-
-def sent(st, chat_id):
-    return [m["visible"] for m in st["sent"] if m["chat_id"] == chat_id]
+        fake = self.llm.fake
+        with fake.lock:  # counted and let go: 20,000 request bodies would fill the test's RAM
+            self.requests += len(fake.requests)
+            self.violations += fake.violations
+            fake.requests.clear()
+            fake.violations.clear()
 
 
 def image_files(path):
@@ -139,7 +151,7 @@ def test_soak(tmp_path, fake_anthropic, fake_telegram, tag, mp):
                    "max_calls_hour=0", "max_calls_day=0",  # 20,000 LLM calls: no spend cap
                    *llm_settings(llm), console=True, heap=HEAPS[tag], micropython=mp) as sim:
         sim.wait_for(r"tg: .*polling")
-        soak = Soak(sim, tg)
+        soak = Soak(sim, tg, llm)
 
         async def main():
             await soak.round(0, WARMUP)
@@ -165,14 +177,17 @@ def test_soak(tmp_path, fake_anthropic, fake_telegram, tag, mp):
     before, after = curve[0][1], curve[-1][1]
     print("SOAK %s heap %s: %d messages (%d chats, %d tool calls) in %.0f s; heap in use after warm-up "
           "%d, after the run %d (%+d); curve %s" % (
-              tag or "64-bit", HEAPS[tag], soak.done, chats, len(llm.requests) // 2, took, before,
+              tag or "64-bit", HEAPS[tag], soak.done, chats, soak.requests // 2, took, before,
               after, after - before, curve))
     assert soak.done == chats * (WARMUP + per_chat)
     assert "MemoryError" not in out and "Traceback" not in out, out[-3000:]
-    assert llm.violations == []
-    assert tg.state()["violations"] == []
+    assert soak.violations == []
+    st = tg.state()
+    assert st["violations"] == []
+    for c in TG_CHATS:  # each message answered once
+        assert len([m for m in st["sent"] if m["chat_id"] == c]) == WARMUP + per_chat
     # every turn: a tool call, then the answer
-    assert len(llm.requests) == 2 * soak.done, len(llm.requests)
+    assert soak.requests == 2 * soak.done, soak.requests
     assert abs(after - before) <= HEAP_SLACK, (curve, "modules loaded, dropped since warm-up:", soak.mods)
     files = image_files(tmp_path / "fs.img")
     sessions = {p: n for p, n in files.items() if p.startswith("/spiffs/sessions/")}
