@@ -172,7 +172,8 @@ def test_soak(tmp_path, fake_anthropic, fake_telegram, tag, mp):
         finally:
             out = sim.output()
             if sys.exc_info()[0]:
-                print(out[-6000:])
+                (tmp_path / "sim.log").write_text(out)
+                print(out[-6000:], "\nthe whole output:", tmp_path / "sim.log")
     took = time.monotonic() - t0
     before, after = curve[0][1], curve[-1][1]
     print("SOAK %s heap %s: %d messages (%d chats, %d tool calls) in %.0f s; heap in use after warm-up "

@@ -701,3 +701,24 @@ async def test_streamed_answer_edits_one_message_then_the_final_replaces_it():
     assert [m["visible"] for m in st["sent"]][3:] == ["Same"], st["sent"]
     assert not st["deleted"][1:], st["deleted"]
     task.cancel()
+
+
+def test_room_for_a_batch_counts_garbage_as_free():
+    # gc.mem_free() counts garbage as used until a collection: taken just before one,
+    # the room for the next batch came out at 229 bytes with most of the heap garbage,
+    # and a 280-byte message was skipped for good (found by the soak, tests/host/test_soak.py)
+    import gc
+
+    bot = telegram.Telegram()
+    gc.collect()
+    real = gc.mem_free()
+    junk = []
+    while gc.mem_free() > 8 * 1024:  # garbage until the heap looks full
+        junk.append(bytearray(1024))
+        if len(junk) > 8:
+            junk = []
+    junk = None
+    assert gc.mem_free() <= 8 * 1024
+    most, text = bot._room()
+    assert most == min(limits.TG_UPDATE_MAX, real // 3) or most > real // 4, (most, real)
+    assert text > real // 5, (text, real)
