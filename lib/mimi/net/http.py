@@ -13,7 +13,7 @@
 # path, or PEM/DER bytes. proxy: ("http"|"socks5", host, port). body: bytes, str, a
 # dict/list sent as JSON, or a tuple of parts written one after the other without
 # ever being joined (str/bytes/memoryview, nested tuples, and lists whose items are
-# written comma-separated: the LLM request, see _flat) and Regions of files read as
+# written comma-separated: the LLM request, net/httpbody.py) and Regions of files read as
 # they are sent. Errors: HTTPError > Timeout,
 # TooLarge, TLSFailure, ConnectFailure (the request never reached the server: safe
 # to resend), ProtocolError.
@@ -238,105 +238,15 @@ def _read_head(buf, what="response headers"):
         return status[0], code, status[2] if len(status) > 2 else "", headers
 
 
-_SEP = b","
-
-
-class Region:
-    """A body part read from a file as it is sent: bytes [start, start + n) of path
-    (stored text that needs no copy in RAM, e.g. session history)."""
-
-    def __init__(self, path, start, n):
-        self.path = path
-        self.start = start
-        self.n = n
-
-
-def _flat(parts, out=None):
-    """A tuple body as the flat list of its pieces, in order: nested tuples are opened,
-    the items of a list separated by commas (a JSON array's or object's members). One
-    list for the body, not a generator per nested part."""
-    if out is None:
-        out = []
-    for p in parts:
-        if isinstance(p, tuple):
-            _flat(p, out)
-        elif isinstance(p, list):
-            for k in range(len(p)):
-                if k:
-                    out.append(_SEP)
-                q = p[k]
-                if isinstance(q, tuple):
-                    _flat(q, out)
-                elif isinstance(q, list):
-                    _flat((q,), out)
-                else:
-                    out.append(q)
-        else:
-            out.append(p)
-    return out
-
-
-def _length(pieces):
-    n = 0
-    for p in pieces:
-        if isinstance(p, Region):
-            n += p.n
-        else:
-            n += len(memoryview(p)) if isinstance(p, str) else len(p)
-    return n
-
-
-def _send_parts(buf, pieces):
-    """Write a flat body: small pieces gathered in the (still unused) receive buffer,
-    pieces as big as the buffer written from where they are, Regions read into it."""
-    mv = buf.mv
-    size = len(mv)
-    n = 0
-    f = name = None  # the file of the last Region, open until the body is sent
-    try:
-        for p in pieces:
-            if isinstance(p, Region):
-                if p.path != name:
-                    if f:
-                        f.close()
-                    f, name = open(p.path, "rb"), p.path
-                f.seek(p.start)
-                left = p.n
-                while left:
-                    if n == size:
-                        yield (_W, mv)
-                        n = 0
-                    k = f.readinto(mv[n:n + min(left, size - n)])
-                    if not k:
-                        raise OSError("%s changed while it was being sent" % name)
-                    n += k
-                    left -= k
-                continue
-            if isinstance(p, str):  # (an isinstance with a tuple of types allocates the tuple)
-                p = memoryview(p)
-            k = len(p)
-            if n and n + k > size:
-                yield (_W, mv[:n])
-                n = 0
-            if k >= size:
-                yield (_W, p)
-            else:
-                mv[n:n + k] = p
-                n += k
-        if n:
-            yield (_W, mv[:n])
-    finally:
-        if f:
-            f.close()
-
-
 def _response(buf, head, body, method, cap):
     """Send a request on an open connection, read the response head and set up the
     body's framing in buf. Returns (status, reason, headers, keep_alive)."""
     buf.clear()
     yield (_W, head)
     if isinstance(body, list):  # a tuple body, flattened by _build
-        yield from _send_parts(buf, body)
+        from mimi.net import httpbody
+
+        yield from httpbody.send_parts(buf, body)
     elif body:
         yield (_W, body)
     buf.sent = True
@@ -485,7 +395,9 @@ class _Base:
         if body is None or isinstance(body, (bytes, bytearray, memoryview)):
             data = body
         elif isinstance(body, tuple):
-            data = _flat(body)
+            from mimi.net import httpbody
+
+            data = httpbody.flat(body)
         elif isinstance(body, str):
             data = body.encode()
         else:
@@ -507,7 +419,12 @@ class _Base:
         if ctype and "content-type" not in given:
             lines.append("Content-Type: " + ctype)
         if (data is not None or method in ("POST", "PUT", "PATCH")) and "content-length" not in given:
-            n = _length(data) if isinstance(data, list) else len(data) if data else 0
+            if isinstance(data, list):
+                from mimi.net import httpbody
+
+                n = httpbody.length(data)
+            else:
+                n = len(data) if data else 0
             lines.append("Content-Length: %d" % n)
         lines.append("\r\n")
         return "\r\n".join(lines).encode(), data
@@ -667,4 +584,8 @@ def __getattr__(name):
         from mimi.net.asynchttp import AsyncClient
 
         return AsyncClient
+    if name == "Region":  # (net/httpbody.py: tuple bodies, the LLM request's)
+        from mimi.net.httpbody import Region
+
+        return Region
     raise AttributeError(name)
