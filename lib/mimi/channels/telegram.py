@@ -12,8 +12,8 @@
 import gc
 import json
 import asyncio
+import mimi
 from mimi import limits, log, bus, fs, config, jsonutil, channels
-from mimi.net.http import ConnectFailure, Timeout
 from mimi.net import tls
 from mimi.services import wifi, ntp
 
@@ -248,16 +248,6 @@ class Telegram:
             self.changed.set()
 
     # ---------------------------------------------------------------- state
-    def _load_offset(self):
-        self.offset = self.saved_offset = self.unsaved = 0
-        try:
-            with open(limits.TG_OFFSET_PATH) as f:
-                d = json.load(f)
-            if str(d.get("bot")) == str(self.bot_id):
-                self.offset = self.saved_offset = int(d.get("offset") or 0)
-        except (OSError, ValueError, AttributeError, TypeError):
-            pass
-
     def _save_offset(self):
         if self.offset == self.saved_offset:
             return
@@ -267,15 +257,6 @@ class Telegram:
             self.unsaved = 0
         except OSError as e:
             log.error(TAG, "saving the update offset failed: %s", e)
-
-    def _connect(self, token):
-        self._close()
-        base = cfg.get("tg_api_base")
-        self.token = token
-        self.bot_id = token.split(":", 1)[0]
-        self.poll_api = Api(base, token, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S)
-        self.username = None
-        self._load_offset()
 
     def _close(self):
         for api in (self.poll_api, self.send_api):
@@ -334,7 +315,7 @@ class Telegram:
                 continue
             try:
                 if token != self.token or self.poll_api is None or self.poll_api.base != cfg.get("tg_api_base"):
-                    self._connect(token)
+                    mimi.run("channels.tgconnect", "connect", self, token)
                 if self.username is None:
                     me = await self.poll_api.call("getMe")
                     self.username = me.get("username") or ""
@@ -358,37 +339,15 @@ class Telegram:
                     log.warning(TAG, "no update taken from a batch (%s); retry in %d s",
                                 "no room in the heap" if stuck else "no usable update_id", backoff)
                     await asyncio.sleep(backoff)
-            except ApiError as e:
-                wifi.healthy()  # Telegram answered: the network is fine
-                if e.code == 409:
-                    log.warning(TAG, "409 Conflict: another program is polling this bot (or a "
-                                "webhook is set): %s; retrying in %d s", e.description, conflict)
-                    await self._wait_change(conflict)
-                    conflict = min(conflict * 2, limits.TG_CONFLICT_MAX_S)
-                elif e.code == 429:
-                    wait = min(e.retry_after or backoff, limits.TG_RETRY_AFTER_MAX_S)
-                    log.warning(TAG, "429 Too Many Requests; waiting %d s", wait)
-                    await asyncio.sleep(wait)
-                elif e.code in (401, 404):
-                    log.error(TAG, "the bot token was refused (%s); check set_tg_token(...)", e)
-                    self._close()
-                    await self._wait_change(limits.TG_BAD_TOKEN_S)
-                else:
-                    log.warning(TAG, "getUpdates failed: %s; retry in %d s", e, backoff)
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, limits.TG_BACKOFF_MAX_S)
             except asyncio.CancelledError:
                 raise
-            except Exception as e:  # network, TLS, timeouts: the client reconnects next time
-                if isinstance(e, (ConnectFailure, Timeout)):
-                    wifi.suspect(TAG)  # a few in a row while "online": WiFi reconnects
-                    self._network_lost()
-                if not wifi.online():
-                    continue  # the top of the loop waits for WiFi
-                self.limit = max(1, self.limit // 2)  # maybe too much for the heap or the deadline
-                log.warning(TAG, "polling failed: %s %s; retry in %d s", type(e).__name__, e, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, limits.TG_BACKOFF_MAX_S)
+            except Exception as e:  # Telegram's refusals, network, TLS, timeouts (tgconnect.py)
+                wait, on_change, backoff, conflict = mimi.run("channels.tgconnect", "failed", self, e,
+                                                              backoff, conflict)
+                if on_change:
+                    await self._wait_change(wait)
+                elif wait:
+                    await asyncio.sleep(wait)
 
     async def _poll(self, params, batch):
         """getUpdates into batch -> True; unless the agent's LLM call needs the memory for
