@@ -84,7 +84,8 @@ def _client(base, timeout_s):
     from mimi.net import http
 
     # ca=None: the client verifies against the board's root bundle (limits.CA_BUNDLE)
-    return http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s)
+    return http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s,
+                            bufsize=limits.TG_RECV_BUF)
 
 
 def allowed(chat_id):

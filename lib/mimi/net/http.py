@@ -339,7 +339,7 @@ def _clean(s, what):
 
 
 class _Base:
-    def __init__(self, base_url, ca=None, proxy=None, timeout_s=limits.LLM_TIMEOUT_S):
+    def __init__(self, base_url, ca=None, proxy=None, timeout_s=limits.LLM_TIMEOUT_S, bufsize=limits.HTTP_RECV_BUF):
         scheme, self.host, port, path = net.split_url(base_url)
         if scheme not in ("http", "https"):
             raise ValueError("URL must start with http:// or https://: %r" % base_url)
@@ -351,6 +351,7 @@ class _Base:
         if proxy and proxy[0] not in ("http", "socks5"):
             raise ValueError("proxy type must be http or socks5, not %r" % (proxy[0],))
         self.timeout_s = timeout_s
+        self.bufsize = bufsize  # the receive buffer, made at the first request
         self.handshakes = 0
         self.connects = 0
         self._buf = None
@@ -449,7 +450,7 @@ class _Base:
 
     def _start(self):
         if self._buf is None:
-            self._buf = _Buf(limits.HTTP_RECV_BUF)
+            self._buf = _Buf(self.bufsize)
 
     def _failed(self, e, attempt, reused):
         """Close after failure e; True to try once more on a fresh connection (a reused
