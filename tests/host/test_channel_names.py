@@ -22,7 +22,7 @@ PREFIXES = ("tg", "ws", "feishu", "sys")
 OWN = {"channels/__init__.py", "channels/telegram.py", "channels/tgsend.py", "channels/tgformat.py",
        "channels/sending.py",
        "channels/websocket.py", "channels/wsconn.py", "channels/chatpage.py",
-       "channels/tgconnect.py",
+       "channels/tgconnect.py", "channels/tgupdates.py",
        "channels/feishu.py", "channels/feishupb.py", "channels/feishufmt.py", "channels/feishurepl.py"}
 # The LLM APIs have a "system" of their own (Anthropic's field, OpenAI's role).
 SYSTEM_OK = ("llm/",)

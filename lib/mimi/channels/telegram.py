@@ -20,7 +20,7 @@ from mimi.services import wifi, ntp
 TAG = "tg"
 CHANNEL = "telegram"
 cfg = config.cfg
-IGNORE = ("ignore", None, None, None, None)
+_EMPTY = b'{"ok":true,"result":[]}'  # a long poll that saw no update (Telegram: compact JSON)
 
 
 class ApiError(Exception):
@@ -112,7 +112,9 @@ class Updates:
     the heap spares) and decoded and classified alone, so a batch never sits in RAM
     whole. An update bigger than that, or one that does not decode, is skipped by its
     update_id (read from its first bytes); once the text kept for the agent passes
-    `budget`, the rest is left for the next poll (not confirmed, so nothing is lost)."""
+    `budget`, the rest is left for the next poll (not confirmed, so nothing is lost).
+    The empty answer of an idle poll is taken here; any other is read by
+    channels/tgupdates.py, loaded for it and dropped after the poll."""
 
     def __init__(self, bot, most, budget):
         self.bot = bot
@@ -128,99 +130,19 @@ class Updates:
         self.kept = 0
         self.full = False
         self.seen = False  # a "result" array was there
+        self.idle = True  # nothing but the start of _EMPTY so far
 
     def __call__(self, mv):
         b = bytes(mv)
-        if len(self.head) < limits.TG_ERROR_MAX:
-            self.head += b[:limits.TG_ERROR_MAX - len(self.head)]
-        n = len(b)
-        i = 0
-        q = -1  # the next quote at or after i while in a string (n: none in b)
-        a = 0 if self.depth >= 3 else -1  # where the current update's bytes start in b
-        while i < n:
-            if self.instr:  # jump to the closing quote; an escape hides the byte after it
-                if self.esc:
-                    self.esc = False
-                    i += 1
-                    continue
-                if q < i:
-                    q = b.find(b'"', i)
-                    if q < 0:
-                        q = n
-                e = b.find(b"\\", i, q)
-                if e >= 0:
-                    self.esc = True
-                    i = e + 1
-                else:
-                    self.instr = q == n
-                    i = q + 1
-                continue
-            c = b[i]
-            if c == 34:  # "
-                self.instr = True
-            elif c == 123 or c == 91:  # { [
-                self.depth += 1
-                if self.depth == 2:
-                    self.seen = True
-                elif self.depth == 3:
-                    a = i
-                    self.size = 0
-                    self.pre = b""
-            elif c == 125 or c == 93:  # } ]
-                self.depth -= 1
-                if self.depth == 2 and a >= 0:
-                    self._take(b, a, i + 1)
-                    a = -1
-                    self._done()
-            i += 1
-        if a >= 0:
-            self._take(b, a, n)
-
-    def _take(self, b, a, z):
-        if len(self.pre) < 64:
-            self.pre += b[a:min(z, a + 64 - len(self.pre))]
-        k = self.size
-        self.size += z - a
-        if self.full or self.size > self.most:
-            return
-        if self.buf is None or len(self.buf) < self.size:  # grown as an update needs it
-            try:
-                buf = bytearray(min(self.most, max(self.size, 2 * k, limits.TG_UPDATE_MIN)))
-            except MemoryError:
-                if not k and self.buf is None:  # not even a small one: the batch waits
-                    self.full = True
-                self.most = k  # this one is skipped
+        if self.idle:  # so far the start of the empty answer: no decoder needed yet
+            self.head += b
+            if _EMPTY.startswith(self.head):
+                self.seen = self.head == _EMPTY
                 return
-            if k:
-                buf[:k] = memoryview(self.buf)[:k]
-            self.buf = buf
-        self.buf[k:self.size] = memoryview(b)[a:z]
-
-    def _done(self):
-        if self.full:
-            return  # not taken: it comes again with the next poll
-        uid = _update_id(self.pre)
-        act = None
-        most, self.most = self.most, self.cap  # a failed growth skipped this one only
-        if self.size > most:
-            log.warning(TAG, "update %s skipped: %d bytes, more than the %d this heap takes now",
-                        uid, self.size, most)
-        else:
-            try:
-                upd = jsonutil.loads(memoryview(self.buf)[:self.size])
-                uid = upd["update_id"]
-                if not isinstance(uid, int):
-                    raise ValueError("update_id %r" % (uid,))
-                act = self.bot._classify(upd)
-            except Exception as e:  # noqa: B902 - malformed JSON or fields, out of memory
-                log.warning(TAG, "update %s skipped: %s %s", uid, type(e).__name__, e)
-                act = None
-        self.acts.append((uid, act))
-        if act and act[2]:
-            self.kept += len(act[2])
-            self.full = self.kept >= self.budget
-            if self.full:
-                self.buf = None
+            self.idle = False
+            b, self.head = self.head, b""  # the decoder reads it all from the start
+            self.seen = False
+        channels.load("tgupdates").feed(self, b)
 
 
 class Telegram:
@@ -372,6 +294,7 @@ class Telegram:
             return False
         finally:
             guard.cancel()
+            mimi.drop("channels.tgupdates")  # (loaded when the answer had updates)
 
     async def _guard(self, poll):
         while True:
@@ -417,63 +340,6 @@ class Telegram:
                 raise
             except Exception as e:
                 log.exception(TAG, "handling an update failed", e)
-
-    def _classify(self, upd):
-        """An update -> (action, chat_id, text, meta, key); no side effects. key tells
-        the same message sent twice. Raises on malformed fields (the caller skips it)."""
-        msg = upd.get("message")
-        edited = False
-        if not isinstance(msg, dict):
-            msg = upd.get("edited_message")  # not requested, but be safe
-            if not isinstance(msg, dict):
-                return IGNORE
-            edited = True
-        chat = msg.get("chat") or {}
-        if chat.get("id") is None:
-            return IGNORE
-        chat_id = str(chat.get("id"))
-        key = (int(chat_id) * 1000003 + int(msg.get("message_id"))) & 0x3FFFFFFF  # a small int
-        text = msg.get("text")
-        group = chat.get("type") in ("group", "supergroup")
-        meta = {"message_id": msg.get("message_id"), "group": group}
-        if group:
-            who = msg.get("from") or {}
-            meta["sender"] = " ".join(x for x in (who.get("first_name"), who.get("last_name"))
-                                      if isinstance(x, str)) or who.get("username") or str(who.get("id"))
-            text, addressed = self._addressed(msg, text)
-            if not addressed:
-                return IGNORE
-        if not allowed(chat_id):
-            return ("stranger", chat_id, None, meta, key)
-        if edited or not isinstance(text, str):
-            return ("text_only", chat_id, None, meta, key)
-        text = text.strip()
-        cmd = text.split(None, 1)[0].lower() if text.startswith("/") else ""
-        if cmd and "@" in cmd:
-            cmd, _, who = cmd.partition("@")
-            if self.username and who != self.username.lower():
-                return IGNORE  # a command for another bot
-        if cmd in ("/start", "/help"):
-            return ("reply", chat_id, cmd, meta, key)
-        if cmd == "/reset":
-            return ("reset", chat_id, None, meta, key)
-        if not text:
-            return IGNORE
-        return ("agent", chat_id, text, meta, key)
-
-    def _addressed(self, msg, text):
-        """Group chats: only messages that mention the bot, reply to it, or are commands."""
-        reply = msg.get("reply_to_message") or {}
-        to_bot = str((reply.get("from") or {}).get("id")) == str(self.bot_id)
-        if not isinstance(text, str):
-            return text, to_bot
-        if self.username:
-            tag = "@" + self.username.lower()
-            low = text.lower()
-            i = low.find(tag)
-            if i >= 0 and not low.startswith("/"):
-                return (text[:i] + text[i + len(tag):]).strip(), True
-        return text, to_bot or text.startswith("/")
 
     async def _act(self, a):
         what, chat_id, text, meta, _ = a
