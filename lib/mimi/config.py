@@ -49,6 +49,13 @@ SCHEMA = {
     "gpio_allow": ("1,2,4-18,21,38-42,47,48", "gpio", False),
     # what the file tools' files may take; 0: what the flash leaves (tools/files.py)
     "files_quota_kb": (0, "int:0:%d" % limits.FILES_QUOTA_MAX_KB, False),
+    # spend caps (mimi/usage.py): LLM calls in a local hour, a local day; tokens a day; 0 = off
+    "max_calls_hour": (limits.MAX_CALLS_HOUR, "int:0:1000000", False),
+    "max_calls_day": (limits.MAX_CALLS_DAY, "int:0:1000000", False),
+    "max_tokens_day": (0, "int:0:1000000000", False),
+    # USD per million tokens for usage()'s cost estimate; 0: the built-in table's price
+    "price_in": (0, "price", False),
+    "price_out": (0, "price", False),
     "ca_file": ("", "ca_file", False),  # PEM/DER roots trusted besides the shipped ones
 }
 

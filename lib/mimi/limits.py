@@ -45,6 +45,16 @@ TG_RECV_BUF = const(1024)  # ... Telegram's: held the whole time by the long pol
 HTTP_PIECES_COLLECT = const(16 * 1024)  # a chunked body's pieces: gc.collect() this often
 HTTP_REDIRECTS = const(3)  # followed by httpstream.open_url (OTA downloads)
 
+# Usage ledger (mimi/usage.py, usagefile.py) and its caps' defaults (SPEC §5)
+USAGE_PATH = "/usage.jsonl"  # outside /spiffs: no file tool reaches it
+USAGE_DAYS = const(31)  # days kept in it
+USAGE_SAVE_MS = const(60 * 1000)  # written at most this often (and at a day's end, at shutdown)
+USAGE_LINE_MAX = const(2048)  # bytes of one day's line read back (its models); longer: skipped
+USAGE_MODELS_MAX = const(8)  # models counted apart in one day; more are added to "other"
+MAX_CALLS_HOUR = const(100)
+MAX_CALLS_DAY = const(1000)
+STATUS_DETAIL_MAX = const(60)  # chars of a progress status's detail (a tool's query, path...)
+
 # TLS (net/tls.py). What one more TLS connection needs in the C heap on the board:
 # mbedTLS's 16 KB input + 4 KB output record buffers (sdkconfig ASYMMETRIC_CONTENT_LEN)
 # and ~15 KB more at the handshake's peak (micropython#8940, #6065), plus an lwIP
@@ -151,7 +161,9 @@ TG_CONFLICT_MIN_S = const(5)  # 409 (another instance or a webhook): retried slo
 TG_CONFLICT_MAX_S = const(60)  # the wait doubling up to this
 TG_BAD_TOKEN_S = const(300)  # 401/404: token refused; re-checked this often or on change
 TG_RETRY_AFTER_MAX_S = const(300)  # a 429 retry_after is honoured up to this
-TG_TYPING_S = const(5)  # "typing" lasts ~5 s on Telegram: renewed this often
+TG_TYPING_S = const(4)  # "typing" lasts ~5 s on Telegram: renewed this often
+TG_PROGRESS_AFTER_S = const(10)  # a turn running this long shows a progress message (tgstatus.py)
+TG_EDIT_MIN_S = const(3)  # ... edited at most this often (Telegram's edit rate limits)
 TG_TYPING_MAX_S = const(300)  # typing stops after this even if no reply came
 TG_STRANGER_S = const(3600)  # a chat outside tg_allow is told its id once per this
 TG_STRANGERS_MAX = const(32)  # chats remembered for that

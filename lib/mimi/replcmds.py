@@ -2,6 +2,7 @@
 # functions). mimi/repl.py puts their names in the REPL namespace and loads this
 # module only while one of them runs. Each prints its result for a person and
 # returns None, so the REPL shows nothing noisy.
+import sys
 from mimi import log, board, fs, limits, channels
 from mimi.config import cfg
 
@@ -159,6 +160,9 @@ def restart():
     from mimi import safemode
 
     safemode.clear()  # a deliberate restart is not a crash: it also leaves safe mode
+    ledger = sys.modules.get("mimi.usage")
+    if ledger:  # what the usage ledger counted since its last save
+        ledger.tick(True)
     board.reset()
 
 
@@ -266,6 +270,7 @@ USAGE = (
     ("clear_proxy()", "no proxy"),
     ("heap_info()", "memory left for a turn (heap, largest block, IDF RAM) and flash"),
     ("log_tail(n=20)", "recent log lines"),
+    ("usage()", "LLM calls, tokens, cache hits and cost: this hour, today, 7 days; the caps"),
     ("memory_read()", "show /spiffs/memory/MEMORY.md"),
     ("memory_write(text)", "replace MEMORY.md with text"),
     ("session_list()", "stored chat sessions and their sizes"),

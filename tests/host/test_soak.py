@@ -45,7 +45,7 @@ async def run_all(port, token):
 def test_many_turns_under_a_capped_heap(tmp_path, fake_anthropic):
     token = "soak-test-token"
     with Sim.start(tmp_path, "ws_port=0", "ws_token=" + token, *llm_settings(fake_anthropic),
-                   console=True, heap=HEAP) as sim:
+                   "max_calls_hour=0", console=True, heap=HEAP) as sim:  # 121 turns in minutes
         ready = sim.wait_for("gateway listening")
         # one turn first, so that modules loaded on first use are in both figures
         assert asyncio.run(chat_once(sim.port, token)) == 1

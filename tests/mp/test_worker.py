@@ -117,6 +117,30 @@ def test_thread_status_then_reply_and_survives_errors():
     assert not worker.running()
 
 
+def test_each_tool_is_a_status_naming_it_where_a_person_waits():
+    class Tools(Stub):
+        def chat(self, system, messages, tools):
+            self.calls.append(1)
+            if len(self.calls) == 1:
+                return provider.Reply("", [provider.Call("c1", "web_search", {"query": "w" * 99}),
+                                           provider.Call("c2", "get_current_time", {})])
+            return provider.Reply("done")
+
+    use(Tools())
+    while bus.outbound.get_nowait():
+        pass
+    msg = bus.Msg("telegram", "-5", "go", meta={"group": True, "message_id": 7})
+    assert worker.run_message(msg) == "done"
+    steps = [bus.outbound.get_nowait() for _ in range(2)]
+    assert [(m.kind, m.content, m.meta) for m in steps] == [
+        (bus.STATUS, "working", {"group": True, "message_id": 7, "step": "web_search", "detail": "w" * 60}),
+        (bus.STATUS, "working", {"group": True, "message_id": 7, "step": "get_current_time", "detail": ""})]
+    assert msg.meta == {"group": True, "message_id": 7}  # the message's own meta is left alone
+    use(Tools())
+    worker.run_message(bus.Msg("system", "cron", "go"))  # nobody waits: no statuses
+    assert bus.outbound.get_nowait() is None
+
+
 def test_full_outbound_waits_instead_of_dropping():
     use(Stub("kept"))
     for i in range(bus.outbound.size):

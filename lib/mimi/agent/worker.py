@@ -2,6 +2,7 @@
 # bus.inbound, runs a ReAct turn against the LLM with blocking HTTP, saves the
 # session and puts the reply on bus.outbound. It never touches asyncio objects;
 # the loop reads the outbound queue through its ThreadSafeFlag.
+import sys
 import time
 import _thread
 from mimi import limits, log, bus, config, channels, short, unload
@@ -67,10 +68,41 @@ def _wait_clock():
         log.info("agent", "waited %d ms for the clock (NTP)", waited)
 
 
+def _refused(msg):
+    """None when the usage ledger lets the turn call the LLM; else the reply: why not,
+    for a person, or "" for a heartbeat or cron turn (the owner is told once)."""
+    from mimi import usage
+
+    why = usage.check((msg.channel, msg.chat_id))
+    if why is None:
+        return None
+    log.warning("agent", "%s: turn refused: %s", msg.session, why)
+    meta = msg.meta if isinstance(msg.meta, dict) else {}
+    if not channels.get(msg.channel).label or "cron" in meta or "heartbeat" in meta:
+        return ""
+    return "Sorry, %s." % why
+
+
+def _progress(msg):
+    """run_turn's progress hook for a chat where a person waits: a status naming the
+    step (the tool) and its detail."""
+    def progress(name, detail):
+        meta = dict(msg.meta) if isinstance(msg.meta, dict) else {}
+        meta["step"] = name
+        meta["detail"] = detail
+        _put_out(bus.Msg(msg.channel, msg.chat_id, "working", bus.STATUS, meta),
+                 limits.AGENT_STATUS_WAIT_MS)
+    return progress
+
+
 def run_message(msg):
-    """One turn for msg (a bus.Msg) -> the reply text. Never raises. The session
-    gets the user text and the answer only when the turn succeeded."""
+    """One turn for msg (a bus.Msg) -> the reply text ("" when nobody is to be told:
+    a heartbeat or cron turn refused by a spend cap). Never raises. The session gets
+    the user text and the answer only when the turn succeeded."""
     global busy, turns, failures
+    refused = _refused(msg)
+    if refused is not None:
+        return refused
     busy = True
     _alive()
     try:
@@ -99,7 +131,8 @@ def run_message(msg):
             unload("mimi.jsonscan")
         _alive()
         turn = react.run_turn(llm, system, history, text, registry,
-                              Ctx(msg.channel, msg.chat_id))
+                              Ctx(msg.channel, msg.chat_id),
+                              _progress(msg) if channels.get(msg.channel).label else None)
         system = history = None
         _release(llm)
         llm = None
@@ -166,11 +199,14 @@ def _put_out(msg, timeout_ms=None):
 def handle(msg):
     """Status, turn, reply: what the thread does with one inbound message."""
     log.info("agent", "turn for %s (%d chars)", msg.session, len(msg.content or ""))
-    if channels.get(msg.channel).label:  # a person waits: show that a turn runs
-        _put_out(bus.Msg(msg.channel, msg.chat_id, "working", bus.STATUS, msg.meta),
-                 limits.AGENT_STATUS_WAIT_MS)
-    reply = run_message(msg)
-    _put_out(bus.Msg(msg.channel, msg.chat_id, reply, bus.REPLY, msg.meta))
+    reply = _refused(msg)
+    if reply is None:
+        if channels.get(msg.channel).label:  # a person waits: show that a turn runs
+            _put_out(bus.Msg(msg.channel, msg.chat_id, "working", bus.STATUS, msg.meta),
+                     limits.AGENT_STATUS_WAIT_MS)
+        reply = run_message(msg)
+    if reply:
+        _put_out(bus.Msg(msg.channel, msg.chat_id, reply, bus.REPLY, msg.meta))
 
 
 def _loop():
@@ -180,6 +216,10 @@ def _loop():
         while not _stop:
             msg = bus.inbound.get_blocking(1000)
             _alive()
+            ledger = sys.modules.get("mimi.usage")  # loaded by the first turn
+            if ledger:
+                ledger.tick()
+                ledger = None
             if msg is not None:
                 try:
                     handle(msg)
@@ -188,6 +228,8 @@ def _loop():
                 msg = None
     finally:
         _started = False
+        if "mimi.usage" in sys.modules:
+            sys.modules["mimi.usage"].tick(True)
         log.info("agent", "agent thread stopped")
 
 

@@ -37,13 +37,16 @@ function connect(){
  ws.onopen=()=>{$('cs').textContent='online';};
  ws.onclose=e=>{$('cs').textContent='offline ('+e.code+')';$('st').textContent='';};
  ws.onmessage=e=>{let m;try{m=JSON.parse(e.data);}catch(x){return;}
-  if(m.type=='status'){$('st').textContent=m.content=='working'?'MimiClaw is working\u2026':String(m.content);}
+  if(m.type=='status'){let s=m.content=='working'?'MimiClaw is working':String(m.content);
+   if(m.step)s+=': '+m.step+(m.detail?' \u2013 '+m.detail:'');$('st').textContent=s+'\u2026';}
+  else if(m.type=='usage'){add('a',String(m.text));}
   else if(m.type=='response'){$('st').textContent='';add('a',String(m.content));}
   else if(m.type=='error'){$('st').textContent='';add('e',String(m.content));}};
 }
 $('go').onclick=connect;
 $('f').onsubmit=e=>{e.preventDefault();const t=$('t').value.trim();
  if(!t)return;if(!ws||ws.readyState!=1){add('e','Not connected');return;}
+ if(t=='/usage'){ws.send('{"type":"usage"}');$('t').value='';return;}
  const m={type:'message',content:t},c=cid();if(c)m.chat_id=c;
  ws.send(JSON.stringify(m));add('u',t);$('t').value='';};
 $('t').onkeydown=e=>{if(e.key=='Enter'&&!e.shiftKey){e.preventDefault();$('f').requestSubmit();}};

@@ -36,6 +36,8 @@ async def send(msg):
     """Dispatcher target: a status or reply to every client on msg.chat_id."""
     if msg.kind == bus.STATUS:
         obj = {"type": "status", "content": msg.content, "chat_id": msg.chat_id}
+        if isinstance(msg.meta, dict) and "step" in msg.meta:  # the tool running, what on
+            obj["step"], obj["detail"] = msg.meta["step"], msg.meta.get("detail") or ""
     else:
         obj = {"type": "response", "content": msg.content, "chat_id": msg.chat_id}
     data = None

@@ -53,7 +53,7 @@ class Anthropic(Provider):
                                   blk.get("input") if blk.get("input") is not None else {}))
         u = data.get("usage") or {}
         read = u.get("cache_read_input_tokens") or 0
-        usage = {"input": (u.get("input_tokens") or 0) + read
-                 + (u.get("cache_creation_input_tokens") or 0),
-                 "output": u.get("output_tokens") or 0, "cache_read": read}
+        made = u.get("cache_creation_input_tokens") or 0
+        usage = {"input": (u.get("input_tokens") or 0) + read + made,
+                 "output": u.get("output_tokens") or 0, "cache_read": read, "cache_write": made}
         return Reply(strip_think("".join(texts)), calls, usage, data.get("stop_reason"))

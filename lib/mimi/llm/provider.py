@@ -37,8 +37,8 @@ class Reply:
         self.text = text
         self.tool_calls = tool_calls or []
         # input counts every prompt token (cached ones included); cache_read is the part
-        # served from the provider's prompt cache.
-        self.usage = usage or {"input": 0, "output": 0, "cache_read": 0}
+        # served from the provider's prompt cache, cache_write the part written to it.
+        self.usage = usage or {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
         self.stop = stop
 
 
