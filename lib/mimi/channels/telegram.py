@@ -118,19 +118,13 @@ class Updates:
 
     def __init__(self, bot, most, budget):
         self.bot = bot
-        self.most = self.cap = most
+        self.most = most
         self.budget = budget
-        self.depth = 0  # JSON nesting: 1 the answer, 2 "result", 3 an update
-        self.instr = self.esc = False
         self.head = b""  # the first bytes of the body: an error answer is read from them
-        self.buf = None
-        self.size = 0  # bytes of the current update so far
-        self.pre = b""  # its first bytes (its update_id even when skipped)
         self.acts = []  # [(update_id, action or None)] in order
-        self.kept = 0
         self.full = False
         self.seen = False  # a "result" array was there
-        self.idle = True  # nothing but the start of _EMPTY so far
+        self.idle = True  # nothing but the start of _EMPTY so far (the decoder's state: tgupdates.start)
 
     def __call__(self, mv):
         b = bytes(mv)
@@ -142,6 +136,7 @@ class Updates:
             self.idle = False
             b, self.head = self.head, b""  # the decoder reads it all from the start
             self.seen = False
+            channels.load("tgupdates").start(self)
         channels.load("tgupdates").feed(self, b)
 
 

@@ -9,6 +9,17 @@ from mimi.channels.telegram import TAG, allowed, _update_id
 IGNORE = ("ignore", None, None, None, None)
 
 
+def start(u):
+    """The decoder's state, on the Updates object u (channels/telegram.py)."""
+    u.cap = u.most
+    u.depth = 0  # JSON nesting: 1 the answer, 2 "result", 3 an update
+    u.instr = u.esc = False
+    u.buf = None
+    u.size = 0  # bytes of the current update so far
+    u.pre = b""  # its first bytes (its update_id even when skipped)
+    u.kept = 0
+
+
 def feed(u, b):
     """Updates.__call__: the answer's next bytes b."""
     if len(u.head) < limits.TG_ERROR_MAX:
