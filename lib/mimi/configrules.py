@@ -29,6 +29,17 @@ def _int(v, lo, hi):
     return v
 
 
+def _bool(v):
+    if isinstance(v, bool):
+        return v
+    w = str(v).strip().lower()
+    if w in ("1", "on", "true", "yes"):
+        return True
+    if w in ("0", "off", "false", "no"):
+        return False
+    raise ValueError("must be on or off (True or False)")
+
+
 def _choice(v, options):
     v = str(v).strip().lower()
     if v not in options:
@@ -166,7 +177,7 @@ def _gpio(v):
 
 _PLAIN = {"url": _url, "tg_token": _tg_token, "feishu_app_id": _feishu_app_id, "tz": _tz,
           "wifi_pass": _wifi_pass, "ap_pass": _ap_pass, "token": _token, "gpio": _gpio,
-          "ws_token": _ws_token, "ca_file": _ca_file, "price": _price}
+          "ws_token": _ws_token, "ca_file": _ca_file, "price": _price, "bool": _bool}
 
 
 def value(key, v):

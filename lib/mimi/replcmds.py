@@ -74,12 +74,13 @@ def set_tavily_key(key):
     _set({"tavily_key": key})
 
 
-def set_proxy(host, port, type="http"):
-    _set({"proxy_host": host, "proxy_port": port, "proxy_type": type})
+def set_proxy(host, port, type="http", user="", password=""):
+    _set({"proxy_host": host, "proxy_port": port, "proxy_type": type, "proxy_user": user,
+          "proxy_pass": password})
 
 
 def clear_proxy():
-    _set({"proxy_host": "", "proxy_port": 0, "proxy_type": "http"})
+    _set({"proxy_host": "", "proxy_port": 0, "proxy_type": "http", "proxy_user": "", "proxy_pass": ""})
 
 
 def _allow(key, chat_id):
@@ -266,7 +267,7 @@ USAGE = (
     ("set_api_base(url)", "API base URL ('' = provider default)"),
     ("set_search_key(key)", "Brave Search key"),
     ("set_tavily_key(key)", "Tavily key"),
-    ("set_proxy(host, port, type)", "HTTP CONNECT or socks5 proxy"),
+    ("set_proxy(host, port, type, user, password)", "HTTP CONNECT or socks5 proxy (user: if it asks)"),
     ("clear_proxy()", "no proxy"),
     ("heap_info()", "memory left for a turn (heap, largest block, IDF RAM) and flash"),
     ("log_tail(n=20)", "recent log lines"),

@@ -21,6 +21,8 @@ async def ask(ws, text):
     statuses = []
     while True:
         f = await recv(ws)
+        if f["type"] == "partial":  # the answer so far, while it streams
+            continue
         if f["type"] != "status":
             return statuses, f
         statuses.append(f)

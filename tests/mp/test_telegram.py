@@ -664,6 +664,45 @@ async def test_huge_updates_on_a_small_heap():
     assert "polling failed" not in "\n".join(log.recent())
 
 
+async def test_streamed_answer_edits_one_message_then_the_final_replaces_it():
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+
+    async def turn(*partials):
+        await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
+        for text in partials:
+            if text is None:  # the edit slot comes again
+                await asyncio.sleep_ms(limits.TG_STREAM_EDIT_S * 1000 + 50)
+            else:
+                await b.send(bus.Msg("telegram", ALLOWED, text, kind=bus.PARTIAL))
+
+    # shown at once (no progress delay), then edited at most every TG_STREAM_EDIT_S; a
+    # version over TG_MSG_MAX is left out; the formatted answer is edited into its place
+    await turn("The", "The answer", None, "The answer is", "x" * (limits.TG_MSG_MAX + 1))
+    await b.send(bus.Msg("telegram", ALLOWED, "The answer is **42**."))
+    st = await state()
+    assert len(st["sent"]) == 1 and st["sent"][0]["visible"] == "The answer is 42.", st["sent"]
+    assert st["sent"][0]["parse_mode"] == "HTML" and st["sent"][0]["entities"][0]["type"] == "bold"
+    first = [c["params"]["text"] for c in st["calls"] if c["method"] == "sendMessage"]
+    assert first == ["The"], first  # "The answer" came too soon: skipped
+    assert [e["text"] for e in st["edits"]] == ["The answer is", "The answer is <b>42</b>."], st["edits"]
+    assert ALLOWED not in b.typing
+    # the message shown so far is gone (deleted by the user): the answer comes anew
+    await turn("Again")
+    await fail(method="editMessageText", status=400, description="Bad Request: message to edit not found")
+    await b.send(bus.Msg("telegram", ALLOWED, "Again, in full."))
+    st = await state()
+    assert [m["visible"] for m in st["sent"]][1:] == ["Again", "Again, in full."], st["sent"]
+    # the same text as shown: Telegram's "not modified" is no failure, nothing is re-sent
+    await turn("Same")
+    await b.send(bus.Msg("telegram", ALLOWED, "Same"))
+    st = await state()
+    assert [m["visible"] for m in st["sent"]][3:] == ["Same"], st["sent"]
+    assert not st["deleted"][1:], st["deleted"]
+    task.cancel()
+
+
 def test_an_idle_poll_loads_no_decoder():
     # The empty answer of a long poll that saw nothing is taken by the resident Updates;
     # any other answer goes, from its first byte, through channels/tgupdates.py

@@ -193,3 +193,51 @@ def test_heartbeat_turns_carry_no_history_and_save_none():
     # each check is one user message, not the growing list of earlier checks
     assert [len(msgs) for _, msgs in s.calls] == [1, 1]
     assert sessions.load(sent[0].session) == []
+
+
+class Streamer(Stub):
+    """A provider that streams: it hands the text so far to .stream while it answers."""
+    stream = None
+
+    def chat(self, system, messages, tools):
+        self.seen = self.stream
+        if self.stream:
+            self.stream("Hel")
+            self.stream("Hello")
+        return super().chat(system, messages, tools)
+
+
+def drain():
+    out = []
+    while True:
+        m = bus.outbound.get_nowait()
+        if m is None:
+            return out
+        out.append((m.kind, m.chat_id, m.content))
+
+
+def test_partials_for_a_person_only_and_never_kept():
+    s = use(Streamer("Hello there"))
+    drain()
+    assert worker.run_message(bus.Msg("websocket", "w9", "hi")) == "Hello there"
+    assert drain() == [(bus.PARTIAL, "w9", "Hel"), (bus.PARTIAL, "w9", "Hello")]
+    assert s.stream is None  # the provider is kept for the next turn: not its target
+    # no person waits on the system channel (heartbeat, system cron): nothing streams
+    from mimi import channels
+
+    s.answers.append("ok")
+    worker.run_message(bus.Msg(channels.SYSTEM, "cron", "job", meta={"stateless": True}))
+    assert s.seen is None and drain() == []
+    # the setting turns it off
+    config.cfg.set("stream", False)
+    try:
+        s.answers.append("plain")
+        assert worker.run_message(bus.Msg("websocket", "w9", "again")) == "plain"
+        assert s.seen is None and drain() == []
+    finally:
+        config.cfg.set("stream", True)
+    # a turn that fails leaves the provider without a target too
+    s.answers.append(RuntimeError("boom"))
+    worker.run_message(bus.Msg("websocket", "w9", "x"))
+    assert s.seen is not None and s.stream is None
+    drain()

@@ -105,6 +105,7 @@ def run_message(msg):
         return refused
     busy = True
     _alive()
+    llm = None
     try:
         from mimi.llm import provider
         from mimi.agent import react
@@ -120,6 +121,9 @@ def run_message(msg):
         _wait_clock()
         # Built per turn so settings changed on the REPL apply without a reboot.
         llm = provider.from_config(config.cfg)
+        if config.cfg.get("stream") and hasattr(llm, "stream") and channels.get(msg.channel).label:
+            llm.stream = _partials(msg)  # a person waits: the answer shows as it comes
+            from mimi.llm import stream  # noqa: F401 - its code now, low in the heap, not amid the turn's data
         if getattr(getattr(llm, "client", None), "tls", False):  # its code now, before the
             from mimi.net import tls  # noqa: F401 - turn's data: the heap is least broken up now
         enc = getattr(llm, "message", None)
@@ -133,7 +137,7 @@ def run_message(msg):
         turn = react.run_turn(llm, system, history, text, registry,
                               Ctx(msg.channel, msg.chat_id),
                               _progress(msg) if channels.get(msg.channel).label else None)
-        system = history = None
+        system = history = llm.stream = None
         _release(llm)
         llm = None
         turns += 1
@@ -158,10 +162,22 @@ def run_message(msg):
         log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
         return SORRY % (str(e) or type(e).__name__)
     finally:
+        if llm is not None and hasattr(llm, "stream"):
+            llm.stream = None  # (kept for the next turn, which may be nobody's)
         if short(True):  # a short heap keeps nothing of a turn: scattered, it would break
             _forget()  # up the room the next turn needs
         busy = False
         _alive()
+
+
+def _partials(msg):
+    """The answer's text so far, for the chat (llm/stream.py calls it at most every
+    STREAM_PARTIAL_MS). Never waits: with the outbound queue full it is skipped, and
+    the next one says all of it."""
+    def put(text):
+        bus.outbound.put(bus.Msg(msg.channel, msg.chat_id, text, bus.PARTIAL, msg.meta))
+
+    return put
 
 
 def _forget():
@@ -169,7 +185,7 @@ def _forget():
 
     provider.drop()  # its connection, buffer and objects (net/tls.py keeps the roots)
     for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
-                 "mimi.llm.failure", "mimi.jsonscan"):
+                 "mimi.llm.failure", "mimi.llm.stream", "mimi.jsonscan"):
         unload(name)
 
 

@@ -183,12 +183,23 @@ async def _typing(bot, st):
 
 
 async def send(bot, msg):
-    """The dispatcher's messages for an allowed chat: "typing" for a status, the reply
-    (held through an outage, never dropped; in a group, a reply to the message)."""
+    """The dispatcher's messages for an allowed chat: "typing" for a status, the answer
+    so far while it streams (the turn's status message, at once, edited at most every
+    TG_STREAM_EDIT_S, TG_EDIT_MIN_S in a group; a version over TG_MSG_MAX is left out:
+    the final one is split), the reply (held through an outage, never dropped; in a
+    group, a reply to the message; its first part in place of the status message)."""
     chat_id = msg.chat_id
     meta = msg.meta or {}
     reply_to = meta.get("message_id") if meta.get("group") else None
     st = bot.typing.get(chat_id)
+    if msg.kind == bus.PARTIAL:  # (UTF-8 bytes are never fewer than Telegram's UTF-16 units)
+        if st is not None and len(memoryview(msg.content)) <= limits.TG_MSG_MAX:
+            st.delay, st.every = 0, limits.TG_EDIT_MIN_S if meta.get("group") else limits.TG_STREAM_EDIT_S
+            st.say(msg.content)
+            if not st.lock.locked() and wifi.online():
+                async with st.lock:
+                    await st.update(_api(bot))
+        return
     if msg.kind == bus.STATUS:
         if st is not None:  # a step of the running turn: its progress message says it
             if "step" in meta:

@@ -27,6 +27,7 @@ class Status:
         # ms into the turn before the message shows: a slow turn's progress; 0 for
         # text that should show at once (an answer streaming in)
         self.delay = limits.TG_PROGRESS_AFTER_S * 1000
+        self.every = limits.TG_EDIT_MIN_S  # s between edits (less for an answer streaming in)
         self.text = "thinking\u2026"  # what it should say
         self.shown = None  # what it says
         self.message_id = None  # None: not sent (yet)
@@ -55,7 +56,7 @@ class Status:
         if api is None or not self.due():
             return
         text = self.text
-        wait = limits.TG_EDIT_MIN_S
+        wait = self.every
         try:
             if self.message_id is None:
                 p = {"chat_id": self.chat_id, "text": text}

@@ -33,10 +33,10 @@ class Anthropic(Provider):
         return [(b'{"name":"', n, b'","description":"', d, b'","input_schema":', s,
                  MARK if k == last else b"", b"}") for k, (n, d, s) in enumerate(specs)]
 
-    def body(self, system, messages, tools):
+    def body(self, system, messages, tools, stream=False):
         if self._head is None:  # the same for every call
             self._head = ('{"model":%s,"max_tokens":%d' % (dumps(self.model), self.max_tokens)).encode()
-        return (self._head,
+        return (self._head, b',"stream":true' if stream else b"",
                 (b',"system":[', system, b"]") if system else b"",
                 (b',"tools":[', tools, b"]") if tools else b"",
                 b',"messages":[', messages, b"]}")

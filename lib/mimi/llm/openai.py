@@ -72,11 +72,12 @@ class OpenAI(Provider):
         return [(b'{"type":"function","function":{"name":"', n, b'","description":"', d,
                  b'","parameters":', s, b"}}") for n, d, s in specs]
 
-    def body(self, system, messages, tools):
+    def body(self, system, messages, tools, stream=False):
         if self._ends is None:  # the same for every call
             self._ends = (('{"model":%s,"messages":[' % dumps(self.model)).encode(),
                           ('],"%s":%d' % (self.token_param(), self.max_tokens)).encode())
         return (self._ends[0], system, messages, self._ends[1],
+                b',"stream":true,"stream_options":{"include_usage":true}' if stream else b"",
                 (b',"tools":[', tools, b'],"tool_choice":"auto"') if tools else b"", b"}")
 
     def decode(self, data):
