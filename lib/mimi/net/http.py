@@ -25,15 +25,13 @@
 # The protocol is written once, as generators that yield I/O operations:
 #   (_W, data)  write all of data            -> None
 #   (_R, mv)    read at most len(mv) into mv -> count, 0 at EOF
-# Client runs them on non-blocking sockets with poll (agent thread, blocking);
+# Client (net/httpsync.py, loaded on first use of http.Client) runs them on
+# non-blocking sockets with poll (agent thread, blocking);
 # AsyncClient (net/asynchttp.py, loaded on first use of http.AsyncClient) runs them on
 # asyncio streams (event loop).
-import errno
 import gc
 import json
 import select
-import socket
-import time
 
 from mimi import limits, jsonutil, net
 from mimi.fs import decode
@@ -482,115 +480,13 @@ class _Base:
                 self._wrapped = False
 
 
-# ---- blocking client (agent thread) ----
-
-class Client(_Base):
-    _busy = None  # the Stream whose body is still on the connection
-
-    def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None):
-        """sink: as AsyncClient.request's (a streamed LLM answer)."""
-        deadline = self._begin(deadline_s)
-        if sink is not None:
-            return self._send(method, path, headers, body, deadline, _sunk, sink)[0]
-        return self._send(method, path, headers, body, deadline, _exchange,
-                          limits.HTTP_RESPONSE_MAX)[0]
-
-    def stream(self, *args, **kw):
-        """httpstream.stream(self, method, path, headers=None, body=None, deadline_s=None,
-        cap=None, redirects=0, idle_s=None): the response with its body still to read."""
-        from mimi.net import httpstream  # not loaded by the LLM path
-
-        return httpstream.stream(self, *args, **kw)
-
-    def _begin(self, deadline_s):
-        self._start()
-        if self._busy is not None:
-            self._busy.close()  # an unfinished stream: its connection goes
-        self._secs = self.timeout_s if deadline_s is None else deadline_s
-        return time.ticks_add(time.ticks_ms(), int(self._secs * 1000))
-
-    def _send(self, method, path, headers, body, deadline, proto, cap):
-        head, data = self._build(method, path, headers, body)
-        for attempt in (0, 1):
-            if self._sock is not None and self._stray(self._sock):
-                self.close()
-            reused = self._sock is not None
-            try:
-                if not reused:
-                    self._open(deadline)
-                res = self._run(proto(self._buf, head, data, method, cap), deadline)
-            except Exception as e:  # noqa: B902 - any failure leaves the socket unusable
-                if self._failed(e, attempt, reused):
-                    continue
-            if proto is not _response and not res[1]:  # (_response: a stream, still reading)
-                self.close()
-            return res
-
-    def _open(self, deadline):
-        tls = self._roots()
-        host, port = self._hop()
-        try:
-            ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
-        except OSError as e:
-            raise ConnectFailure("cannot resolve %s: %s" % (host, e))
-        try:
-            s = socket.socket(ai[0], socket.SOCK_STREAM)
-        except OSError as e:
-            raise ConnectFailure("cannot open a socket for %s:%d: %s" % (host, port, net.explain(e)))
-        self._sock = s
-        net.nodelay(s)
-        s.setblocking(False)
-        try:
-            s.connect(ai[-1])
-        except OSError as e:
-            if e.args[0] != errno.EINPROGRESS:
-                raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
-        if self._wait(select.POLLOUT, deadline) & (select.POLLERR | select.POLLHUP):
-            raise ConnectFailure("cannot connect to %s:%d (refused or unreachable)" % (host, port))
-        self.connects += 1
-        if self.proxy:
-            self._run(self._tunnel(), deadline)
-        if tls:
-            self._sock = self._wrap(tls, s)
-
-    def _wait(self, mask, deadline):
-        left = time.ticks_diff(deadline, time.ticks_ms())
-        if left > 0:
-            p = select.poll()
-            p.register(self._sock, mask)
-            ev = p.poll(left)
-            if ev:
-                return ev[0][1]
-        raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, self._secs))
-
-    def _run(self, gen, deadline):
-        s = self._sock
-        res = None
-        while True:
-            try:
-                op, arg = gen.send(res)
-            except StopIteration as e:
-                return e.value
-            res = None
-            if op == _W:
-                mv = memoryview(arg)
-                off = 0
-                while off < len(mv):
-                    n = s.write(mv[off:])
-                    if n is None:
-                        self._wait(select.POLLOUT, deadline)
-                    else:
-                        off += n
-            else:
-                while res is None:
-                    res = s.readinto(arg)
-                    if res is None:
-                        self._wait(select.POLLIN, deadline)
-
-
 def __getattr__(name):
-    # The asyncio client (Telegram, on the loop) lives in its own module: the agent's
-    # blocking path never loads it.
+    # Each client lives in its own module, loaded by its first use: the blocking one
+    # (the agent thread's) and the asyncio one (Telegram, Feishu, on the loop).
+    if name == "Client":
+        from mimi.net.httpsync import Client
+
+        return Client
     if name == "AsyncClient":
         from mimi.net.asynchttp import AsyncClient
 
