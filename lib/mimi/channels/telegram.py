@@ -27,8 +27,9 @@ class ApiError(Exception):
     def __init__(self, code, description, retry_after=None):
         super().__init__("%s %s" % (code, description))
         self.code = code
-        self.description = description or ""
-        self.retry_after = retry_after
+        self.description = description if isinstance(description, str) else ""
+        ok = isinstance(retry_after, (int, float)) and not isinstance(retry_after, bool)
+        self.retry_after = max(0, retry_after) if ok else None  # junk here stopped the poller
 
     @property
     def entities(self):
@@ -70,8 +71,9 @@ class Api:
             raise ApiError(r.status, "non-JSON answer (HTTP %d)" % r.status)
         if r.status == 200 and obj.get("ok"):
             return obj.get("result")
-        p = obj.get("parameters") or {}
-        raise ApiError(obj.get("error_code") or r.status, obj.get("description"), p.get("retry_after"))
+        p = obj.get("parameters")
+        raise ApiError(obj.get("error_code") or r.status, obj.get("description"),
+                       p.get("retry_after") if isinstance(p, dict) else None)
 
     def close(self):
         try:

@@ -99,9 +99,9 @@ def _done(u):
     else:
         try:
             upd = jsonutil.loads(memoryview(u.buf)[:u.size])
+            if not isinstance(upd["update_id"], int):  # uid stays what _update_id read
+                raise ValueError("update_id %r" % (upd["update_id"],))
             uid = upd["update_id"]
-            if not isinstance(uid, int):
-                raise ValueError("update_id %r" % (uid,))
             act = classify(u.bot, upd)
         except Exception as e:  # noqa: B902 - malformed JSON or fields, out of memory
             log.warning(TAG, "update %s skipped: %s %s", uid, type(e).__name__, e)
