@@ -145,7 +145,9 @@ def tables(n=None):
                "32-bit); largest block probed up to 64 KB "
                "(limits.HEAP_PROBE_MAX). TLS: mimi.net.tls.stats() at the end (the shared "
                "context; Telegram's fake Bot API is plain HTTP, so every TLS connection is "
-               "the LLM's: one per turn, kept alive for the turn's 4 calls).")
+               "the LLM's, kept alive for a turn's 4 calls; with a short heap (32-bit here) "
+               "the provider and its connection are dropped after each turn, so one handshake "
+               "a turn).")
     return [m, r]
 
 
