@@ -7,7 +7,7 @@ FLASH ?= 8M
 SECRETS ?= secrets.json
 TEST_ARGS ?=
 
-.PHONY: setup test lint run bench image bundle browser mp32 clean help flash deploy mpremote-config
+.PHONY: setup test lint run bench image bundle browser proxies mp32 clean help flash deploy mpremote-config
 
 help:
 	@echo "make test            run the whole test suite (sets itself up)"
@@ -29,7 +29,7 @@ $(STAMP): requirements.txt
 
 setup: $(STAMP)
 
-test: setup lint mp32 $(if $(wildcard /usr/bin/chromium),,browser)
+test: setup lint mp32 $(if $(wildcard /usr/bin/chromium),,browser) $(if $(and $(wildcard /usr/sbin/squid),$(wildcard /usr/sbin/danted)),,proxies)
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(TEST_ARGS)
 
 lint: setup
@@ -83,6 +83,16 @@ browser:
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
 	{ apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1; } || \
 	echo "browser: apt-get could not install chromium; the chat page browser test will be skipped"
+
+# The real proxies the proxy-authentication tests start (tests/fakes/realproxy.py).
+proxies:
+	@if [ -x /usr/sbin/squid ] && [ -x /usr/sbin/danted ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+		echo "proxies: squid or danted is missing and this is not root; the proxy authentication tests will be skipped (sudo apt-get install -y squid dante-server)"; exit 0; fi; \
+	echo "proxies: installing Debian squid and dante-server for the proxy authentication tests"; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q squid dante-server >/dev/null 2>&1 || \
+	{ apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q squid dante-server >/dev/null 2>&1; } || \
+	echo "proxies: apt-get could not install squid and dante-server; the proxy authentication tests will be skipped"
 
 clean:
 	rm -rf build .pytest_cache

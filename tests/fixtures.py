@@ -31,6 +31,22 @@ def fake_openai(llm_certs):
     svc.close()
 
 
+@pytest.fixture(scope="session")
+def real_proxies(tmp_path_factory):
+    """Real squid and Dante with username/password auth on 127.0.0.1 (tests/fakes/
+    realproxy.py): {"user", "password", "squid", "dante" (ports or None), "blocked",
+    "why": {name: why it is missing}}."""
+    import shutil
+    import tempfile
+    from fakes import realproxy
+
+    folder = tempfile.mkdtemp(prefix="mimi-proxies-")  # (pytest's are closed to squid's user)
+    px = realproxy.start(folder)
+    yield px.info()
+    px.stop()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 # --- fake Telegram Bot API (tests/fakes/telegram.py) ----------------------------
 @pytest.fixture
 def fake_telegram():

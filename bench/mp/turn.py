@@ -30,7 +30,9 @@ if not A.get("locked_vfs"):
     import vfs
 
     vfs.umount("/")
-    vfs.mount(vfs.VfsLfs2(board.FileBlockDev(board.host_path(A["image"]), _blocks)), "/")
+    from mimi.board.host_vfs import FileBlockDev
+
+    vfs.mount(vfs.VfsLfs2(FileBlockDev(board.host_path(A["image"]), _blocks)), "/")
     from mimi import unload
 
     unload("mimi.board.host_vfs")
@@ -102,6 +104,11 @@ def turns():
     from mimi.net import http
 
     config.cfg.load()
+    if "stream" in A:  # answers streamed (the default) or whole
+        config.cfg.set("stream", A["stream"])
+    # No loop here: what the agent puts on bus.outbound (the answer so far while it
+    # streams) is taken at once, as the dispatcher does, not kept in the queue.
+    bus.outbound.put = lambda msg: True
     seen = []
     run_turn = react.run_turn
 

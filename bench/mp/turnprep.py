@@ -25,7 +25,8 @@ def prepare(A, out, _seed):
     defaults.install()
     config.cfg.load()
     config.cfg.update({"provider": A["kind"], "api_key": A["api_key"], "api_base": A["base"],
-                       "model": "bench-model", "ws_token": "bench-turn-token"})
+                       "model": "bench-model", "ws_token": "bench-turn-token",
+                       "max_calls_hour": 0, "max_calls_day": 0})  # 1,000 turns: no spend cap
     w = A.get("workload")
     if w == "full":
         line = "The user likes short answers and lives in Lisbon; keep replies brief. "

@@ -1,6 +1,7 @@
 # Boot sequence and the runtime shape: defaults installed, settings loaded, the
 # agent thread started, then one asyncio loop for everything else (its tasks:
 # mimi/startup.py tasks()).
+import sys
 import asyncio
 import mimi
 from mimi import log
@@ -66,3 +67,6 @@ def main():
 
         watchdog.release()  # the REPL stays usable: nothing may reset it now
         asyncio.new_event_loop()
+        ledger = sys.modules.get("mimi.usage")
+        if ledger:  # what the usage ledger counted since its last save
+            ledger.tick(True)

@@ -12,6 +12,7 @@ from mimi import limits, channels
 # Message kinds on the outbound queue.
 REPLY = "reply"
 STATUS = "status"
+PARTIAL = "partial"  # an answer's text so far while it streams (the REPLY follows)
 
 # What a channel tells its sender when inbound.put() refused the message.
 BUSY = "Busy, try again shortly."

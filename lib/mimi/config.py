@@ -16,8 +16,8 @@ DEFAULT_MODEL = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini"}
 
 # key: (default, rule, secret). Rules (configrules.py): "str:N" text of at most N
 # characters; "int:LO:HI"; "choice:A,B"; "url" http(s) or empty; "ids:num" / "ids:open"
-# comma-separated chat ids (numbers / open_ids and chat_ids); "token" no spaces; and
-# one rule of each special kind.
+# comma-separated chat ids (numbers / open_ids and chat_ids); "token" no spaces; "bool"
+# on/off; and one rule of each special kind.
 SCHEMA = {
     "wifi_ssid": ("", "str:32", False),
     "wifi_pass": ("", "wifi_pass", True),
@@ -27,12 +27,15 @@ SCHEMA = {
     "api_key": ("", "token", True),
     "model": ("", "str:100", False),
     "api_base": ("", "url", False),
+    "stream": (True, "bool", False),  # answers shown as they come (off: servers that can't stream)
     "max_tokens": (limits.MAX_TOKENS_DEFAULT, "int:1:128000", False),
     "tavily_key": ("", "token", True),
     "search_key": ("", "token", True),
     "proxy_host": ("", "str:100", False),
     "proxy_port": (0, "int:0:65535", False),
     "proxy_type": ("http", "choice:http,socks5", False),
+    "proxy_user": ("", "str:100", False),  # empty: a proxy without authentication
+    "proxy_pass": ("", "str:100", True),
     "ws_port": (limits.WS_PORT, "int:0:65535", False),  # 0: any free port (tests)
     "ws_token": (None, "ws_token", True),  # None: generated at first boot; "" turns auth off
     "tz": ("+00:00", "tz", False),
@@ -49,6 +52,13 @@ SCHEMA = {
     "gpio_allow": ("1,2,4-18,21,38-42,47,48", "gpio", False),
     # what the file tools' files may take; 0: what the flash leaves (tools/files.py)
     "files_quota_kb": (0, "int:0:%d" % limits.FILES_QUOTA_MAX_KB, False),
+    # spend caps (mimi/usage.py): LLM calls in a local hour, a local day; tokens a day; 0 = off
+    "max_calls_hour": (limits.MAX_CALLS_HOUR, "int:0:1000000", False),
+    "max_calls_day": (limits.MAX_CALLS_DAY, "int:0:1000000", False),
+    "max_tokens_day": (0, "int:0:1000000000", False),
+    # USD per million tokens for usage()'s cost estimate; 0: the built-in table's price
+    "price_in": (0, "price", False),
+    "price_out": (0, "price", False),
     "ca_file": ("", "ca_file", False),  # PEM/DER roots trusted besides the shipped ones
 }
 

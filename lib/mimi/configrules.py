@@ -29,6 +29,17 @@ def _int(v, lo, hi):
     return v
 
 
+def _bool(v):
+    if isinstance(v, bool):
+        return v
+    w = str(v).strip().lower()
+    if w in ("1", "on", "true", "yes"):
+        return True
+    if w in ("0", "off", "false", "no"):
+        return False
+    raise ValueError("must be on or off (True or False)")
+
+
 def _choice(v, options):
     v = str(v).strip().lower()
     if v not in options:
@@ -146,6 +157,18 @@ def _ca_file(v):
     return v
 
 
+def _price(v):
+    try:
+        if isinstance(v, bool):
+            raise TypeError
+        v = float(v.strip() if isinstance(v, str) else v)
+    except (TypeError, ValueError):
+        raise ValueError("a price in USD per million tokens, e.g. 3 or 0.25")
+    if not 0 <= v <= 10000:
+        raise ValueError("between 0 and 10000 (USD per million tokens; 0: the built-in price)")
+    return int(v) if v == int(v) else v
+
+
 def _gpio(v):
     from mimi import gpio_policy
 
@@ -154,7 +177,7 @@ def _gpio(v):
 
 _PLAIN = {"url": _url, "tg_token": _tg_token, "feishu_app_id": _feishu_app_id, "tz": _tz,
           "wifi_pass": _wifi_pass, "ap_pass": _ap_pass, "token": _token, "gpio": _gpio,
-          "ws_token": _ws_token, "ca_file": _ca_file}
+          "ws_token": _ws_token, "ca_file": _ca_file, "price": _price, "bool": _bool}
 
 
 def value(key, v):

@@ -106,16 +106,18 @@ def encode(text):
 
 
 def write_atomic(path, data):
-    """Write all of `data` (str, checked by encode(), or bytes) to `path`; a power cut
-    leaves old or new. A failed write leaves no temporary file."""
-    if isinstance(data, str):
-        data = encode(data)
+    """Write all of `data` (str, checked by encode(), or bytes; or a list of them,
+    written one after the other) to `path`; a power cut leaves old or new. A failed
+    write leaves no temporary file."""
+    parts = data if isinstance(data, list) else [data]
+    parts = [encode(p) if isinstance(p, str) else p for p in parts]
     tmp = path + ".tmp"
     with lock:
         makedirs(parent(path))
         try:
             with open(tmp, "wb") as f:
-                f.write(data)
+                for p in parts:
+                    f.write(p)
             os.rename(tmp, path)
         except BaseException:  # a full flash, or a Ctrl-C: no temporary file stays
             remove(tmp)

@@ -37,12 +37,26 @@ LLM_RETRIES = const(3)
 LLM_BACKOFF_MAX_S = const(30)
 LLM_BACKOFF_BASE_S = const(1)  # first retry wait; doubles each retry up to the max
 LLM_ERROR_BODY_MAX = const(300)  # chars of an error body quoted in messages and logs
+SSE_LINE_MAX = const(32 * 1024)  # one event of a streamed answer (a server may send a whole
+# tool call in one: TOOL_ARGS_MAX, JSON-escaped, fits)
+STREAM_PARTIAL_MS = const(250)  # the text so far of a streamed answer goes out at most this often
+STREAM_PARTIAL_MAX = const(8 * 1024)  # ... while it is at most this long (each is a copy: the reply brings the rest)
 HTTP_RESPONSE_MAX = const(256 * 1024)
 HTTP_HEADER_MAX = const(8 * 1024)  # a whole response head (lines are read one by one)
 HTTP_SINK_MAX = const(64 * 1024 * 1024)  # a body handed to a sink piece by piece (Telegram's updates)
 HTTP_RECV_BUF = const(2048)  # per client: receive buffer (a longer header line is dropped)
 HTTP_PIECES_COLLECT = const(16 * 1024)  # a chunked body's pieces: gc.collect() this often
 HTTP_REDIRECTS = const(3)  # followed by httpstream.open_url (OTA downloads)
+
+# Usage ledger (mimi/usage.py, usagefile.py) and its caps' defaults (SPEC §5)
+USAGE_PATH = "/usage.jsonl"  # outside /spiffs: no file tool reaches it
+USAGE_DAYS = const(31)  # days kept in it
+USAGE_SAVE_MS = const(60 * 1000)  # written at most this often (and at a day's end, at shutdown)
+USAGE_LINE_MAX = const(2048)  # bytes of one day's line read back (its models); longer: skipped
+USAGE_MODELS_MAX = const(8)  # models counted apart in one day; more are added to "other"
+MAX_CALLS_HOUR = const(100)
+MAX_CALLS_DAY = const(1000)
+STATUS_DETAIL_MAX = const(60)  # chars of a progress status's detail (a tool's query, path...)
 
 # TLS (net/tls.py). What one more TLS connection needs in the C heap on the board:
 # mbedTLS's 16 KB input + 4 KB output record buffers (sdkconfig ASYMMETRIC_CONTENT_LEN)
@@ -150,7 +164,10 @@ TG_CONFLICT_MIN_S = const(5)  # 409 (another instance or a webhook): retried slo
 TG_CONFLICT_MAX_S = const(60)  # the wait doubling up to this
 TG_BAD_TOKEN_S = const(300)  # 401/404: token refused; re-checked this often or on change
 TG_RETRY_AFTER_MAX_S = const(300)  # a 429 retry_after is honoured up to this
-TG_TYPING_S = const(5)  # "typing" lasts ~5 s on Telegram: renewed this often
+TG_TYPING_S = const(4)  # "typing" lasts ~5 s on Telegram: renewed this often
+TG_PROGRESS_AFTER_S = const(10)  # a turn running this long shows a progress message (tgstatus.py)
+TG_EDIT_MIN_S = const(3)  # ... edited at most this often (Telegram's edit rate limits)
+TG_STREAM_EDIT_S = const(1)  # a streamed answer's message: edited at most this often (in a group TG_EDIT_MIN_S: 20 a minute there)
 TG_TYPING_MAX_S = const(300)  # typing stops after this even if no reply came
 TG_STRANGER_S = const(3600)  # a chat outside tg_allow is told its id once per this
 TG_STRANGERS_MAX = const(32)  # chats remembered for that

@@ -2,8 +2,8 @@
 # console.commands() and main.py put them in the REPL namespace (`from mimi.repl
 # import *`), and mpremote's shortcuts import them from here. Only their names stay
 # in RAM: a call loads the body (mimi/replcmds.py; ota_* from mimi/ota.py, heap_info
-# from mimi/heapinfo.py), runs it and drops the module again, so the commands cost
-# the heap nothing between calls.
+# from mimi/heapinfo.py, usage from mimi/usagereport.py), runs it and drops the module
+# again, so the commands cost the heap nothing between calls.
 import mimi
 
 # Names only (interned, no string objects in the heap): the bodies are elsewhere.
@@ -14,12 +14,13 @@ _NAMES = (
     "allow_chat", "set_feishu_creds", "allow_feishu", "feishu_send", "heap_info", "log_tail",
     "restart", "memory_read", "memory_write", "session_list", "session_clear", "skill_list",
     "skill_show", "skill_search", "tool_exec", "ota_update", "ota_firmware", "ota_status",
-    "ota_rollback", "cron_list", "heartbeat_trigger", "web_search")
+    "ota_rollback", "cron_list", "heartbeat_trigger", "web_search", "usage")
 
 
 def _command(name):
     def command(*args, **kw):
-        where = "ota otaboot staging" if name[:4] == "ota_" else "heapinfo" if name == "heap_info" else "replcmds"
+        where = "ota otaboot staging" if name[:4] == "ota_" else "heapinfo" if name == "heap_info" \
+            else "usagereport usagefile" if name == "usage" else "replcmds"
         return mimi.run(where, name, *args, **kw)
 
     return command

@@ -2,6 +2,7 @@
 # functions). mimi/repl.py puts their names in the REPL namespace and loads this
 # module only while one of them runs. Each prints its result for a person and
 # returns None, so the REPL shows nothing noisy.
+import sys
 from mimi import log, board, fs, limits, channels
 from mimi.config import cfg
 
@@ -73,12 +74,13 @@ def set_tavily_key(key):
     _set({"tavily_key": key})
 
 
-def set_proxy(host, port, type="http"):
-    _set({"proxy_host": host, "proxy_port": port, "proxy_type": type})
+def set_proxy(host, port, type="http", user="", password=""):
+    _set({"proxy_host": host, "proxy_port": port, "proxy_type": type, "proxy_user": user,
+          "proxy_pass": password})
 
 
 def clear_proxy():
-    _set({"proxy_host": "", "proxy_port": 0, "proxy_type": "http"})
+    _set({"proxy_host": "", "proxy_port": 0, "proxy_type": "http", "proxy_user": "", "proxy_pass": ""})
 
 
 def _allow(key, chat_id):
@@ -159,6 +161,9 @@ def restart():
     from mimi import safemode
 
     safemode.clear()  # a deliberate restart is not a crash: it also leaves safe mode
+    ledger = sys.modules.get("mimi.usage")
+    if ledger:  # what the usage ledger counted since its last save
+        ledger.tick(True)
     board.reset()
 
 
@@ -262,10 +267,11 @@ USAGE = (
     ("set_api_base(url)", "API base URL ('' = provider default)"),
     ("set_search_key(key)", "Brave Search key"),
     ("set_tavily_key(key)", "Tavily key"),
-    ("set_proxy(host, port, type)", "HTTP CONNECT or socks5 proxy"),
+    ("set_proxy(host, port, type, user, password)", "HTTP CONNECT or socks5 proxy (user: if it asks)"),
     ("clear_proxy()", "no proxy"),
     ("heap_info()", "memory left for a turn (heap, largest block, IDF RAM) and flash"),
     ("log_tail(n=20)", "recent log lines"),
+    ("usage()", "LLM calls, tokens, cache hits and cost: this hour, today, 7 days; the caps"),
     ("memory_read()", "show /spiffs/memory/MEMORY.md"),
     ("memory_write(text)", "replace MEMORY.md with text"),
     ("session_list()", "stored chat sessions and their sizes"),

@@ -52,10 +52,13 @@ class Reply:
     raw: bytes sent verbatim instead of a response (malformed-response tests).
     extra: bytes sent on the same connection 0.2 s after the reply (an unsolicited
     second response on a kept-alive connection).
+    stream: (seconds to wait, bytes) pairs sent as chunks, each after its wait (a
+    server-sent event stream); body is then ignored.
     """
 
     def __init__(self, status=200, body=b"", headers=None, chunked=False, chunks=3,
-                 delay=0, close=False, drop=False, raw=None, reason=None, trickle=0, extra=None):
+                 delay=0, close=False, drop=False, raw=None, reason=None, trickle=0, extra=None,
+                 stream=None):
         self.status = status
         self.reason = reason
         if isinstance(body, str):
@@ -74,6 +77,7 @@ class Reply:
         self.drop = drop
         self.raw = raw
         self.extra = extra
+        self.stream = stream
 
 
 _REASONS = {200: "OK", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
@@ -247,7 +251,7 @@ class Server(_Base):
             return False
         lines = ["HTTP/1.1 %d %s" % (r.status, r.reason or _REASONS.get(r.status, "Status"))]
         headers = dict(r.headers)
-        if r.chunked:
+        if r.chunked or r.stream is not None:
             headers["Transfer-Encoding"] = "chunked"
         else:
             headers.setdefault("Content-Length", str(len(r.body)))
@@ -255,7 +259,13 @@ class Server(_Base):
             headers["Connection"] = "close"
         lines += ["%s: %s" % kv for kv in headers.items()]
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        if r.chunked:
+        if r.stream is not None:
+            for wait, piece in r.stream:
+                if wait:
+                    time.sleep(wait)
+                sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+            sock.sendall(b"0\r\n\r\n")
+        elif r.chunked:
             size = max(1, -(-len(r.body) // max(1, r.chunks)))
             for i in range(0, len(r.body), size):
                 piece = r.body[i:i + size]

@@ -15,12 +15,25 @@ Script items (JSON dicts, so MicroPython tests can send them over HTTP):
   {"delay_s": 3, ...}       wait before answering (past a client deadline)
   {"stop": "max_tokens"}    stop_reason / finish_reason override
   {"usage": {...}}          usage override
+A request with "stream": true is answered with server-sent events in the API's own
+format (Anthropic: message_start, content_block_start/delta/stop with text_delta and
+input_json_delta, ping, message_delta with usage, message_stop; OpenAI: chunks with
+choices[].delta content and tool_calls by index, finish_reason, the usage chunk when
+stream_options.include_usage, data: [DONE]). The text goes out a word (a "token") an
+event, tool arguments in a few pieces, at `pace` tokens/s (0: at once); a plain
+(not streamed) answer then comes after the time those tokens would take. For those:
+  {"pace": 50, ...}         this reply's pace (else the fake's, see /_config)
+  {"stream_error": {"type": "overloaded_error", "message": ".."}, "error_after": 3}
+                            an error event after that many tokens, then the end
+  {"plain": true, ...}      answer a streaming request with plain JSON (a server that
+                            does not stream)
 With an empty queue the fake answers "Echo: <last user text>".
 
 Control endpoints on every listener of the fake (HTTP and HTTPS):
   POST /_script   body: a script item or a list of them -> appended to the queue
   POST /_reset    clears queue, requests, violations and counters
-  POST /_config   {"api_key": .., "token_param": "max_tokens"|"max_completion_tokens"|None}
+  POST /_config   {"api_key": .., "token_param": "max_tokens"|"max_completion_tokens"|None,
+                   "pace": tokens/s of streamed answers (0: at once)}
   GET  /_requests {"requests": [...], "violations": [...], "handshakes": n,
                    "connections": n (both of the HTTPS listener), "queued": n}; ?bodies=0 leaves request bodies
                    out, ?last=N keeps only the last N requests. A request record is
@@ -47,6 +60,7 @@ class FakeLLM:
         self.lock = threading.Lock()
         self.api_key = api_key
         self.token_param = None  # None: either is accepted (but not both)
+        self.pace = 0  # tokens/s of a streamed answer (0: at once)
         self.reset()
 
     # --- control -----------------------------------------------------------
@@ -73,6 +87,8 @@ class FakeLLM:
                 self.api_key = kw["api_key"]
             if "token_param" in kw:
                 self.token_param = kw["token_param"]
+            if "pace" in kw:
+                self.pace = kw["pace"] or 0
 
     def snapshot(self, bodies=True, last=None):
         with self.lock:
@@ -167,8 +183,19 @@ class FakeLLM:
             out = self.error(item["status"], item.get("message"), item.get("type"))
             if item.get("retry_after") is not None:
                 out["headers"].append(("Retry-After", str(item["retry_after"])))
+        elif req.get("stream") and not item.get("plain"):
+            msg = self.success(req, item, seq)
+            pace = item.get("pace", self.pace)
+            events = self.events(req, msg, item)
+            out = {"status": 200, "headers": [("Content-Type", self.SSE_TYPE)], "body": b"",
+                   "stream": [(1.0 / pace if pace and tok else 0, data) for tok, data in events]}
         else:
             out = _json(200, self.success(req, item, seq))
+            pace = item.get("pace", self.pace)
+            if pace and item.get("status", 200) == 200 and "raw" not in item:
+                # a model that does not stream takes as long to write the answer
+                n = len(_tokens(item.get("text"))) + 3 * len(item.get("tool_calls") or ())
+                out["delay_s"] = n / pace
         for k in ("delay_s", "truncate", "chunked"):
             if item.get(k):
                 out[k] = item[k]
@@ -244,8 +271,8 @@ class FakeAnthropic(FakeLLM):
         mt = b.get("max_tokens")
         if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
             p.append("max_tokens: Field required (positive integer)")
-        if b.get("stream"):
-            p.append("stream: this client must not stream")
+        if "stream" in b and not isinstance(b["stream"], bool):
+            p.append("stream: Input should be a valid boolean")
         cache_marks = 0
         system = b.get("system")
         if system is not None:
@@ -407,6 +434,48 @@ class FakeAnthropic(FakeLLM):
                 "stop_sequence": None, "usage": usage}
 
 
+    SSE_TYPE = "text/event-stream; charset=utf-8"
+
+    def events(self, req, msg, item):
+        """-> [(is a token, SSE bytes)]: the message as Anthropic streams it."""
+        out = []
+
+        def ev(kind, data, tok=False):
+            data = dict({"type": kind}, **data)
+            out.append((tok, ("event: %s\ndata: %s\n\n" % (kind, json.dumps(data))).encode()))
+
+        usage = dict(msg["usage"])
+        start = dict(msg, content=[], stop_reason=None, usage=dict(usage, output_tokens=1))
+        ev("message_start", {"message": start})
+        err, after, sent = item.get("stream_error"), item.get("error_after", 0), 0
+        for i, blk in enumerate(msg["content"]):
+            if blk["type"] == "text":
+                ev("content_block_start", {"index": i, "content_block": {"type": "text", "text": ""}})
+                if i == 0:
+                    ev("ping", {})
+                for t in _tokens(blk["text"]):
+                    if err and sent >= after:
+                        break
+                    ev("content_block_delta", {"index": i, "delta": {"type": "text_delta", "text": t}}, True)
+                    sent += 1
+            else:
+                ev("content_block_start", {"index": i, "content_block": dict(blk, input={})})
+                for piece in _pieces(json.dumps(blk["input"])):
+                    ev("content_block_delta", {"index": i, "delta": {"type": "input_json_delta",
+                                                                     "partial_json": piece}}, True)
+            if err and sent >= after:
+                ev("error", {"error": err})
+                return out
+            ev("content_block_stop", {"index": i})
+        if err:
+            ev("error", {"error": err})
+            return out
+        ev("message_delta", {"delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
+                             "usage": {"output_tokens": usage["output_tokens"]}})
+        ev("message_stop", {})
+        return out
+
+
 class FakeOpenAI(FakeLLM):
     kind = "openai"
     path = "/v1/chat/completions"
@@ -456,8 +525,10 @@ class FakeOpenAI(FakeLLM):
                 p.append("Unrecognized request argument supplied: %s" % k)
         if not isinstance(b.get("model"), str) or not b.get("model"):
             p.append("you must provide a model parameter")
-        if b.get("stream"):
-            p.append("stream: this client must not stream")
+        if "stream" in b and not isinstance(b["stream"], bool):
+            p.append("stream: must be a boolean")
+        if "stream_options" in b and not b.get("stream"):
+            p.append("The 'stream_options' parameter is only allowed when 'stream' is enabled.")
         has_mt, has_mct = "max_tokens" in b, "max_completion_tokens" in b
         if has_mt and has_mct:
             p.append("max_tokens and max_completion_tokens cannot both be set")
@@ -579,6 +650,11 @@ class FakeOpenAI(FakeLLM):
             p.append("tool_call_ids without tool messages: %s" % ", ".join(pending))
         return p
 
+    SSE_TYPE = "text/event-stream"
+
+    def events(self, req, full, item):
+        return _openai_events(req, full, item)
+
     def success(self, req, item, seq):
         calls = item.get("tool_calls") or []
         msg = {"role": "assistant", "content": item.get("text"), "refusal": None}
@@ -600,6 +676,52 @@ class FakeOpenAI(FakeLLM):
                 "choices": [{"index": 0, "message": msg, "logprobs": None,
                              "finish_reason": stop}],
                 "usage": usage, "system_fingerprint": "fp_fake"}
+
+
+def _openai_events(req, full, item):
+    """-> [(is a token, SSE bytes)]: a chat.completion as OpenAI streams it."""
+    out = []
+    base = {"id": full["id"], "object": "chat.completion.chunk", "created": full["created"],
+            "model": full["model"], "system_fingerprint": full["system_fingerprint"]}
+
+    def chunk(delta, finish=None, tok=False):
+        c = dict(base, choices=[{"index": 0, "delta": delta, "logprobs": None,
+                                 "finish_reason": finish}])
+        out.append((tok, ("data: %s\n\n" % json.dumps(c)).encode()))
+
+    msg = full["choices"][0]["message"]
+    chunk({"role": "assistant", "content": "", "refusal": None})
+    err, after = item.get("stream_error"), item.get("error_after", 0)
+    for n, t in enumerate(_tokens(msg.get("content"))):
+        if err and n >= after:
+            break
+        chunk({"content": t}, tok=True)
+    if err:
+        out.append((False, ("data: %s\n\n" % json.dumps({"error": err})).encode()))
+        return out
+    for k, tc in enumerate(msg.get("tool_calls") or ()):
+        f = tc["function"]
+        chunk({"tool_calls": [{"index": k, "id": tc["id"], "type": "function",
+                               "function": {"name": f["name"], "arguments": ""}}]})
+        for piece in _pieces(f["arguments"]):
+            chunk({"tool_calls": [{"index": k, "function": {"arguments": piece}}]}, tok=True)
+    chunk({}, full["choices"][0]["finish_reason"])
+    if (req.get("stream_options") or {}).get("include_usage"):
+        out.append((False, ("data: %s\n\n" % json.dumps(dict(base, choices=[], usage=full["usage"]))).encode()))
+    out.append((False, b"data: [DONE]\n\n"))
+    return out
+
+
+def _tokens(text):
+    """A text as the pieces a streamed answer sends it in: a word (with the spaces
+    after it) each."""
+    return re.findall(r"\s*\S+\s*|\s+", text or "")
+
+
+def _pieces(s, n=3):
+    """A tool call's JSON arguments in about n pieces (as the APIs stream them)."""
+    size = max(1, -(-len(s) // n))
+    return [s[i:i + size] for i in range(0, len(s), size)] or [""]
 
 
 def _check_cache(blk, where):
@@ -644,7 +766,7 @@ def _reply(out):
         return httpserver.Reply(raw=head.encode("latin-1") + body[: len(body) // 2],
                                 delay=out.get("delay_s", 0))
     return httpserver.Reply(out["status"], out["body"], headers, chunked=bool(out.get("chunked")),
-                            delay=out.get("delay_s", 0))
+                            delay=out.get("delay_s", 0), stream=out.get("stream"))
 
 
 class Service(dict):

@@ -5,7 +5,10 @@ confirming updates, `limit`, `allowed_updates`; a second getUpdates ends a waiti
 one with 409 as Telegram does), sendMessage (parse_mode HTML checked like Telegram:
 unknown or unbalanced tags -> 400 "Bad Request: can't parse entities: ...", text over
 4096 UTF-16 units after entity parsing -> 400 "Bad Request: message is too long") and
-sendChatAction. Everything the bot sends is recorded.
+sendChatAction, editMessageText (the bot's own messages: text checked like sendMessage;
+400 "message is not modified" for the same text, "message to edit not found") and
+deleteMessage. Everything the bot sends is recorded; an edit changes the recorded
+message ("edits" counts them) and a deletion marks it "deleted".
 
 Scripting, in-process (tests) or over HTTP (MicroPython tests, the simulator):
   POST /_control/update  one or a list of update specs -> {"update_ids": [...]}
@@ -23,7 +26,7 @@ Scripting, in-process (tests) or over HTTP (MicroPython tests, the simulator):
                           to a getUpdates with an older offset, as if a bot lost its offset)}
   POST /_control/reset
   GET  /_control/state   {"sent", "actions", "calls", "pending", "offset",
-                          "violations", "connections"}
+                          "violations", "connections", "edits", "deleted"}
 JSON goes out with ensure_ascii (emoji as "\\ud83d\\ude00" surrogate pairs) unless
 configured otherwise, which is legal JSON that MicroPython's json decodes badly.
 """
@@ -222,6 +225,8 @@ class FakeTelegram:
             self.offset = 0
             self.allowed = None
             self.sent = []
+            self.edits = []  # {"chat_id", "message_id", "text", "parse_mode", "t"} per edit
+            self.deleted = []  # (chat_id, message_id) in order
             self.actions = []
             self.calls = []
             self.violations = []
@@ -327,7 +332,8 @@ class FakeTelegram:
             return json.loads(json.dumps({
                 "sent": self.sent, "actions": self.actions, "calls": self.calls,
                 "pending": [u["update_id"] for u in self.updates], "offset": self.offset,
-                "violations": self.violations, "connections": self.connections}))
+                "violations": self.violations, "connections": self.connections,
+                "edits": self.edits, "deleted": self.deleted}))
 
     def wait(self, pred, timeout=30.0):
         """Block until pred(state) is true (a guard against hangs, not a timing check)."""
@@ -462,30 +468,96 @@ class FakeTelegram:
             return None, _err(400, "Bad Request: chat not found")
         return cid, None
 
+    def _text(self, p, method):
+        """(text, parse_mode, visible text, entities), or the error answer, of a message's
+        text as Telegram checks it."""
+        text = p.get("text")
+        if not isinstance(text, str) or not text.strip():
+            return _err(400, "Bad Request: message text is empty")
+        mode = p.get("parse_mode") or None
+        if mode not in (None, "HTML", "MarkdownV2", "Markdown"):
+            return _err(400, "Bad Request: unsupported parse_mode")
+        entities = []
+        visible = text
+        if mode == "HTML":
+            try:
+                visible, entities = parse_html(text)
+            except EntityError as e:
+                return _err(400, "Bad Request: can't parse entities: %s" % e)
+        elif mode:
+            self.violations.append("%s: parse_mode %s used (expected HTML)" % (method, mode))
+        if u16len(visible) > MAX_LEN:
+            return _err(400, "Bad Request: message is too long")
+        if not visible.strip():
+            return _err(400, "Bad Request: text must be non-empty")
+        return text, mode, visible, entities
+
+    def _message(self, cid, mid, date, visible, entities, **more):
+        """The Message object Telegram returns for one of the bot's messages."""
+        msg = {"message_id": mid, "date": date,
+               "from": {"id": BOT_ID, "is_bot": True, "first_name": "Mimi",
+                        "username": self.username},
+               "chat": self.chats[cid], "text": visible}
+        msg.update(more)
+        if entities:
+            msg["entities"] = entities
+        return msg
+
+    def _sent(self, cid, p):
+        """The bot's recorded message p["message_id"] in chat cid, or None."""
+        try:
+            mid = int(p.get("message_id"))
+        except (TypeError, ValueError):
+            return None
+        for m in self.sent:
+            if m["chat_id"] == cid and m["message_id"] == mid and not m.get("deleted"):
+                return m
+        return None
+
+    def api_editMessageText(self, p):
+        with self.cond:
+            cid, err = self._chat(p, "editMessageText")
+            if err:
+                return err
+            m = self._sent(cid, p)
+            if m is None:
+                return _err(400, "Bad Request: message to edit not found")
+            checked = self._text(p, "editMessageText")
+            if len(checked) == 2:
+                return checked
+            text, mode, visible, entities = checked
+            if visible == m["visible"] and entities == m["entities"]:
+                return _err(400, "Bad Request: message is not modified: specified new message "
+                                 "content and reply markup are exactly the same as a current "
+                                 "content and reply markup of the message")
+            m.update(text=text, visible=visible, parse_mode=mode, entities=entities,
+                     edited=m.get("edited", 0) + 1)
+            self.edits.append({"chat_id": cid, "message_id": m["message_id"], "text": text,
+                               "parse_mode": mode, "t": time.time()})
+            return _ok(self._message(cid, m["message_id"], int(m["t"]), visible, entities,
+                                     edit_date=int(time.time())))
+
+    def api_deleteMessage(self, p):
+        with self.cond:
+            cid, err = self._chat(p, "deleteMessage")
+            if err:
+                return err
+            m = self._sent(cid, p)
+            if m is None:
+                return _err(400, "Bad Request: message to delete not found")
+            m["deleted"] = True
+            self.deleted.append([cid, m["message_id"]])
+            return _ok(True)
+
     def api_sendMessage(self, p):
         with self.cond:
             cid, err = self._chat(p, "sendMessage")
             if err:
                 return err
-            text = p.get("text")
-            if not isinstance(text, str) or not text.strip():
-                return _err(400, "Bad Request: message text is empty")
-            mode = p.get("parse_mode") or None
-            if mode not in (None, "HTML", "MarkdownV2", "Markdown"):
-                return _err(400, "Bad Request: unsupported parse_mode")
-            entities = []
-            visible = text
-            if mode == "HTML":
-                try:
-                    visible, entities = parse_html(text)
-                except EntityError as e:
-                    return _err(400, "Bad Request: can't parse entities: %s" % e)
-            elif mode:
-                self.violations.append("sendMessage: parse_mode %s used (expected HTML)" % mode)
-            if u16len(visible) > MAX_LEN:
-                return _err(400, "Bad Request: message is too long")
-            if not visible.strip():
-                return _err(400, "Bad Request: text must be non-empty")
+            checked = self._text(p, "sendMessage")
+            if len(checked) == 2:
+                return checked
+            text, mode, visible, entities = checked
             mid = self._message_id(cid)
             self.sent.append({"chat_id": cid, "text": text, "visible": visible,
                               "parse_mode": mode, "message_id": mid, "entities": entities,
@@ -493,13 +565,7 @@ class FakeTelegram:
                               if isinstance(p.get("reply_parameters"), dict)
                               else p.get("reply_to_message_id"),
                               "t": time.time()})
-            msg = {"message_id": mid, "date": int(time.time()),
-                   "from": {"id": BOT_ID, "is_bot": True, "first_name": "Mimi",
-                            "username": self.username},
-                   "chat": self.chats[cid], "text": visible}
-            if entities:
-                msg["entities"] = entities
-            return _ok(msg)
+            return _ok(self._message(cid, mid, int(time.time()), visible, entities))
 
     def api_sendChatAction(self, p):
         with self.cond:

@@ -20,6 +20,7 @@ NAMES = ("telegram", "websocket", "feishu", "system")
 PREFIXES = ("tg", "ws", "feishu", "sys")
 # The table, and each channel's own code (its module and the modules only it uses).
 OWN = {"channels/__init__.py", "channels/telegram.py", "channels/tgsend.py", "channels/tgformat.py",
+       "channels/tgstatus.py",
        "channels/sending.py",
        "channels/websocket.py", "channels/wsconn.py", "channels/chatpage.py",
        "channels/feishu.py", "channels/feishupb.py", "channels/feishufmt.py", "channels/feishurepl.py"}

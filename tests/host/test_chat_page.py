@@ -96,7 +96,8 @@ def page_ws(devtools_url):
 
 
 def test_chat_page_in_chromium(tmp_path, browser, fake_anthropic):
-    fake_anthropic.script({"text": EVIL})
+    fake_anthropic.script({"text": "", "tool_calls": [
+        {"name": "read_file", "input": {"path": "/spiffs/config/SOUL.md"}}]}, {"text": EVIL})
     with Sim.start(tmp_path, "ws_port=0", "ws_token=" + TOKEN,
                    *llm_settings(fake_anthropic)) as sim:
         async def go():
@@ -120,10 +121,18 @@ def test_chat_page_in_chromium(tmp_path, browser, fake_anthropic):
                 mine = await page.eval("document.querySelector('.m.u').textContent")
                 statuses = await page.eval("window.__st")
                 pwned = await page.eval("window.__pwned === 1 || !!document.querySelector('#log img')")
-                return reply, mine, statuses, pwned
+                # /usage asks the board for its ledger instead of sending a message
+                await page.eval("""document.getElementById('t').value = '/usage';
+                    document.getElementById('f').requestSubmit(); true""")
+                usage = await page.until(
+                    "(() => { const a = document.querySelectorAll('.m.a');"
+                    " const t = a[a.length - 1].textContent; return t.startsWith('LLM usage') ? t : null })()")
+                return reply, mine, statuses, pwned, usage
 
-        reply, mine, statuses, pwned = asyncio.run(go())
+        reply, mine, statuses, pwned, usage = asyncio.run(go())
     assert mine == "hello from chromium"
     assert any("working" in s for s in statuses), statuses
+    assert "MimiClaw is working: read_file \u2013 /spiffs/config/SOUL.md\u2026" in statuses, statuses
+    assert "today " in usage and ": 2 calls" in usage and len(fake_anthropic.requests) == 2
     assert reply == EVIL  # shown as text, exactly
     assert not pwned

@@ -25,7 +25,7 @@ async def converse(port, token, fake, chat_id="cronchat"):
                                   "chat_id": chat_id}))
         while len([f for f in frames if f["type"] == "response"]) < 2:
             frame = json.loads(await asyncio.wait_for(ws.recv(), 60))
-            assert frame["type"] in ("status", "response"), frame
+            assert frame["type"] in ("status", "partial", "response"), frame
             frames.append(frame)
     return at, [f for f in frames if f["type"] == "response"]
 

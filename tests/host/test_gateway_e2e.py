@@ -56,8 +56,9 @@ async def recv_json(ws, timeout=60):
     return json.loads(await asyncio.wait_for(ws.recv(), timeout))
 
 
-async def ask(ws, text, chat_id=None):
-    """Send one message; -> (statuses seen, the response frame)."""
+async def ask(ws, text, chat_id=None, partials=None):
+    """Send one message; -> (statuses seen, the response frame); the partial frames'
+    contents go to the list `partials`."""
     msg = {"type": "message", "content": text}
     if chat_id:
         msg["chat_id"] = chat_id
@@ -67,6 +68,11 @@ async def ask(ws, text, chat_id=None):
         f = await recv_json(ws)
         if f["type"] == "status":
             statuses.append(f["content"])
+            continue
+        if f["type"] == "partial":
+            assert f["chat_id"] == (chat_id or f["chat_id"]), f
+            if partials is not None:
+                partials.append(f["content"])
             continue
         return statuses, f
 
@@ -221,6 +227,24 @@ def test_message_gets_working_status_and_response(sim, fresh):
     assert reqs[-1]["body"]["messages"][0] == {"role": "user", "content": "hi there"}
 
 
+def test_answer_streams_as_partial_frames(sim, fresh):
+    """The answer so far while the model writes it (~20 tokens/s here), then the
+    response; the partials coalesced, never one frame per token."""
+    words = " ".join("word%d" % i for i in range(30))
+    fresh.script({"text": words, "pace": 20})
+
+    async def go():
+        async with authed(sim) as ws:
+            parts = []
+            statuses, f = await ask(ws, "stream it", chat_id="e2e_stream", partials=parts)
+            assert statuses == ["working"] and f["content"] == words, f
+            assert parts and len(parts) < 30, parts  # coalesced: never one per token
+            assert all(words.startswith(p) for p in parts) and parts == sorted(parts, key=len)
+
+    asyncio.run(go())
+    assert fresh.requests[-1]["body"]["stream"] is True and fresh.violations == []
+
+
 def test_chat_tool_one_shot(sim, fresh):
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "chat"), "--url", sim.url,
                         "--token", TOKEN, "--chat-id", "cli_test", "--message", "ping me"],
@@ -268,7 +292,7 @@ def test_burst_beyond_the_queue_gets_busy_answers(sim, fresh):
                 elif f["type"] == "error":
                     assert f["content"] == "Busy, try again shortly.", f
                     busy.append(f)
-                else:
+                elif f["type"] != "partial":  # (an answer shown while it streams)
                     assert f == {"type": "status", "content": "working", "chat_id": "burst"}
             return responses, busy
 

@@ -1,6 +1,7 @@
 """Telegram end to end: the simulator (tools/sim) + fake Telegram Bot API + fake LLM.
 The chat goes through the poller, the agent thread, the dispatcher and back."""
 import subprocess
+import time
 
 from conftest import ROOT, micropython_bin
 from simproc import Sim, llm_settings
@@ -18,8 +19,11 @@ def sent_to(st, chat):
     return [m for m in st["sent"] if m["chat_id"] == chat]
 
 
-def n_sent(tg, chat, n):
-    return tg.wait(lambda s: len(sent_to(s, chat)) >= n, 90)
+def n_sent(tg, chat, n, shows=None):
+    """Once chat has n messages (the n-th showing `shows`: a streamed answer is shown
+    unfinished first, then edited into the final text)."""
+    return tg.wait(lambda s: len(sent_to(s, chat)) >= n and (
+        shows is None or sent_to(s, chat)[n - 1]["visible"] == shows), 90)
 
 
 def test_telegram_chat_end_to_end(tmp_path, fake_telegram, fake_anthropic):
@@ -31,7 +35,7 @@ def test_telegram_chat_end_to_end(tmp_path, fake_telegram, fake_anthropic):
         # emoji as an escaped surrogate pair: it must arrive as one character)
         llm.script({"text": "Hello **there** \u4e2d <&> \U0001F600"})
         tg.update(chat_id=ALLOWED, text="hi \U0001F600")
-        st = n_sent(tg, ALLOWED, 1)
+        st = n_sent(tg, ALLOWED, 1, "Hello there \u4e2d <&> \U0001F600")
         m = sent_to(st, ALLOWED)[0]
         assert m["parse_mode"] == "HTML" and m["visible"] == "Hello there \u4e2d <&> \U0001F600", m
         assert st["actions"] and st["actions"][0]["chat_id"] == ALLOWED
@@ -57,13 +61,14 @@ def test_telegram_chat_end_to_end(tmp_path, fake_telegram, fake_anthropic):
         assert sum(len(p["visible"]) for p in parts) > 9000
 
         # 4. Telegram refuses the entities once: the same part goes out as plain text, once
-        tg.fail("sendMessage", 400, if_parse_mode=True)
+        # (the answer streamed: the message showing it so far is edited into the final)
+        tg.fail("editMessageText", 400, if_parse_mode=True)
         llm.script({"text": "**formatted** answer"})
         tg.update(chat_id=ALLOWED, text="format")
-        st = n_sent(tg, ALLOWED, 5)
+        st = n_sent(tg, ALLOWED, 5, "formatted answer")
         m = sent_to(st, ALLOWED)[4]
         assert m["parse_mode"] is None and m["text"] == "formatted answer"
-        refused = [c for c in st["calls"] if c["method"] == "sendMessage"
+        refused = [c for c in st["calls"] if c["method"] == "editMessageText"
                    and c["params"].get("parse_mode") and "formatted" in c["params"]["text"]]
         assert len(refused) == 1
 
@@ -72,8 +77,7 @@ def test_telegram_chat_end_to_end(tmp_path, fake_telegram, fake_anthropic):
         tg.fail("getUpdates", 409)
         llm.script({"text": "still here"})
         tg.update(chat_id=ALLOWED, text="are you there?")
-        st = n_sent(tg, ALLOWED, 6)
-        assert sent_to(st, ALLOWED)[5]["visible"] == "still here"
+        st = n_sent(tg, ALLOWED, 6, "still here")
         assert "409 Conflict" in sim.output()
 
         # 6. /reset clears the session: the next turn's history starts over
@@ -82,7 +86,7 @@ def test_telegram_chat_end_to_end(tmp_path, fake_telegram, fake_anthropic):
         assert "cleared" in sent_to(st, ALLOWED)[6]["visible"].lower()
         llm.script({"text": "fresh"})
         tg.update(chat_id=ALLOWED, text="who am I?")
-        n_sent(tg, ALLOWED, 8)
+        n_sent(tg, ALLOWED, 8, "fresh")
         msgs = llm.requests[-1]["body"]["messages"]
         assert len(msgs) == 1, msgs
     # the session file on the flash image holds only the turn after /reset
@@ -103,9 +107,25 @@ def test_telegram_chat_end_to_end(tmp_path, fake_telegram, fake_anthropic):
         sim.wait_for(r"tg: .*polling")
         llm.script({"text": "after restart"})
         tg.update(chat_id=ALLOWED, text="back?")
-        st = n_sent(tg, ALLOWED, 9)
-        assert sent_to(st, ALLOWED)[-1]["visible"] == "after restart"
+        st = n_sent(tg, ALLOWED, 9, "after restart")
         assert len(st["sent"]) == sent_before + 1
         assert len(llm.requests) == calls_before + 1
         polls = [c for c in st["calls"] if c["method"] == "getUpdates"]
         assert all(int(c["params"].get("offset", 0)) > 0 for c in polls[-2:])
+
+        # 8. a streamed answer (~10 tokens/s): one message, shown as plain text while it
+        # grows and edited at most once a second, then the formatted final version
+        words = " ".join("w%d" % i for i in range(30))
+        llm.script({"text": words + " **done**", "pace": 10})
+        t0 = time.time()
+        tg.update(chat_id=ALLOWED, text="stream")
+        st = tg.wait(lambda s: any(m["visible"] == words + " done" for m in sent_to(s, ALLOWED)), 90)
+        m = sent_to(st, ALLOWED)[-1]
+        assert len(st["sent"]) == sent_before + 2 and m["parse_mode"] == "HTML", m
+        first = [c["params"]["text"] for c in st["calls"] if c["method"] == "sendMessage"][-1]
+        edits = [e for e in st["edits"] if e["message_id"] == m["message_id"]]
+        shown = [first] + [e["text"] for e in edits[:-1]]  # plain text while it streamed
+        assert first != m["visible"] and all(words.startswith(v) for v in shown), shown
+        assert edits[-1]["parse_mode"] == "HTML" and all(not e["parse_mode"] for e in edits[:-1])
+        # a message and its edits, at most one a second (+ the final): never one per token
+        assert 1 <= len(edits) <= 2 + (time.time() - t0), shown

@@ -64,6 +64,7 @@ def test_bad_values_refused_with_reason():
         ("proxy_type", "socks4", "http, socks5"),
         ("model", "x" * 101, "at most"),
         ("wifi_ssid", "a\nb", "control"),
+        ("stream", "maybe", "on or off"),
     ]
     for key, value, words in cases:
         e = raises(ValueError, c.set, key, value)
@@ -91,6 +92,11 @@ def test_normalisation():
     assert c.get("api_base") == "http://192.168.1.5:11434"
     c.set("provider", "OpenAI")
     assert c.get("provider") == "openai"
+    assert c.get("stream") is True
+    c.set("stream", "off")
+    assert c.get("stream") is False and fresh().get("stream") is False
+    c.set("stream", 1)
+    assert c.get("stream") is True
 
 
 def test_secrets_masked():
@@ -156,7 +162,7 @@ def test_repl_functions():
     with Capture() as out:
         repl.set_api_key("sk-1234567890abcdef")
         repl.set_model_provider("openai")
-        repl.set_proxy("10.0.0.2", "3128")
+        repl.set_proxy("10.0.0.2", "3128", "http", "ann", "proxy-secret")
         repl.allow_chat(12345)
         repl.allow_chat("12345")
         repl.allow_chat(-1001)
@@ -171,12 +177,15 @@ def test_repl_functions():
     assert "Error: provider: must be one of" in t
     c = fresh()
     assert c.get("provider") == "openai" and c.get("proxy_port") == 3128
+    assert (c.get("proxy_user"), c.get("proxy_pass")) == ("ann", "proxy-secret")
+    assert "proxy-secret" not in t
     assert c.get("tg_allow") == "12345,-1001"
     with Capture() as out:
         repl.clear_proxy()
         repl.config_reset()
         repl.help()
     assert fresh().get("proxy_host") == "" and fresh().get("provider") == "anthropic"
+    assert fresh().get("proxy_pass") == ""
     assert "set_wifi(ssid, password)" in out.text
 
 

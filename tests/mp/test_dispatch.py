@@ -78,3 +78,20 @@ def test_lane_overflow_drops_status_first():
     lane.push(bus.Msg("telegram", "1", "newer still"))
     assert lane.items[0].content == "r1" and lane.items[-1].content == "newer still"
     assert "not keeping up" in "\n".join(log.recent())
+
+
+def test_partials_waiting_in_a_lane_are_coalesced_and_dropped_first():
+    lane = dispatch.Lane("telegram", None)
+    import mimi.limits as limits
+
+    for text in ("He", "Hell", "Hello"):
+        lane.push(bus.Msg("telegram", "1", text, bus.PARTIAL))
+    lane.push(bus.Msg("telegram", "2", "Ot", bus.PARTIAL))  # another chat's: its own
+    assert [(m.chat_id, m.content) for m in lane.items] == [("1", "Hello"), ("2", "Ot")]
+    lane.push(bus.Msg("telegram", "1", "Hello!"))  # the reply closes it: what follows is new
+    lane.push(bus.Msg("telegram", "1", "N", bus.PARTIAL))
+    assert [m.content for m in lane.items] == ["Hello", "Ot", "Hello!", "N"]
+    while len(lane.items) < limits.DISPATCH_LANE_MAX:
+        lane.push(bus.Msg("telegram", "3", "r"))
+    lane.push(bus.Msg("telegram", "3", "last"))
+    assert [m.content for m in lane.items[:2]] == ["Ot", "Hello!"]  # the oldest partial went

@@ -252,6 +252,16 @@ async def test_strangers_told_once_and_groups_get_names():
     assert (m.chat_id, m.content, m.meta["sender"], m.session) == (GROUP, "hi all", "Ann", "feishu_" + GROUP)
 
 
+async def test_usage_command_answers_with_the_ledger():
+    cfg.set("feishu_allow", USER)
+    b = _bot()
+    what, chat = b._classify(_event(" /Usage ", mid="om_u"))[:2]
+    assert (what, chat) == ("usage", USER)
+    await b._act(what, chat, None, {})
+    m = bus.outbound.get_nowait()
+    assert m.chat_id == USER and m.content.startswith("LLM usage") and bus.inbound.get_nowait() is None
+
+
 # ---------------------------------------------------------------- settings and REPL
 
 async def test_the_code_loads_only_once_an_app_id_is_set():

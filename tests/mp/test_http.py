@@ -266,6 +266,8 @@ def test_proxy_from_config():
     assert http.proxy_from_config(cfg) is None
     cfg.update({"proxy_host": "10.0.0.2", "proxy_port": 1080, "proxy_type": "socks5"})
     assert http.proxy_from_config(cfg) == ("socks5", "10.0.0.2", 1080)
+    cfg.update({"proxy_user": "ann", "proxy_pass": "pw"})
+    assert http.proxy_from_config(cfg) == ("socks5", "10.0.0.2", 1080, "ann", "pw")
 
 
 def test_closed_keepalive_reopened():

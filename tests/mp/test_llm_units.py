@@ -141,7 +141,7 @@ def test_anthropic_request_shape_and_cache():
     system = "Fixed rules\n## Current Turn Context\nchannel: x"
     r = p.chat(system, [{"role": "user", "content": "hi"}], reg)
     assert r.text == "Hello" and r.tool_calls == [] and r.stop == "end_turn"
-    assert r.usage == {"input": 103, "output": 2, "cache_read": 100}
+    assert r.usage == {"input": 103, "output": 2, "cache_read": 100, "cache_write": 0}
     method, path, headers, body = t.sent[0]
     assert (method, path) == ("POST", "/v1/messages")
     assert headers["x-api-key"] == "k1" and headers["anthropic-version"] == "2023-06-01"
@@ -160,6 +160,28 @@ def test_anthropic_request_shape_and_cache():
         {"type": "text", "text": "memory", "cache_control": {"type": "ephemeral"}},
         {"type": "text", "text": "\n## Current Turn Context\nnow"}]
     assert "tools" not in t.sent[1][3]
+
+
+def test_usage_as_each_api_reports_it():
+    """Every prompt token counts as input, cached ones included; cache reads and writes
+    as the API names them (Anthropic, OpenAI, DeepSeek, OpenRouter)."""
+    r = Anthropic("k", client=FakeTransport(anthropic_ok("x", usage={
+        "input_tokens": 7, "output_tokens": 3, "cache_read_input_tokens": 40,
+        "cache_creation_input_tokens": 900}))).chat("S", [{"role": "user", "content": "q"}])
+    assert r.usage == {"input": 947, "output": 3, "cache_read": 40, "cache_write": 900}
+
+    def oai(usage):
+        body = {"choices": [{"message": {"role": "assistant", "content": "x"},
+                             "finish_reason": "stop"}], "usage": usage}
+        p = OpenAI("k", api_base="http://127.0.0.1:1/v1", client=FakeTransport(Resp(200, body)))
+        return p.chat("S", [{"role": "user", "content": "q"}]).usage
+
+    assert oai({"prompt_tokens": 50, "completion_tokens": 2}) == {
+        "input": 50, "output": 2, "cache_read": 0, "cache_write": 0}
+    assert oai({"prompt_tokens": 50, "completion_tokens": 2, "prompt_cache_hit_tokens": 32,
+                "prompt_cache_miss_tokens": 18})["cache_read"] == 32  # DeepSeek
+    assert oai({"prompt_tokens": 50, "completion_tokens": 2, "prompt_tokens_details": {
+        "cached_tokens": 0, "cache_write_tokens": 45}})["cache_write"] == 45  # OpenRouter
 
 
 def test_openai_conversion():
@@ -200,7 +222,7 @@ def test_openai_conversion():
     r = p.chat("SYS", hist[:1], make_registry())
     assert r.text == "" and r.tool_calls[0].args == {"text": "q"}
     assert r.tool_calls[1].id == "call_1" and r.tool_calls[1].args == "{bad"
-    assert r.usage == {"input": 9, "output": 4, "cache_read": 6}
+    assert r.usage == {"input": 9, "output": 4, "cache_read": 6, "cache_write": 0}
     _, path, headers, body = local.sent[0]
     assert path == "/v1/chat/completions" and "authorization" not in headers
     assert body["max_tokens"] == 4096 and "max_completion_tokens" not in body
@@ -340,7 +362,7 @@ def test_react_tools_limits_and_usage():
     t = run_turn(p, "sys", hist, "go", reg, Ctx("websocket", "1"))
     assert t.text == "All done" and t.error is None
     assert t.llm_calls == 3 and t.tool_calls == 6
-    assert t.usage == U(60, 6, 12)
+    assert t.usage == dict(U(60, 6, 12), cache_write=0)
     assert len(hist) == 2  # the caller's history is not touched
     results = p.seen[1][-1]["content"]
     assert [r["tool_use_id"] for r in results] == ["a%d" % i for i in range(6)]

@@ -362,6 +362,77 @@ async def test_typing_renewed_until_reply():
     task.cancel()
 
 
+async def _progress_turn(b, answer, steps=(("web_search", "weather Lisbon"),)):
+    """A turn whose progress message shows at the first renewal (after 0 s), then its
+    steps, then the answer. -> the fake's state."""
+    limits.TG_TYPING_S = 1
+    limits.TG_PROGRESS_AFTER_S = 0
+    limits.TG_EDIT_MIN_S = 0
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
+    await until(lambda: _sent_n(1), "the progress message")
+    for step, detail in steps:
+        await b.send(bus.Msg("telegram", ALLOWED, "working", bus.STATUS, {"step": step, "detail": detail}))
+    # shown at once, or at the next renewal when one was under way
+    await until(lambda: _edits_n(len(steps)), "the steps shown")
+    await b.send(bus.Msg("telegram", ALLOWED, answer))
+    return await state()
+
+
+async def test_a_slow_turn_shows_one_progress_message_that_becomes_the_answer():
+    b, task = await started()
+    st = await _progress_turn(b, "**Sunny** and " + "more. " * 900)  # two parts
+    assert len(st["sent"]) == 2 and st["deleted"] == [], st["sent"]
+    first, second = st["sent"]
+    assert first["visible"].startswith("Sunny and more.") and first["parse_mode"] == "HTML"
+    edits = [e["text"] for e in st["edits"]]
+    assert len(edits) == 2 and edits[0] == "searching the web: weather Lisbon\u2026", edits
+    assert edits[1].startswith("<b>Sunny</b> and more.")  # the first part, edited into place
+    assert second["visible"].startswith("more.") and not second.get("edited")
+    assert ALLOWED not in b.typing and b.send_api is None
+    task.cancel()
+
+
+async def test_a_progress_message_that_cannot_take_the_answer_is_deleted():
+    b, task = await started()
+    await fail(method="editMessageText", status=400, times=2,
+               description="Bad Request: message can't be edited")
+    st = await _progress_turn(b, "answer", ())
+    assert [m["visible"] for m in st["sent"] if not m.get("deleted")] == ["answer"]
+    assert st["deleted"] == [[ALLOWED, st["sent"][0]["message_id"]]]
+    task.cancel()
+
+
+async def test_a_refused_progress_message_is_not_tried_again():
+    limits.TG_TYPING_S = 1
+    limits.TG_PROGRESS_AFTER_S = 0
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    await fail(method="sendMessage", status=400, description="Bad Request: not enough rights")
+    await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
+    await until(lambda: _actions_n(3), "typing renewed")
+    await b.send(bus.Msg("telegram", ALLOWED, "the answer"))
+    st = await state()
+    assert [m["visible"] for m in st["sent"]] == ["the answer"]
+    assert len([c for c in st["calls"] if c["method"] == "sendMessage"]) == 2
+    task.cancel()
+
+
+async def test_usage_command():
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="/usage")
+    st = await until(lambda: _sent_n(1), "the usage report")
+    assert st["sent"][0]["visible"].startswith("LLM usage") and bus.inbound.get_nowait() is None
+    task.cancel()
+
+
+async def _edits_n(n):
+    st = await state()
+    return st if len(st["edits"]) >= n else None
+
+
 async def _actions_n(n):
     st = await state()
     return st if len(st["actions"]) >= n else None
@@ -591,3 +662,42 @@ async def test_huge_updates_on_a_small_heap():
     await update(chat_id=ALLOWED, text="z", repeat=100000)
     await _flood_then_owner()
     assert "polling failed" not in "\n".join(log.recent())
+
+
+async def test_streamed_answer_edits_one_message_then_the_final_replaces_it():
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+
+    async def turn(*partials):
+        await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
+        for text in partials:
+            if text is None:  # the edit slot comes again
+                await asyncio.sleep_ms(limits.TG_STREAM_EDIT_S * 1000 + 50)
+            else:
+                await b.send(bus.Msg("telegram", ALLOWED, text, kind=bus.PARTIAL))
+
+    # shown at once (no progress delay), then edited at most every TG_STREAM_EDIT_S; a
+    # version over TG_MSG_MAX is left out; the formatted answer is edited into its place
+    await turn("The", "The answer", None, "The answer is", "x" * (limits.TG_MSG_MAX + 1))
+    await b.send(bus.Msg("telegram", ALLOWED, "The answer is **42**."))
+    st = await state()
+    assert len(st["sent"]) == 1 and st["sent"][0]["visible"] == "The answer is 42.", st["sent"]
+    assert st["sent"][0]["parse_mode"] == "HTML" and st["sent"][0]["entities"][0]["type"] == "bold"
+    first = [c["params"]["text"] for c in st["calls"] if c["method"] == "sendMessage"]
+    assert first == ["The"], first  # "The answer" came too soon: skipped
+    assert [e["text"] for e in st["edits"]] == ["The answer is", "The answer is <b>42</b>."], st["edits"]
+    assert ALLOWED not in b.typing
+    # the message shown so far is gone (deleted by the user): the answer comes anew
+    await turn("Again")
+    await fail(method="editMessageText", status=400, description="Bad Request: message to edit not found")
+    await b.send(bus.Msg("telegram", ALLOWED, "Again, in full."))
+    st = await state()
+    assert [m["visible"] for m in st["sent"]][1:] == ["Again", "Again, in full."], st["sent"]
+    # the same text as shown: Telegram's "not modified" is no failure, nothing is re-sent
+    await turn("Same")
+    await b.send(bus.Msg("telegram", ALLOWED, "Same"))
+    st = await state()
+    assert [m["visible"] for m in st["sent"]][3:] == ["Same"], st["sent"]
+    assert not st["deleted"][1:], st["deleted"]
+    task.cancel()

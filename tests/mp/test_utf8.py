@@ -143,11 +143,16 @@ class Transport:
         self.bodies = list(bodies)
         self.sent = []
 
-    def request(self, method, path, headers=None, body=None, deadline_s=None):
+    def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None):
         from mimi.net.http import Response
 
         self.sent.append(support.joined(body))
-        return Response(200, "OK", {}, bytearray(self.bodies.pop(0)))
+        data = bytearray(self.bodies.pop(0))
+        if sink is not None:  # asked to stream: answered as a server that does not
+            sink.begin(200, {"content-type": "application/json"})
+            sink(memoryview(data))
+            data = b""
+        return Response(200, "OK", {}, data)
 
 
 def openai_body(content=None, calls=()):

@@ -117,6 +117,30 @@ def test_thread_status_then_reply_and_survives_errors():
     assert not worker.running()
 
 
+def test_each_tool_is_a_status_naming_it_where_a_person_waits():
+    class Tools(Stub):
+        def chat(self, system, messages, tools):
+            self.calls.append(1)
+            if len(self.calls) == 1:
+                return provider.Reply("", [provider.Call("c1", "web_search", {"query": "w" * 99}),
+                                           provider.Call("c2", "get_current_time", {})])
+            return provider.Reply("done")
+
+    use(Tools())
+    while bus.outbound.get_nowait():
+        pass
+    msg = bus.Msg("telegram", "-5", "go", meta={"group": True, "message_id": 7})
+    assert worker.run_message(msg) == "done"
+    steps = [bus.outbound.get_nowait() for _ in range(2)]
+    assert [(m.kind, m.content, m.meta) for m in steps] == [
+        (bus.STATUS, "working", {"group": True, "message_id": 7, "step": "web_search", "detail": "w" * 60}),
+        (bus.STATUS, "working", {"group": True, "message_id": 7, "step": "get_current_time", "detail": ""})]
+    assert msg.meta == {"group": True, "message_id": 7}  # the message's own meta is left alone
+    use(Tools())
+    worker.run_message(bus.Msg("system", "cron", "go"))  # nobody waits: no statuses
+    assert bus.outbound.get_nowait() is None
+
+
 def test_full_outbound_waits_instead_of_dropping():
     use(Stub("kept"))
     for i in range(bus.outbound.size):
@@ -169,3 +193,51 @@ def test_heartbeat_turns_carry_no_history_and_save_none():
     # each check is one user message, not the growing list of earlier checks
     assert [len(msgs) for _, msgs in s.calls] == [1, 1]
     assert sessions.load(sent[0].session) == []
+
+
+class Streamer(Stub):
+    """A provider that streams: it hands the text so far to .stream while it answers."""
+    stream = None
+
+    def chat(self, system, messages, tools):
+        self.seen = self.stream
+        if self.stream:
+            self.stream("Hel")
+            self.stream("Hello")
+        return super().chat(system, messages, tools)
+
+
+def drain():
+    out = []
+    while True:
+        m = bus.outbound.get_nowait()
+        if m is None:
+            return out
+        out.append((m.kind, m.chat_id, m.content))
+
+
+def test_partials_for_a_person_only_and_never_kept():
+    s = use(Streamer("Hello there"))
+    drain()
+    assert worker.run_message(bus.Msg("websocket", "w9", "hi")) == "Hello there"
+    assert drain() == [(bus.PARTIAL, "w9", "Hel"), (bus.PARTIAL, "w9", "Hello")]
+    assert s.stream is None  # the provider is kept for the next turn: not its target
+    # no person waits on the system channel (heartbeat, system cron): nothing streams
+    from mimi import channels
+
+    s.answers.append("ok")
+    worker.run_message(bus.Msg(channels.SYSTEM, "cron", "job", meta={"stateless": True}))
+    assert s.seen is None and drain() == []
+    # the setting turns it off
+    config.cfg.set("stream", False)
+    try:
+        s.answers.append("plain")
+        assert worker.run_message(bus.Msg("websocket", "w9", "again")) == "plain"
+        assert s.seen is None and drain() == []
+    finally:
+        config.cfg.set("stream", True)
+    # a turn that fails leaves the provider without a target too
+    s.answers.append(RuntimeError("boom"))
+    worker.run_message(bus.Msg("websocket", "w9", "x"))
+    assert s.seen is not None and s.stream is None
+    drain()

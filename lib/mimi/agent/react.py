@@ -15,6 +15,8 @@ TOO_BIG_ARGS = ("Error: the arguments of this call were %d bytes, over the %d al
                 "edit_file to add to it).")
 NO_BUDGET = ("Error: this turn's tool output is used up (%d bytes): answer with what you "
              "have, or ask the user to continue in a new message.")
+REFUSED = "Sorry, %s."
+STOPPED = "Stopped before finishing this: %s."
 EMPTY = "Sorry, the AI model returned an empty answer."
 FAILED = "Sorry, I couldn't reach the AI model: %s"
 
@@ -35,10 +37,15 @@ class Turn:
             self.text[:40], self.usage, self.tool_calls, self.llm_calls, self.error)
 
 
-def run_turn(provider, system, history, user_text, registry, ctx=None):
+def run_turn(provider, system, history, user_text, registry, ctx=None, progress=None):
     """history: dicts, or (from sessions.load(key, provider.message)) messages already
     encoded, which are sent as they are. Every message is encoded once, when it enters
-    the turn (a provider without message() gets the dicts)."""
+    the turn (a provider without message() gets the dicts). Each LLM call is counted in
+    the usage ledger and asked for first (a spend cap stops the turn with a message);
+    progress(tool name, what it works on) is called before each tool runs."""
+    from mimi import usage as ledger
+
+    who = (ctx.channel, ctx.chat_id) if ctx else None
     enc = getattr(provider, "message", None)
     if history and not isinstance(history[0], dict):
         messages = list(history)
@@ -47,25 +54,30 @@ def run_turn(provider, system, history, user_text, registry, ctx=None):
         messages = _history(history, user_text)
     if enc:
         messages = [enc(m) if isinstance(m, dict) else m for m in messages]
-    usage = {"input": 0, "output": 0, "cache_read": 0}
+    usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
     st = [0, limits.TURN_TOOL_BYTES, set()]  # tool calls run, output budget left, ids seen
     turn = None
     try:
         for step in range(limits.MAX_TOOL_ITER):
             if short():  # the last step's garbage out first: the call's buffers and
                 gc.collect()  # the reply fill its holes instead of breaking up free room
+            why = ledger.check(who)
+            if why:
+                turn = Turn((STOPPED if step else REFUSED) % why, usage, st[0], step, "usage cap")
+                break
             try:
                 reply = provider.chat(system, messages, registry)
             except LLMError as e:
                 turn = Turn(FAILED % e, usage, st[0], step + 1, str(e))
                 break
+            ledger.add(provider, reply.usage)
             for k in usage:
                 usage[k] += reply.usage.get(k, 0) or 0
             if not reply.tool_calls:
                 text = reply.text.strip()
                 turn = Turn(text or EMPTY, usage, st[0], step + 1, None if text else "empty reply")
                 break
-            messages.extend(_act(reply, step, st, registry, ctx, enc))
+            messages.extend(_act(reply, step, st, registry, ctx, enc, progress))
             reply = None
     finally:
         if hasattr(provider, "forget"):
@@ -73,13 +85,13 @@ def run_turn(provider, system, history, user_text, registry, ctx=None):
     if turn is None:
         turn = Turn(OUT_OF_STEPS % limits.MAX_TOOL_ITER, usage, st[0], limits.MAX_TOOL_ITER,
                     "iteration limit")
-    log.info("agent", "turn: %d LLM calls, %d tool calls, tokens in %d (cache read %d) out %d%s",
-             turn.llm_calls, turn.tool_calls, usage["input"], usage["cache_read"],
-             usage["output"], "" if turn.error is None else ", error: " + turn.error)
+    log.info("agent", "turn: %d LLM calls, %d tool calls, tokens in %d (cache read %d, write %d) "
+             "out %d%s", turn.llm_calls, turn.tool_calls, usage["input"], usage["cache_read"],
+             usage["cache_write"], usage["output"], "" if turn.error is None else ", error: " + turn.error)
     return turn
 
 
-def _act(reply, step, st, registry, ctx, enc):
+def _act(reply, step, st, registry, ctx, enc, progress):
     """Run the tool calls of one reply -> the assistant message that made them and the
     user message with their results (encoded). A function of its own: the tools' raw
     output goes with its frame, and only the encoded messages stay."""
@@ -102,6 +114,8 @@ def _act(reply, step, st, registry, ctx, enc):
         else:
             st[0] += 1
             log.info("agent", "tool %s (%d bytes of args)", c.name, size)
+            if progress:
+                progress(c.name, _detail(args))
             out = registry.call(c.name, c.args, ctx) if registry else \
                 "Error: unknown tool '%s'" % c.name
             out = cap(out or "(empty)", min(limits.TOOL_OUTPUT_MAX, st[1]))
@@ -130,6 +144,15 @@ def _history(history, user_text):
     if not out or out[-1]["role"] != "user":  # user_text was empty
         out.append({"role": "user", "content": user_text or "(empty message)"})
     return out
+
+
+def _detail(args):
+    """What a tool works on, for a progress status: its query, path, name..."""
+    for k in ("query", "path", "prefix", "name", "job_id", "pin"):
+        v = args.get(k)
+        if v is not None and v != "":
+            return str(v)[:limits.STATUS_DETAIL_MAX]
+    return ""
 
 
 def _size(args):

@@ -2,6 +2,7 @@
 # bus.inbound, runs a ReAct turn against the LLM with blocking HTTP, saves the
 # session and puts the reply on bus.outbound. It never touches asyncio objects;
 # the loop reads the outbound queue through its ThreadSafeFlag.
+import sys
 import time
 import _thread
 from mimi import limits, log, bus, config, channels, short, unload
@@ -67,12 +68,44 @@ def _wait_clock():
         log.info("agent", "waited %d ms for the clock (NTP)", waited)
 
 
+def _refused(msg):
+    """None when the usage ledger lets the turn call the LLM; else the reply: why not,
+    for a person, or "" for a heartbeat or cron turn (the owner is told once)."""
+    from mimi import usage
+
+    why = usage.check((msg.channel, msg.chat_id))
+    if why is None:
+        return None
+    log.warning("agent", "%s: turn refused: %s", msg.session, why)
+    meta = msg.meta if isinstance(msg.meta, dict) else {}
+    if not channels.get(msg.channel).label or "cron" in meta or "heartbeat" in meta:
+        return ""
+    return "Sorry, %s." % why
+
+
+def _progress(msg):
+    """run_turn's progress hook for a chat where a person waits: a status naming the
+    step (the tool) and its detail."""
+    def progress(name, detail):
+        meta = dict(msg.meta) if isinstance(msg.meta, dict) else {}
+        meta["step"] = name
+        meta["detail"] = detail
+        _put_out(bus.Msg(msg.channel, msg.chat_id, "working", bus.STATUS, meta),
+                 limits.AGENT_STATUS_WAIT_MS)
+    return progress
+
+
 def run_message(msg):
-    """One turn for msg (a bus.Msg) -> the reply text. Never raises. The session
-    gets the user text and the answer only when the turn succeeded."""
+    """One turn for msg (a bus.Msg) -> the reply text ("" when nobody is to be told:
+    a heartbeat or cron turn refused by a spend cap). Never raises. The session gets
+    the user text and the answer only when the turn succeeded."""
     global busy, turns, failures
+    refused = _refused(msg)
+    if refused is not None:
+        return refused
     busy = True
     _alive()
+    llm = None
     try:
         from mimi.llm import provider
         from mimi.agent import react
@@ -88,6 +121,9 @@ def run_message(msg):
         _wait_clock()
         # Built per turn so settings changed on the REPL apply without a reboot.
         llm = provider.from_config(config.cfg)
+        if config.cfg.get("stream") and hasattr(llm, "stream") and channels.get(msg.channel).label:
+            llm.stream = _partials(msg)  # a person waits: the answer shows as it comes
+            from mimi.llm import stream  # noqa: F401 - its code now, low in the heap, not amid the turn's data
         if getattr(getattr(llm, "client", None), "tls", False):  # its code now, before the
             from mimi.net import tls  # noqa: F401 - turn's data: the heap is least broken up now
         enc = getattr(llm, "message", None)
@@ -99,8 +135,9 @@ def run_message(msg):
             unload("mimi.jsonscan")
         _alive()
         turn = react.run_turn(llm, system, history, text, registry,
-                              Ctx(msg.channel, msg.chat_id))
-        system = history = None
+                              Ctx(msg.channel, msg.chat_id),
+                              _progress(msg) if channels.get(msg.channel).label else None)
+        system = history = llm.stream = None
         _release(llm)
         llm = None
         turns += 1
@@ -125,10 +162,22 @@ def run_message(msg):
         log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
         return SORRY % (str(e) or type(e).__name__)
     finally:
+        if llm is not None and hasattr(llm, "stream"):
+            llm.stream = None  # (kept for the next turn, which may be nobody's)
         if short(True):  # a short heap keeps nothing of a turn: scattered, it would break
             _forget()  # up the room the next turn needs
         busy = False
         _alive()
+
+
+def _partials(msg):
+    """The answer's text so far, for the chat (llm/stream.py calls it at most every
+    STREAM_PARTIAL_MS). Never waits: with the outbound queue full it is skipped, and
+    the next one says all of it."""
+    def put(text):
+        bus.outbound.put(bus.Msg(msg.channel, msg.chat_id, text, bus.PARTIAL, msg.meta))
+
+    return put
 
 
 def _forget():
@@ -136,7 +185,7 @@ def _forget():
 
     provider.drop()  # its connection, buffer and objects (net/tls.py keeps the roots)
     for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
-                 "mimi.llm.failure", "mimi.jsonscan"):
+                 "mimi.llm.failure", "mimi.llm.stream", "mimi.jsonscan"):
         unload(name)
 
 
@@ -166,11 +215,14 @@ def _put_out(msg, timeout_ms=None):
 def handle(msg):
     """Status, turn, reply: what the thread does with one inbound message."""
     log.info("agent", "turn for %s (%d chars)", msg.session, len(msg.content or ""))
-    if channels.get(msg.channel).label:  # a person waits: show that a turn runs
-        _put_out(bus.Msg(msg.channel, msg.chat_id, "working", bus.STATUS, msg.meta),
-                 limits.AGENT_STATUS_WAIT_MS)
-    reply = run_message(msg)
-    _put_out(bus.Msg(msg.channel, msg.chat_id, reply, bus.REPLY, msg.meta))
+    reply = _refused(msg)
+    if reply is None:
+        if channels.get(msg.channel).label:  # a person waits: show that a turn runs
+            _put_out(bus.Msg(msg.channel, msg.chat_id, "working", bus.STATUS, msg.meta),
+                     limits.AGENT_STATUS_WAIT_MS)
+        reply = run_message(msg)
+    if reply:
+        _put_out(bus.Msg(msg.channel, msg.chat_id, reply, bus.REPLY, msg.meta))
 
 
 def _loop():
@@ -180,6 +232,10 @@ def _loop():
         while not _stop:
             msg = bus.inbound.get_blocking(1000)
             _alive()
+            ledger = sys.modules.get("mimi.usage")  # loaded by the first turn
+            if ledger:
+                ledger.tick()
+                ledger = None
             if msg is not None:
                 try:
                     handle(msg)
@@ -188,6 +244,8 @@ def _loop():
                 msg = None
     finally:
         _started = False
+        if "mimi.usage" in sys.modules:
+            sys.modules["mimi.usage"].tick(True)
         log.info("agent", "agent thread stopped")
 
 

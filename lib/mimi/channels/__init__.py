@@ -94,6 +94,16 @@ def load(name):
     return sys.modules[full]
 
 
+def usage_text():
+    """The usage ledger's report for a chat (/usage), or why there is none."""
+    import mimi
+
+    try:
+        return mimi.run("usagereport usagefile", "report")["text"]
+    except Exception as e:  # noqa: B902 - out of memory, a broken ledger file: say so
+        return "No usage report now: %s %s" % (type(e).__name__, e)
+
+
 def of_setting(key):
     """The row that starts with setting `key` (a channel's REPL shortcuts find it so)."""
     for row in TABLE:

@@ -23,11 +23,11 @@ form{display:flex;gap:8px;padding:8px 12px}textarea{flex:1;font:inherit}
 <script>
 "use strict";
 const $=i=>document.getElementById(i),q=new URLSearchParams(location.search),S=localStorage;
-let ws=null;
+let ws=null,live=null;
 $('tok').value=q.get('token')||S.getItem('mimi_tok')||'';
 $('cid').value=q.get('chat_id')||S.getItem('mimi_cid')||('web'+Math.random().toString(36).slice(2,8));
 if(q.has('token'))history.replaceState(null,'',location.pathname);
-function add(c,t){const d=document.createElement('div');d.className='m '+c;d.textContent=t;$('log').appendChild(d);d.scrollIntoView();}
+function add(c,t){const d=document.createElement('div');d.className='m '+c;d.textContent=t;$('log').appendChild(d);d.scrollIntoView();return d;}
 function cid(){return $('cid').value.replace(/[^A-Za-z0-9_-]/g,'').slice(0,31);}
 function connect(){
  if(ws){ws.onclose=null;ws.close();}
@@ -37,13 +37,17 @@ function connect(){
  ws.onopen=()=>{$('cs').textContent='online';};
  ws.onclose=e=>{$('cs').textContent='offline ('+e.code+')';$('st').textContent='';};
  ws.onmessage=e=>{let m;try{m=JSON.parse(e.data);}catch(x){return;}
-  if(m.type=='status'){$('st').textContent=m.content=='working'?'MimiClaw is working\u2026':String(m.content);}
-  else if(m.type=='response'){$('st').textContent='';add('a',String(m.content));}
+  if(m.type=='status'){let s=m.content=='working'?'MimiClaw is working':String(m.content);
+   if(m.step)s+=': '+m.step+(m.detail?' \u2013 '+m.detail:'');$('st').textContent=s+'\u2026';}
+  else if(m.type=='usage'){add('a',String(m.text));}
+  else if(m.type=='partial'){if(live)live.textContent=String(m.content);else live=add('a',String(m.content));}
+  else if(m.type=='response'){$('st').textContent='';if(live){live.textContent=String(m.content);live=null;}else add('a',String(m.content));}
   else if(m.type=='error'){$('st').textContent='';add('e',String(m.content));}};
 }
 $('go').onclick=connect;
 $('f').onsubmit=e=>{e.preventDefault();const t=$('t').value.trim();
  if(!t)return;if(!ws||ws.readyState!=1){add('e','Not connected');return;}
+ if(t=='/usage'){ws.send('{"type":"usage"}');$('t').value='';return;}
  const m={type:'message',content:t},c=cid();if(c)m.chat_id=c;
  ws.send(JSON.stringify(m));add('u',t);$('t').value='';};
 $('t').onkeydown=e=>{if(e.key=='Enter'&&!e.shiftKey){e.preventDefault();$('f').requestSubmit();}};

@@ -22,10 +22,14 @@ class Lane:
             self.task = asyncio.create_task(self.run())
 
     def push(self, msg):
+        last = self.items[-1] if self.items else None
+        if last and last.kind == msg.kind == bus.PARTIAL and last.chat_id == msg.chat_id:
+            self.items[-1] = msg  # the text so far: the newer one says all the older one did
+            return
         if len(self.items) >= limits.DISPATCH_LANE_MAX:
             # Make room by dropping a status first; a reply is dropped only with a log line.
             for i, m in enumerate(self.items):
-                if m.kind == bus.STATUS:
+                if m.kind != bus.REPLY:
                     self.items.pop(i)
                     break
             else:

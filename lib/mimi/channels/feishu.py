@@ -443,6 +443,8 @@ class Feishu:
                 mine = (m.get("id") or {}).get("open_id") == self.bot_id
                 text = text.replace(m["key"], "" if mine else "@" + str(m.get("name") or ""))
         text = text.strip()
+        if text.lower() == "/usage":
+            return ("usage", chat, None, meta)
         return ("agent", chat, text, meta) if text else ignore
 
     async def _act(self, what, chat, text, meta):
@@ -455,6 +457,10 @@ class Feishu:
             _tell(chat, STRANGER % (chat, chat))
         elif what == "text_only":
             _tell(chat, TEXT_ONLY)
+        elif what == "usage":
+            from mimi import channels
+
+            _tell(chat, channels.usage_text())
         else:
             if meta["group"]:
                 meta["sender"] = await self._name(meta["open_id"])

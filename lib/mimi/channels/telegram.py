@@ -497,6 +497,8 @@ class Telegram:
             return ("reply", chat_id, cmd, meta, key)
         if cmd == "/reset":
             return ("reset", chat_id, None, meta, key)
+        if cmd == "/usage":
+            return ("usage", chat_id, None, meta, key)
         if not text:
             return IGNORE
         return ("agent", chat_id, text, meta, key)

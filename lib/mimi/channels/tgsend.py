@@ -25,7 +25,8 @@ ANSWERS = {
         "Commands:\n"
         "/start - introduction\n"
         "/help - this list\n"
-        "/reset - clear this chat's conversation history\n\n"
+        "/reset - clear this chat's conversation history\n"
+        "/usage - LLM calls, tokens and cost so far, and the limits\n\n"
         "Anything else you write goes to the assistant. Text only for now."),
 }
 TEXT_ONLY = "I can only read text messages for now."
@@ -50,6 +51,7 @@ def _rest(bot):
             bot.send_api.close()
             bot.send_api = None
         mimi.drop("channels.tgsend")
+        mimi.drop("channels.tgstatus")
         mimi.drop("channels.sending")
 
 
@@ -82,10 +84,11 @@ async def plain(bot, chat_id, text):
         return False
 
 
-async def text(bot, chat_id, markdown, reply_to=None, hold=False):
+async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
     """Markdown -> HTML parts in order; a part whose entities Telegram refuses is
     sent again as plain text; any other failure is logged, never re-sent (hold: see
-    _send). -> True when every part went out."""
+    _send). status: the turn's tgstatus.Status, whose message (when shown) becomes the
+    first part. -> True when every part went out."""
     if _api(bot) is None:
         log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
         return False
@@ -93,6 +96,11 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False):
     mimi.drop("channels.tgformat")  # loaded for each reply, not kept between them
     ok = True
     for html, plain_ in parts:
+        if status is not None:
+            status, st = None, status
+            if await st.finish(_api(bot), html, plain_):
+                reply_to = None
+                continue
         params = {"chat_id": chat_id, "text": html, "parse_mode": "HTML"}
         if reply_to:
             params["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
@@ -123,8 +131,8 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False):
 
 
 async def act(bot, what, chat_id, arg=None):
-    """The poller's answers: "stranger", "text_only", "busy", "reset", "reply" (arg:
-    the command)."""
+    """The poller's answers: "stranger", "text_only", "busy", "reset", "usage", "reply"
+    (arg: the command)."""
     if what == "stranger":
         if not channels.tell_again(bot.strangers, chat_id, limits.TG_STRANGER_S, limits.TG_STRANGERS_MAX):
             return
@@ -136,6 +144,8 @@ async def act(bot, what, chat_id, arg=None):
         await plain(bot, chat_id, BUSY)
     elif what == "reply":
         await text(bot, chat_id, ANSWERS[arg])
+    elif what == "usage":
+        await plain(bot, chat_id, channels.usage_text())
     elif what == "reset":
         from mimi.memory import sessions
 
@@ -155,33 +165,58 @@ async def _action(bot, chat_id):
         log.warning(TAG, "typing for %s failed: %s", chat_id, e)
 
 
-async def _typing(bot, chat_id):
-    start = time.ticks_ms()
+async def _typing(bot, st):
+    """While a turn runs: "typing" renewed (Telegram drops it after 5 s) and, once the
+    turn is slow, its progress message (tgstatus.py)."""
     try:
-        while time.ticks_diff(time.ticks_ms(), start) < limits.TG_TYPING_MAX_S * 1000:
+        while time.ticks_diff(time.ticks_ms(), st.start) < limits.TG_TYPING_MAX_S * 1000:
             await asyncio.sleep(limits.TG_TYPING_S)
             if bot.poll_api is None:
                 break
             if wifi.online():
-                await _action(bot, chat_id)
+                async with st.lock:
+                    await _action(bot, st.chat_id)
+                    await st.update(_api(bot))
     finally:
-        if bot.typing.get(chat_id) is asyncio.current_task():
-            del bot.typing[chat_id]
+        if bot.typing.get(st.chat_id) is st:
+            del bot.typing[st.chat_id]
 
 
 async def send(bot, msg):
-    """The dispatcher's messages for an allowed chat: "typing" for a status, the reply
-    (held through an outage, never dropped; in a group, a reply to the message)."""
+    """The dispatcher's messages for an allowed chat: "typing" for a status, the answer
+    so far while it streams (the turn's status message, at once, edited at most every
+    TG_STREAM_EDIT_S, TG_EDIT_MIN_S in a group; a version over TG_MSG_MAX is left out:
+    the final one is split), the reply (held through an outage, never dropped; in a
+    group, a reply to the message; its first part in place of the status message)."""
     chat_id = msg.chat_id
+    meta = msg.meta or {}
+    reply_to = meta.get("message_id") if meta.get("group") else None
+    st = bot.typing.get(chat_id)
+    if msg.kind == bus.PARTIAL:  # (UTF-8 bytes are never fewer than Telegram's UTF-16 units)
+        if st is not None and len(memoryview(msg.content)) <= limits.TG_MSG_MAX:
+            st.delay, st.every = 0, limits.TG_EDIT_MIN_S if meta.get("group") else limits.TG_STREAM_EDIT_S
+            st.say(msg.content)
+            if not st.lock.locked() and wifi.online():
+                async with st.lock:
+                    await st.update(_api(bot))
+        return
     if msg.kind == bus.STATUS:
-        if chat_id in bot.typing or not wifi.online() or _api(bot) is None:
+        if st is not None:  # a step of the running turn: its progress message says it
+            if "step" in meta:
+                st.step(meta["step"], meta.get("detail"))
+                if st.message_id is not None and not st.lock.locked():
+                    async with st.lock:
+                        await st.update(_api(bot))
+            return
+        if not wifi.online() or _api(bot) is None:
             return
         await _action(bot, chat_id)  # awaited: typing shows before a fast reply
-        bot.typing[chat_id] = asyncio.create_task(_typing(bot, chat_id))
+        st = bot.typing[chat_id] = channels.load("tgstatus").Status(chat_id, reply_to)
+        st.task = asyncio.create_task(_typing(bot, st))
         return
-    t = bot.typing.pop(chat_id, None)
-    if t is not None:
-        t.cancel()
-    meta = msg.meta or {}
-    await text(bot, chat_id, msg.content, meta.get("message_id") if meta.get("group") else None, hold=True)
+    if st is not None:
+        del bot.typing[chat_id]
+        await st.lock.acquire()  # its calls are done: the task is cancelled between them
+        st.task.cancel()  # (never released: nothing else uses it)
+    await text(bot, chat_id, msg.content, reply_to, hold=True, status=st)
     _rest(bot)

@@ -36,15 +36,18 @@ async def send(msg):
     """Dispatcher target: a status or reply to every client on msg.chat_id."""
     if msg.kind == bus.STATUS:
         obj = {"type": "status", "content": msg.content, "chat_id": msg.chat_id}
-    else:
-        obj = {"type": "response", "content": msg.content, "chat_id": msg.chat_id}
+        if isinstance(msg.meta, dict) and "step" in msg.meta:  # the tool running, what on
+            obj["step"], obj["detail"] = msg.meta["step"], msg.meta.get("detail") or ""
+    else:  # a partial's content is the answer so far (README, WebSocket)
+        obj = {"type": "response" if msg.kind == bus.REPLY else "partial", "content": msg.content,
+               "chat_id": msg.chat_id}
     data = None
     n = 0
     for c in list(clients):  # push() may drop a client from the list
         if c.chat_id == msg.chat_id and not c.dead:
             if data is None:
                 data = text(obj)
-            n += c.push(data, status=msg.kind == bus.STATUS)
+            n += c.push(data, status=msg.kind != bus.REPLY)
     if not n and msg.kind == bus.REPLY:
         log.info("ws", "no client on chat %s; the reply stays in its session", msg.chat_id)
 

@@ -192,6 +192,11 @@ class Client:
         if not isinstance(obj, dict):
             return self.error("expected a JSON object")
         kind = obj.get("type")
+        if kind == "usage":  # the ledger (its text too): tools/chat and the page show it
+            try:
+                return self.send_obj(mimi.run("usagereport usagefile", "report"))
+            except Exception as e:  # noqa: B902 - out of memory, a broken ledger file
+                return self.error("no usage report now: %s %s" % (type(e).__name__, e))
         if kind != "message":
             return self.error("unknown type %s; send {\"type\":\"message\",\"content\":\"...\"}"
                               % json.dumps(kind)[:40])

@@ -33,10 +33,10 @@ class Anthropic(Provider):
         return [(b'{"name":"', n, b'","description":"', d, b'","input_schema":', s,
                  MARK if k == last else b"", b"}") for k, (n, d, s) in enumerate(specs)]
 
-    def body(self, system, messages, tools):
+    def body(self, system, messages, tools, stream=False):
         if self._head is None:  # the same for every call
             self._head = ('{"model":%s,"max_tokens":%d' % (dumps(self.model), self.max_tokens)).encode()
-        return (self._head,
+        return (self._head, b',"stream":true' if stream else b"",
                 (b',"system":[', system, b"]") if system else b"",
                 (b',"tools":[', tools, b"]") if tools else b"",
                 b',"messages":[', messages, b"]}")
@@ -53,7 +53,7 @@ class Anthropic(Provider):
                                   blk.get("input") if blk.get("input") is not None else {}))
         u = data.get("usage") or {}
         read = u.get("cache_read_input_tokens") or 0
-        usage = {"input": (u.get("input_tokens") or 0) + read
-                 + (u.get("cache_creation_input_tokens") or 0),
-                 "output": u.get("output_tokens") or 0, "cache_read": read}
+        made = u.get("cache_creation_input_tokens") or 0
+        usage = {"input": (u.get("input_tokens") or 0) + read + made,
+                 "output": u.get("output_tokens") or 0, "cache_read": read, "cache_write": made}
         return Reply(strip_think("".join(texts)), calls, usage, data.get("stop_reason"))

@@ -38,7 +38,8 @@ def error_text(resp):
 
 
 def retryable(e):
-    # A bad certificate or an oversized reply will not get better by asking again.
+    # A bad certificate, an oversized reply, a proxy's refusal or a mid-stream error
+    # that says the request is wrong (final) will not get better by asking again.
     from mimi.net import http
 
-    return not isinstance(e, (http.TLSFailure, http.TooLarge))
+    return not (isinstance(e, (http.TLSFailure, http.TooLarge)) or getattr(e, "final", False))

@@ -72,11 +72,12 @@ class OpenAI(Provider):
         return [(b'{"type":"function","function":{"name":"', n, b'","description":"', d,
                  b'","parameters":', s, b"}}") for n, d, s in specs]
 
-    def body(self, system, messages, tools):
+    def body(self, system, messages, tools, stream=False):
         if self._ends is None:  # the same for every call
             self._ends = (('{"model":%s,"messages":[' % dumps(self.model)).encode(),
                           ('],"%s":%d' % (self.token_param(), self.max_tokens)).encode())
         return (self._ends[0], system, messages, self._ends[1],
+                b',"stream":true,"stream_options":{"include_usage":true}' if stream else b"",
                 (b',"tools":[', tools, b'],"tool_choice":"auto"') if tools else b"", b"}")
 
     def decode(self, data):
@@ -96,8 +97,12 @@ class OpenAI(Provider):
             calls.append(Call(tc.get("id") or "call_%d" % k, f.get("name") or "", args))
         u = data.get("usage") or {}
         details = u.get("prompt_tokens_details") or {}
+        # OpenAI reports cache reads only; DeepSeek names them prompt_cache_hit_tokens,
+        # OpenRouter adds cache_write_tokens, LiteLLM-style gateways Anthropic's name.
         usage = {"input": u.get("prompt_tokens") or 0, "output": u.get("completion_tokens") or 0,
-                 "cache_read": details.get("cached_tokens") or 0}
+                 "cache_read": details.get("cached_tokens") or u.get("prompt_cache_hit_tokens") or 0,
+                 "cache_write": details.get("cache_write_tokens")
+                 or u.get("cache_creation_input_tokens") or 0}
         content = msg.get("content")
         text = _text(content) if content else ""
         return Reply(strip_think(text), calls, usage, choice.get("finish_reason"))

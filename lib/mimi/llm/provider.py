@@ -37,8 +37,8 @@ class Reply:
         self.text = text
         self.tool_calls = tool_calls or []
         # input counts every prompt token (cached ones included); cache_read is the part
-        # served from the provider's prompt cache.
-        self.usage = usage or {"input": 0, "output": 0, "cache_read": 0}
+        # served from the provider's prompt cache, cache_write the part written to it.
+        self.usage = usage or {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
         self.stop = stop
 
 
@@ -119,6 +119,9 @@ class Provider:
     name = ""
     path = ""
     _sys = _sys_parts = _tools = _tools_parts = None  # this turn's encoded parts
+    # A function given the answer's text so far while it streams (llm/stream.py), set
+    # for a turn someone watches; None: answers come whole.
+    stream = None
 
     def __init__(self, api_key, model=None, api_base=None, max_tokens=None, client=None,
                  ca=None, proxy=None, timeout_s=limits.LLM_TIMEOUT_S, sleep=None):
@@ -145,7 +148,8 @@ class Provider:
             self._tools, self._tools_parts = tools, self.tool_parts(_specs(tools)) if tools else None
         msgs = [self.message(m) if isinstance(m, dict) else m for m in messages]
         data = self.post(self.prefix + self.path + self.query, self.headers(),
-                         self.body(self._sys_parts, msgs, self._tools_parts))
+                         self.body(self._sys_parts, msgs, self._tools_parts, self.stream is not None),
+                         self.stream)
         msgs = None
         try:
             return self.decode(data)
@@ -162,14 +166,22 @@ class Provider:
         if close:
             close()
 
-    def post(self, path, headers, body):
+    def post(self, path, headers, body, on_text=None):
         """POST a JSON body (a tuple of parts) with retries on 429, 5xx and transport
-        failures; the decoded reply."""
+        failures; the decoded reply. on_text: the answer is streamed (llm/stream.py)."""
         from mimi.net.http import HTTPError
         for attempt in range(limits.LLM_RETRIES + 1):
-            wait = None
+            wait = sink = None
+            if on_text:
+                from mimi.llm.stream import Stream
+
+                sink = Stream(self.name, on_text)
             try:
-                resp = self._request(path, headers, body)
+                resp = self._request(path, headers, body, sink)
+                if sink:
+                    if sink.sse:
+                        return sink.result()
+                    resp.body = b"".join(sink.pieces)  # plain JSON, or an error
             except (HTTPError, OSError) as e:
                 from mimi.llm import failure
 
@@ -196,7 +208,7 @@ class Provider:
         log.error("llm", "%s (gave up after %d retries)", err, limits.LLM_RETRIES)
         raise err
 
-    def _request(self, path, headers, body):
+    def _request(self, path, headers, body, sink):
         # A declared blocking call: a running watchdog (loaded: it is one of the loop's
         # tasks) waits for its deadline, not less.
         wd = sys.modules.get("mimi.services.watchdog")
@@ -205,11 +217,12 @@ class Provider:
             from mimi.net import tls  # where memory is tight
         if wd:
             wd.declare(limits.LLM_TIMEOUT_S)
+        kw = {"sink": sink} if sink else {}
         try:
             if tls:
                 with tls.priority(self.client):
-                    return self.client.request("POST", path, headers, body)
-            return self.client.request("POST", path, headers, body)
+                    return self.client.request("POST", path, headers, body, **kw)
+            return self.client.request("POST", path, headers, body, **kw)
         finally:
             if wd:
                 wd.done()

@@ -4,8 +4,8 @@
 # CERT_NONE and opens a connection per request, so LLM and Telegram calls use this.
 #
 # API: Client(base_url, ca=None, proxy=None, timeout_s) .request(method, path,
-# headers=None, body=None, deadline_s=None) -> Response(.status .reason .headers
-# .body .text .json()); AsyncClient: the same with `await` (net/asynchttp.py); its
+# headers=None, body=None, deadline_s=None, sink=None) -> Response(.status .reason
+# .headers .body .text .json()) (sink: the body handed to it as it arrives); AsyncClient: the same with `await` (net/asynchttp.py); its
 # detach() hands a connection that switched protocols (101) to its new owner
 # (net/wsclient.py). .body is the one copy of the body (bytearray; bytes for a chunked one). Client.stream(method, path, ...,
 # cap=None, redirects=0) and httpstream.open_url(url, ...): the body read piece by
@@ -400,8 +400,12 @@ def _exchange(buf, head, body, method, cap):
 
 
 def _sunk(buf, head, body, method, sink):
-    """_exchange with the body handed to sink(piece) as it arrives, never kept."""
+    """_exchange with the body handed to sink(piece) as it arrives, never kept. A sink
+    with a begin(status, headers) method is told the head first."""
     status, reason, headers, keep = yield from _response(buf, head, body, method, limits.HTTP_SINK_MAX)
+    begin = getattr(sink, "begin", None)
+    if begin:
+        begin(status, headers)
     while True:
         k = yield from buf.body(len(buf.b))
         if not k:
@@ -413,12 +417,15 @@ def _sunk(buf, head, body, method, sink):
 # ---- configuration shared by both clients ----
 
 def proxy_from_config(cfg):
-    """(type, host, port) from the proxy_* settings, or None when no proxy is set."""
+    """(type, host, port[, user, password]) from the proxy_* settings, or None when no
+    proxy is set."""
     host = cfg.get("proxy_host")
     port = cfg.get("proxy_port")
     if not host or not port:
         return None
-    return (cfg.get("proxy_type") or "http", host, int(port))
+    p = (cfg.get("proxy_type") or "http", host, int(port))
+    user = cfg.get("proxy_user")
+    return p + (user, cfg.get("proxy_pass") or "") if user else p
 
 
 def _clean(s, what):
@@ -466,7 +473,7 @@ class _Base:
     def _tunnel(self):
         from mimi.net import proxy
 
-        return proxy.tunnel(self._buf, self.proxy[0], self.host, self.port)
+        return proxy.tunnel(self._buf, self.proxy, self.host, self.port)
 
     def _stray(self, sock):
         """Is anything readable on an idle kept-alive connection (an unsolicited
@@ -562,8 +569,11 @@ class _Base:
 class Client(_Base):
     _busy = None  # the Stream whose body is still on the connection
 
-    def request(self, method, path, headers=None, body=None, deadline_s=None):
+    def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None):
+        """sink: as AsyncClient.request's (a streamed LLM answer)."""
         deadline = self._begin(deadline_s)
+        if sink is not None:
+            return self._send(method, path, headers, body, deadline, _sunk, sink)[0]
         return self._send(method, path, headers, body, deadline, _exchange,
                           limits.HTTP_RESPONSE_MAX)[0]
 
@@ -594,7 +604,7 @@ class Client(_Base):
             except Exception as e:  # noqa: B902 - any failure leaves the socket unusable
                 if self._failed(e, attempt, reused):
                     continue
-            if proto is _exchange and not res[1]:
+            if proto is not _response and not res[1]:  # (_response: a stream, still reading)
                 self.close()
             return res
 

@@ -62,8 +62,11 @@ def check(submit=None, path=PATH):
     """One heartbeat check. submit(msg) -> bool starts the agent turn (default: the
     inbound queue). Returns a sentence saying what happened."""
     tasks = read_tasks(path)
+    capped = tasks and _capped()
     if not tasks:
         result = "no open tasks in %s; no LLM call" % path
+    elif capped:
+        result = "%d open task(s) but %s; no LLM call" % (len(tasks), capped)
     else:
         submit = submit or bus.inbound.put
         if submit(bus.Msg(channels.SYSTEM, CHAT_ID, PROMPT, meta={"heartbeat": len(tasks), "stateless": True})):
@@ -74,6 +77,13 @@ def check(submit=None, path=PATH):
             result = "%d open task(s) but the agent is busy; skipped this time" % len(tasks)
     log.info("heartbeat", result)
     return result
+
+
+def _capped():
+    """Why the usage ledger refuses LLM calls now, or None (mimi/usage.py)."""
+    from mimi import usage
+
+    return usage.check((channels.SYSTEM, CHAT_ID))
 
 
 def _no_owner():

@@ -1,0 +1,181 @@
+# A streamed LLM answer (`"stream": true`, server-sent events): the HTTP client hands
+# the body to a Stream as it arrives (net/http.py's sink); its events are folded into
+# the dict a plain answer would have been, which the provider decodes as usual, and
+# the answer's text so far goes to a function as it grows, at most every
+# STREAM_PARTIAL_MS. A server that answers with plain JSON (no text/event-stream) is
+# kept as a body. Loaded only when a turn streams; kept small (few functions).
+import gc
+import time
+from mimi import limits, jsonutil, short
+from mimi.net.http import ProtocolError, TooLarge
+from mimi.llm.provider import strip_think, dumps
+
+# Kinds of mid-stream error worth another try (Anthropic's and OpenAI's names); any
+# other is final: asking again would fail again.
+_AGAIN = ("overloaded_error", "api_error", "rate_limit_error", "server_error", "rate_limit_exceeded")
+
+
+class Stream:
+    sse = done = False
+    line = b""  # an unfinished line
+    data = stop = shown = at = None  # the event being read; stop reason; the text last
+    # shown, and when the next may be
+    kept = 0  # bytes kept (text, tool arguments, a plain body): capped
+
+    def __init__(self, kind, on_text):
+        self.anthropic = kind == "anthropic"
+        self.on_text = on_text
+        self.pieces = []  # the answer's text (or a plain body's bytes)
+        self.calls = {}  # index -> [id, name, [argument pieces]]
+        self.usage = {}
+
+    def begin(self, status, headers):
+        self.sse = status == 200 and headers.get("content-type", "").startswith("text/event-stream")
+
+    def __call__(self, piece):
+        if not self.sse:  # an error, or a server that does not stream: the body as it is
+            self.keep(bytes(piece))
+            return
+        b = self.line + piece  # (piece: a view of the receive buffer)
+        i = 0
+        while True:
+            k = b.find(b"\n", i)
+            if k < 0:
+                break
+            ln = b[i:k - 1] if k > i and b[k - 1] == 13 else b[i:k]
+            i = k + 1
+            if not ln:  # an event ends
+                if self.data is not None:
+                    d, self.data = self.data, None
+                    self.event(d)
+            elif ln.startswith(b"data:"):  # ("event:" is in the data too; id:, retry:, comments)
+                ln = ln[6:] if ln[5:6] == b" " else ln[5:]
+                self.data = ln if self.data is None else self.data + b"\n" + ln
+        self.line = b[i:]
+        if len(self.line) + len(self.data or b"") > limits.SSE_LINE_MAX:
+            raise TooLarge("an event of the streamed answer is longer than %d bytes" % limits.SSE_LINE_MAX)
+
+    def event(self, d):
+        if d == b"[DONE]":
+            self.done = True
+            return
+        try:
+            e = jsonutil.loads(d)
+        except ValueError:
+            raise ProtocolError("malformed event in the streamed answer: %r" % d[:60])
+        if isinstance(e, dict):
+            (_anthropic if self.anthropic else _openai)(self, e)
+
+    def keep(self, x, call=None):
+        if x:
+            self.kept += len(x)
+            if self.kept > limits.HTTP_RESPONSE_MAX:
+                raise TooLarge("LLM answer larger than %d bytes" % limits.HTTP_RESPONSE_MAX)
+            (self.pieces if call is None else call[2]).append(x)
+
+    def text(self, t):
+        if not t:
+            return
+        self.keep(t)
+        now = time.ticks_ms()
+        due = self.on_text and (self.at is None or time.ticks_diff(now, self.at) >= 0)
+        if due or len(self.pieces) > 32:  # (many tiny strings cost more than their text)
+            self.pieces = ["".join(self.pieces)]
+        if due and len(self.pieces[0]) <= limits.STREAM_PARTIAL_MAX:
+            self.at = time.ticks_add(now, limits.STREAM_PARTIAL_MS)
+            shown = strip_think(self.pieces[0])  # nothing of a <think> block
+            if shown and shown != self.shown:
+                self.shown = shown
+                self.on_text(shown)
+
+    def args(self, index, t):
+        call = self.calls.get(index)
+        if call is None:
+            raise ProtocolError("streamed arguments of an unknown tool call (%r)" % (index,))
+        self.keep(t, call)
+
+    def result(self):
+        """The answer as the provider's plain reply dict."""
+        self(b"\n\n")  # a last line or event without its line ends
+        if not self.done:
+            raise ProtocolError("the streamed answer ended before its end event")
+        if short():  # the events' garbage out first: what the turn keeps of the answer
+            gc.collect()  # goes to the lowest holes, not across the room the tools need
+        text = "".join(self.pieces)
+        calls = [self.calls[k] for k in sorted(self.calls)]
+        self.pieces = self.calls = None
+        if not self.anthropic:
+            msg = {"content": text, "tool_calls": [
+                {"id": c[0], "function": {"name": c[1], "arguments": "".join(c[2])}} for c in calls]}
+            return {"choices": [{"message": msg, "finish_reason": self.stop}], "usage": self.usage}
+        content = [{"type": "text", "text": text}]
+        for c in calls:
+            raw = "".join(c[2])
+            try:
+                args = jsonutil.loads(raw) if raw else {}
+            except ValueError:
+                args = raw  # the agent tells the model its arguments were not JSON
+            content.append({"type": "tool_use", "id": c[0], "name": c[1], "input": args})
+        return {"content": content, "usage": self.usage, "stop_reason": self.stop}
+
+
+def _broke(s, err):
+    if not isinstance(err, dict):
+        err = {"message": str(err)}
+    kind = err.get("type") or err.get("code") or "error"
+    e = ProtocolError("the answer broke off: %s (%s)" % (err.get("message") or kind, kind))
+    e.final = kind not in _AGAIN  # (llm/failure.py: not retried)
+    raise e
+
+
+def _anthropic(s, e):
+    t = e.get("type")
+    d = e.get("delta") or {}
+    u = None
+    if t == "content_block_delta":
+        if d.get("type") == "text_delta":
+            s.text(d.get("text"))
+        elif d.get("type") == "input_json_delta":
+            s.args(e.get("index"), d.get("partial_json"))
+    elif t == "content_block_start":
+        b = e.get("content_block") or {}
+        if b.get("type") == "tool_use":
+            s.calls[e.get("index")] = [b.get("id") or "", b.get("name") or "", []]
+        elif b.get("type") == "text":
+            s.text(b.get("text"))
+    elif t == "message_start":
+        u = (e.get("message") or {}).get("usage")
+    elif t == "message_delta":
+        s.stop = d.get("stop_reason") or s.stop
+        u = e.get("usage")
+    elif t == "message_stop":
+        s.done = True
+    elif t == "error":
+        _broke(s, e.get("error"))
+    for k, v in (u or {}).items():  # message_delta's counts are running totals
+        if v is not None:
+            s.usage[k] = v
+
+
+def _openai(s, e):
+    if e.get("error"):  # how OpenAI-compatible servers report a failure mid-stream
+        _broke(s, e["error"])
+    s.usage = e.get("usage") or s.usage
+    for c in e.get("choices") or ():
+        if c.get("index", 0):
+            continue
+        d = c.get("delta") or {}
+        s.text(d.get("content"))
+        for tc in d.get("tool_calls") or ():
+            k = tc.get("index", 0)
+            call = s.calls.get(k)
+            if call is None:
+                call = s.calls[k] = ["", "", []]
+            f = tc.get("function") or {}
+            call[0] = tc.get("id") or call[0]
+            call[1] = call[1] or f.get("name") or ""
+            a = f.get("arguments")
+            s.args(k, a if isinstance(a, str) or a is None else dumps(a))
+        if c.get("finish_reason"):
+            s.stop = c["finish_reason"]
+            s.done = True
