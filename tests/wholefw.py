@@ -66,11 +66,13 @@ def prepare(tmp, ca):
 
 def settings(llm, tg, tavily_key="tavily-good"):
     """--set values: gateway, the fake LLM over HTTPS (its CA by ca_file), Telegram on
-    the fake Bot API with chat TG_CHAT allowed, a Tavily key the fake answers."""
+    the fake Bot API with chat TG_CHAT allowed, a Tavily key the fake answers, no caps
+    on LLM calls."""
     return ("ws_port=0", "ws_token=" + WS_TOKEN, "provider=anthropic",
             "api_key=" + llm["api_key"], "api_base=" + llm["base_url"], "model=test-model",
             "ca_file=" + CA_FILE, "tg_api_base=" + tg["base_url"], "tg_token=" + tg["token"],
-            "tg_allow=%d" % TG_CHAT, "tavily_key=" + tavily_key)
+            "tg_allow=%d" % TG_CHAT, "tavily_key=" + tavily_key,
+            "max_calls_hour=0", "max_calls_day=0")  # no spend caps: long runs make 4,000 calls
 
 
 def ready(sim, search, timeout=180):
@@ -117,12 +119,22 @@ def ws_turn(sim, llm, tag="ws", timeout=120):
 
 
 def tg_turn(tg, llm, tag="tg", timeout=120):
-    """One Telegram turn -> the text of the message the bot sent back."""
-    n = len([m for m in tg.state()["sent"] if m["chat_id"] == TG_CHAT])
+    """One Telegram turn -> the text of the message the bot sent back. A streamed answer
+    is sent unfinished and edited as it grows: a text that is a start of the scripted
+    answer is waited out; anything else (the answer, an error) is the reply."""
+    want = answer(tag)
+
+    def mine(st):
+        return [m for m in st["sent"] if m["chat_id"] == TG_CHAT]
+
+    def done(st):
+        new = mine(st)[n:]
+        return new and (new[0]["visible"] == want or not want.startswith(new[0]["visible"]))
+
+    n = len(mine(tg.state()))
     llm.script(*script(tag))
     tg.update(chat_id=TG_CHAT, text="What is the weather where I live? (%s)" % tag)
-    st = tg.wait(lambda s: len([m for m in s["sent"] if m["chat_id"] == TG_CHAT]) > n, timeout)
-    return [m for m in st["sent"] if m["chat_id"] == TG_CHAT][n]["visible"]
+    return mine(tg.wait(done, timeout))[n]["visible"]
 
 
 def heap(sim):
