@@ -7,7 +7,7 @@ FLASH ?= 8M
 SECRETS ?= secrets.json
 TEST_ARGS ?=
 
-.PHONY: setup test lint run bench image bundle browser proxies mp32 clean help flash deploy mpremote-config
+.PHONY: setup test lint run bench image bundle browser proxies mp32 clean help flash deploy mpremote-config fuzz
 
 help:
 	@echo "make test            run the whole test suite (sets itself up)"
@@ -20,6 +20,7 @@ help:
 	@echo "make mpremote-config install the mpremote shortcuts (memory-read, config-show, ...)"
 	@echo "make bundle          build the OTA update bundle into build/ (OTA_KEY=... signs it)"
 	@echo "make bench           run the benchmarks (bench/, results in docs/benchmarks.md)"
+	@echo "make fuzz            the long fuzzing run (FUZZ_CASES per test, FUZZ_SEED; docs/reliability.md)"
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +52,15 @@ mp32:
 
 run: setup
 	$(BIN)/python tools/sim $(SIM_ARGS)
+
+# The fuzz tests (tests/mp/test_fuzz_*.py) with FUZZ_CASES cases each (10 tests: over
+# 10,000 cases in all per interpreter) and a new seed each run unless FUZZ_SEED is
+# given; a failure names its seed and case (FUZZ_SEED=... FUZZ_CASE=... reruns it).
+FUZZ_CASES ?= 2000
+FUZZ_SEED ?= $(shell date +%s)
+fuzz: setup mp32
+	FUZZ_CASES=$(FUZZ_CASES) FUZZ_SEED=$(FUZZ_SEED) MIMI_TIMEOUT_SCALE=$$(( $(FUZZ_CASES) / 150 + 1 )) \
+		$(BIN)/python -m pytest -n 2 --dist loadfile tests/mp/test_fuzz_*.py
 
 # Speed and memory figures of this machine (docs/benchmarks.md); tables also in build/bench.md.
 bench: setup mp32

@@ -7,7 +7,8 @@ source (without running it):
   HEAPSIZE = "256k"      heap cap for every test of the file (-X heapsize)
   HEAP = {"test_x": "256k"}  per-test heap caps
   FS_BLOCKS = 1536       size of the fresh filesystem in 4 KB blocks (default 256)
-  TIMEOUT = 60           seconds before the test is killed and failed
+  TIMEOUT = 60           seconds before the test is killed and failed (times
+                         MIMI_TIMEOUT_SCALE from the environment: long runs, `make fuzz`)
   FIXTURES = ("name",)   pytest fixtures whose (JSON) values reach the test as
                          support.fixture("name")
   PARAMS = {"a": ("fixture",), "b": ()}
@@ -112,7 +113,7 @@ class MpFile(pytest.File):
             "heapsize": _literal(tree, "HEAPSIZE", None),
             "heap": _literal(tree, "HEAP", {}),
             "blocks": _literal(tree, "FS_BLOCKS", 256),
-            "timeout": _literal(tree, "TIMEOUT", 60),
+            "timeout": _literal(tree, "TIMEOUT", 60) * float(os.getenv("MIMI_TIMEOUT_SCALE") or 1),
             "fixtures": _literal(tree, "FIXTURES", ()),
         }
         params = _literal(tree, "PARAMS", {})

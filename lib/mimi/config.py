@@ -78,9 +78,11 @@ class Config:
 
     def load(self):
         """Read the file; bad or unknown entries are reported and left out, never fatal."""
+        from mimi import jsonutil  # a hand-edited "\udc00" must not come back as a lone surrogate
+
         try:
             with open(self.path) as f:
-                raw = json.load(f)
+                raw = jsonutil.loads(f.read())
         except OSError:
             raw = {}
         except ValueError as e:

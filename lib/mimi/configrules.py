@@ -22,7 +22,7 @@ def _int(v, lo, hi):
             raise ValueError("must be a whole number")
     try:
         v = int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: inf
         raise ValueError("must be a whole number")
     if not lo <= v <= hi:
         raise ValueError("must be between %d and %d" % (lo, hi))
@@ -98,7 +98,7 @@ def _ids(v, kind):
         if not item:
             continue
         if not ok(item):
-            raise ValueError("%s, comma-separated (got %r)" % (what, item))
+            raise ValueError("%s, comma-separated (got %r)" % (what, item[:40]))
         if item not in out:
             out.append(item)
     return ",".join(out)

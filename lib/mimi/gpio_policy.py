@@ -40,11 +40,11 @@ def parse(text):
             continue
         lo, sep, hi = item.partition("-")
         if not lo.isdigit() or (sep and not hi.isdigit()):
-            raise ValueError("pins are numbers or ranges like 4-18, comma-separated (got %r)" % item)
+            raise ValueError("pins are numbers or ranges like 4-18, comma-separated (got %r)" % item[:40])
         lo = int(lo)
         hi = int(hi) if sep else lo
         if hi < lo or hi - lo > 48:
-            raise ValueError("bad pin range %r" % item)
+            raise ValueError("bad pin range %r" % item[:40])
         for p in range(lo, hi + 1):
             if p not in EXISTING:
                 raise ValueError("GPIO%d does not exist on the ESP32-S3" % p)

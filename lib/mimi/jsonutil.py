@@ -18,7 +18,7 @@ def loads(body):
 
 def clean(obj):
     """obj (decoded JSON) with every string valid UTF-8 as loads() makes them; lists
-    and dicts are changed in place."""
+    and dicts are changed in place. ValueError for a key that is not a string."""
     if isinstance(obj, str):
         return _text(obj)
     stack = [obj]
@@ -36,6 +36,8 @@ def clean(obj):
             for k, v in o.items():
                 if isinstance(v, _NESTED):
                     stack.append(v)
+                if not isinstance(k, str):  # MicroPython's json takes {0: 1} and {null: 1}
+                    raise ValueError("not JSON: an object key that is not a string")
                 if not valid(k) or isinstance(v, str) and not valid(v):
                     bad.append(k)
             for k in bad:

@@ -27,8 +27,9 @@ Scripting, in-process (tests) or over HTTP (MicroPython tests, the simulator):
   POST /_control/reset
   GET  /_control/state   {"sent", "actions", "calls", "pending", "offset",
                           "violations", "connections", "edits", "deleted"}
-JSON goes out with ensure_ascii (emoji as "\\ud83d\\ude00" surrogate pairs) unless
-configured otherwise, which is legal JSON that MicroPython's json decodes badly.
+JSON goes out compact, as the Bot API sends it ({"ok":true,"result":[]}), and with
+ensure_ascii (emoji as "\\ud83d\\ude00" surrogate pairs) unless configured otherwise,
+which is legal JSON that MicroPython's json decodes badly.
 """
 import json
 import threading
@@ -621,7 +622,7 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(out, bytes):
             data, ctype = out, "text/html"
         else:
-            data = json.dumps(out, ensure_ascii=self.fake.ensure_ascii).encode("utf-8")
+            data = json.dumps(out, ensure_ascii=self.fake.ensure_ascii, separators=(",", ":")).encode("utf-8")
             ctype = "application/json"
         try:
             self.send_response(status)

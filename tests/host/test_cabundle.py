@@ -42,7 +42,7 @@ def test_mbedtls_loads_every_root(tmp_path):
     """MicroPython's mbedTLS must parse each root (curves, key sizes) of the bundle."""
     out = cabundle.build(tmp_path / "roots.pem")
     n = Path(out).read_bytes().count(b"-----BEGIN CERTIFICATE-----")
-    script = ("import sys, tls\nsys.path[:] = [%r, '.frozen']\nfrom mimi.net import tls as roots\n"
+    script = ("import sys, tls\nsys.path[:] = [%r, '.frozen']\nfrom mimi.net import tlsroots as roots\n"
               "ctx = tls.SSLContext(tls.PROTOCOL_TLS_CLIENT)\nprint(roots.load(ctx, %r))\n"
               % (str(ROOT / "lib"), str(out)))
     mp = Path(sys.executable).parent / "micropython"

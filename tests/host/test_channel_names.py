@@ -23,6 +23,7 @@ OWN = {"channels/__init__.py", "channels/telegram.py", "channels/tgsend.py", "ch
        "channels/tgstatus.py",
        "channels/sending.py",
        "channels/websocket.py", "channels/wsconn.py", "channels/chatpage.py",
+       "channels/tgconnect.py", "channels/tgupdates.py",
        "channels/feishu.py", "channels/feishupb.py", "channels/feishufmt.py", "channels/feishurepl.py"}
 # The LLM APIs have a "system" of their own (Anthropic's field, OpenAI's role).
 SYSTEM_OK = ("llm/",)

@@ -94,15 +94,15 @@ class Ticker:
 
 
 def joined(body):
-    """An HTTP request body (bytes, or a tuple of parts: mimi/net/http.py) as the bytes
-    it sends, Regions of files read."""
-    from mimi.net import http
+    """An HTTP request body (bytes, or a tuple of parts: mimi/net/httpbody.py) as the
+    bytes it sends, Regions of files read."""
+    from mimi.net import httpbody
 
     if not isinstance(body, tuple):
         return bytes(body or b"")
     out = []
-    for p in http._flat(body):
-        if isinstance(p, http.Region):
+    for p in httpbody.flat(body):
+        if isinstance(p, httpbody.Region):
             with open(p.path, "rb") as f:
                 f.seek(p.start)
                 out.append(f.read(p.n))

@@ -20,7 +20,7 @@ def test_out_of_sockets_is_explained():
     assert "out of sockets" in text and str(limits.LWIP_SOCKETS) in text
     assert net.explain(OSError(104)) == str(OSError(104))
     # where the HTTP client opens its socket
-    from mimi.net import http
+    from mimi.net import http, httpsync
 
     class Full:  # the socket module of a board whose sockets are all taken
         SOCK_STREAM = socket.SOCK_STREAM
@@ -30,11 +30,11 @@ def test_out_of_sockets_is_explained():
         def socket(*a):
             raise OSError(23)
 
-    http.socket = Full
+    httpsync.socket = Full
     try:
         e = support.raises(http.ConnectFailure, http.Client("http://127.0.0.1:9").request, "GET", "/")
     finally:
-        http.socket = socket
+        httpsync.socket = socket
     assert "cannot open a socket for 127.0.0.1:9" in str(e) and "out of sockets" in str(e), e
 
 

@@ -701,3 +701,26 @@ async def test_streamed_answer_edits_one_message_then_the_final_replaces_it():
     assert [m["visible"] for m in st["sent"]][3:] == ["Same"], st["sent"]
     assert not st["deleted"][1:], st["deleted"]
     task.cancel()
+
+
+def test_an_idle_poll_loads_no_decoder():
+    # The empty answer of a long poll that saw nothing is taken by the resident Updates;
+    # any other answer goes, from its first byte, through channels/tgupdates.py
+    import sys
+
+    b = telegram.Telegram()
+    for pieces in ([b'{"ok":true,"result":[]}'], [b'{"ok":tr', b'ue,"result":[]}']):
+        u = telegram.Updates(b, 4096, 4096)
+        for p in pieces:
+            u(memoryview(p))
+        assert u.seen and u.acts == [] and "mimi.channels.tgupdates" not in sys.modules
+    body = (b'{"ok":true,"result":[{"update_id":7,"message":{"message_id":1,'
+            b'"chat":{"id":42,"type":"private"},"text":"hi"}}]}')
+    u = telegram.Updates(b, 4096, 4096)
+    for k in range(0, len(body), 5):  # cut inside the empty answer's first bytes too
+        u(memoryview(body[k:k + 5]))
+    assert u.seen and [(uid, a[0], a[2]) for uid, a in u.acts] == [(7, "agent", "hi")], u.acts
+    assert "mimi.channels.tgupdates" in sys.modules
+    u = telegram.Updates(b, 4096, 4096)  # an error answer: read from its head
+    u(memoryview(b'{"ok":false,"error_code":409,"description":"Conflict"}'))
+    assert not u.seen and u.head.startswith(b'{"ok":false') and u.acts == []

@@ -162,4 +162,4 @@ def _size(args):
         for k, v in args.items():
             n += len(k) + (len(memoryview(v)) if isinstance(v, str) else len(str(v)))
         return n
-    return len(args or "")
+    return len(args) if isinstance(args, str) else 0  # other JSON: not run, not kept

@@ -12,23 +12,24 @@
 import gc
 import json
 import asyncio
+import mimi
 from mimi import limits, log, bus, fs, config, jsonutil, channels
-from mimi.net.http import ConnectFailure, Timeout
 from mimi.net import tls
 from mimi.services import wifi, ntp
 
 TAG = "tg"
 CHANNEL = "telegram"
 cfg = config.cfg
-IGNORE = ("ignore", None, None, None, None)
+_EMPTY = b'{"ok":true,"result":[]}'  # a long poll that saw no update (Telegram: compact JSON)
 
 
 class ApiError(Exception):
     def __init__(self, code, description, retry_after=None):
         super().__init__("%s %s" % (code, description))
         self.code = code
-        self.description = description or ""
-        self.retry_after = retry_after
+        self.description = description if isinstance(description, str) else ""
+        ok = isinstance(retry_after, (int, float)) and not isinstance(retry_after, bool)
+        self.retry_after = max(0, retry_after) if ok else None  # junk here stopped the poller
 
     @property
     def entities(self):
@@ -70,8 +71,9 @@ class Api:
             raise ApiError(r.status, "non-JSON answer (HTTP %d)" % r.status)
         if r.status == 200 and obj.get("ok"):
             return obj.get("result")
-        p = obj.get("parameters") or {}
-        raise ApiError(obj.get("error_code") or r.status, obj.get("description"), p.get("retry_after"))
+        p = obj.get("parameters")
+        raise ApiError(obj.get("error_code") or r.status, obj.get("description"),
+                       p.get("retry_after") if isinstance(p, dict) else None)
 
     def close(self):
         try:
@@ -84,7 +86,8 @@ def _client(base, timeout_s):
     from mimi.net import http
 
     # ca=None: the client verifies against the board's root bundle (limits.CA_BUNDLE)
-    return http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s)
+    return http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s,
+                            bufsize=limits.TG_RECV_BUF)
 
 
 def allowed(chat_id):
@@ -111,115 +114,32 @@ class Updates:
     the heap spares) and decoded and classified alone, so a batch never sits in RAM
     whole. An update bigger than that, or one that does not decode, is skipped by its
     update_id (read from its first bytes); once the text kept for the agent passes
-    `budget`, the rest is left for the next poll (not confirmed, so nothing is lost)."""
+    `budget`, the rest is left for the next poll (not confirmed, so nothing is lost).
+    The empty answer of an idle poll is taken here; any other is read by
+    channels/tgupdates.py, loaded for it and dropped after the poll."""
 
     def __init__(self, bot, most, budget):
         self.bot = bot
-        self.most = self.cap = most
+        self.most = most
         self.budget = budget
-        self.depth = 0  # JSON nesting: 1 the answer, 2 "result", 3 an update
-        self.instr = self.esc = False
         self.head = b""  # the first bytes of the body: an error answer is read from them
-        self.buf = None
-        self.size = 0  # bytes of the current update so far
-        self.pre = b""  # its first bytes (its update_id even when skipped)
         self.acts = []  # [(update_id, action or None)] in order
-        self.kept = 0
         self.full = False
         self.seen = False  # a "result" array was there
+        self.idle = True  # nothing but the start of _EMPTY so far (the decoder's state: tgupdates.start)
 
     def __call__(self, mv):
         b = bytes(mv)
-        if len(self.head) < limits.TG_ERROR_MAX:
-            self.head += b[:limits.TG_ERROR_MAX - len(self.head)]
-        n = len(b)
-        i = 0
-        q = -1  # the next quote at or after i while in a string (n: none in b)
-        a = 0 if self.depth >= 3 else -1  # where the current update's bytes start in b
-        while i < n:
-            if self.instr:  # jump to the closing quote; an escape hides the byte after it
-                if self.esc:
-                    self.esc = False
-                    i += 1
-                    continue
-                if q < i:
-                    q = b.find(b'"', i)
-                    if q < 0:
-                        q = n
-                e = b.find(b"\\", i, q)
-                if e >= 0:
-                    self.esc = True
-                    i = e + 1
-                else:
-                    self.instr = q == n
-                    i = q + 1
-                continue
-            c = b[i]
-            if c == 34:  # "
-                self.instr = True
-            elif c == 123 or c == 91:  # { [
-                self.depth += 1
-                if self.depth == 2:
-                    self.seen = True
-                elif self.depth == 3:
-                    a = i
-                    self.size = 0
-                    self.pre = b""
-            elif c == 125 or c == 93:  # } ]
-                self.depth -= 1
-                if self.depth == 2 and a >= 0:
-                    self._take(b, a, i + 1)
-                    a = -1
-                    self._done()
-            i += 1
-        if a >= 0:
-            self._take(b, a, n)
-
-    def _take(self, b, a, z):
-        if len(self.pre) < 64:
-            self.pre += b[a:min(z, a + 64 - len(self.pre))]
-        k = self.size
-        self.size += z - a
-        if self.full or self.size > self.most:
-            return
-        if self.buf is None or len(self.buf) < self.size:  # grown as an update needs it
-            try:
-                buf = bytearray(min(self.most, max(self.size, 2 * k, limits.TG_UPDATE_MIN)))
-            except MemoryError:
-                if not k and self.buf is None:  # not even a small one: the batch waits
-                    self.full = True
-                self.most = k  # this one is skipped
+        if self.idle:  # so far the start of the empty answer: no decoder needed yet
+            self.head += b
+            if _EMPTY.startswith(self.head):
+                self.seen = self.head == _EMPTY
                 return
-            if k:
-                buf[:k] = memoryview(self.buf)[:k]
-            self.buf = buf
-        self.buf[k:self.size] = memoryview(b)[a:z]
-
-    def _done(self):
-        if self.full:
-            return  # not taken: it comes again with the next poll
-        uid = _update_id(self.pre)
-        act = None
-        most, self.most = self.most, self.cap  # a failed growth skipped this one only
-        if self.size > most:
-            log.warning(TAG, "update %s skipped: %d bytes, more than the %d this heap takes now",
-                        uid, self.size, most)
-        else:
-            try:
-                upd = jsonutil.loads(memoryview(self.buf)[:self.size])
-                uid = upd["update_id"]
-                if not isinstance(uid, int):
-                    raise ValueError("update_id %r" % (uid,))
-                act = self.bot._classify(upd)
-            except Exception as e:  # noqa: B902 - malformed JSON or fields, out of memory
-                log.warning(TAG, "update %s skipped: %s %s", uid, type(e).__name__, e)
-                act = None
-        self.acts.append((uid, act))
-        if act and act[2]:
-            self.kept += len(act[2])
-            self.full = self.kept >= self.budget
-            if self.full:
-                self.buf = None
+            self.idle = False
+            b, self.head = self.head, b""  # the decoder reads it all from the start
+            self.seen = False
+            channels.load("tgupdates").start(self)
+        channels.load("tgupdates").feed(self, b)
 
 
 class Telegram:
@@ -248,16 +168,6 @@ class Telegram:
             self.changed.set()
 
     # ---------------------------------------------------------------- state
-    def _load_offset(self):
-        self.offset = self.saved_offset = self.unsaved = 0
-        try:
-            with open(limits.TG_OFFSET_PATH) as f:
-                d = json.load(f)
-            if str(d.get("bot")) == str(self.bot_id):
-                self.offset = self.saved_offset = int(d.get("offset") or 0)
-        except (OSError, ValueError, AttributeError, TypeError):
-            pass
-
     def _save_offset(self):
         if self.offset == self.saved_offset:
             return
@@ -267,15 +177,6 @@ class Telegram:
             self.unsaved = 0
         except OSError as e:
             log.error(TAG, "saving the update offset failed: %s", e)
-
-    def _connect(self, token):
-        self._close()
-        base = cfg.get("tg_api_base")
-        self.token = token
-        self.bot_id = token.split(":", 1)[0]
-        self.poll_api = Api(base, token, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S)
-        self.username = None
-        self._load_offset()
 
     def _close(self):
         for api in (self.poll_api, self.send_api):
@@ -334,7 +235,7 @@ class Telegram:
                 continue
             try:
                 if token != self.token or self.poll_api is None or self.poll_api.base != cfg.get("tg_api_base"):
-                    self._connect(token)
+                    mimi.run("channels.tgconnect", "connect", self, token)
                 if self.username is None:
                     me = await self.poll_api.call("getMe")
                     self.username = me.get("username") or ""
@@ -358,37 +259,15 @@ class Telegram:
                     log.warning(TAG, "no update taken from a batch (%s); retry in %d s",
                                 "no room in the heap" if stuck else "no usable update_id", backoff)
                     await asyncio.sleep(backoff)
-            except ApiError as e:
-                wifi.healthy()  # Telegram answered: the network is fine
-                if e.code == 409:
-                    log.warning(TAG, "409 Conflict: another program is polling this bot (or a "
-                                "webhook is set): %s; retrying in %d s", e.description, conflict)
-                    await self._wait_change(conflict)
-                    conflict = min(conflict * 2, limits.TG_CONFLICT_MAX_S)
-                elif e.code == 429:
-                    wait = min(e.retry_after or backoff, limits.TG_RETRY_AFTER_MAX_S)
-                    log.warning(TAG, "429 Too Many Requests; waiting %d s", wait)
-                    await asyncio.sleep(wait)
-                elif e.code in (401, 404):
-                    log.error(TAG, "the bot token was refused (%s); check set_tg_token(...)", e)
-                    self._close()
-                    await self._wait_change(limits.TG_BAD_TOKEN_S)
-                else:
-                    log.warning(TAG, "getUpdates failed: %s; retry in %d s", e, backoff)
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, limits.TG_BACKOFF_MAX_S)
             except asyncio.CancelledError:
                 raise
-            except Exception as e:  # network, TLS, timeouts: the client reconnects next time
-                if isinstance(e, (ConnectFailure, Timeout)):
-                    wifi.suspect(TAG)  # a few in a row while "online": WiFi reconnects
-                    self._network_lost()
-                if not wifi.online():
-                    continue  # the top of the loop waits for WiFi
-                self.limit = max(1, self.limit // 2)  # maybe too much for the heap or the deadline
-                log.warning(TAG, "polling failed: %s %s; retry in %d s", type(e).__name__, e, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, limits.TG_BACKOFF_MAX_S)
+            except Exception as e:  # Telegram's refusals, network, TLS, timeouts (tgconnect.py)
+                wait, on_change, backoff, conflict = mimi.run("channels.tgconnect", "failed", self, e,
+                                                              backoff, conflict)
+                if on_change:
+                    await self._wait_change(wait)
+                elif wait:
+                    await asyncio.sleep(wait)
 
     async def _poll(self, params, batch):
         """getUpdates into batch -> True; unless the agent's LLM call needs the memory for
@@ -412,6 +291,7 @@ class Telegram:
             return False
         finally:
             guard.cancel()
+            mimi.drop("channels.tgupdates")  # (loaded when the answer had updates)
 
     async def _guard(self, poll):
         while True:
@@ -457,65 +337,6 @@ class Telegram:
                 raise
             except Exception as e:
                 log.exception(TAG, "handling an update failed", e)
-
-    def _classify(self, upd):
-        """An update -> (action, chat_id, text, meta, key); no side effects. key tells
-        the same message sent twice. Raises on malformed fields (the caller skips it)."""
-        msg = upd.get("message")
-        edited = False
-        if not isinstance(msg, dict):
-            msg = upd.get("edited_message")  # not requested, but be safe
-            if not isinstance(msg, dict):
-                return IGNORE
-            edited = True
-        chat = msg.get("chat") or {}
-        if chat.get("id") is None:
-            return IGNORE
-        chat_id = str(chat.get("id"))
-        key = (int(chat_id) * 1000003 + int(msg.get("message_id"))) & 0x3FFFFFFF  # a small int
-        text = msg.get("text")
-        group = chat.get("type") in ("group", "supergroup")
-        meta = {"message_id": msg.get("message_id"), "group": group}
-        if group:
-            who = msg.get("from") or {}
-            meta["sender"] = " ".join(x for x in (who.get("first_name"), who.get("last_name"))
-                                      if isinstance(x, str)) or who.get("username") or str(who.get("id"))
-            text, addressed = self._addressed(msg, text)
-            if not addressed:
-                return IGNORE
-        if not allowed(chat_id):
-            return ("stranger", chat_id, None, meta, key)
-        if edited or not isinstance(text, str):
-            return ("text_only", chat_id, None, meta, key)
-        text = text.strip()
-        cmd = text.split(None, 1)[0].lower() if text.startswith("/") else ""
-        if cmd and "@" in cmd:
-            cmd, _, who = cmd.partition("@")
-            if self.username and who != self.username.lower():
-                return IGNORE  # a command for another bot
-        if cmd in ("/start", "/help"):
-            return ("reply", chat_id, cmd, meta, key)
-        if cmd == "/reset":
-            return ("reset", chat_id, None, meta, key)
-        if cmd == "/usage":
-            return ("usage", chat_id, None, meta, key)
-        if not text:
-            return IGNORE
-        return ("agent", chat_id, text, meta, key)
-
-    def _addressed(self, msg, text):
-        """Group chats: only messages that mention the bot, reply to it, or are commands."""
-        reply = msg.get("reply_to_message") or {}
-        to_bot = str((reply.get("from") or {}).get("id")) == str(self.bot_id)
-        if not isinstance(text, str):
-            return text, to_bot
-        if self.username:
-            tag = "@" + self.username.lower()
-            low = text.lower()
-            i = low.find(tag)
-            if i >= 0 and not low.startswith("/"):
-                return (text[:i] + text[i + len(tag):]).strip(), True
-        return text, to_bot or text.startswith("/")
 
     async def _act(self, a):
         what, chat_id, text, meta, _ = a

@@ -1,7 +1,7 @@
 # Anthropic Messages API (POST {api_base}/v1/messages). The internal message format
 # is already Anthropic's, so a message is encoded as it is; the request adds the
 # prompt-cache marks.
-from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, inner
+from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, inner, tokens
 
 VERSION = "2023-06-01"
 MARK = b',"cache_control":{"type":"ephemeral"}'
@@ -52,8 +52,8 @@ class Anthropic(Provider):
                 calls.append(Call(blk.get("id") or "", blk.get("name") or "",
                                   blk.get("input") if blk.get("input") is not None else {}))
         u = data.get("usage") or {}
-        read = u.get("cache_read_input_tokens") or 0
-        made = u.get("cache_creation_input_tokens") or 0
-        usage = {"input": (u.get("input_tokens") or 0) + read + made,
-                 "output": u.get("output_tokens") or 0, "cache_read": read, "cache_write": made}
+        read = tokens(u.get("cache_read_input_tokens"))
+        made = tokens(u.get("cache_creation_input_tokens"))
+        usage = {"input": tokens(u.get("input_tokens")) + read + made,
+                 "output": tokens(u.get("output_tokens")), "cache_read": read, "cache_write": made}
         return Reply(strip_think("".join(texts)), calls, usage, data.get("stop_reason"))

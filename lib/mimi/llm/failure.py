@@ -29,10 +29,10 @@ def error_text(resp):
     if isinstance(data, dict):
         err = data.get("error")
         if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
+            return str(err["message"])[:limits.LLM_ERROR_BODY_MAX]
         for v in (err, data.get("message"), data.get("detail")):
             if isinstance(v, str) and v:
-                return v
+                return v[:limits.LLM_ERROR_BODY_MAX]  # the whole of it would be the user's reply
     text = fs.decode(fs.utf8_cut(resp.body or b"", limits.LLM_ERROR_BODY_MAX))
     return text.strip() or "(empty response)"
 

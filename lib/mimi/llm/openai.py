@@ -2,7 +2,7 @@
 # copy it (Ollama, LM Studio, DeepSeek, OpenRouter, ...). The one place where the
 # internal Anthropic-style messages become OpenAI messages.
 from mimi import jsonutil
-from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, inner
+from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, inner, tokens
 from mimi.net import split_url
 
 OFFICIAL_HOST = "api.openai.com"
@@ -99,10 +99,10 @@ class OpenAI(Provider):
         details = u.get("prompt_tokens_details") or {}
         # OpenAI reports cache reads only; DeepSeek names them prompt_cache_hit_tokens,
         # OpenRouter adds cache_write_tokens, LiteLLM-style gateways Anthropic's name.
-        usage = {"input": u.get("prompt_tokens") or 0, "output": u.get("completion_tokens") or 0,
-                 "cache_read": details.get("cached_tokens") or u.get("prompt_cache_hit_tokens") or 0,
-                 "cache_write": details.get("cache_write_tokens")
-                 or u.get("cache_creation_input_tokens") or 0}
+        usage = {"input": tokens(u.get("prompt_tokens")), "output": tokens(u.get("completion_tokens")),
+                 "cache_read": tokens(details.get("cached_tokens") or u.get("prompt_cache_hit_tokens")),
+                 "cache_write": tokens(details.get("cache_write_tokens")
+                                       or u.get("cache_creation_input_tokens"))}
         content = msg.get("content")
         text = _text(content) if content else ""
         return Reply(strip_think(text), calls, usage, choice.get("finish_reason"))

@@ -27,9 +27,15 @@ class LLMError(Exception):
 
 class Call:
     def __init__(self, id, name, args):
-        self.id = id
-        self.name = name
+        self.id = id if isinstance(id, str) else ""  # a server may send any JSON value
+        self.name = name if isinstance(name, str) else ""
         self.args = args  # dict, or the raw text when the model sent invalid JSON
+
+
+def tokens(v):
+    """A token count from a reply's usage: anything but a count (a string, a list, a
+    negative or a fraction, as a broken server may send) counts 0."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
 
 
 class Reply:

@@ -64,10 +64,15 @@ class Stream:
         except ValueError:
             raise ProtocolError("malformed event in the streamed answer: %r" % d[:60])
         if isinstance(e, dict):
-            (_anthropic if self.anthropic else _openai)(self, e)
+            try:
+                (_anthropic if self.anthropic else _openai)(self, e)
+            except (AttributeError, TypeError, KeyError, IndexError) as x:  # fields of the wrong type
+                raise ProtocolError("malformed event in the streamed answer (%s: %s)" % (type(x).__name__, x))
 
     def keep(self, x, call=None):
         if x:
+            if not isinstance(x, (str, bytes)):  # joined at the end: refused now, in event()
+                raise TypeError("%s where text belongs" % type(x).__name__)
             self.kept += len(x)
             if self.kept > limits.HTTP_RESPONSE_MAX:
                 raise TooLarge("LLM answer larger than %d bytes" % limits.HTTP_RESPONSE_MAX)
@@ -119,6 +124,13 @@ class Stream:
         return {"content": content, "usage": self.usage, "stop_reason": self.stop}
 
 
+def _index(v):
+    """A tool call's index: a number (the calls are sorted by it at the end)."""
+    if isinstance(v, int):
+        return v
+    raise TypeError("tool call index %r" % (v,))
+
+
 def _broke(s, err):
     if not isinstance(err, dict):
         err = {"message": str(err)}
@@ -140,7 +152,7 @@ def _anthropic(s, e):
     elif t == "content_block_start":
         b = e.get("content_block") or {}
         if b.get("type") == "tool_use":
-            s.calls[e.get("index")] = [b.get("id") or "", b.get("name") or "", []]
+            s.calls[_index(e.get("index"))] = [b.get("id") or "", b.get("name") or "", []]
         elif b.get("type") == "text":
             s.text(b.get("text"))
     elif t == "message_start":
@@ -167,7 +179,7 @@ def _openai(s, e):
         d = c.get("delta") or {}
         s.text(d.get("content"))
         for tc in d.get("tool_calls") or ():
-            k = tc.get("index", 0)
+            k = _index(tc.get("index", 0))
             call = s.calls.get(k)
             if call is None:
                 call = s.calls[k] = ["", "", []]

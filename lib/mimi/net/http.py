@@ -13,7 +13,7 @@
 # path, or PEM/DER bytes. proxy: ("http"|"socks5", host, port). body: bytes, str, a
 # dict/list sent as JSON, or a tuple of parts written one after the other without
 # ever being joined (str/bytes/memoryview, nested tuples, and lists whose items are
-# written comma-separated: the LLM request, see _flat) and Regions of files read as
+# written comma-separated: the LLM request, net/httpbody.py) and Regions of files read as
 # they are sent. Errors: HTTPError > Timeout,
 # TooLarge, TLSFailure, ConnectFailure (the request never reached the server: safe
 # to resend), ProtocolError.
@@ -25,15 +25,13 @@
 # The protocol is written once, as generators that yield I/O operations:
 #   (_W, data)  write all of data            -> None
 #   (_R, mv)    read at most len(mv) into mv -> count, 0 at EOF
-# Client runs them on non-blocking sockets with poll (agent thread, blocking);
+# Client (net/httpsync.py, loaded on first use of http.Client) runs them on
+# non-blocking sockets with poll (agent thread, blocking);
 # AsyncClient (net/asynchttp.py, loaded on first use of http.AsyncClient) runs them on
 # asyncio streams (event loop).
-import errno
 import gc
 import json
 import select
-import socket
-import time
 
 from mimi import limits, jsonutil, net
 from mimi.fs import decode
@@ -238,105 +236,15 @@ def _read_head(buf, what="response headers"):
         return status[0], code, status[2] if len(status) > 2 else "", headers
 
 
-_SEP = b","
-
-
-class Region:
-    """A body part read from a file as it is sent: bytes [start, start + n) of path
-    (stored text that needs no copy in RAM, e.g. session history)."""
-
-    def __init__(self, path, start, n):
-        self.path = path
-        self.start = start
-        self.n = n
-
-
-def _flat(parts, out=None):
-    """A tuple body as the flat list of its pieces, in order: nested tuples are opened,
-    the items of a list separated by commas (a JSON array's or object's members). One
-    list for the body, not a generator per nested part."""
-    if out is None:
-        out = []
-    for p in parts:
-        if isinstance(p, tuple):
-            _flat(p, out)
-        elif isinstance(p, list):
-            for k in range(len(p)):
-                if k:
-                    out.append(_SEP)
-                q = p[k]
-                if isinstance(q, tuple):
-                    _flat(q, out)
-                elif isinstance(q, list):
-                    _flat((q,), out)
-                else:
-                    out.append(q)
-        else:
-            out.append(p)
-    return out
-
-
-def _length(pieces):
-    n = 0
-    for p in pieces:
-        if isinstance(p, Region):
-            n += p.n
-        else:
-            n += len(memoryview(p)) if isinstance(p, str) else len(p)
-    return n
-
-
-def _send_parts(buf, pieces):
-    """Write a flat body: small pieces gathered in the (still unused) receive buffer,
-    pieces as big as the buffer written from where they are, Regions read into it."""
-    mv = buf.mv
-    size = len(mv)
-    n = 0
-    f = name = None  # the file of the last Region, open until the body is sent
-    try:
-        for p in pieces:
-            if isinstance(p, Region):
-                if p.path != name:
-                    if f:
-                        f.close()
-                    f, name = open(p.path, "rb"), p.path
-                f.seek(p.start)
-                left = p.n
-                while left:
-                    if n == size:
-                        yield (_W, mv)
-                        n = 0
-                    k = f.readinto(mv[n:n + min(left, size - n)])
-                    if not k:
-                        raise OSError("%s changed while it was being sent" % name)
-                    n += k
-                    left -= k
-                continue
-            if isinstance(p, str):  # (an isinstance with a tuple of types allocates the tuple)
-                p = memoryview(p)
-            k = len(p)
-            if n and n + k > size:
-                yield (_W, mv[:n])
-                n = 0
-            if k >= size:
-                yield (_W, p)
-            else:
-                mv[n:n + k] = p
-                n += k
-        if n:
-            yield (_W, mv[:n])
-    finally:
-        if f:
-            f.close()
-
-
 def _response(buf, head, body, method, cap):
     """Send a request on an open connection, read the response head and set up the
     body's framing in buf. Returns (status, reason, headers, keep_alive)."""
     buf.clear()
     yield (_W, head)
     if isinstance(body, list):  # a tuple body, flattened by _build
-        yield from _send_parts(buf, body)
+        from mimi.net import httpbody
+
+        yield from httpbody.send_parts(buf, body)
     elif body:
         yield (_W, body)
     buf.sent = True
@@ -436,7 +344,7 @@ def _clean(s, what):
 
 
 class _Base:
-    def __init__(self, base_url, ca=None, proxy=None, timeout_s=limits.LLM_TIMEOUT_S):
+    def __init__(self, base_url, ca=None, proxy=None, timeout_s=limits.LLM_TIMEOUT_S, bufsize=limits.HTTP_RECV_BUF):
         scheme, self.host, port, path = net.split_url(base_url)
         if scheme not in ("http", "https"):
             raise ValueError("URL must start with http:// or https://: %r" % base_url)
@@ -448,6 +356,7 @@ class _Base:
         if proxy and proxy[0] not in ("http", "socks5"):
             raise ValueError("proxy type must be http or socks5, not %r" % (proxy[0],))
         self.timeout_s = timeout_s
+        self.bufsize = bufsize  # the receive buffer, made at the first request
         self.handshakes = 0
         self.connects = 0
         self._buf = None
@@ -492,7 +401,9 @@ class _Base:
         if body is None or isinstance(body, (bytes, bytearray, memoryview)):
             data = body
         elif isinstance(body, tuple):
-            data = _flat(body)
+            from mimi.net import httpbody
+
+            data = httpbody.flat(body)
         elif isinstance(body, str):
             data = body.encode()
         else:
@@ -514,7 +425,12 @@ class _Base:
         if ctype and "content-type" not in given:
             lines.append("Content-Type: " + ctype)
         if (data is not None or method in ("POST", "PUT", "PATCH")) and "content-length" not in given:
-            n = _length(data) if isinstance(data, list) else len(data) if data else 0
+            if isinstance(data, list):
+                from mimi.net import httpbody
+
+                n = httpbody.length(data)
+            else:
+                n = len(data) if data else 0
             lines.append("Content-Length: %d" % n)
         lines.append("\r\n")
         return "\r\n".join(lines).encode(), data
@@ -539,7 +455,7 @@ class _Base:
 
     def _start(self):
         if self._buf is None:
-            self._buf = _Buf(limits.HTTP_RECV_BUF)
+            self._buf = _Buf(self.bufsize)
 
     def _failed(self, e, attempt, reused):
         """Close after failure e; True to try once more on a fresh connection (a reused
@@ -564,117 +480,19 @@ class _Base:
                 self._wrapped = False
 
 
-# ---- blocking client (agent thread) ----
-
-class Client(_Base):
-    _busy = None  # the Stream whose body is still on the connection
-
-    def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None):
-        """sink: as AsyncClient.request's (a streamed LLM answer)."""
-        deadline = self._begin(deadline_s)
-        if sink is not None:
-            return self._send(method, path, headers, body, deadline, _sunk, sink)[0]
-        return self._send(method, path, headers, body, deadline, _exchange,
-                          limits.HTTP_RESPONSE_MAX)[0]
-
-    def stream(self, *args, **kw):
-        """httpstream.stream(self, method, path, headers=None, body=None, deadline_s=None,
-        cap=None, redirects=0, idle_s=None): the response with its body still to read."""
-        from mimi.net import httpstream  # not loaded by the LLM path
-
-        return httpstream.stream(self, *args, **kw)
-
-    def _begin(self, deadline_s):
-        self._start()
-        if self._busy is not None:
-            self._busy.close()  # an unfinished stream: its connection goes
-        self._secs = self.timeout_s if deadline_s is None else deadline_s
-        return time.ticks_add(time.ticks_ms(), int(self._secs * 1000))
-
-    def _send(self, method, path, headers, body, deadline, proto, cap):
-        head, data = self._build(method, path, headers, body)
-        for attempt in (0, 1):
-            if self._sock is not None and self._stray(self._sock):
-                self.close()
-            reused = self._sock is not None
-            try:
-                if not reused:
-                    self._open(deadline)
-                res = self._run(proto(self._buf, head, data, method, cap), deadline)
-            except Exception as e:  # noqa: B902 - any failure leaves the socket unusable
-                if self._failed(e, attempt, reused):
-                    continue
-            if proto is not _response and not res[1]:  # (_response: a stream, still reading)
-                self.close()
-            return res
-
-    def _open(self, deadline):
-        tls = self._roots()
-        host, port = self._hop()
-        try:
-            ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
-        except OSError as e:
-            raise ConnectFailure("cannot resolve %s: %s" % (host, e))
-        try:
-            s = socket.socket(ai[0], socket.SOCK_STREAM)
-        except OSError as e:
-            raise ConnectFailure("cannot open a socket for %s:%d: %s" % (host, port, net.explain(e)))
-        self._sock = s
-        net.nodelay(s)
-        s.setblocking(False)
-        try:
-            s.connect(ai[-1])
-        except OSError as e:
-            if e.args[0] != errno.EINPROGRESS:
-                raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
-        if self._wait(select.POLLOUT, deadline) & (select.POLLERR | select.POLLHUP):
-            raise ConnectFailure("cannot connect to %s:%d (refused or unreachable)" % (host, port))
-        self.connects += 1
-        if self.proxy:
-            self._run(self._tunnel(), deadline)
-        if tls:
-            self._sock = self._wrap(tls, s)
-
-    def _wait(self, mask, deadline):
-        left = time.ticks_diff(deadline, time.ticks_ms())
-        if left > 0:
-            p = select.poll()
-            p.register(self._sock, mask)
-            ev = p.poll(left)
-            if ev:
-                return ev[0][1]
-        raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, self._secs))
-
-    def _run(self, gen, deadline):
-        s = self._sock
-        res = None
-        while True:
-            try:
-                op, arg = gen.send(res)
-            except StopIteration as e:
-                return e.value
-            res = None
-            if op == _W:
-                mv = memoryview(arg)
-                off = 0
-                while off < len(mv):
-                    n = s.write(mv[off:])
-                    if n is None:
-                        self._wait(select.POLLOUT, deadline)
-                    else:
-                        off += n
-            else:
-                while res is None:
-                    res = s.readinto(arg)
-                    if res is None:
-                        self._wait(select.POLLIN, deadline)
-
-
 def __getattr__(name):
-    # The asyncio client (Telegram, on the loop) lives in its own module: the agent's
-    # blocking path never loads it.
+    # Each client lives in its own module, loaded by its first use: the blocking one
+    # (the agent thread's) and the asyncio one (Telegram, Feishu, on the loop).
+    if name == "Client":
+        from mimi.net.httpsync import Client
+
+        return Client
     if name == "AsyncClient":
         from mimi.net.asynchttp import AsyncClient
 
         return AsyncClient
+    if name == "Region":  # (net/httpbody.py: tuple bodies, the LLM request's)
+        from mimi.net.httpbody import Region
+
+        return Region
     raise AttributeError(name)

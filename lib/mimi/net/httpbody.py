@@ -1,0 +1,96 @@
+# Tuple bodies of the HTTP client (net/http.py): parts written one after the other,
+# never joined (the LLM request), and Regions of files read as they are sent. Loaded
+# by the first request with such a body: Telegram's and Feishu's bytes bodies never
+# need it.
+from mimi.net.http import _W
+
+_SEP = b","
+
+
+class Region:
+    """A body part read from a file as it is sent: bytes [start, start + n) of path
+    (stored text that needs no copy in RAM, e.g. session history)."""
+
+    def __init__(self, path, start, n):
+        self.path = path
+        self.start = start
+        self.n = n
+
+
+def flat(parts, out=None):
+    """A tuple body as the flat list of its pieces, in order: nested tuples are opened,
+    the items of a list separated by commas (a JSON array's or object's members). One
+    list for the body, not a generator per nested part."""
+    if out is None:
+        out = []
+    for p in parts:
+        if isinstance(p, tuple):
+            flat(p, out)
+        elif isinstance(p, list):
+            for k in range(len(p)):
+                if k:
+                    out.append(_SEP)
+                q = p[k]
+                if isinstance(q, tuple):
+                    flat(q, out)
+                elif isinstance(q, list):
+                    flat((q,), out)
+                else:
+                    out.append(q)
+        else:
+            out.append(p)
+    return out
+
+
+def length(pieces):
+    n = 0
+    for p in pieces:
+        if isinstance(p, Region):
+            n += p.n
+        else:
+            n += len(memoryview(p)) if isinstance(p, str) else len(p)
+    return n
+
+
+def send_parts(buf, pieces):
+    """Write a flat body: small pieces gathered in the (still unused) receive buffer,
+    pieces as big as the buffer written from where they are, Regions read into it."""
+    mv = buf.mv
+    size = len(mv)
+    n = 0
+    f = name = None  # the file of the last Region, open until the body is sent
+    try:
+        for p in pieces:
+            if isinstance(p, Region):
+                if p.path != name:
+                    if f:
+                        f.close()
+                    f, name = open(p.path, "rb"), p.path
+                f.seek(p.start)
+                left = p.n
+                while left:
+                    if n == size:
+                        yield (_W, mv)
+                        n = 0
+                    k = f.readinto(mv[n:n + min(left, size - n)])
+                    if not k:
+                        raise OSError("%s changed while it was being sent" % name)
+                    n += k
+                    left -= k
+                continue
+            if isinstance(p, str):  # (an isinstance with a tuple of types allocates the tuple)
+                p = memoryview(p)
+            k = len(p)
+            if n and n + k > size:
+                yield (_W, mv[:n])
+                n = 0
+            if k >= size:
+                yield (_W, p)
+            else:
+                mv[n:n + k] = p
+                n += k
+        if n:
+            yield (_W, mv[:n])
+    finally:
+        if f:
+            f.close()
