@@ -228,6 +228,9 @@ SEARCH_TITLE_MAX = const(160)
 # heap_info(): the largest free block is probed up to this, in steps this fine
 HEAP_PROBE_MAX = const(64 * 1024)
 HEAP_PROBE_STEP = const(256)
+# A heap this small (no PSRAM) is collected every GC_THRESHOLD bytes allocated (app.py)
+GC_SMALL_HEAP = const(512 * 1024)
+GC_THRESHOLD = const(8 * 1024)
 
 # Logging
 LOG_RING = const(64)  # lines recent() gives at most

@@ -2,6 +2,8 @@
 # settings loaded, the status banner.
 from support import write, read, Capture
 
+HEAP = {"test_a_small_heap_is_collected_often": "256k", "test_a_psram_sized_heap_is_left_alone": "1024k"}
+
 
 def boot():
     from mimi import app
@@ -55,3 +57,23 @@ def test_boot_steps_leave_no_module_behind():
     boot()
     for m in ("mimi.startup", "mimi.defaults"):
         assert m not in sys.modules, m
+
+
+def test_a_small_heap_is_collected_often():
+    # without it the long-lived objects of a boot end up spread over a board-sized heap
+    # (tests/host/test_board_heap_e2e.py is the whole firmware's proof)
+    import gc
+    from mimi import app, limits
+
+    gc.threshold(-1)
+    app.collect_often()
+    assert gc.threshold() == limits.GC_THRESHOLD
+
+
+def test_a_psram_sized_heap_is_left_alone():
+    import gc
+    from mimi import app
+
+    gc.threshold(-1)
+    app.collect_often()
+    assert gc.threshold() == -1

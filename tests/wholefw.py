@@ -1,0 +1,149 @@
+"""The whole firmware answering the issue-12 workload (CPython; tests/host and bench/).
+
+    img = wholefw.prepare(tmp_path, llm_svc["ca"])     # tmp_path/fs.img, before Sim.start
+    with Sim.start(tmp_path, *wholefw.settings(llm, tg), console=True, heap="192k",
+                   micropython=mp32) as sim:
+        wholefw.ready(sim, search)                      # booted; web_search on the fake
+        wholefw.ws_turn(sim, llm)                       # -> the answer's text
+        wholefw.tg_turn(tg, llm)
+
+The image holds the oversized prompt files of bench/mp/turnprep.py's "full" workload
+(SOUL.md and USER.md ~14 KB each, so the system prompt is cut at its 16 KB cap), 20
+stored messages of ~520 bytes in both chats, a cron job, and the fake LLM's test CA as
+/my-ca.pem (trusted through the `ca_file` setting, besides the shipped roots).
+A turn is the reference turn's shape: 4 LLM calls, 3 tools (get_current_time,
+read_file, web_search on the fake Tavily), then the answer.
+"""
+import asyncio
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+for _p in (ROOT / "tools", ROOT / "lib"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+import mkimage  # noqa: E402  (tools/)
+
+WS_TOKEN = "wholefw-token-123"
+WS_CHAT = "heapchat"
+TG_CHAT = 42
+CA_FILE = "/my-ca.pem"  # not in /certs: tools/sim makes that folder the build's
+HISTORY = 20
+LINE = "The user likes short answers and lives in Lisbon; keep replies brief. "
+CRON = {"jobs": [{"kind": "every", "interval_s": 3600, "message": "check the plants",
+                  "channel": "telegram", "chat_id": str(TG_CHAT)}]}
+HEAP_RE = re.compile(r"^heap free\s+(\d+) bytes \(in use (\d+)\)\s*^largest block\s+(?:at least )?(\d+)",
+                     re.M)
+TLS_RE = re.compile(r"^TLS (\{.*\})$", re.M)
+
+
+def _history(text):
+    lines = []
+    for k in range(HISTORY):
+        role = "user" if k % 2 == 0 else "assistant"
+        lines.append(json.dumps({"role": role, "content": ("message %d: " % k) + "word " * 100,
+                                 "ts": 0}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def prepare(tmp, ca):
+    """tmp/fs.img: the code, the defaults and the workload's files (see above)."""
+    files = mkimage.image_files(ROOT / "build")
+    files[CA_FILE] = Path(ca).read_bytes()
+    files["/spiffs/config/SOUL.md"] = (LINE * 200).encode()
+    files["/spiffs/config/USER.md"] = (LINE * 200).encode()
+    files["/spiffs/memory/MEMORY.md"] = (LINE * 70).encode()
+    for key in ("ws_" + WS_CHAT, "tg_%d" % TG_CHAT):
+        files["/spiffs/sessions/%s.jsonl" % key] = _history(key)
+    files["/spiffs/cron.json"] = json.dumps(CRON).encode()
+    img = Path(tmp) / "fs.img"
+    mkimage.build_image(img, "8M", files)
+    return img
+
+
+def settings(llm, tg, tavily_key="tavily-good"):
+    """--set values: gateway, the fake LLM over HTTPS (its CA by ca_file), Telegram on
+    the fake Bot API with chat TG_CHAT allowed, a Tavily key the fake answers, no caps
+    on LLM calls."""
+    return ("ws_port=0", "ws_token=" + WS_TOKEN, "provider=anthropic",
+            "api_key=" + llm["api_key"], "api_base=" + llm["base_url"], "model=test-model",
+            "ca_file=" + CA_FILE, "tg_api_base=" + tg["base_url"], "tg_token=" + tg["token"],
+            "tg_allow=%d" % TG_CHAT, "tavily_key=" + tavily_key,
+            "max_calls_hour=0", "max_calls_day=0")  # no spend caps: long runs make 4,000 calls
+
+
+def ready(sim, search, timeout=180):
+    """Wait for the gateway and the Telegram poller; point web_search at the fake Tavily
+    from the console (the module keeps state, so it stays loaded: registry.KEEP)."""
+    sim.wait_for(r"tg: bot @\S+ ready, polling", timeout)
+    sim.port
+    at = len(sim.output())
+    sim.send("import mimi.tools.search as S; S.TAVILY_BASE = %r; del S; print('search', 'on fake')\r"
+             % search["tavily"])
+    sim.wait_for(r"search on fake", start=at)
+
+
+def script(tag):
+    """The fake LLM's replies for one turn: 3 tools, then an answer naming `tag`."""
+    return [
+        {"tool_calls": [{"name": "get_current_time", "input": {}}]},
+        {"tool_calls": [{"name": "read_file", "input": {"path": "/spiffs/memory/MEMORY.md"}}]},
+        {"tool_calls": [{"name": "web_search", "input": {"query": "Lisbon weather"}}]},
+        {"text": answer(tag)},
+    ]
+
+
+def answer(tag):
+    return "It is sunny in Lisbon (%s)." % tag
+
+
+async def _ws_ask(port, text, timeout):
+    import websockets
+
+    async with websockets.connect("ws://127.0.0.1:%d/?token=%s" % (port, WS_TOKEN),
+                                  max_size=None) as ws:
+        await ws.send(json.dumps({"type": "message", "content": text, "chat_id": WS_CHAT}))
+        while True:
+            frame = json.loads(await asyncio.wait_for(ws.recv(), timeout))
+            if frame["type"] == "response":
+                return frame["content"]
+
+
+def ws_turn(sim, llm, tag="ws", timeout=120):
+    """One WebSocket turn -> the response's text."""
+    llm.script(*script(tag))
+    return asyncio.run(_ws_ask(sim.port, "What is the weather where I live? (%s)" % tag, timeout))
+
+
+def tg_turn(tg, llm, tag="tg", timeout=120):
+    """One Telegram turn -> the text of the message the bot sent back. A streamed answer
+    is sent unfinished and edited as it grows: a text that is a start of the scripted
+    answer is waited out; anything else (the answer, an error) is the reply."""
+    want = answer(tag)
+
+    def mine(st):
+        return [m for m in st["sent"] if m["chat_id"] == TG_CHAT]
+
+    def done(st):
+        new = mine(st)[n:]
+        return new and (new[0]["visible"] == want or not want.startswith(new[0]["visible"]))
+
+    n = len(mine(tg.state()))
+    llm.script(*script(tag))
+    tg.update(chat_id=TG_CHAT, text="What is the weather where I live? (%s)" % tag)
+    return mine(tg.wait(done, timeout))[n]["visible"]
+
+
+def heap(sim):
+    """heap_info() and the TLS counters on the console -> {"alloc", "free", "largest",
+    "contexts", "handshakes", "open", "open_peak"}."""
+    at = len(sim.output())
+    sim.send("heap_info(); from mimi.net import tls; print('TLS', tls.stats()); del tls\r")
+    m = sim.wait_for(HEAP_RE, start=at)
+    t = sim.wait_for(TLS_RE, start=at)
+    out = {"free": int(m.group(1)), "alloc": int(m.group(2)), "largest": int(m.group(3))}
+    out.update(json.loads(t.group(1).replace("'", '"')))
+    return out
