@@ -155,6 +155,9 @@ def test_soak(tmp_path, fake_anthropic, fake_telegram, tag, mp):
 
         async def main():
             await soak.round(0, WARMUP)
+            # the simulator's host-only fakes (board/host_sys.py, ~3 KB) are loaded for good
+            # by the boot's 60 s healthy mark, maybe mid-run: load them before the first figure
+            sim.send("import mimi.board.host_sys\r")
             curve = [(soak.done, await soak.heap())]
             soak.mods = await soak.modules()
             sent_ = WARMUP
