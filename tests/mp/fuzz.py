@@ -228,3 +228,14 @@ def _garble_once(r, data):
         n = r.below(2000) + 1
         return b"[" * n + data + b"]" * r.below(n + 1)
     return data + r.pick((b"}", b"]", b",", b" garbage", b"\x00"))
+
+
+def chunked(r, body, most):
+    """body in HTTP/1.1 chunked encoding, pieces of 1..most bytes (random)."""
+    out = []
+    i = 0
+    while i < len(body):
+        k = r.below(most) + 1
+        out.append(b"%x\r\n%s\r\n" % (len(body[i:i + k]), body[i:i + k]))
+        i += k
+    return b"".join(out) + b"0\r\n\r\n"

@@ -103,13 +103,7 @@ def response(body, status=b"HTTP/1.1 200 OK", headers=None):
 
 
 def chunked(body, r):
-    out = []
-    i = 0
-    while i < len(body):
-        k = r.below(300) + 1
-        out.append(b"%x\r\n%s\r\n" % (len(body[i:i + k]), body[i:i + k]))
-        i += k
-    return b"".join(out) + b"0\r\n\r\n"
+    return fuzz.chunked(r, body, 300)
 
 
 STATUS = (b"HTTP/1.1 200 OK", b"HTTP/1.0 200 OK", b"HTTP/1.1 2000 OK", b"HTTP/2 200", b"ICY 200 OK",

@@ -215,13 +215,7 @@ def framed(r, body):
     if k == 0:
         n = len(body) + r.pick((-7, -1, 1, 300))
         return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % max(n, 0) + body, True
-    data = []
-    i = 0
-    while i < len(body):
-        step = r.below(200) + 1
-        data.append(b"%x\r\n%s\r\n" % (len(body[i:i + step]), body[i:i + step]))
-        i += step
-    data = b"".join(data) + b"0\r\n\r\n"
+    data = fuzz.chunked(r, body, 200)
     if k == 1:
         data = data[:r.below(len(data))]
     elif k == 2:
