@@ -18,6 +18,9 @@ BUILD = ROOT / "build"
 MP = str(Path(sys.executable).parent / "micropython")
 # The 32-bit MicroPython of ../shared/mp32 (the board's object sizes); MP32=path overrides.
 MP32 = os.environ.get("MP32") or str(ROOT.parent / "shared" / "mp32" / "micropython")
+# Unix ports built with the mimi package frozen in (firmware/manifest_unix.py, build in
+# docs/benchmarks.md §3c): measured too when these name one, as on a frozen board build.
+FROZEN = [("32-bit frozen", os.environ.get("MP32_FROZEN")), ("64-bit frozen", os.environ.get("MP64_FROZEN"))]
 for p in (ROOT / "tests", ROOT / "tools", ROOT / "lib"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
@@ -102,16 +105,23 @@ def make_image(path, ca=None, flash="8M"):
     return str(path)
 
 
-def interpreters():
-    """[(label, path)]: the .venv's 64-bit MicroPython, and the 32-bit one when it runs here."""
-    out = [("64-bit", MP)]
+def _runs(mp):
     try:
-        ok = subprocess.run([MP32, "-c", "pass"], capture_output=True, timeout=10).returncode == 0
+        return subprocess.run([mp, "-c", "pass"], capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
-        ok = False
-    if ok:
+        return False
+
+
+def interpreters():
+    """[(label, path)]: the .venv's 64-bit MicroPython, the 32-bit one when it runs here,
+    and the frozen builds MP32_FROZEN / MP64_FROZEN name, when they run. BENCH_ONLY (labels,
+    comma-separated, e.g. "32-bit frozen") keeps only those."""
+    only = [x.strip() for x in os.environ.get("BENCH_ONLY", "").split(",") if x.strip()]
+    out = [("64-bit", MP)]
+    if _runs(MP32):
         out.append(("32-bit", MP32))
-    return out
+    out += [(label, mp) for label, mp in FROZEN if mp and _runs(mp)]
+    return [(label, mp) for label, mp in out if not only or label in only]
 
 
 def run_mp(script, args, heap=None, timeout=120, mp=MP):

@@ -137,7 +137,8 @@ def peer(n):
                 later = recs[1:]
                 img, args, _ = minheap.prepare(svc, tmp, c["ca"], "openai", "peer", mp,
                                                PEER_SCRIPT)
-                kb = minheap.smallest(args, img, tmp, mp, minheap.HI_KB[label])[0]
+                kb = minheap.smallest(args, img, tmp, mp, minheap.HI_KB[label],
+                                      minheap.LO_KB[label])[0]
                 alloc = median([r["alloc"] for r in later])
                 fw = median([(r["us"] - r["net_us"]) / 1000 for r in later])
                 row = [label, "%d KB" % kb, "%.2f" % (kb * 1024 / PEER["min_heap"]),
@@ -145,7 +146,7 @@ def peer(n):
                        "%.1f" % fw, "%.2f" % (fw / PEER["ms"]),
                        median([r["us"] / 1000 for r in later]), sum(per_turn[-1]),
                        "%d / %d" % (later[0]["llm_calls"], later[0]["tool_calls"])]
-                if label != "64-bit":  # the peer was measured on 64-bit only
+                if not label.startswith("64-bit"):  # the peer was measured on 64-bit only
                     row[2] = row[4] = row[6] = "-"
                 t.add(*row)
         finally:

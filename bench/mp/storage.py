@@ -7,7 +7,7 @@ import json
 
 with open(sys.argv[1]) as _f:  # a JSON file: long argv items abort the unix port
     A = json.load(_f)
-sys.path[:] = [A["lib"]]
+sys.path[:] = [".frozen", A["lib"]]  # a frozen mimi first, as below (and on the board)
 from mimi import board  # noqa: E402
 
 board.mount_image(A["image"])

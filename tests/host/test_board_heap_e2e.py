@@ -8,7 +8,12 @@ workload; bench/longrun.py measures the smallest heap where it still passes.
 
 Issue 12's target is 192 KB; measured (bench/longrun.py, docs/benchmarks.md §3b) it
 passes from 240 KB: at 224 KB the first turn finds no room (the firmware holds ~156 KB
-once booted and at the console). The test runs one 16 KB step above that."""
+once booted and at the console). The test runs one 16 KB step above that.
+
+With the package frozen into the interpreter (MP32_FROZEN=path of a 32-bit unix port built
+with firmware/manifest_unix.py, docs/benchmarks.md §3c), the same proof at 192 KB itself."""
+import os
+
 import pytest
 
 import wholefw
@@ -16,6 +21,7 @@ from conftest import mp32_bin
 from simproc import Sim
 
 HEAP = "256k"
+FROZEN_HEAP = "192k"  # issue 12's target
 
 
 def test_whole_firmware_answers_in_a_board_sized_heap(tmp_path, fake_anthropic, fake_telegram,
@@ -23,17 +29,32 @@ def test_whole_firmware_answers_in_a_board_sized_heap(tmp_path, fake_anthropic, 
     mp32, why = mp32_bin()
     if not mp32:
         pytest.skip("needs the 32-bit MicroPython (the board's object sizes): %s" % why)
-    llm, tg = fake_anthropic, fake_telegram
+    whole_firmware_turns(tmp_path, fake_anthropic, fake_telegram, fake_search, mp32, HEAP)
+
+
+def test_frozen_whole_firmware_answers_in_192k(tmp_path, fake_anthropic, fake_telegram,
+                                               fake_search):
+    mp = os.environ.get("MP32_FROZEN")
+    if not mp or not os.access(mp, os.X_OK):
+        pytest.skip("needs MP32_FROZEN: a 32-bit MicroPython with the package frozen in")
+    whole_firmware_turns(tmp_path, fake_anthropic, fake_telegram, fake_search, mp, FROZEN_HEAP,
+                         frozen=True)
+
+
+def whole_firmware_turns(tmp_path, llm, tg, fake_search, mp, heap, frozen=False):
     wholefw.prepare(tmp_path, llm["ca"])
-    with Sim.start(tmp_path, *wholefw.settings(llm, tg), console=True, heap=HEAP,
-                   micropython=mp32) as sim:
+    with Sim.start(tmp_path, *wholefw.settings(llm, tg), console=True, heap=heap,
+                   micropython=mp) as sim:
         wholefw.ready(sim, fake_search)
         ws = wholefw.ws_turn(sim, llm)
         tg_text = wholefw.tg_turn(tg, llm)
-        heap = wholefw.heap(sim)
+        info = wholefw.heap(sim)
+        if frozen:  # the firmware runs the frozen copy, not the image's /lib
+            sim.send("import mimi.app; print('app from', mimi.app.__file__)\r")
+            assert sim.wait_for(r"app from (\S+)").group(1) == "mimi/app.py"
         out = sim.output()
-    assert heap["free"] + heap["alloc"] <= int(HEAP[:-1]) * 1024, heap  # the cap holds
-    assert heap["contexts"] == 1, heap  # one TLS context for both turns
+    assert info["free"] + info["alloc"] <= int(heap[:-1]) * 1024, info  # the cap holds
+    assert info["contexts"] == 1, info  # one TLS context for both turns
     assert ws == wholefw.answer("ws"), out[-4000:]
     assert tg_text == wholefw.answer("tg"), out[-4000:]
     assert "MemoryError" not in out and "Traceback" not in out, out[-4000:]

@@ -11,8 +11,8 @@ from conftest import ROOT
 FW = ROOT / "firmware"
 
 
-def manifest_calls():
-    tree = ast.parse((FW / "manifest.py").read_text())
+def manifest_calls(name="manifest.py"):
+    tree = ast.parse((FW / name).read_text())
     calls = []
     for node in tree.body:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
@@ -31,6 +31,16 @@ def test_manifest_names_the_board_manifest_and_packages():
     pkgs = [(a[0], kw.get("base_path")) for f, a, kw in calls if f == "package"]
     assert pkgs == [("mimi", "../lib")]
     assert (FW / "../lib/mimi/__init__.py").resolve().is_file()
+
+
+def test_unix_manifest_freezes_the_same_package_without_micropython_lib():
+    # manifest_unix.py: the host's frozen build (docs/benchmarks.md §3c) measures the
+    # board's; it must freeze what manifest.py does, from what a bare checkout has
+    calls = manifest_calls("manifest_unix.py")
+    pkgs = [(a[0], kw.get("base_path")) for f, a, kw in calls if f == "package"]
+    assert pkgs == [("mimi", "../lib")]
+    assert ("include", ["$(MPY_DIR)/extmod/asyncio"], {}) in calls
+    assert not [c for c in calls if c[0] == "require"]
 
 
 def test_every_manifest_module_compiles_for_xtensawin(tmp_path):
