@@ -75,7 +75,7 @@ MEMORY_MAX = const(4 * 1024)
 NOTES_MAX = const(4 * 1024)
 NOTES_DAYS = const(3)
 SKILLS_MAX = const(2 * 1024)
-PROMPT_CHUNK = const(1024)  # the prompt is read and JSON-escaped in pieces this big
+PROMPT_CHUNK = const(1024)  # the prompt (and a message's long text) is read and JSON-escaped in pieces this big
 HEAP_SHORT = const(96 * 1024)  # less free: a turn drops code after use (mimi.short())
 PROMPT_SPILL = "/prompt.tmp"  # and escapes the prompt into this file (outside /spiffs)
 

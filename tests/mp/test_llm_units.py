@@ -200,7 +200,7 @@ def test_openai_conversion():
     ]
     out = [{"role": "system", "content": "SYS"}]
     for m in hist:
-        out += json.loads("[%s]" % bytes(OpenAI("k").message(m)).decode())
+        out += json.loads("[%s]" % b",".join(bytes(v) for v in OpenAI("k").message(m)).decode())
     assert out[0] == {"role": "system", "content": "SYS"}
     assert out[1] == {"role": "user", "content": "time?"}
     assert out[2]["content"] == "checking"
@@ -425,6 +425,28 @@ def test_request_written_from_parts_once_per_turn():
     assert body["messages"][4]["content"][0]["content"] == "echo:a"
     assert [x["name"] for x in body["tools"]] == ["echo", "boom", "big", "where"]
     assert p._sys is None and p._tools is None  # nothing of the turn kept after it
+
+
+def test_long_text_escaped_in_pieces():
+    # A tool output as big as a file read is escaped a piece at a time (a short heap has
+    # no second block that big for its escaped copy); the request is the same JSON.
+    from mimi.llm import openai
+    from mimi.llm.provider import dumps, parts
+    from mimi.net import httpbody
+
+    text = "".join('line "%d"\n' % i for i in range(500))  # ~5 KB, escapes in it
+    wide = "\u00e9\u4e2d" * 1500  # 3,000 characters, 7,500 bytes
+    m = {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "c1", "content": text},
+        {"type": "tool_result", "tool_use_id": "c2", "content": wide},
+        {"type": "tool_result", "tool_use_id": "c3", "content": "short"}]}
+    for p, want in ((Anthropic("k"), [m]), (OpenAI("k"), openai._convert(m))):
+        enc = p.message(m)
+        assert json.loads(joined((b"[", [enc], b"]"))) == want
+        sizes = [len(x) for x in httpbody.flat((enc,))]
+        assert max(sizes) < 2 * limits.PROMPT_CHUNK < len(text), sizes
+    small = {"role": "assistant", "content": "hi"}
+    assert bytes(parts(small)) == dumps(small).encode()  # one view, as before
 
 
 def test_tool_arguments_and_results_capped_in_the_turn():

@@ -55,7 +55,7 @@ def run_turn(provider, system, history, user_text, registry, ctx=None, progress=
     if enc:
         messages = [enc(m) if isinstance(m, dict) else m for m in messages]
     usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
-    st = [0, limits.TURN_TOOL_BYTES, set()]  # tool calls run, output budget left, ids seen
+    st = [0, limits.TURN_TOOL_BYTES, set()]  # tool calls run, output budget left, ids seen (hashes)
     turn = None
     try:
         for step in range(limits.MAX_TOOL_ITER):
@@ -98,10 +98,13 @@ def _act(reply, step, st, registry, ctx, enc, progress):
     content = [{"type": "text", "text": reply.text}] if reply.text else []
     results = []
     for k, c in enumerate(reply.tool_calls):
-        # tool_result ids must match tool_use ids one to one within the turn
-        if not c.id or c.id in st[2]:
+        # tool_result ids must match tool_use ids one to one within the turn. Seen ids are
+        # kept as hashes: the strings were made while the reply was parsed, high in the
+        # heap, where kept for the turn they split the room a big tool output needs (a
+        # hash seen twice only renames a call).
+        if not c.id or hash(c.id) in st[2]:
             c.id = "call_%d_%d" % (step, k)
-        st[2].add(c.id)
+        st[2].add(hash(c.id))
         c.name = c.name or "unnamed"  # an empty name in history breaks the next request
         size = _size(c.args)
         args = c.args if isinstance(c.args, dict) else {}

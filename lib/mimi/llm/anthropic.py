@@ -1,7 +1,7 @@
 # Anthropic Messages API (POST {api_base}/v1/messages). The internal message format
 # is already Anthropic's, so a message is encoded as it is; the request adds the
 # prompt-cache marks.
-from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, inner, tokens
+from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, parts, inner, tokens
 
 VERSION = "2023-06-01"
 MARK = b',"cache_control":{"type":"ephemeral"}'
@@ -17,7 +17,7 @@ class Anthropic(Provider):
                 "content-type": "application/json"}
 
     def message(self, m):
-        return memoryview(dumps(m))  # a view: its byte length is free on every call
+        return parts(m)
 
     def system_parts(self, p):
         """Text blocks with cache marks on the fixed and the sections block (2 marks + 1

@@ -2,7 +2,7 @@
 # copy it (Ollama, LM Studio, DeepSeek, OpenRouter, ...). The one place where the
 # internal Anthropic-style messages become OpenAI messages.
 from mimi import jsonutil
-from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, inner, tokens
+from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, parts, inner, tokens
 from mimi.net import split_url
 
 OFFICIAL_HOST = "api.openai.com"
@@ -60,9 +60,10 @@ class OpenAI(Provider):
         return "max_completion_tokens" if host == OFFICIAL_HOST else "max_tokens"
 
     def message(self, m):
-        """One internal message as its OpenAI messages, comma-joined (a view: its byte
-        length is free on every call)."""
-        return memoryview(",".join(dumps(x) for x in _convert(m)))
+        """One internal message as its OpenAI messages: a list of parts() (written
+        comma-separated, net/httpbody.py). Never joined: a tool result as big as a file
+        read would be in RAM twice."""
+        return [parts(x) for x in _convert(m)]
 
     def system_parts(self, p):
         lits = p[0] + p[1] + p[2]

@@ -91,6 +91,35 @@ def dumps(obj):
     return s
 
 
+def parts(obj):
+    """dumps(obj) as request parts (net/httpbody.py): the same JSON, but a string longer
+    than PROMPT_CHUNK is escaped PROMPT_CHUNK bytes of text at a time, so a big tool
+    output never needs a second block as big as itself (a short heap has none)."""
+    if isinstance(obj, str) and len(obj) > limits.PROMPT_CHUNK:
+        step = limits.PROMPT_CHUNK if len(memoryview(obj)) == len(obj) else limits.PROMPT_CHUNK // 4
+        return (b'"', tuple(memoryview(dumps(obj[i:i + step]))[1:-1]
+                            for i in range(0, len(obj), step)), b'"')
+    if isinstance(obj, dict) and _long(obj):
+        return (b"{", [(dumps(k), b":", parts(v)) for k, v in obj.items()], b"}")
+    if isinstance(obj, list) and _long(obj):
+        return (b"[", [parts(v) for v in obj], b"]")
+    return memoryview(dumps(obj))  # a view: its byte length is free on every call
+
+
+def _long(obj):
+    """obj holds a string longer than PROMPT_CHUNK, at any depth."""
+    if isinstance(obj, str):
+        return len(obj) > limits.PROMPT_CHUNK
+    if isinstance(obj, dict):
+        obj = obj.values()
+    elif not isinstance(obj, list):
+        return False
+    for v in obj:
+        if _long(v):
+            return True
+    return False
+
+
 def strip_think(text):
     """Drop reasoning models' <think>...</think> blocks, including an unterminated
     leading one and a bare closing tag whose opening the server swallowed."""
