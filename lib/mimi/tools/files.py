@@ -199,7 +199,10 @@ def list_dir(args, ctx):
         return "Error: 'prefix' must be a string"
     if prefix and not prefix.startswith("/"):
         prefix = ROOT + prefix  # "memory/" means /spiffs/memory/
-    names = [e[0] for e in fs.entries(limits.SPIFFS, SKIP)
+    top = prefix[:prefix.rfind("/")]  # the folder the prefix names, when it is a plain
+    if check_path(top)[1]:  # one: only it is walked (each folder read costs flash reads)
+        top = limits.SPIFFS
+    names = [e[0] for e in fs.entries(top, SKIP)
              if not e[1] and not _reserved(e[0]) and e[0].startswith(prefix)]
     if not names:
         return "(no files found)"
