@@ -11,7 +11,7 @@ Peer comparison (OpenAI, the turn ChipClaw was measured on): "peer" = default SO
 and skills, a 4 KB MEMORY.md, 3 daily notes, 20 history messages of 300 characters;
 LLM -> list_dir, LLM -> read_file, LLM -> write_file, LLM -> answer; as the board runs
 it (HTTPS, the simulated LittleFS flash) and under the conditions the peer was timed in
-(plain HTTP, the files on the host's disk through VfsPosix).
+(plain HTTP, the files on the host's disk through VfsPosix), streamed and not.
 Connections: keep-alive (the firmware's client) or "Connection: close" on every call.
 Token counts are the fake's: len(JSON of the request) // 4; with Anthropic prompt
 caching, every request prefix ending at a cache_control mark (the tools, then each
@@ -138,12 +138,15 @@ def peer(n):
         try:
             for label, mp in interpreters():
                 for cond, base in (("HTTPS, LittleFS", svc["base_url"]),
-                                   ("HTTP, host files", svc["http_base_url"])):
-                    posix = cond.endswith("host files")
+                                   ("HTTP, host files", svc["http_base_url"]),
+                                   ("HTTP, host files, not streamed", svc["http_base_url"])):
+                    posix = "host files" in cond
 
                     def turns(**kw):
                         if posix:  # a fresh directory for the image's files
                             kw["posix"] = tempfile.mkdtemp(dir=tmp)
+                        if cond.endswith("not streamed"):  # whole answers, as the peer gets
+                            kw["stream"] = False
                         return run(svc, tmp, c["ca"], "openai", "peer", False, n, PEER_SCRIPT,
                                    mp, base, **kw)
 
@@ -169,8 +172,9 @@ def peer(n):
     t.notes = ("ChipClaw (%s): smallest heap %s B, allocated per turn %s B, turn time %s ms "
                "(median of 20 warm turns: ticks_us around its _handle_message, plain HTTP "
                "to this fake, its workspace on the host's disk through VfsPosix; "
-               "/work/notes/peer-results.md). Its time is only like for like with the "
-               "'HTTP, host files' rows, where the x peer is given. Ours: smallest heap by "
+               "/work/notes/peer-results.md; it does not stream). Its time is only like for "
+               "like with the 'HTTP, host files' rows, where the x peer is given; ours "
+               "streams answers unless 'not streamed' (setting stream off). Ours: smallest heap by "
                "minheap.py's scan (cold turn); allocated = gc.mem_alloc() growth over one "
                "turn with the GC off (16 MB heap); turn ms = worker.run_message() with the "
                "GC on (default heap), as the peer's; firmware ms = that minus the time the "
