@@ -133,7 +133,7 @@ def prompt_bench():
                          ("fixed", context.fixed_part)):
             parts[name] = measure(fn, 3)[1]
         # Anthropic marks the fixed block and the sections, not the per-turn context
-        turn = context._turn("websocket", "bench")
+        turn = context._turn("websocket", "bench", False)
         out({"case": label, "us": us, "churn": churn, "held": held, "parts": parts,
              "bytes": len((fixed + dynamic).encode()), "fixed": len(fixed.encode()),
              "marked": len((fixed + dynamic).encode()) - len(turn.encode())})
