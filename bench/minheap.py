@@ -24,11 +24,12 @@ SOAK_KB = {"64-bit": 320, "32-bit": 208, "64-bit frozen": 192, "32-bit frozen": 
 SOAK_TURNS = 1000
 
 
-def prepare(svc, tmp, ca, kind, workload, mp, script=SCRIPT):
-    """A prepared image and the turn arguments for one provider and workload."""
+def prepare(svc, tmp, ca, kind, workload, mp, script=SCRIPT, base=None):
+    """A prepared image and the turn arguments for one provider and workload (the LLM
+    at `base`, the fake's HTTPS listener by default)."""
     img = Path(tmp) / ("%s-%s.img" % (kind, workload))
     make_image(img, ca)
-    args = mp_args(img, kind=kind, api_key=svc["api_key"], base=svc["base_url"],
+    args = mp_args(img, kind=kind, api_key=svc["api_key"], base=base or svc["base_url"],
                    control=svc["control"], workload=workload, script=script)
     rc, recs, out = run_mp("turn.py", dict(args, mode="prepare"), mp=mp)
     if rc or not recs:

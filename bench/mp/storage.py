@@ -125,13 +125,15 @@ def prompt_bench():
         for name, fn in (("notes", lambda: store.recent_notes(limits.NOTES_MAX)),
                          ("skills", lambda: skills.summary(limits.SKILLS_MAX)),
                          ("memory", lambda: context._file_section(
-                             "M", store.MEMORY_PATH, limits.MEMORY_MAX, [], lambda x: x)),
+                             "M", store.MEMORY_PATH, fs.size(store.MEMORY_PATH),
+                             limits.MEMORY_MAX, [], lambda x: x)),
                          ("soul", lambda: context._file_section(
-                             "P", context.SOUL_PATH, limits.PROMPT_MAX, [], lambda x: x)),
+                             "P", context.SOUL_PATH, fs.size(context.SOUL_PATH),
+                             limits.PROMPT_MAX, [], lambda x: x)),
                          ("fixed", context.fixed_part)):
             parts[name] = measure(fn, 3)[1]
         # Anthropic marks the fixed block and the sections, not the per-turn context
-        turn = context._turn("websocket", "bench")
+        turn = context._turn("websocket", "bench", False)
         out({"case": label, "us": us, "churn": churn, "held": held, "parts": parts,
              "bytes": len((fixed + dynamic).encode()), "fixed": len(fixed.encode()),
              "marked": len((fixed + dynamic).encode()) - len(turn.encode())})

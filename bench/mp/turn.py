@@ -11,7 +11,8 @@
 #   every turn over its plain-HTTP control port (so a long run keeps its requests
 #   list short). "alloc": bytes allocated by the turn, measured with the GC off.
 #   "largest": also the largest block still allocatable after the turn. "netwait": the
-#   time the HTTP client waited on its socket ("net_us").
+#   time the HTTP client waited on its socket ("net_us"). "posix": a host directory;
+#   the image's files are copied there and it is mounted at / instead (no flash).
 import sys
 import json
 
@@ -36,6 +37,35 @@ if not A.get("locked_vfs"):
     from mimi import unload
 
     unload("mimi.board.host_vfs")
+if A.get("posix"):
+    # The peer's conditions: the files on the host's own disk (VfsPosix) instead of the
+    # simulated flash. The image's whole tree (code included) is copied to that
+    # directory, which then replaces the image at /.
+    import os
+    import vfs
+
+    def _copy(src, dst):
+        for name, kind, *_ in os.ilistdir(src):
+            s, d = src.rstrip("/") + "/" + name, dst + "/" + name
+            if s == board.HOST_MOUNT:
+                continue
+            if kind == 0x4000:
+                os.mkdir(d)
+                _copy(s, d)
+            else:
+                with open(s, "rb") as f, open(d, "wb") as g:
+                    g.write(f.read())
+
+    class _Dir(vfs.VfsPosix):
+        # VfsPosix(root).rename builds both paths in one buffer: old is lost, new is
+        # renamed to itself. A VfsPosix without a root takes the paths as they are.
+        def rename(self, a, b, _fs=vfs.VfsPosix()):
+            _fs.rename(A["posix"] + a, A["posix"] + b)
+
+    _copy("/", board.host_path(A["posix"]))
+    vfs.umount("/")
+    vfs.mount(_Dir(A["posix"]), "/")
+    os.chdir("/")
 sys.path[:] = ["", ".frozen", "/lib"]
 import gc  # noqa: E402
 import time  # noqa: E402

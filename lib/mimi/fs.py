@@ -126,14 +126,16 @@ def write_atomic(path, data):
 
 def append(path, parts):
     """Add each of `parts` (str, checked by encode(), or bytes) to the end of `path`,
-    made with its folders when missing, as one change."""
+    made with its folders when missing, as one change. Returns the file's size after."""
     parts = [encode(p) if isinstance(p, str) else p for p in parts]
     with lock:
         if not exists(path):  # LittleFS commits a new file empty first: a cut then left
-            return write_atomic(path, parts)  # a note without its header; renamed in whole
+            write_atomic(path, parts)  # a note without its header; renamed in whole
+            return size(path)
         with open(path, "ab") as f:
             for p in parts:
                 f.write(p)
+            return f.tell()
 
 
 def rename(src, dst):

@@ -217,7 +217,8 @@ def test_sessions_and_cron_json_out_of_reach():
     # list_dir shows neither, whatever the prefix.
     write("/spiffs/memory/MEMORY.md", "m")
     assert call("list_dir") == "/spiffs/memory/MEMORY.md"
-    for prefix in ("/spiffs/sessions/", "sessions", "/spiffs/cron", "/spiffs/s"):
+    for prefix in ("/spiffs/sessions/", "sessions", "/spiffs/cron", "/spiffs/s", "/spiffs/Sessions/",
+                   "/spiffs/memory/../sessions/", "memory/../sessions/t", "/spiffs/sessions./"):
         assert call("list_dir", prefix=prefix) == "(no files found)", prefix
 
 

@@ -184,3 +184,26 @@ def test_event_framing(kind):
         reply = c.provider(kind).decode(s.result())
         assert reply.text == "Hi é" and seen == ["Hi é"], (step, reply.text, seen)
         assert reply.usage["input"] == 5 and reply.usage["output"] == 3, reply.usage
+
+
+def test_event_text_is_valid_utf8(kind):
+    """Events are decoded to valid UTF-8 whatever they hold: a surrogate-pair escape
+    becomes its character, raw CESU-8 (a surrogate pair as two 3-byte forms) its
+    character too (plain ASCII events take a shorter way)."""
+    from mimi.llm.stream import Stream
+
+    texts = (b'\\ud83d\\ude00', b'\xed\xa0\xbd\xed\xb8\x80', b'\\ud83d', b'plain')
+    if kind == "anthropic":
+        raw = b'data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n'
+        raw += b"".join(b'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta",'
+                        b'"text":"%s "}}\n\n' % t for t in texts)
+        raw += b'data: {"type":"message_stop"}\n\n'
+    else:
+        raw = b"".join(b'data: {"choices":[{"index":0,"delta":{"content":"%s "}}]}\n\n' % t
+                       for t in texts)
+        raw += b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    s = Stream(kind, None)
+    s.begin(200, {"content-type": "text/event-stream"})
+    s(memoryview(raw))
+    text = c.provider(kind).decode(s.result()).text
+    assert text == "\U0001f600 \U0001f600 \ufffd plain", repr(text)

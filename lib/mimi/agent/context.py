@@ -5,6 +5,7 @@
 # carries no time or chat id, so it is byte-identical between turns and a provider
 # can cache it (build_parts returns it separately). The tools are not listed here:
 # every request carries their names, descriptions and schemas (mimi/tools/).
+import json  # (here: an import of json looks for a json.py on the flash each time it runs)
 from mimi import limits, fs, board, channels
 from mimi.memory import store, skills
 
@@ -106,10 +107,10 @@ def _end(st, out, enc):
     return st[2]
 
 
-def _file_section(title, path, cap, out, enc):
-    """Like _section for a file's text (valid UTF-8), read in pieces: never the whole
-    file at once. Over `cap` bytes it is cut, with a note saying so."""
-    size = fs.size(path)
+def _file_section(title, path, size, cap, out, enc):
+    """Like _section for a file's text (valid UTF-8; `size` bytes, <= 0: none),
+    read in pieces: never the whole file at once. Over `cap` bytes it is cut, with a
+    note saying so."""
     st = ["## %s\n\n" % title, "", 0]
     if size > 0:
         note = ""
@@ -185,7 +186,8 @@ def _build(channel, chat_id, enc, group=False):
     used = _n(fixed) + _n(turn)
     fixed, turn = enc(fixed), enc(turn)
     tail = []
-    used += _file_section("Long-term Memory", store.MEMORY_PATH, limits.MEMORY_MAX, tail, enc)
+    used += _file_section("Long-term Memory", store.MEMORY_PATH, fs.size(store.MEMORY_PATH),
+                          limits.MEMORY_MAX, tail, enc)
     used += _section("Recent Notes", store.recent_notes(limits.NOTES_MAX), tail, enc)
     used += _section("Available Skills", skills.summary(limits.SKILLS_MAX), tail, enc)
     room = limits.PROMPT_MAX - used
@@ -194,15 +196,15 @@ def _build(channel, chat_id, enc, group=False):
     # goes to the other.
     half = room // 2
     soul_cap = user_cap = max(0, half - head)
-    soul_size = max(0, fs.size(SOUL_PATH))
+    soul_size = max(0, fs.size(SOUL_PATH))  # (looked up once: each look-up reads the flash)
     user_size = max(0, fs.size(USER_PATH))
     if soul_size < soul_cap:
         soul_cap, user_cap = soul_size, user_cap + soul_cap - soul_size
     elif user_size < user_cap:
         soul_cap, user_cap = soul_cap + user_cap - user_size, user_size
     sections = []
-    _file_section("Personality", SOUL_PATH, soul_cap, sections, enc)
-    _file_section("User Info", USER_PATH, user_cap, sections, enc)
+    _file_section("Personality", SOUL_PATH, soul_size, soul_cap, sections, enc)
+    _file_section("User Info", USER_PATH, user_size, user_cap, sections, enc)
     return fixed, sections + tail, turn
 
 
@@ -220,8 +222,6 @@ def encoded(channel, chat_id, spill=None, group=False):
     prompt, nor a whole section, escaped at once). With spill (a file path), escaped
     into that file instead and returned as net.http Regions of it: the requests read
     it from the flash, and the heap holds none of it."""
-    import json
-
     if spill is None:
         enc = json.dumps
 

@@ -60,7 +60,13 @@ class Stream:
             self.done = True
             return
         try:
-            e = jsonutil.loads(d)
+            try:
+                s = str(d, "utf-8")
+            except UnicodeError:
+                s = ""
+            # ASCII without \u escapes (nearly every event): its strings are valid UTF-8 as
+            # json makes them, and a key that is not a string is never read here
+            e = jsonutil.json.loads(s) if len(s) == len(d) and "\\u" not in s else jsonutil.loads(d)
         except ValueError:
             raise ProtocolError("malformed event in the streamed answer: %r" % d[:60])
         if isinstance(e, dict):

@@ -103,7 +103,7 @@ def _flush_key(key):
     p = path(key)
     with fs.lock:  # the append and a compaction it triggers are one change
         try:
-            fs.append(p, [x for data in lines for x in (data, b"\n")])
+            size = fs.append(p, [x for data in lines for x in (data, b"\n")])
         except OSError as e:  # LittleFS commits nothing of a failed append
             log.exception("session", "write " + p, e)
             keep = []
@@ -114,7 +114,7 @@ def _flush_key(key):
                 _pending_bytes += len(data) + 1
             _pending[key] = keep
             return "(This conversation was not saved: %s. It is kept in memory until a restart.)" % fs.why(e)
-        if fs.size(p) > limits.SESSION_FILE_MAX:
+        if size > limits.SESSION_FILE_MAX:
             _compact(p)
     return None
 

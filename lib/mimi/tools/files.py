@@ -102,14 +102,14 @@ def read_file(args, ctx):
     p, err = check_path(args.get("path"))
     if err:
         return err
-    if fs.isdir(p):
-        return "Error: %s is a directory (use list_dir)" % p
     size = fs.size(p)
     if size < 0:
         return "Error: file not found: %s" % p
     try:
         text = fs.read_text(p, READ_CAP)
-    except OSError as e:
+    except OSError as e:  # (a folder is asked about only now: each look-up reads the flash)
+        if fs.isdir(p):
+            return "Error: %s is a directory (use list_dir)" % p
         return "Error: cannot read %s (%s)" % (p, e)
     if size > READ_CAP:
         text += "\n[cut: %s is %d bytes; showed the first %d]" % (p, size, len(text.encode()))
@@ -128,10 +128,12 @@ def _write(p, data):
         need = _cost(len(data)) - (_cost(size) if size >= 0 else 0)
         par = fs.parent(p)
         while len(par) > len(limits.SPIFFS):
-            if not fs.exists(par):
-                need += DIR_COST
-            elif not fs.isdir(par):
+            if fs.isdir(par):  # (the usual case first: one look-up)
+                pass
+            elif fs.exists(par):
                 return "Error: %s is a file, not a directory" % par
+            else:
+                need += DIR_COST
             par = fs.parent(par)
         if need > 0 and used + need > cap and cap == _room:
             _used = None  # files may have gone since the count: count again
@@ -197,7 +199,10 @@ def list_dir(args, ctx):
         return "Error: 'prefix' must be a string"
     if prefix and not prefix.startswith("/"):
         prefix = ROOT + prefix  # "memory/" means /spiffs/memory/
-    names = [e[0] for e in fs.entries(limits.SPIFFS, SKIP)
+    top = prefix[:prefix.rfind("/")]  # the folder the prefix names, when it is a plain
+    if check_path(top)[1]:  # one: only it is walked (each folder read costs flash reads)
+        top = limits.SPIFFS
+    names = [e[0] for e in fs.entries(top, SKIP)
              if not e[1] and not _reserved(e[0]) and e[0].startswith(prefix)]
     if not names:
         return "(no files found)"

@@ -59,12 +59,12 @@ class Registry:
     def specs(self):
         """(name, description as JSON string content, schema as JSON text) of every
         tool, for a provider to write into its request as they are."""
-        import json
-
         out = []
         for n in self._order:
             d, s, _ = self._tools[n]
             if not isinstance(s, str):  # an add()ed tool: encoded here
+                import json  # (only then: each import of json looks for a json.py first)
+
                 d, s = json.dumps(d)[1:-1], json.dumps(s)
             out.append((n, d, s))
         return out
