@@ -228,6 +228,8 @@ SEARCH_TITLE_MAX = const(160)
 # heap_info(): the largest free block is probed up to this, in steps this fine
 HEAP_PROBE_MAX = const(64 * 1024)
 HEAP_PROBE_STEP = const(256)
+HOST_MODULES_ROOM = const(64)  # unix port: room made in sys.modules before the agent thread starts,
+HOST_PACKAGE_ROOM = const(24)  # ... and in each package of the firmware (board.before_threads)
 # A heap this small (no PSRAM) is collected every GC_THRESHOLD bytes allocated (app.py)
 GC_SMALL_HEAP = const(512 * 1024)
 GC_THRESHOLD = const(8 * 1024)

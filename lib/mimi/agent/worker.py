@@ -256,6 +256,9 @@ def start():
         return False
     _stop = False
     _started = True
+    from mimi import board
+
+    board.before_threads()
     _thread.stack_size(limits.AGENT_STACK)
     try:
         _thread.start_new_thread(_loop, ())

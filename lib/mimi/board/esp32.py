@@ -68,6 +68,10 @@ def reset():
     machine.reset()
 
 
+def before_threads():
+    pass  # the GIL keeps a dict whole while it grows
+
+
 _INTERNAL, _PSRAM = 0x804, 0x400  # MALLOC_CAP_INTERNAL | MALLOC_CAP_8BIT, MALLOC_CAP_SPIRAM
 
 

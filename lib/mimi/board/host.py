@@ -184,5 +184,24 @@ def unique_id():
     return "%08x" % binascii.crc32((image_path or "host").encode())
 
 
+def before_threads():
+    """The unix port has no GIL: a dict that outgrows its table is rebuilt in place,
+    and a lookup from the other thread meanwhile misses keys that are there or reads
+    the freed table (the soak lost a message to an import on the loop while the agent
+    looked a name up). sys.modules and the firmware's packages, which both threads
+    import through, get their room now, before the agent thread starts."""
+    import sys
+
+    rooms = [(sys.modules, limits.HOST_MODULES_ROOM)]
+    for name in ("", ".agent", ".board", ".channels", ".llm", ".memory", ".net", ".services", ".tools"):
+        __import__("mimi" + name)
+        rooms.append((sys.modules["mimi" + name].__dict__, limits.HOST_PACKAGE_ROOM))
+    for d, n in rooms:  # a table, once grown, keeps its size
+        for i in range(n):
+            d["_room%d" % i] = None
+        for i in range(n):
+            del d["_room%d" % i]
+
+
 def reset_cause():
     return "power-on"
