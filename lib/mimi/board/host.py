@@ -188,14 +188,15 @@ def before_threads():
     """The unix port has no GIL: a dict that outgrows its table is rebuilt in place,
     and a lookup from the other thread meanwhile misses keys that are there or reads
     the freed table (the soak lost a message to an import on the loop while the agent
-    looked a name up). sys.modules and the firmware's packages, which both threads
-    import through, get their room now, before the agent thread starts."""
+    looked a name up). sys.modules and the firmware's packages loaded by now, which
+    both threads import through, get their room before the agent thread starts (none is
+    imported for it: that would put host-only code in the heap figures)."""
     import sys
 
     rooms = [(sys.modules, limits.HOST_MODULES_ROOM)]
-    for name in ("", ".agent", ".board", ".channels", ".llm", ".memory", ".net", ".services", ".tools"):
-        __import__("mimi" + name)
-        rooms.append((sys.modules["mimi" + name].__dict__, limits.HOST_PACKAGE_ROOM))
+    for name, m in list(sys.modules.items()):
+        if (name == "mimi" or name.startswith("mimi.")) and hasattr(m, "__path__"):
+            rooms.append((m.__dict__, limits.HOST_PACKAGE_ROOM))
     for d, n in rooms:  # a table, once grown, keeps its size
         for i in range(n):
             d["_room%d" % i] = None
