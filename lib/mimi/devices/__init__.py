@@ -1,0 +1,46 @@
+# Devices: the named parts wired to the board that the agent reads and drives (SPEC §13).
+# This package file is all a firmware without devices holds: whether there are any
+# (a device file, or a `board` setting's parts) and the way to the table, which
+# (devices/table.py, with the drivers) loads on first use.
+import sys
+from mimi import limits
+
+_file = None  # does limits.DEVICES_PATH exist (None: not looked yet)
+scanned = False  # an i2c_scan found something this boot: the raw I2C tool is offered
+problem = None  # what happened to a device file that could not be read (the REPL says it)
+
+
+def attached():
+    """Are there devices (the device file, or a `board` setting's parts)? chip_temp,
+    always there, does not count."""
+    global _file
+    if _file is None:
+        from mimi import fs
+
+        _file = fs.exists(limits.DEVICES_PATH)
+    if _file:
+        return True
+    from mimi.config import cfg
+
+    return bool(cfg.get("board"))
+
+
+def offer():
+    """Which device tools a request offers (mimi/tools NEEDS): bit 1 devices are
+    attached, bit 2 an I2C scan found parts this boot."""
+    return (1 if attached() else 0) | (2 if scanned else 0)
+
+
+def saved(exists):
+    """The table wrote (True) or removed (False) the device file."""
+    global _file
+    _file = exists
+
+
+def get():
+    """The device table (mimi/devices/table.py), loaded with the file on first use.
+    (Not named `table`: importing the submodule sets that name on this package.)"""
+    t = sys.modules.get("mimi.devices.table")
+    if t is None:
+        from mimi.devices import table as t
+    return t.get()

@@ -1,0 +1,55 @@
+# ASAIR AHT20 temperature and humidity, I2C 0x38 (datasheet "AHT20"): calibrated on
+# first use if its status says it is not (0xBE 0x08 0x00), then each reading is a
+# trigger (0xAC 0x33 0x00), at least 80 ms, and 7 bytes: status (bit 7 busy), 20 bits
+# of humidity, 20 bits of temperature, CRC-8 over the first 6.
+from micropython import const
+from mimi.devices.drivers.i2cpart import Part, crc8, hexs
+from mimi.devices.table import Fault, qty
+
+_INIT = b"\xbe\x08\x00"
+_TRIGGER = b"\xac\x33\x00"
+_WAIT_MS = const(80)
+_BUSY = const(0x80)
+_CALIBRATED = const(0x08)
+
+
+def convert(data):
+    """(°C, %RH) of the 7 bytes read back."""
+    rh = (data[1] << 12 | data[2] << 4 | data[3] >> 4) * 100 / 1048576
+    t = ((data[3] & 0x0F) << 16 | data[4] << 8 | data[5]) * 200 / 1048576 - 50
+    return t, rh
+
+
+class AHT20(Part):
+    ready = False
+
+    def read(self):
+        if not self.ready:
+            if not self.recv(1)[0] & _CALIBRATED:
+                self.send(_INIT)
+                yield 10
+            self.ready = True
+        for _ in range(2):  # a CRC mismatch is measured again once
+            self.send(_TRIGGER)
+            yield _WAIT_MS
+            for _ in range(5):
+                data = self.recv(7)
+                if not data[0] & _BUSY:
+                    break
+                yield 10
+            else:
+                self.ready = False
+                raise Fault("answer", "it stayed busy 130 ms after a measurement started")
+            if crc8(data, 0, 6) == data[6]:
+                break
+        else:
+            raise Fault("data", "CRC mismatch twice (last bytes %s): a noisy bus? (long wires, "
+                        "weak pull-ups)" % hexs(data))
+        t, rh = convert(data)
+        if not -40 <= t <= 85:
+            raise Fault("range", "%.1f °C, outside the AHT20's -40 to 85 °C" % t)
+        return qty("", t, "°C"), qty("humidity", rh, "%")
+
+
+def make(dev):
+    return AHT20(dev)

@@ -1,0 +1,128 @@
+# The PWM types, on the S3's LEDC (8 channels, 4 timers: PWMs of one frequency share
+# a timer): pwm (0-100 % duty at `freq`), servo (an angle as a 50 Hz pulse between
+# min_us and max_us; made in one call with its pulse, so it never starts with
+# MicroPython's default 5 kHz / 50 % burst; "off" lets it go limp), buzzer (a tone of a
+# frequency for a duration: passive buzzers get a 50 % square wave, active ones are
+# switched on). Until the first value their pin is a low output.
+from mimi import board, limits
+from mimi.devices.table import Fault, qty, num
+from mimi.devices.drivers.digital import ON, OFF
+
+
+def _number(name, value, what):
+    if isinstance(value, str):
+        w = value.strip().lower().rstrip("%°").strip()
+        w = w[:-3].strip() if w.endswith("deg") else w
+        try:
+            value = float(w)
+        except ValueError:
+            raise Fault("value", "%s takes %s, not %r" % (name, what, value[:32]))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise Fault("value", "%s takes %s" % (name, what))
+    return value
+
+
+class Pwm:
+    pwm = None
+    value = 0
+
+    def __init__(self, dev):
+        self.dev = dev
+        self.pin = board.Pin(dev.params["pin"], board.Pin.OUT, value=0)
+
+    def _make(self, **kw):
+        try:
+            self.pwm = board.PWM(self.pin, **kw)
+        except (RuntimeError, ValueError, OSError) as e:  # out of PWM channels / timers
+            raise Fault("value", "%s: no PWM for GPIO%d: %s" % (self.dev.name, self.dev.params["pin"], e))
+
+    def off(self):
+        self.close()
+        return self.read()
+
+    def close(self):
+        if self.pwm is not None:
+            self.pwm.deinit()
+            self.pwm = None
+        self.pin.init(board.Pin.OUT, value=0)
+        self.value = 0
+
+    def read(self):
+        return (qty("", self.value, "%"),)
+
+    def set(self, value):
+        w = str(value).strip().lower()
+        pct = 100 if w in ON[1:] else 0 if w in OFF[1:] else \
+            _number(self.dev.name, value, "a percentage, 0 to 100")
+        if not 0 <= pct <= 100:
+            raise Fault("value", "%s takes 0 to 100 (%%), not %s" % (self.dev.name, num(pct)))
+        duty = round(pct * 65535 / 100)
+        if self.dev.params["inverted"]:
+            duty = 65535 - duty
+        if self.pwm is None:
+            self._make(freq=self.dev.params["freq"], duty_u16=duty)
+        else:
+            self.pwm.duty_u16(duty)
+        self.value = pct
+        return self.read()
+
+
+class Servo(Pwm):
+    angle = None
+
+    def read(self):
+        if self.angle is None:
+            return (("", None, "limp (no position set)"),)
+        return (qty("", self.angle, "°"),)
+
+    def set(self, value):
+        p = self.dev.params
+        w = str(value).strip().lower()
+        if w in ("off", "limp", "free", "stop"):
+            self.close()
+            self.angle = None
+            return self.read()
+        a = _number(self.dev.name, value, "an angle, 0 to %d degrees, or off" % p["range"])
+        if not 0 <= a <= p["range"]:
+            raise Fault("value", "%s takes 0 to %d degrees, not %s" % (self.dev.name, p["range"], num(a)))
+        ns = round((p["min_us"] + (p["max_us"] - p["min_us"]) * a / p["range"]) * 1000)
+        if self.pwm is None:
+            self._make(freq=50, duty_ns=ns)  # one call: the first pulse is already this one
+        else:
+            self.pwm.duty_ns(ns)
+        self.angle = a
+        return self.read()
+
+
+class Buzzer(Pwm):
+    def read(self):
+        return (("", 0, "quiet"),)
+
+    def set(self, value):
+        name = self.dev.name
+        w = str(value).strip().lower().replace("hz", " ").replace("ms", " ").replace(",", " ").split()
+        if w and w[0] in OFF[1:]:
+            self.close()
+            return self.read()
+        if w and w[0] in ("beep", "on"):
+            w = ["2000"] + w[1:]
+        what = "a tone: frequency in Hz and duration in ms, e.g. 440 300, or beep"
+        if not 1 <= len(w) <= 2:
+            raise Fault("value", "%s takes %s" % (name, what))
+        f = _number(name, w[0], what)
+        ms = _number(name, w[1], what) if len(w) > 1 else 200
+        if not 20 <= f <= 20000 or not 10 <= ms <= limits.BUZZER_MAX_MS:
+            raise Fault("value", "%s takes 20 to 20000 Hz for 10 to %d ms" % (name, limits.BUZZER_MAX_MS))
+        try:
+            if self.dev.params["active"]:
+                self.pin.value(1)
+            else:
+                self._make(freq=int(f), duty_u16=32768)
+            yield int(ms)
+        finally:
+            self.close()
+        return (("", f, "played %s Hz for %d ms" % (num(f, 0), ms)),)
+
+
+def make(dev):
+    return Servo(dev) if dev.type == "servo" else Buzzer(dev) if dev.type == "buzzer" else Pwm(dev)

@@ -1,0 +1,38 @@
+# Sensirion SHT3x (SHT30/31/35) temperature and humidity, I2C 0x44/0x45 (datasheet
+# "SHT3x-DIS"): a single-shot measurement at high repeatability without clock
+# stretching (command 0x2400: the part does not acknowledge a read until it is done,
+# 15.5 ms at most), 6 bytes back: T, CRC, RH, CRC.
+from micropython import const
+from mimi.devices.drivers.i2cpart import Part, crc8, hexs
+from mimi.devices.table import Fault, qty
+
+_MEASURE = b"\x24\x00"
+_WAIT_MS = const(16)
+
+
+def convert(data):
+    """(°C, %RH) of the 6 bytes read back (CRCs not checked here)."""
+    t = -45 + 175 * (data[0] << 8 | data[1]) / 65535
+    rh = 100 * (data[3] << 8 | data[4]) / 65535
+    return t, rh
+
+
+class SHT3x(Part):
+    def read(self):
+        for _ in range(2):  # a CRC mismatch is measured again once
+            self.send(_MEASURE)
+            yield _WAIT_MS
+            data = yield from self.fetch(6)
+            if crc8(data, 0) == data[2] and crc8(data, 3) == data[5]:
+                break
+        else:
+            raise Fault("data", "CRC mismatch twice (last bytes %s): a noisy bus? (long wires, "
+                        "weak pull-ups)" % hexs(data))
+        t, rh = convert(data)
+        if not -40 <= t <= 125:
+            raise Fault("range", "%.1f °C, outside the SHT3x's -40 to 125 °C" % t)
+        return qty("", t, "°C"), qty("humidity", rh, "%")
+
+
+def make(dev):
+    return SHT3x(dev)
