@@ -1,7 +1,7 @@
 # The system prompt, built fresh every turn (SPEC §11): fixed instructions, then
 # `## Personality`, `## User Info`, `## Long-term Memory`, `## Recent Notes`,
-# `## Available Skills`, `## Current Turn Context`. Every part has a byte cap and the
-# whole stays within PROMPT_MAX UTF-8 bytes whatever the files hold. The fixed part
+# `## Available Skills`, `## Devices` (when parts are attached), `## Current Turn
+# Context`. Every part has a byte cap and the whole stays within PROMPT_MAX UTF-8 bytes whatever the files hold. The fixed part
 # carries no time or chat id, so it is byte-identical between turns and a provider
 # can cache it (build_parts returns it separately). The tools are not listed here:
 # every request carries their names, descriptions and schemas (mimi/tools/).
@@ -171,6 +171,29 @@ def _turn(channel, chat_id, group):
                 channel, cid, GROUP if group else "", now, store.note_path()))
 
 
+DEVICES = ("Parts wired to this board, with their last readings (device_read reads one now, "
+           "device_set drives one). A pin the tools refuse stays refused: tell the user.\n")
+
+
+def _devices():
+    """The `## Devices` text: one line a device, at most DEVICES_PROMPT_MAX bytes ("" when
+    none is attached: nothing of the device table is loaded then)."""
+    from mimi import devices
+
+    if not devices.attached():
+        return ""
+    t = devices.get()
+    out = [DEVICES]
+    n = _n(DEVICES)
+    for d in t.listed():
+        line = "- %s\n" % t.line(d)
+        if n + _n(line) > limits.DEVICES_PROMPT_MAX:
+            break
+        out.append(line)
+        n += _n(line)
+    return "".join(out)
+
+
 def _build(channel, chat_id, enc, group=False):
     """(fixed, sections, turn): the fixed part and the turn context through enc(str),
     the sections (Personality, User Info, Memory, Notes, Skills) as a list of pieces of
@@ -190,6 +213,7 @@ def _build(channel, chat_id, enc, group=False):
                           limits.MEMORY_MAX, tail, enc)
     used += _section("Recent Notes", store.recent_notes(limits.NOTES_MAX), tail, enc)
     used += _section("Available Skills", skills.summary(limits.SKILLS_MAX), tail, enc)
+    used += _section("Devices", _devices(), tail, enc)
     room = limits.PROMPT_MAX - used
     head = len("## Personality\n\n") + len("\n\n")
     # SOUL and USER share what is left: each gets half, and what one leaves unused
