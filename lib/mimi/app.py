@@ -50,6 +50,13 @@ def collect_often():
 
 def main():
     collect_often()
+    from mimi import fs, limits
+
+    if fs.exists(limits.DEVICES_PATH):  # actuators off before anything else starts
+        try:
+            mimi.run("devices.outputs", "at_boot")
+        except Exception as e:  # never stands between the user and the firmware
+            log.exception("app", "devices at boot failed", e)
     from mimi import safemode
 
     safemode.boot_start()  # boot counter, update trial/rollback, safe mode
