@@ -365,7 +365,10 @@ def add(name, typ, params):
     global _devs
     with _lock:
         dev = mimi.run("devices.types devices.user", "make", name, typ, params, _devs)
-        r = _first(dev)
+        try:
+            r = _first(dev)
+        except Exception as e:  # said as a read would say it
+            raise Fault("value", said(dev, e)[len("Error: "):] + "; nothing was added")
         new = _devs[:]
         new.insert(sum(1 for d in new if not d.builtin), dev)
         _save(new)  # OSError: the table stays as it was

@@ -6,6 +6,8 @@
 #   PARAMS = "..."   what device_add takes, in mimi/devices/types.py's words ("pin:p",
 #                    "sda=8:d scl=9:k addr=0x40:x:0x40|0x41", "gain=1:i:1:8" ...)
 #   HINT = "..."     optional: what to check when the part does not answer
+#   SLOW = True      optional: read() blocks inside one call for long (the loop runs
+#                    it on a short thread then)
 #   def setup(dev)   optional: once, before the first read or set
 #   def read(dev)    -> a number, (number, unit), a text, or [(label, value, unit), ...]
 #                       (a generator may yield ms to wait, as the built-in drivers do)
@@ -93,6 +95,7 @@ class Driver:
             raise Fault("off", "%s/%s.py is gone" % (limits.DRIVERS_DIR, dev.type))
         self.ns, self.dev, self.d = ns, dev, Dev(dev)
         self.HINT = ns.get("HINT")
+        self.SLOW = bool(ns.get("SLOW"))
         if dev.bus and dev.bus[0] == "i2c":
             from mimi.devices import bus
 
