@@ -8,6 +8,8 @@ from mimi import board, limits
 from mimi.devices.table import Fault, qty, num
 from mimi.devices.drivers.digital import ON, OFF
 
+_SERVO_HZ = 50
+
 
 def _number(name, value, what):
     if isinstance(value, str):
@@ -85,11 +87,12 @@ class Servo(Pwm):
         a = _number(self.dev.name, value, "an angle, 0 to %d degrees, or off" % p["range"])
         if not 0 <= a <= p["range"]:
             raise Fault("value", "%s takes 0 to %d degrees, not %s" % (self.dev.name, p["range"], num(a)))
-        ns = round((p["min_us"] + (p["max_us"] - p["min_us"]) * a / p["range"]) * 1000)
+        us = p["min_us"] + (p["max_us"] - p["min_us"]) * a / p["range"]
+        duty = round(us * _SERVO_HZ * 65535 / 1000000)  # of the 20 ms period
         if self.pwm is None:
-            self._make(freq=50, duty_ns=ns)  # one call: the first pulse is already this one
+            self._make(freq=_SERVO_HZ, duty_u16=duty)  # one call: the first pulse is already this one
         else:
-            self.pwm.duty_ns(ns)
+            self.pwm.duty_u16(duty)
         self.angle = a
         return self.read()
 
