@@ -7,9 +7,13 @@ if sys.platform == "esp32":
 else:
     from mimi.board.host import *  # noqa: F401,F403
 
-    def __getattr__(name):
-        """The host's fakes used now and then (board/host_sys.py), loaded on first use."""
-        if name[:1] == "_" or name == "host_sys":  # the import machinery asks these
-            raise AttributeError(name)
-        __import__("mimi.board.host_sys")
-        return getattr(sys.modules["mimi.board.host_sys"], name)
+
+def __getattr__(name):
+    """What the firmware uses now and then, loaded on first use: on the board the
+    device drivers' hardware seam (board/esp32_io.py), on the host the fakes of
+    board/host_sys.py (GPIO, access point, OTA slots; and that seam, host_io.py)."""
+    if name[:1] == "_" or name[:4] == "host" or name[:5] == "esp32":  # asked by imports
+        raise AttributeError(name)
+    mod = "mimi.board." + ("esp32_io" if sys.platform == "esp32" else "host_sys")
+    __import__(mod)
+    return getattr(sys.modules[mod], name)
