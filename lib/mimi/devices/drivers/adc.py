@@ -22,7 +22,7 @@ class Analog:
         self.dev = dev
         p = self.p = dev.params
         self.top = _TOP[p["atten"]]
-        self.adc = board.ADC(board.Pin(p["pin"]), atten=getattr(board.ADC, _ATTEN[p["atten"]]))
+        self.adc = board.ADC(p["pin"], atten=getattr(board.ADC, _ATTEN[p["atten"]]))
 
     def volts(self):
         adc = self.adc

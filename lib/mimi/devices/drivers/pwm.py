@@ -34,7 +34,7 @@ class Pwm:
 
     def _make(self, **kw):
         try:
-            self.pwm = board.PWM(self.pin, **kw)
+            self.pwm = board.PWM(self.dev.params["pin"], **kw)
         except (RuntimeError, ValueError, OSError) as e:  # out of PWM channels / timers
             raise Fault("value", "%s: no PWM for GPIO%d: %s" % (self.dev.name, self.dev.params["pin"], e))
 

@@ -1,0 +1,234 @@
+# The drivers against the simulated parts (mimi/devices/sim/, written from the
+# datasheets): good readings, conversions at known values, CRC errors, no answer, a
+# stuck bus, values out of range, through the tools the model calls.
+from mimi import log
+from mimi.config import cfg
+from mimi.devices.sim import parts
+import mimi.devices as devices
+
+
+def setup():
+    cfg.load()
+    parts.clear()
+
+
+def call(tool, **args):
+    from mimi.tools.registry import registry
+
+    return registry.call(tool, args)
+
+
+# --- SHT3x ------------------------------------------------------------------------
+
+def test_sht3x_reads_like_the_spec():
+    parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=21.5, hum=40)
+    out = call("device_add", name="living_temp", type="sht3x", sda=8, scl=9, addr=0x44)
+    assert out == ("OK: added living_temp (sht3x at 0x44 on SDA 8 / SCL 9): "
+                   "living_temp = 21.5 °C, humidity 40 %"), out
+    assert call("device_read", name="living_temp") == "living_temp = 21.5 °C, humidity 40 %"
+    for temp, hum, want in ((-10.2, 99.5, "-10.2 °C, humidity 99.5 %"), (0, 0, "0 °C, humidity 0 %"),
+                            (124.9, 100, "124.9 °C, humidity 100 %"), (-39.9, 12.3, "-39.9 °C, humidity 12.3 %")):
+        parts.set("sht3x@0x44", temp=temp, hum=hum)
+        out = call("device_read", name="living_temp")
+        assert out == "living_temp = " + want, (temp, hum, out)
+    t = devices.get()
+    r = t.read("living_temp")
+    assert abs(r[0][1] - -39.9) < 0.01 and abs(r[1][1] - 12.3) < 0.01, r
+
+
+def test_sht3x_defaults_and_second_address():
+    parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=20)
+    parts.attach("sht3x", sda=8, scl=9, addr=0x45, temp=30)
+    assert call("device_add", name="a", type="sht3x").startswith("OK: added a (sht3x at 0x44 on SDA 8 / SCL 9): a = 20 °C")
+    assert call("device_add", name="b", type="sht3x", addr="0x45").startswith(
+        "OK: added b (sht3x at 0x45 on SDA 8 / SCL 9): b = 30 °C")
+    assert call("device_add", name="c", type="sht3x", addr=0x45).startswith(
+        "Error: 0x45 on SDA 8 / SCL 9 is already b (sht3x)")
+
+
+def test_sht3x_crc_retried_once_then_said():
+    parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=21.5, hum=40)
+    call("device_add", name="t", type="sht3x")
+    before = devices.get().find("t").last
+    parts.set("sht3x@0x44", fault="crc")
+    out = call("device_read", name="t")
+    assert out.startswith("Error: t (sht3x at 0x44 on SDA 8 / SCL 9): CRC mismatch twice"), out
+    assert devices.get().find("t").last is before  # a bad reading is never kept
+    parts.set("sht3x@0x44", fault=None)
+    assert call("device_read", name="t") == "t = 21.5 °C, humidity 40 %"
+
+
+def test_sht3x_no_answer_and_stuck_bus():
+    parts.attach("sht3x", sda=8, scl=9, addr=0x44)
+    call("device_add", name="living_temp", type="sht3x")
+    parts.set("sht3x@0x44", fault="nack")
+    out = call("device_read", name="living_temp")
+    assert out == ("Error: living_temp (sht3x at 0x44 on SDA 8 / SCL 9) did not answer: no acknowledge. "
+                   "Check the wiring (SDA to SDA, SCL to SCL), the address, the pull-ups (4.7 kOhm to 3V3) "
+                   "and the power (3.3 V)"), out
+    parts.set("sht3x@0x44", fault="stuck")
+    out = call("device_read", name="living_temp")
+    assert out.startswith("Error: living_temp (sht3x at 0x44 on SDA 8 / SCL 9) did not answer: "
+                          "the bus is stuck (SDA or SCL held low)"), out
+    parts.set("sht3x@0x44", fault=None)
+    assert call("device_read", name="living_temp").startswith("living_temp = 21.5 °C")
+
+
+def test_part_that_does_not_answer_is_not_added():
+    out = call("device_add", name="t", type="sht3x", sda=8, scl=9)
+    assert out.startswith("Error: t (sht3x at 0x44 on SDA 8 / SCL 9) did not answer: no acknowledge"), out
+    assert out.endswith("; nothing was added"), out
+    parts.attach("sht3x", sda=8, scl=9, addr=0x44)
+    out = call("device_add", name="t", type="sht3x", sda=9, scl=8)  # swapped
+    assert "did not answer" in out and "nothing was added" in out, out
+    assert not devices.attached()
+    assert call("device_add", name="t", type="sht3x").startswith("OK")
+
+
+def test_i2c_scan_and_raw_io():
+    parts.attach("sht3x", sda=8, scl=9, addr=0x44)
+    parts.attach("sht3x", sda=8, scl=9, addr=0x45)
+    out = call("i2c_scan")
+    assert out.startswith("I2C on SDA 8 / SCL 9, 2 answering: 0x44 SHT3x/SHT4x temperature and humidity (sht3x); "
+                          "0x45 SHT3x temperature and humidity (sht3x)."), out
+    assert "i2c_io" in out and devices.scanned
+    call("device_add", name="t", type="sht3x")
+    assert "0x44 SHT3x/SHT4x temperature and humidity (sht3x): device t" in call("i2c_scan", sda=8, scl=9)
+    # raw: the status register of the second SHT3x (0xF32D: 2 bytes + CRC)
+    out = call("i2c_io", addr=0x45, write="f3 2d", read=3)
+    assert out.startswith("OK: 0x45 on SDA 8 / SCL 9: wrote 2 bytes, read "), out
+    got = bytes.fromhex(out.rsplit("read ", 1)[1].replace(" ", ""))
+    from mimi.devices.drivers.i2cpart import crc8
+
+    assert len(got) == 3 and crc8(got) == got[2], out
+    assert call("i2c_io", addr=0x44, read=2).startswith(
+        "Error: 0x44 on SDA 8 / SCL 9 is t (sht3x): its driver owns it")
+    assert call("i2c_io", addr=0x50, read=2).startswith(
+        "Error: 0x50 on SDA 8 / SCL 9 did not answer: no acknowledge")
+    assert call("i2c_io", addr=0x45, write="zz").startswith("Error: 'write' must be 1 to 32 bytes in hex")
+    assert call("i2c_io", addr=0x45, read=33).startswith("Error: 'read' must be a count of bytes, 1 to 32")
+    assert call("i2c_io", addr=0x45).startswith("Error: give 'write'")
+    assert call("i2c_io", addr=0x100, read=1).startswith("Error: 'addr' must be an I2C address")
+    assert call("i2c_scan", sda=10, scl=11) .startswith("No I2C part answered on SDA 10 / SCL 11")
+
+
+def test_two_buses_at_most():
+    parts.attach("sht3x", sda=8, scl=9, addr=0x44)
+    parts.attach("sht3x", sda=10, scl=11, addr=0x44)
+    parts.attach("sht3x", sda=12, scl=13, addr=0x44)
+    assert call("device_add", name="a", type="sht3x").startswith("OK")
+    assert call("device_add", name="b", type="sht3x", sda=10, scl=11).startswith("OK")
+    out = call("device_add", name="c", type="sht3x", sda=12, scl=13)
+    assert out.startswith("Error: the ESP32-S3 has two I2C controllers, both in use"), out
+    out = call("i2c_scan", sda=12, scl=13)
+    assert out.startswith("Error: both I2C controllers are in use"), out
+    call("device_remove", name="b")  # its controller is free again
+    assert call("device_add", name="c", type="sht3x", sda=12, scl=13).startswith("OK")
+
+
+# --- pins ---------------------------------------------------------------------------
+
+def test_button_pressed_released_and_counted():
+    parts.attach("button", pin=4)
+    out = call("device_add", name="doorbell", type="button", pin=4)
+    assert out == "OK: added doorbell (button on GPIO4): doorbell = released", out
+    parts.set("button@4", pressed=1)
+    out = call("device_read", name="doorbell")
+    assert out == "doorbell = pressed, pressed 1 time since the last reading", out
+    parts.set("button@4", pressed=0)
+    import time
+
+    for _ in range(3):
+        time.sleep_ms(60)  # the driver's debounce: an edge within 50 ms of the last is a bounce
+        parts.set("button@4", pressed=1)
+        parts.set("button@4", pressed=0)
+    assert call("device_read", name="doorbell") == "doorbell = released, pressed 3 times since the last reading"
+    assert call("device_read", name="doorbell") == "doorbell = released"
+
+
+def test_button_bounces_count_once():
+    import time
+
+    parts.attach("button", pin=4, bounce=5)
+    call("device_add", name="b", type="button", pin=4)
+    time.sleep_ms(60)
+    parts.set("button@4", pressed=1)
+    parts.set("button@4", pressed=0)
+    assert call("device_read", name="b") == "b = released, pressed 1 time since the last reading"
+
+
+def test_button_wired_to_vcc():
+    parts.attach("button", pin=5, wiring="vcc", pull="down")
+    assert call("device_add", name="b", type="button", pin=5, pull="down").endswith("b = released")
+    parts.set("button@5", pressed=1)
+    assert call("device_read", name="b").startswith("b = pressed")
+
+
+def test_relay_module_active_low():
+    parts.attach("relay", pin=21, active_low=1)
+    out = call("device_add", name="pump", type="relay", pin=21, inverted=True)
+    assert out == "OK: added pump (relay on GPIO21): pump = off", out
+    assert parts.get("relay@21")["on"] is False or parts.get("relay@21")["on"] == 0
+    assert call("device_set", name="pump", value="on") == "OK: pump = on"
+    assert parts.get("relay@21")["on"]
+    assert call("device_set", name="pump", value="off") == "OK: pump = off"
+    assert not parts.get("relay@21")["on"]
+
+
+def test_rgb_led_colours_and_brightness():
+    parts.attach("rgb_led", pin=48, n=1)
+    assert call("device_add", name="led", type="rgb_led", pin=48).endswith("led = off")
+    assert parts.get("rgb_led@48") == [(0, 0, 0)]
+    assert call("device_set", name="led", value="red") == "OK: led = red (#ff0000) at 50 %"
+    assert parts.get("rgb_led@48") == [(128, 0, 0)]
+    assert call("device_set", name="led", value="#00FF80 20%") == "OK: led = #00ff80 at 20 %"
+    assert parts.get("rgb_led@48") == [(0, 51, 26)]
+    out = call("device_set", name="led", value="blue 90%")
+    assert out == "OK: led = blue (#0000ff) at 50 %, (brightness capped at 50 %, the device's max)", out
+    assert parts.get("rgb_led@48") == [(0, 0, 128)]
+    assert call("device_set", name="led", value="off") == "OK: led = off"
+    assert parts.get("rgb_led@48") == [(0, 0, 0)]
+    assert call("device_set", name="led", value="on") == "OK: led = blue (#0000ff) at 50 %"
+    for bad, why in (("chartreuse", "unknown colour 'chartreuse'"), ("red 120%", "brightness is 0 to 100 %"),
+                     ("#12345", "unknown colour"), ("red x%", "brightness is a percentage")):
+        out = call("device_set", name="led", value=bad)
+        assert out.startswith("Error: led: " + why), (bad, out)
+    assert parts.get("rgb_led@48") == [(0, 0, 128)]  # nothing written on error
+
+
+def test_rgb_strip_full_brightness_cap():
+    parts.attach("rgb_led", pin=40, n=8)
+    call("device_add", name="strip", type="rgb_led", pin=40, n=8, max=100)
+    assert call("device_set", name="strip", value="warm white") == "OK: strip = warm white (#ffb060) at 100 %"
+    assert parts.get("rgb_led@40") == [(255, 176, 96)] * 8
+
+
+def test_digital_out_load_and_read_back():
+    parts.attach("digital_out", pin=6)
+    call("device_add", name="lamp", type="digital_out", pin=6)
+    assert call("device_set", name="lamp", value=True) == "OK: lamp = on"
+    assert parts.get("digital_out@6")["on"]
+    assert call("device_read", name="lamp") == "lamp = on"
+
+
+def test_output_that_does_not_follow_is_reported():
+    # a pin the firmware drives HIGH that reads LOW (shorted to GND): never called done
+    call("device_add", name="lamp", type="digital_out", pin=7)
+    dev = devices.get().find("lamp")
+    pin = dev.drv.pin
+
+    class Shorted:
+        def value(self, v=None):
+            return pin.value(v) if v is not None else 0
+
+    dev.drv.pin = Shorted()
+    out = call("device_set", name="lamp", value="on")
+    assert out.startswith("Error: lamp (digital_out on GPIO7) did not answer: GPIO7 was set HIGH but reads LOW"), out
+
+
+def test_chip_temp_always_there():
+    parts.set("chip_temp", temp=45)
+    assert call("device_read", name="chip_temp") == "chip_temp = 45 °C"
+    assert "chip_temp (chip_temp inside the chip): 45 °C" in call("device_list")
+    assert not devices.attached()
+    assert "E " not in "\n".join(log.recent(10))
