@@ -104,7 +104,7 @@ def test_websocket_chat_adds_reads_and_drives_devices(tmp_path, fake_anthropic):
         assert asyncio.run(again()) == "Listed."
         listed = tool_results(llm.requests[1])[-1]
         assert listed.startswith("living_temp (sht3x at 0x44 on SDA 8 / SCL 9): not read yet\n"
-                                 "led (rgb_led on GPIO48): off\nchip_temp (chip_temp inside the chip): "), listed
+                                 "led (rgb_led on GPIO48): off (as at boot)\nchip_temp (chip_temp inside the chip): "), listed
 
 
 def test_telegram_chat_reads_and_drives_devices(tmp_path, fake_telegram, fake_anthropic):

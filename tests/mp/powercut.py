@@ -218,12 +218,14 @@ class Work:
 def fresh_devices():
     """The device table read again from the flash mounted now, as a boot reads it."""
     import mimi
+
     import mimi.devices as devices
 
-    for m in [m for m in sys.modules if m.startswith("mimi.devices.")]:
+    for m in [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith("mimi.devices.sim")]:
         mimi.unload(m)
     devices._file = devices.problem = None
-    t = devices.get()
+    with devices.use() as t:
+        pass
     assert devices.problem is None, devices.problem  # a cut never leaves a torn device file
     return t
 
@@ -256,10 +258,9 @@ def boot_repairs():
 
     if otaboot.boot_check(reboot=False) in ("swapped", "rolled back"):
         repairs["ota"] = repairs.get("ota", 0) + 1
-    if board_exists("/devices.json"):  # app.main: actuators off first (never raises)
-        import mimi
+    from mimi import app
 
-        mimi.run("devices.outputs", "at_boot")
+    app.devices_off()  # app.main's first step: a device file's actuators off
     tmp = [p for p in files("/", ()) if p.endswith(".tmp")]
     startup.clean_tmp()
     repairs["tmp"] = repairs.get("tmp", 0) + len(tmp)

@@ -7,6 +7,12 @@ from mimi.devices.sim import parts
 import mimi.devices as devices
 
 
+
+def table():
+    """The device table (tests: a big heap, so its code stays loaded after the block)."""
+    with devices.use() as t:
+        return t
+
 def setup():
     cfg.load()
     parts.clear()
@@ -31,7 +37,7 @@ def test_sht3x_reads_like_the_spec():
         parts.set("sht3x@0x44", temp=temp, hum=hum)
         out = call("device_read", name="living_temp")
         assert out == "living_temp = " + want, (temp, hum, out)
-    t = devices.get()
+    t = table()
     r = t.read("living_temp")
     assert abs(r[0][1] - -39.9) < 0.01 and abs(r[1][1] - 12.3) < 0.01, r
 
@@ -49,11 +55,13 @@ def test_sht3x_defaults_and_second_address():
 def test_sht3x_crc_retried_once_then_said():
     parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=21.5, hum=40)
     call("device_add", name="t", type="sht3x")
-    before = devices.get().find("t").last
+    from mimi.devices import state
+
+    before = state.last["t"]
     parts.set("sht3x@0x44", fault="crc")
     out = call("device_read", name="t")
     assert out.startswith("Error: t (sht3x at 0x44 on SDA 8 / SCL 9): CRC mismatch twice"), out
-    assert devices.get().find("t").last is before  # a bad reading is never kept
+    assert state.last["t"] is before  # a bad reading is never kept
     parts.set("sht3x@0x44", fault=None)
     assert call("device_read", name="t") == "t = 21.5 °C, humidity 40 %"
 
@@ -214,7 +222,7 @@ def test_digital_out_load_and_read_back():
 def test_output_that_does_not_follow_is_reported():
     # a pin the firmware drives HIGH that reads LOW (shorted to GND): never called done
     call("device_add", name="lamp", type="digital_out", pin=7)
-    dev = devices.get().find("lamp")
+    dev = table().find("lamp")
     pin = dev.drv.pin
 
     class Shorted:
@@ -232,3 +240,57 @@ def test_chip_temp_always_there():
     assert "chip_temp (chip_temp inside the chip): 45 °C" in call("device_list")
     assert not devices.attached()
     assert "E " not in "\n".join(log.recent(10))
+
+
+def test_short_heap_code_goes_state_stays():
+    # a board without PSRAM: after each use the device code is dropped (as the tools'
+    # modules are); readings, actuator states and button presses survive it
+    import sys
+    import time
+    import mimi
+    from mimi.agent import context
+    from mimi.devices import state
+
+    def loaded():
+        return sorted(m for m in sys.modules if m.startswith("mimi.devices.") and
+                      not m.startswith(("mimi.devices.sim", "mimi.devices.state")))
+
+    parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=22.5, hum=50)
+    parts.attach("relay", pin=21)
+    parts.attach("button", pin=4)
+    parts.attach("rgb_led", pin=48)
+    was = mimi.short
+    mimi.short = lambda measure=False: True
+    try:
+        for args in ({"name": "t", "type": "sht3x"}, {"name": "fan", "type": "relay", "pin": 21},
+                     {"name": "bell", "type": "button", "pin": 4}, {"name": "led", "type": "rgb_led", "pin": 48},
+                     {"name": "dim", "type": "pwm", "pin": 5}):
+            assert call("device_add", **args).startswith("OK"), args
+            assert loaded() == [], loaded()
+        assert call("device_set", name="fan", value="on") == "OK: fan = on"
+        assert call("device_set", name="led", value="green 20%") == "OK: led = green (#00ff00) at 20 %"
+        assert call("device_set", name="dim", value=30) == "OK: dim = 30 %"
+        assert loaded() == []
+        assert parts.get("relay@21")["on"] and parts.get("rgb_led@48") == [(0, 51, 0)]
+        time.sleep_ms(60)
+        parts.set("button@4", pressed=1)
+        parts.set("button@4", pressed=0)  # counted while no driver code is loaded
+        p = context.build_system_prompt("websocket", "x")
+        assert loaded() == []  # the prompt's part came from the kept state
+        assert "- fan (relay on GPIO21): on\n" in p and "- t (sht3x at 0x44 on SDA 8 / SCL 9): 22.5 °C" in p, p
+        assert call("device_read", name="bell") == "bell = released, pressed 1 time since the last reading"
+        # reloaded drivers take up the state they left: nothing switches
+        assert call("device_read", name="fan") == "fan = on" and parts.get("relay@21")["on"]
+        assert call("device_set", name="led", value="on") == "OK: led = green (#00ff00) at 50 %"
+        assert call("device_read", name="dim") == "dim = 30 %"
+        assert abs(board_pwm(5) - 30 * 65535 / 100) < 16, parts.get("pin5")  # (the LEDC's steps)
+        assert call("device_read", name="t") == "t = 22.5 °C, humidity 50 %"
+        assert loaded() == [] and state.users == 0
+    finally:
+        mimi.short = was
+
+
+def board_pwm(pin):
+    from mimi.devices.sim import parts as p
+
+    return p.get("pin%d" % pin).get("duty_u16")

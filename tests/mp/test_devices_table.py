@@ -6,21 +6,27 @@ from mimi.config import cfg
 import mimi.devices as devices
 
 
+
+def table():
+    """The device table (tests: a big heap, so its code stays loaded after the block)."""
+    with devices.use() as t:
+        return t
+
 def setup():
     cfg.load()
     board.SIM_PINS.clear()
 
 
-def fresh():
-    """The table as a new boot finds it: modules and state dropped."""
+def fresh(load=True):
+    """The table as a new boot finds it: modules and state dropped (and loaded again)."""
     import mimi
 
-    for m in [m for m in sys.modules if m.startswith("mimi.devices.")]:
+    for m in [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith("mimi.devices.sim")]:
         mimi.unload(m)
     devices._file = None
     devices.problem = None
     devices.scanned = False
-    return devices.get()
+    return table() if load else None
 
 
 def call(tool, **args):
@@ -205,22 +211,42 @@ def test_bad_entry_kept_unusable():
 
 def test_outputs_off_at_boot():
     import json
-    import mimi
+    from mimi import app
 
     fs.write_atomic(limits.DEVICES_PATH, json.dumps({"devices": [
         {"name": "pump", "type": "relay", "pin": 5, "inverted": True},
         {"name": "lamp", "type": "digital_out", "pin": 6},
         {"name": "fan", "type": "pwm", "pin": 7},
         {"name": "bad", "type": "relay", "pin": 45, "inverted": True},
-        {"name": "door", "type": "button", "pin": 4}]}))
+        {"name": "door", "type": "button", "pin": 4},
+        {"name": "twin", "type": "relay", "pin": 5},  # a hand-edited second use of GPIO5
+        {"name": "s", "type": "servo", "pin": 8},
+        {"name": "b", "type": "buzzer", "pin": 9}]}))
+    cfg.set("gpio_allow", "1,2,4-10,21")
     board.SIM_PINS.clear()
-    fresh()
-    mimi.run("devices.outputs", "at_boot")
-    assert board.SIM_PINS[5] == {"mode": board.Pin.OUT, "level": 1, "pull": None}
+    fresh(False)
+    app.devices_off()
+    assert board.SIM_PINS[5]["mode"] == board.Pin.OUT and board.SIM_PINS[5]["level"] == 1
     assert board.SIM_PINS[6]["mode"] == board.Pin.OUT and board.SIM_PINS[6]["level"] == 0
     assert board.SIM_PINS[7]["mode"] == board.Pin.OUT and board.SIM_PINS[7]["level"] == 0
     assert 45 not in board.SIM_PINS and 4 not in board.SIM_PINS
+    assert board.SIM_PINS[8]["level"] == 0 and board.SIM_PINS[9]["level"] == 0
     assert not [m for m in sys.modules if m.startswith("mimi.devices.")]  # all dropped
+    # the table, loaded later, checks them all and says what it refuses
+    t = table()
+    assert [d.name for d in t.listed() if d.err] == ["bad", "twin"]
+
+
+def test_corrupt_file_moved_aside_at_boot():
+    from mimi import app
+
+    fs.write_atomic(limits.DEVICES_PATH, '{"devices": [{"name": "x", "type": "relay", "pin": 5}')
+    fresh(False)
+    app.devices_off()
+    assert not fs.exists(limits.DEVICES_PATH) and fs.exists(limits.DEVICES_BAD)
+    assert devices.problem.startswith("/devices.json was corrupt")
+    assert 5 not in board.SIM_PINS
+    assert "Note: /devices.json was corrupt" in call("device_list")
 
 
 def test_tools_offered():

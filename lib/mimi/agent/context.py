@@ -177,16 +177,22 @@ DEVICES = ("Parts wired to this board, with their last readings (device_read rea
 
 def _devices():
     """The `## Devices` text: one line a device, at most DEVICES_PROMPT_MAX bytes ("" when
-    none is attached: nothing of the device table is loaded then)."""
+    none is attached: nothing of the device layer is loaded then). Made from what the
+    device layer keeps (devices/state.py): its code is loaded only when the devices
+    changed since (the file, the board or gpio_allow setting)."""
     from mimi import devices
 
     if not devices.attached():
         return ""
-    t = devices.get()
+    from mimi.devices import state
+
+    if not state.fresh():
+        with devices.use():
+            pass
     out = [DEVICES]
     n = _n(DEVICES)
-    for d in t.listed():
-        line = "- %s\n" % t.line(d)
+    for head in state.heads:
+        line = "- %s\n" % state.line(*head)
         if n + _n(line) > limits.DEVICES_PROMPT_MAX:
             break
         out.append(line)

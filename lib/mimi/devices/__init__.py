@@ -1,8 +1,8 @@
 # Devices: the named parts wired to the board that the agent reads and drives (SPEC §13).
 # This package file is all a firmware without devices holds: whether there are any
-# (a device file, or a `board` setting's parts) and the way to the table, which
-# (devices/table.py, with the drivers) loads on first use.
-import sys
+# (a device file, or a `board` setting's parts) and the way to the table
+# (devices/table.py, with the drivers), which loads on first use: `with devices.use()
+# as t:`. On a short heap its code is dropped again after (devices/state.py).
 from mimi import limits
 
 _file = None  # does limits.DEVICES_PATH exist (None: not looked yet)
@@ -37,10 +37,10 @@ def saved(exists):
     _file = exists
 
 
-def get():
-    """The device table (mimi/devices/table.py), loaded with the file on first use.
-    (Not named `table`: importing the submodule sets that name on this package.)"""
-    t = sys.modules.get("mimi.devices.table")
-    if t is None:
-        from mimi.devices import table as t
-    return t.get()
+def use():
+    """`with devices.use() as t:` t is the device table (mimi/devices/table.py), loaded
+    with the file if it is not; on a short heap its code goes again when the last user
+    leaves (devices/state.py)."""
+    from mimi.devices import state
+
+    return state.Use()

@@ -1,31 +1,46 @@
-# First thing at boot, when a device file exists (app.main): every actuator of it goes
-# to its defined off level (a relay off, its active-low pin HIGH; a PWM or a servo's pin
-# low; LEDs dark) before anything else starts, so nothing a person wired switches on by
-# itself while the firmware comes up. The same checks as always (the pin policy: a
-# hand-edited file is no back door); /drivers/ types are left alone. Run and dropped:
-# the table loads again when it is first used.
-import sys
-import mimi
-from mimi import log
+# First thing at boot, when a device file exists (app.main): every actuator in it goes
+# to its defined off level before anything else starts, so nothing a person wired
+# switches on by itself while the firmware comes up: a relay or output off (HIGH when
+# active-low: inverted), a PWM pin at 0 % (HIGH when inverted), a servo's and a buzzer's
+# pin low, LEDs dark. Only pins the policy allows (mimi/gpio_policy.py, gpio_allow): a
+# hand-edited file is no back door. Deliberately small (no table, no drivers: run and
+# dropped, it must not leave a boot-time heap in pieces); the table checks everything
+# again when it first loads, and logs what it refuses. /drivers/ types are left alone.
+from mimi import limits, log, gpio_policy
+
+_LEVELS = ("relay", "digital_out", "pwm", "servo", "buzzer")  # one pin: off = inverted
 
 
 def at_boot():
+    from mimi import board
     from mimi.config import cfg
-    from mimi.devices import table
+    from mimi.devices import store
 
-    cfg.load()  # gpio_allow and board decide what may be driven
-    t = table.get()
-    n = 0
-    for d in t.listed():
-        if d.kind != "out" or d.mod is None or d.err:
+    entries = store.read()  # a bad file is moved aside here, at boot, with its log line
+    if not entries:
+        return
+    cfg.load()  # gpio_allow decides what may be driven
+    try:
+        allow = gpio_policy.parse(cfg.get("gpio_allow"))
+    except ValueError:
+        return
+    done = []
+    for e in entries:
+        typ, pin = e.get("type"), e.get("pin")
+        if typ not in _LEVELS + ("rgb_led",) or isinstance(pin, bool) or not isinstance(pin, int) or \
+                pin not in allow or pin in gpio_policy.NEVER or pin in done:
             continue
+        inverted = e.get("inverted") is True and typ in ("relay", "digital_out", "pwm")
         try:
-            t.run(d.driver().off())
-            n += 1
-        except Exception as e:
-            log.exception("devices", "%s: could not set its off level at boot" % d.label(), e)
-    if n:
-        log.info("devices", "%d actuator%s set to off at boot", n, "" if n == 1 else "s")
-    t = d = None
-    for m in [m for m in sys.modules if m.startswith("mimi.devices.")]:
-        mimi.unload(m)  # the table, its drivers and this: loaded again on first use
+            if typ == "rgb_led":
+                n = e.get("n", 1)
+                if not isinstance(n, int) or not 1 <= n <= limits.RGB_LED_MAX:
+                    continue
+                board.neopixel(pin, n, bpp=4 if e.get("rgbw") is True else 3).write()  # all dark
+            else:
+                board.Pin(pin, board.Pin.OUT, value=1 if inverted else 0)
+            done.append(pin)
+        except Exception as x:  # one part's trouble stops nothing else
+            log.exception("devices", "GPIO%d: could not set its off level at boot" % pin, x)
+    if done:
+        log.info("devices", "off at boot: GPIO%s", ", GPIO".join(str(p) for p in done))

@@ -103,7 +103,9 @@ class Driver:
             self.d.i2c = self.bus.i2c
         else:
             self.bus = None
-        self.ready = "setup" not in ns
+        self.m = dev.mem  # "ready": setup() has run (kept while the code comes and goes)
+        if "setup" not in ns:
+            self.m["ready"] = True
         if ns.get("set") is None:
             self.set = None
 
@@ -116,16 +118,17 @@ class Driver:
                 return _locked(r, self.bus.lock)
             return r
 
-    def read(self):
-        if not self.ready:
+    def _setup(self):
+        if not self.m.get("ready"):
             self._call(self.ns["setup"])
-            self.ready = True
+            self.m["ready"] = True
+
+    def read(self):
+        self._setup()
         return self._call(self.ns["read"])
 
     def set(self, value):
-        if not self.ready:
-            self._call(self.ns["setup"])
-            self.ready = True
+        self._setup()
         return self._call(self.ns["set"], value)
 
 

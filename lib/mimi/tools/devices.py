@@ -1,10 +1,11 @@
 # The device tools (SPEC §13): device_list, device_read, device_set, device_add,
 # device_remove, i2c_scan, and i2c_io (raw register access for a part without a type).
-# The table (mimi/devices/table.py) does the work; these shape the answers:
+# The table (mimi/devices/table.py, edit.py) does the work; these shape the answers:
 # `living_temp = 21.5 °C, humidity 40 %`, `OK: ...`, `Error: ...` that says what to check.
+# Each holds the table only while it runs (`with devices.use() as t`): on a short heap the
+# device code goes after it, so its classes are t's (t.Fault), never imported here.
 import mimi
 from mimi import fs, devices
-from mimi.devices.table import Fault
 
 _DEFAULT_SDA, _DEFAULT_SCL = 8, 9  # MicroPython's I2C defaults on the ESP32-S3
 _RELAY_NOTE = ("; most opto relay modules switch on when their IN is LOW: if it clicked on "
@@ -12,86 +13,73 @@ _RELAY_NOTE = ("; most opto relay modules switch on when their IN is LOW: if it 
 
 
 def device_list(args, ctx):
-    t = devices.get()
-    out = []
-    for d in t.listed():
-        if d.type == "chip_temp":
-            try:  # cheap and always there: read now
-                t.read(d.name)
-            except Exception:
-                pass
-        out.append(t.line(d))
+    with devices.use() as t:
+        out = []
+        for d in t.listed():
+            if d.type == "chip_temp":
+                try:  # cheap and always there: read now
+                    t.read(d.name)
+                except Exception:
+                    pass
+            out.append(t.line(d))
     if devices.problem:
         out.append("Note: " + devices.problem)
     return "\n".join(out)
 
 
-def _named(t, args):
-    """(the device args name, None) or (None, the error)."""
-    try:
-        return t.need(args.get("name")), None
-    except Fault as e:
-        return None, "Error: %s" % e
+def _act(args, fn, *value):
+    with devices.use() as t:
+        try:
+            d = t.need(args.get("name"))
+        except t.Fault as e:
+            return "Error: %s" % e
+        try:
+            return "%s%s = %s" % ("OK: " if value else "", d.name, t.text(getattr(t, fn)(d.name, *value)))
+        except Exception as e:
+            return t.said(d, e)
 
 
 def device_read(args, ctx):
-    t = devices.get()
-    d, err = _named(t, args)
-    if err:
-        return err
-    try:
-        r = t.read(d.name)
-    except Exception as e:
-        return t.said(d, e)
-    return "%s = %s" % (d.name, t.text(r))
+    return _act(args, "read")
 
 
 def device_set(args, ctx):
-    t = devices.get()
     value = args.get("value")
     if value is None or isinstance(value, (list, dict)):
         return "Error: 'value' required: on/off, a number, an angle or a colour"
-    d, err = _named(t, args)
-    if err:
-        return err
-    try:
-        r = t.drive(d.name, value)
-    except Exception as e:
-        return t.said(d, e)
-    return "OK: %s = %s" % (d.name, t.text(r))
+    return _act(args, "drive", value)
 
 
 def device_add(args, ctx):
-    t = devices.get()
     params = dict(args)
     name, typ = params.pop("name", None), params.pop("type", None)
     if not isinstance(typ, str):
         return "Error: 'type' required (string)"
-    try:
-        dev, r = t.add(name, typ.strip().lower(), params)
-    except OSError as e:
-        return "Error: not saved (%s); nothing changed" % fs.why(e)
-    except Exception as e:  # Refused (ValueError) or the part's Fault: nothing was written
-        return "Error: %s" % e
-    note = _RELAY_NOTE if dev.type == "relay" and not dev.params["inverted"] else ""
-    return "OK: added %s: %s = %s%s" % (dev.label(), dev.name, t.text(r), note)
+    with devices.use() as t:
+        try:
+            dev, r = mimi.run("devices.edit", "add", name, typ.strip().lower(), params)
+        except OSError as e:
+            return "Error: not saved (%s); nothing changed" % fs.why(e)
+        except Exception as e:  # Refused (ValueError) or the part's Fault: nothing was written
+            return "Error: %s" % e
+        note = _RELAY_NOTE if dev.type == "relay" and not dev.params["inverted"] else ""
+        return "OK: added %s: %s = %s%s" % (dev.label(), dev.name, t.text(r), note)
 
 
 def device_remove(args, ctx):
-    t = devices.get()
-    try:
-        dev = t.remove(args.get("name"))
-    except Fault as e:
-        return "Error: %s" % e
-    except OSError as e:
-        return "Error: not saved (%s); nothing changed" % fs.why(e)
-    return "OK: removed %s%s" % (dev.label(), " (left off)" if dev.kind == "out" else "")
+    with devices.use() as t:
+        try:
+            dev = mimi.run("devices.edit", "remove", args.get("name"))
+        except t.Fault as e:
+            return "Error: %s" % e
+        except OSError as e:
+            return "Error: not saved (%s); nothing changed" % fs.why(e)
+        return "OK: removed %s%s" % (dev.label(), " (left off)" if dev.kind == "out" else "")
 
 
-def _bus(args):
+def _bus(t, args):
     """(the I2C bus of args' sda/scl, whether a device uses it) after the pin checks;
     ValueError saying why not."""
-    t = devices.get()
     sda = args.get("sda", _DEFAULT_SDA)
     scl = args.get("scl", _DEFAULT_SCL)
     mimi.run("devices.types", "check_bus", sda, scl, t.listed())
@@ -109,25 +97,25 @@ def _done(b, used):
 
 
 def i2c_scan(args, ctx):
-    try:
-        b, used = _bus(args)
-    except ValueError as e:
-        return "Error: %s" % e
-    try:
-        with b.lock:
-            found = b.i2c.scan()
-    except OSError as e:
-        return "Error: the I2C bus on %s did not work: %s (SDA or SCL held low? check the wiring)" % (
-            b.name(), e)
-    finally:
-        _done(b, used)
-    if not found:
-        return ("No I2C part answered on %s. Check the wiring (SDA to SDA, SCL to SCL), the "
-                "pull-ups (4.7 kOhm to 3V3) and the power (3.3 V)." % b.name())
-    devices.scanned = True
-    t = devices.get()
-    mine = {d.params.get("addr"): d.name for d in t.listed() if d.bus == ("i2c", b.sda, b.scl)}
-    return mimi.run("devices.i2cnames", "describe", b.name(), found, mine)
+    with devices.use() as t:
+        try:
+            b, used = _bus(t, args)
+        except ValueError as e:
+            return "Error: %s" % e
+        try:
+            with b.lock:
+                found = b.i2c.scan()
+        except OSError as e:
+            return "Error: the I2C bus on %s did not work: %s (SDA or SCL held low? check the wiring)" % (
+                b.name(), e)
+        finally:
+            _done(b, used)
+        if not found:
+            return ("No I2C part answered on %s. Check the wiring (SDA to SDA, SCL to SCL), the "
+                    "pull-ups (4.7 kOhm to 3V3) and the power (3.3 V)." % b.name())
+        devices.scanned = True
+        mine = {d.params.get("addr"): d.name for d in t.listed() if d.bus == ("i2c", b.sda, b.scl)}
+        return mimi.run("devices.i2cnames", "describe", b.name(), found, mine)
 
 
 def i2c_io(args, ctx):
@@ -147,33 +135,33 @@ def i2c_io(args, ctx):
         return "Error: 'read' must be a count of bytes, 1 to %d" % limits.I2C_RAW_MAX
     if data is None and n is None:
         return "Error: give 'write' (hex bytes), 'read' (a count) or both"
-    try:
-        b, used = _bus(args)
-    except ValueError as e:
-        return "Error: %s" % e
-    where = "0x%02x%s on %s" % (addr, "" if reg is None else " register 0x%02x" % reg, b.name())
-    for d in devices.get().listed():  # even a register read writes the register's number
-        if d.bus == ("i2c", b.sda, b.scl) and d.params.get("addr") == addr:
-            _done(b, used)
-            return "Error: 0x%02x on %s is %s (%s): its driver owns it; use device_read / device_set" % (
-                addr, b.name(), d.name, d.type)
-    try:
-        with b.lock:
-            i2c = b.i2c
-            if data is not None:
-                if reg is None:
-                    i2c.writeto(addr, data, n is None)
-                else:
-                    i2c.writeto_mem(addr, reg, data)
-            got = None
-            if n is not None:
-                got = i2c.readfrom(addr, n) if reg is None else i2c.readfrom_mem(addr, reg, n)
-    except OSError as e:
-        from mimi.devices.drivers.i2cpart import fault, HINT
+    with devices.use() as t:
+        try:
+            b, used = _bus(t, args)
+        except ValueError as e:
+            return "Error: %s" % e
+        try:
+            where = "0x%02x%s on %s" % (addr, "" if reg is None else " register 0x%02x" % reg, b.name())
+            for d in t.listed():  # even a register read writes the register's number
+                if d.bus == ("i2c", b.sda, b.scl) and d.params.get("addr") == addr:
+                    return "Error: 0x%02x on %s is %s (%s): its driver owns it; use device_read / device_set" % (
+                        addr, b.name(), d.name, d.type)
+            with b.lock:
+                i2c = b.i2c
+                if data is not None:
+                    if reg is None:
+                        i2c.writeto(addr, data, n is None)
+                    else:
+                        i2c.writeto_mem(addr, reg, data)
+                got = None
+                if n is not None:
+                    got = i2c.readfrom(addr, n) if reg is None else i2c.readfrom_mem(addr, reg, n)
+        except OSError as e:
+            from mimi.devices.drivers.i2cpart import fault, HINT
 
-        return "Error: %s did not answer: %s. Check %s" % (where, fault(e), HINT)
-    finally:
-        _done(b, used)
+            return "Error: %s did not answer: %s. Check %s" % (where, fault(e), HINT)
+        finally:
+            _done(b, used)
     said = []
     if data is not None:
         said.append("wrote %d byte%s" % (len(data), "" if len(data) == 1 else "s"))

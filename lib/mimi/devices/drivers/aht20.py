@@ -21,14 +21,13 @@ def convert(data):
 
 
 class AHT20(Part):
-    ready = False
-
     def read(self):
-        if not self.ready:
+        m = self.dev.mem
+        if not m.get("ready"):
             if not self.recv(1)[0] & _CALIBRATED:
                 self.send(_INIT)
                 yield 10
-            self.ready = True
+            m["ready"] = True
         for _ in range(2):  # a CRC mismatch is measured again once
             self.send(_TRIGGER)
             yield _WAIT_MS
@@ -38,7 +37,7 @@ class AHT20(Part):
                     break
                 yield 10
             else:
-                self.ready = False
+                m["ready"] = False
                 raise Fault("answer", "it stayed busy 130 ms after a measurement started")
             if crc8(data, 0, 6) == data[6]:
                 break

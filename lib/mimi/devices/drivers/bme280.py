@@ -72,22 +72,23 @@ def _div(a, b):
 
 
 class BME280(Part):
-    cal = None
-    hum = False
-
-    def setup(self):
+    def setup(self, m):
+        """The chip id and the trimming constants, read once (kept in the device's state)."""
         cid = self.get(_ID, 1)[0]
         if cid not in CHIPS:
             raise Fault("answer", "0x%02x answers with chip id 0x%02x, not a BME280 (0x60) or a "
                         "BMP280 (0x58)" % (self.addr, cid))
-        self.hum = cid == 0x60
+        hum = cid == 0x60
         c = self.get(0x88, 24)
-        self.cal = calibration(c, self.get(0xA1, 1)[0], self.get(0xE1, 7)) if self.hum else calibration(c)
+        m["cal"] = calibration(c, self.get(0xA1, 1)[0], self.get(0xE1, 7)) if hum else calibration(c)
+        m["hum"] = hum
 
     def read(self):
-        if self.cal is None:
-            self.setup()
-        if self.hum:
+        m = self.dev.mem
+        if m.get("cal") is None:
+            self.setup(m)
+        hum = m["hum"]
+        if hum:
             self.put(_CTRL_HUM, b"\x01")  # 1x; takes effect with the ctrl_meas write
         self.put(_CTRL_MEAS, bytes((_FORCED_1X,)))
         yield 10
@@ -99,11 +100,11 @@ class BME280(Part):
         adc_p = d[0] << 12 | d[1] << 4 | d[2] >> 4
         adc_t = d[3] << 12 | d[4] << 4 | d[5] >> 4
         if adc_t == _SKIPPED:
-            self.cal = None
+            m["cal"] = None
             raise Fault("data", "no measurement was made (it reads 0x80000: reset?)")
-        t, p, h = compensate(self.cal, adc_t, adc_p, d[6] << 8 | d[7] if self.hum else None)
+        t, p, h = compensate(m["cal"], adc_t, adc_p, d[6] << 8 | d[7] if hum else None)
         if not -40 <= t <= 85:
-            raise Fault("range", "%.1f °C, outside the %s's -40 to 85 °C" % (t, "BME280" if self.hum else "BMP280"))
+            raise Fault("range", "%.1f °C, outside the %s's -40 to 85 °C" % (t, "BME280" if hum else "BMP280"))
         if p is None or not 300 <= p <= 1100:
             raise Fault("range", "pressure %s hPa, outside 300 to 1100 hPa" % (p if p is None else "%.1f" % p))
         out = [qty("", t, "°C")]

@@ -16,17 +16,17 @@ _MODELS = {11: (1000, 0, 50), 22: (2000, -40, 80)}
 class DHT:
     SLOW = True
     HINT = HINT
-    at = None  # ticks of the last measurement
 
     def __init__(self, dev):
+        self.m = dev.mem
         self.model = 22 if dev.type == "dht22" else 11
         self.part = board.dht(dev.params["pin"], self.model)
 
     def read(self):
         rest, tlo, thi = _MODELS[self.model]
         for attempt in range(2):
-            if self.at is not None:
-                left = rest - time.ticks_diff(time.ticks_ms(), self.at)
+            if self.m.get("at") is not None:
+                left = rest - time.ticks_diff(time.ticks_ms(), self.m["at"])
                 if left > 0:
                     yield left
             try:
@@ -38,7 +38,7 @@ class DHT:
             except Exception as e:  # the module's "checksum error"
                 why = Fault("data", "checksum mismatch twice" if "checksum" in str(e) else str(e))
             finally:
-                self.at = time.ticks_ms()
+                self.m["at"] = time.ticks_ms()
             if attempt:
                 raise why
         t, h = self.part.temperature(), self.part.humidity()

@@ -3,12 +3,11 @@
 # active-low, as most opto relay modules are). An output is checked after each change:
 # the pin is read back (on the ESP32 an output's input stays on, so this is the pad's
 # level), and a pin that did not follow is reported, not called done.
-import time
 from mimi import board
+from mimi.devices import state
 from mimi.devices.table import Fault
 
 _PULLS = {"up": "PULL_UP", "down": "PULL_DOWN"}
-_DEBOUNCE_MS = 50
 ON = ("1", "on", "true", "high", "yes", "open")
 OFF = ("0", "off", "false", "low", "no", "close", "closed")
 
@@ -24,24 +23,17 @@ def onoff(name, value):
 
 
 class In:
-    presses = 0
-    _last = 0
-
     def __init__(self, dev):
         p = dev.params
+        self.name = dev.name
         self.button = dev.type == "button"
         pull = _PULLS.get(p["pull"])
         self.pin = board.Pin(p["pin"], board.Pin.IN, getattr(board.Pin, pull) if pull else None)
         # a button to GND with the pull-up reads 0 when pressed; with a pull-down, 1
         self.active = 1 if (p["pull"] == "down" if self.button else p["inverted"]) else 0
-        if self.button:
-            self.pin.irq(self._edge, board.Pin.IRQ_FALLING if p["pull"] == "up" else board.Pin.IRQ_RISING)
-
-    def _edge(self, pin):
-        now = time.ticks_ms()
-        if time.ticks_diff(now, self._last) >= _DEBOUNCE_MS:
-            self.presses += 1
-        self._last = now
+        if self.button:  # the handler lives in devices/state.py, with the count
+            self.pin.irq(state.counter(dev.name), board.Pin.IRQ_FALLING if p["pull"] == "up"
+                         else board.Pin.IRQ_RISING)
 
     def read(self):
         v = 1 if self.pin.value() else 0
@@ -49,7 +41,8 @@ class In:
             v ^= self.active
             return (("", v, "HIGH" if v else "LOW"),)
         pressed = 1 if v == self.active else 0
-        n, self.presses = self.presses, 0
+        c = state.presses.get(self.name) or [0]
+        n, c[0] = c[0], 0
         out = ("", pressed, "pressed" if pressed else "released")
         if n:
             return out, ("", n, "pressed %d time%s since the last reading" % (n, "" if n == 1 else "s"))
@@ -63,8 +56,10 @@ class In:
 class Out:
     def __init__(self, dev):
         self.dev = dev
+        self.m = dev.mem
         self.inv = 1 if dev.params["inverted"] else 0
-        self.pin = board.Pin(dev.params["pin"], board.Pin.OUT, value=self.inv)  # off
+        # the state it was left in (off: as at boot), so a reload of the code changes nothing
+        self.pin = board.Pin(dev.params["pin"], board.Pin.OUT, value=self.m.get("on", 0) ^ self.inv)
 
     def _state(self, on):
         return (("", 1 if on else 0, "on" if on else "off"),)
@@ -73,6 +68,7 @@ class Out:
         on = onoff(self.dev.name, value)
         want = on ^ self.inv
         self.pin.value(want)
+        self.m["on"] = on
         if self.pin.value() != want:
             raise Fault("answer", "GPIO%d was set %s but reads %s (shorted, or held by something "
                         "else?)" % (self.dev.params["pin"], "HIGH" if want else "LOW",

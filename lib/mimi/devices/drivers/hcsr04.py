@@ -15,16 +15,16 @@ _REST_MS = 60
 class HCSR04:
     SLOW = True
     HINT = HINT
-    at = None
 
     def __init__(self, dev):
+        self.m = dev.mem
         p = dev.params
         self.trig = board.Pin(p["trig"], board.Pin.OUT, value=0)
         self.echo = board.Pin(p["echo"], board.Pin.IN)
 
     def read(self):
-        if self.at is not None:
-            left = _REST_MS - time.ticks_diff(time.ticks_ms(), self.at)
+        if self.m.get("at") is not None:
+            left = _REST_MS - time.ticks_diff(time.ticks_ms(), self.m["at"])
             if left > 0:
                 yield left
         try:
@@ -33,7 +33,7 @@ class HCSR04:
             self.trig.value(0)
             us = board.time_pulse_us(self.echo, 1, limits.HCSR04_TIMEOUT_US)
         finally:
-            self.at = time.ticks_ms()
+            self.m["at"] = time.ticks_ms()
         if us == -2:
             raise Fault("answer", "no echo pulse started")
         if us < 0:

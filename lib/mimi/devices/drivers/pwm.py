@@ -26,17 +26,25 @@ def _number(name, value, what):
 
 class Pwm:
     pwm = None
-    value = 0
 
     def __init__(self, dev):
         self.dev = dev
-        self.pin = board.Pin(dev.params["pin"], board.Pin.OUT, value=0)
+        self.m = dev.mem
+        if self.m.get("duty") is not None:  # running, the code reloaded: the same again
+            self._make(freq=self.m["freq"], duty_u16=self.m["duty"])
+        else:
+            self.pin = board.Pin(dev.params["pin"], board.Pin.OUT, value=0)
 
-    def _make(self, **kw):
+    def _make(self, freq, duty_u16):
         try:
-            self.pwm = board.PWM(self.dev.params["pin"], **kw)
+            self.pwm = board.PWM(self.dev.params["pin"], freq=freq, duty_u16=duty_u16)
         except (RuntimeError, ValueError, OSError) as e:  # out of PWM channels / timers
             raise Fault("value", "%s: no PWM for GPIO%d: %s" % (self.dev.name, self.dev.params["pin"], e))
+        self.m["freq"], self.m["duty"] = freq, duty_u16
+
+    def _duty(self, duty):
+        self.pwm.duty_u16(duty)
+        self.m["duty"] = duty
 
     def off(self):
         self.close()
@@ -46,11 +54,11 @@ class Pwm:
         if self.pwm is not None:
             self.pwm.deinit()
             self.pwm = None
-        self.pin.init(board.Pin.OUT, value=0)
-        self.value = 0
+        self.pin = board.Pin(self.dev.params["pin"], board.Pin.OUT, value=0)
+        self.m.clear()
 
     def read(self):
-        return (qty("", self.value, "%"),)
+        return (qty("", self.m.get("value", 0), "%"),)
 
     def set(self, value):
         w = str(value).strip().lower()
@@ -62,27 +70,25 @@ class Pwm:
         if self.dev.params["inverted"]:
             duty = 65535 - duty
         if self.pwm is None:
-            self._make(freq=self.dev.params["freq"], duty_u16=duty)
+            self._make(self.dev.params["freq"], duty)
         else:
-            self.pwm.duty_u16(duty)
-        self.value = pct
+            self._duty(duty)
+        self.m["value"] = pct
         return self.read()
 
 
 class Servo(Pwm):
-    angle = None
-
     def read(self):
-        if self.angle is None:
+        a = self.m.get("angle")
+        if a is None:
             return (("", None, "limp (no position set)"),)
-        return (qty("", self.angle, "°"),)
+        return (qty("", a, "°"),)
 
     def set(self, value):
         p = self.dev.params
         w = str(value).strip().lower()
         if w in ("off", "limp", "free", "stop"):
             self.close()
-            self.angle = None
             return self.read()
         a = _number(self.dev.name, value, "an angle, 0 to %d degrees, or off" % p["range"])
         if not 0 <= a <= p["range"]:
@@ -90,10 +96,10 @@ class Servo(Pwm):
         us = p["min_us"] + (p["max_us"] - p["min_us"]) * a / p["range"]
         duty = round(us * _SERVO_HZ * 65535 / 1000000)  # of the 20 ms period
         if self.pwm is None:
-            self._make(freq=_SERVO_HZ, duty_u16=duty)  # one call: the first pulse is already this one
+            self._make(_SERVO_HZ, duty)  # one call: the first pulse is already this one
         else:
-            self.pwm.duty_u16(duty)
-        self.angle = a
+            self._duty(duty)
+        self.m["angle"] = a
         return self.read()
 
 
@@ -120,7 +126,7 @@ class Buzzer(Pwm):
             if self.dev.params["active"]:
                 self.pin.value(1)
             else:
-                self._make(freq=int(f), duty_u16=32768)
+                self._make(int(f), 32768)
             yield int(ms)
         finally:
             self.close()

@@ -37,28 +37,26 @@ def _name(rgb):
 
 
 class Rgb:
-    rgb = 0
-    bright = 0
-    last = 0xFFFFFF  # "on" brings back the last colour
-
     def __init__(self, dev):
         self.dev = dev
+        self.m = dev.mem  # rgb, bright, last (the colour "on" brings back)
         p = dev.params
         self.np = board.neopixel(p["pin"], p["n"], bpp=4 if p["rgbw"] else 3)
 
     def read(self):
-        if not self.rgb or not self.bright:
+        rgb, bright = self.m.get("rgb", 0), self.m.get("bright", 0)
+        if not rgb or not bright:
             return (("", 0, "off"),)
-        return (("", self.rgb, "%s at %d %%" % (_name(self.rgb), self.bright)),)
+        return (("", rgb, "%s at %d %%" % (_name(rgb), bright)),)
 
     def _show(self, rgb, bright):
         k = bright / 100
         px = (round((rgb >> 16) * k), round((rgb >> 8 & 0xFF) * k), round((rgb & 0xFF) * k))
         self.np.fill(px + (0,) if self.dev.params["rgbw"] else px)
         self.np.write()
-        self.rgb, self.bright = rgb, bright
+        self.m["rgb"], self.m["bright"] = rgb, bright
         if rgb:
-            self.last = rgb
+            self.m["last"] = rgb
 
     def off(self):
         self._show(0, 0)
@@ -84,7 +82,7 @@ class Rgb:
         if w in OFF[1:] or w == "black":
             self._show(0, 0)
             return self.read()
-        rgb = self.last if w in ON[1:] or (not w and bright is not None) else colour(name, w)
+        rgb = self.m.get("last", 0xFFFFFF) if w in ON[1:] or (not w and bright is not None) else colour(name, w)
         capped = bright is not None and bright > cap
         self._show(rgb, min(cap, cap if bright is None else bright))
         r = self.read()

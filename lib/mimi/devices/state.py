@@ -1,0 +1,130 @@
+# What the device layer keeps while its code comes and goes. On a heap that is short
+# (mimi.short(): a board without PSRAM) the table and the drivers are dropped when the
+# last user leaves (`with devices.use() as t:`), like the tools' modules, and loaded
+# again from the flash by the next; what must outlive them lives here: the drivers'
+# state (an actuator's value, a sensor's last measurement time, a found ROM...), the
+# last readings (the ## Devices part of the prompt is made from them without loading
+# any code), the I2C controllers' pins, the locks, a button's presses (its pin
+# interrupt's handler is here, so it outlives the driver).
+import sys
+import time
+import _thread
+import mimi
+
+lock = _thread.allocate_lock()  # users, and loading/dropping the code
+users = 0
+mem = {}  # device name -> its driver's state (a dict)
+last = {}  # device name -> (reading, time.ticks_ms())
+heads = None  # [(name, "name (type where)", kind)] of the table last loaded (state.line)
+made = None  # the (board, gpio_allow) settings that table was made with
+i2c_ids = {}  # (sda, scl) -> the I2C controller (0 or 1) those pins have
+locks = {}  # a device's or a bus's name -> its lock (one measurement, one transfer at a time)
+presses = {}  # button name -> [presses since the last reading, ticks of the last edge]
+_DEBOUNCE_MS = 50
+_KEEP = ("mimi.devices.state", "mimi.devices.sim")  # never dropped (the simulator's parts)
+
+
+def lock_of(key):
+    lk = locks.get(key)
+    if lk is None:
+        with lock:
+            lk = locks.get(key)
+            if lk is None:
+                lk = locks[key] = _thread.allocate_lock()
+    return lk
+
+
+def counter(name):
+    """A button's pin interrupt handler: presses counted, an edge within 50 ms of the
+    last one taken for a bounce."""
+    c = presses.setdefault(name, [0, 0])
+
+    def edge(pin):
+        now = time.ticks_ms()
+        if time.ticks_diff(now, c[1]) >= _DEBOUNCE_MS:
+            c[0] += 1
+        c[1] = now
+
+    return edge
+
+
+def forget(name):
+    for d in (mem, last, presses, locks):
+        d.pop(name, None)
+
+
+class Use:
+    """with devices.use() as t: t is mimi/devices/table.py, loaded."""
+
+    def __enter__(self):
+        global users
+        with lock:
+            users += 1
+        try:
+            t = sys.modules.get("mimi.devices.table")
+            if t is None:
+                from mimi.devices import table as t
+            return t.get()
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __exit__(self, *exc):
+        global users
+        with lock:
+            users -= 1
+            if users or not mimi.short():
+                return
+            gone = [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith(_KEEP)]
+            for m in gone:
+                mimi.unload(m)
+        if gone:
+            import gc
+
+            gc.collect()  # the code's room whole again before the turn goes on
+
+
+# --- what people and the model read (the prompt's part needs no other code) --------
+
+def num(v, dec=1):
+    """A number for people: `dec` decimals at most, no trailing zeros (40.0 -> "40")."""
+    if isinstance(v, int):
+        return str(v)
+    s = "%.*f" % (dec, v)
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return "0" if s == "-0" else s
+
+
+def text(reading):
+    return ", ".join((q[0] + " " if q[0] else "") + q[2] for q in reading)
+
+
+def ago(name):
+    r = last.get(name)
+    if r is None:
+        return "not read yet"
+    s = time.ticks_diff(time.ticks_ms(), r[1]) // 1000
+    if s < 0:
+        return "a while ago"
+    return "now" if s < 60 else "%d min ago" % (s // 60) if s < 3600 else "%d h ago" % (s // 3600)
+
+
+def line(name, head, kind):
+    """`living_temp (sht3x at 0x44 on SDA 8 / SCL 9): 21.5 °C, humidity 40 % (2 min ago)`;
+    kind None: an unusable device (its head says why)."""
+    if kind is None:
+        return head
+    r = last.get(name)
+    if r is None:
+        return head + (": off (as at boot)" if kind == "out" else ": not read yet")
+    if kind == "out":
+        return "%s: %s" % (head, text(r[0]))
+    return "%s: %s (%s)" % (head, text(r[0]), ago(name))
+
+
+def fresh():
+    """Are `heads` those of the table the settings make now?"""
+    from mimi.config import cfg
+
+    return heads is not None and made == (cfg.get("board"), cfg.get("gpio_allow"))
