@@ -3,9 +3,9 @@
 # switches on by itself while the firmware comes up: a relay or output off (HIGH when
 # active-low: inverted), a PWM pin at 0 % (HIGH when inverted), a servo's and a buzzer's
 # pin low, LEDs dark. Only pins the policy allows (mimi/gpio_policy.py, gpio_allow): a
-# hand-edited file is no back door. Deliberately small (no table, no drivers: run and
-# dropped, it must not leave a boot-time heap in pieces); the table checks everything
-# again when it first loads, and logs what it refuses. /drivers/ types are left alone.
+# hand-edited file is no back door. It drives the pins itself, with no table or driver
+# code; then the table checks every device (and logs what it refuses) and what it found
+# is kept (devices/state.py), its code dropped. /drivers/ types are left alone.
 from mimi import limits, log, gpio_policy
 
 _LEVELS = ("relay", "digital_out", "pwm", "servo", "buzzer")  # one pin: off = inverted
@@ -44,3 +44,11 @@ def at_boot():
             log.exception("devices", "GPIO%d: could not set its off level at boot" % pin, x)
     if done:
         log.info("devices", "off at boot: GPIO%s", ", GPIO".join(str(p) for p in done))
+    # the table checked now, while the heap is whole, and kept (devices/state.py): the first
+    # turn's prompt lists the devices without loading their code in the middle of a turn
+    import mimi.devices as devices
+    from mimi.devices import state
+
+    with devices.use():
+        pass
+    state.drop()

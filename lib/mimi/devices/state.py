@@ -16,6 +16,7 @@ users = 0
 mem = {}  # device name -> its driver's state (a dict)
 last = {}  # device name -> (reading, time.ticks_ms())
 heads = None  # [(name, "name (type where)", kind)] of the table last loaded (state.line)
+rows = None  # that table's devices as checked (devices/table.py makes them again from these)
 made = None  # the (board, gpio_allow) settings that table was made with
 i2c_ids = {}  # (sda, scl) -> the I2C controller (0 or 1) those pins have
 locks = {}  # a device's or a bus's name -> its lock (one measurement, one transfer at a time)
@@ -75,13 +76,22 @@ class Use:
             users -= 1
             if users or not mimi.short():
                 return
-            gone = [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith(_KEEP)]
-            for m in gone:
-                mimi.unload(m)
-        if gone:
-            import gc
+        drop()
 
-            gc.collect()  # the code's room whole again before the turn goes on
+
+def drop():
+    """Forget the device layer's code (not this, nor the simulator's parts) unless
+    someone uses it; the next use loads it again."""
+    with lock:
+        if users:
+            return
+        gone = [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith(_KEEP)]
+        for m in gone:
+            mimi.unload(m)
+    if gone:
+        import gc
+
+        gc.collect()  # the code's room whole again before the turn goes on
 
 
 # --- what people and the model read (the prompt's part needs no other code) --------

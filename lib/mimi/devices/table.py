@@ -96,11 +96,26 @@ def get():
     return sys.modules[__name__]
 
 
-def _load(made):
-    global _devs, _made
-    from mimi.devices import store
+_FIELDS = ("name", "type", "params", "mod", "kind", "where", "pins", "bus", "keys", "pinkeys",
+           "err", "raw", "builtin")
 
-    new = mimi.run("devices.types devices.user devices.boards", "load", store.read(), made[0])
+
+def _load(made):
+    """The devices checked (devices/types.py) when the file or the settings are new to
+    the device layer, else as state.rows kept them: the code dropped on a short heap
+    comes back without reading and checking everything again."""
+    global _devs, _made
+    if state.rows is not None and state.made == made:
+        new = []
+        for row in state.rows:
+            d = Device(*row[:5])
+            for k, v in zip(_FIELDS[5:], row[5:]):
+                setattr(d, k, v)
+            new.append(d)
+    else:
+        from mimi.devices import store
+
+        new = mimi.run("devices.types devices.user devices.boards", "load", store.read(), made[0])
     old = {d.name: d for d in _devs or ()}
     for i, d in enumerate(new):  # a device that did not change keeps its driver
         o = old.get(d.name)
@@ -114,6 +129,7 @@ def _set(devs):
     global _devs
     _devs = devs
     state.heads = [_head(d) for d in devs]
+    state.rows = [tuple(getattr(d, k) for k in _FIELDS) for d in devs]
 
 
 def _head(d):

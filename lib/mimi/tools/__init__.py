@@ -59,13 +59,13 @@ TOOLS = (
      "Add a wired part. type: digital_in button analog_in ntc ldr soil ds18b20 dht11 dht22 sht3x "
      "aht20 bme280 bh1750 hcsr04 digital_out relay pwm servo rgb_led buzzer; and pin, or sda scl addr",
      '{"type":"object","properties":{"name":' + _STR + ',"type":' + _STR + '}}'),
-    ("i2c_scan", "devices", "Addresses answering on I2C (SDA 8 SCL 9 if none given).",
+    ("i2c_scan", "i2c", "Addresses answering on I2C (SDA 8 SCL 9 if none given).",
      '{"type":"object","properties":{"sda":{},"scl":{}}}'),
     ("device_read", "devices", "Read a device.", _NAME),
     ("device_set", "devices", "Set a device: on/off, 0-100, angle, colour (red, #ff8000, blue 30%), "
      "tone (440 300).", '{"type":"object","properties":{"name":' + _STR + ',"value":{}}}'),
     ("device_remove", "devices", "Remove a device.", _NAME),
-    ("i2c_io", "devices", "Raw I2C to a part without a type: write hex, read n bytes, at register reg.",
+    ("i2c_io", "i2c", "Raw I2C to a part without a type: write hex, read n bytes, at register reg.",
      '{"type":"object","properties":{"addr":{"type":"integer"},"reg":{},"write":{},"read":{},'
      '"sda":{},"scl":{}}}'),
 )
