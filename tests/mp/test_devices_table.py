@@ -235,7 +235,7 @@ def test_outputs_off_at_boot():
     assert [m for m in sys.modules if m.startswith("mimi.devices.")] == ["mimi.devices.state"]
     from mimi.devices import state
 
-    assert [h[0] for h in state.heads if h[2] is None] == ["bad", "twin"]
+    assert [r[0] for r in state.rows if r[10]] == ["bad", "twin"]  # (err)
     assert "W devices: twin is unusable: GPIO5 is already used by pump" in "\n".join(log.recent(10))
 
 

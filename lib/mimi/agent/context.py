@@ -191,8 +191,8 @@ def _devices():
             pass
     out = [DEVICES]
     n = _n(DEVICES)
-    for head in state.heads:
-        line = "- %s\n" % state.line(*head)
+    for row in state.rows:
+        line = "- %s\n" % state.line(row)
         if n + _n(line) > limits.DEVICES_PROMPT_MAX:
             break
         out.append(line)

@@ -10,6 +10,12 @@ from mimi.devices import state, table as t
 from mimi.devices.table import Fault, TAG
 
 
+def forget(name):
+    """Nothing kept of a device of that name (devices/state.py)."""
+    for d in (state.mem, state.last, state.presses, state.locks):
+        d.pop(name, None)
+
+
 def entry(d):
     """A device's line of the file: name, type, then the parameters in the type's order."""
     if d.raw is not None:
@@ -39,12 +45,12 @@ def add(name, typ, params):
     with t._lock:
         devs = t.listed()
         dev = mimi.run("devices.types devices.user", "make", name, typ, params, devs)
-        state.forget(name)  # nothing of an earlier device of that name
+        forget(name)  # nothing of an earlier device of that name
         try:
             r = _first(dev)
         except Exception as e:  # said as a read would say it
             close(dev)
-            state.forget(name)
+            forget(name)
             raise Fault("value", t.said(dev, e)[len("Error: "):] + "; nothing was added")
         new = devs[:]
         new.insert(sum(1 for d in new if not d.builtin), dev)
@@ -52,7 +58,7 @@ def add(name, typ, params):
             save(new)
         except OSError:
             close(dev)
-            state.forget(name)
+            forget(name)
             raise
         t._set(new)
     log.info(TAG, "added %s", dev.label())
@@ -83,7 +89,7 @@ def remove(name):
         t._set(new)
     with dev.lock:
         close(dev)
-    state.forget(dev.name)
+    forget(dev.name)
     log.info(TAG, "removed %s", dev.label())
     return dev
 

@@ -15,9 +15,8 @@ lock = _thread.allocate_lock()  # users, and loading/dropping the code
 users = 0
 mem = {}  # device name -> its driver's state (a dict)
 last = {}  # device name -> (reading, time.ticks_ms())
-heads = None  # [(name, "name (type where)", kind)] of the table last loaded (state.line)
-rows = None  # that table's devices as checked (devices/table.py makes them again from these)
-made = None  # the (board, gpio_allow) settings that table was made with
+rows = None  # the devices of the table last loaded, as checked (devices/table.py _FIELDS)
+made = None  # the (board, gpio_allow) settings it was made with
 i2c_ids = {}  # (sda, scl) -> the I2C controller (0 or 1) those pins have
 locks = {}  # a device's or a bus's name -> its lock (one measurement, one transfer at a time)
 presses = {}  # button name -> [presses since the last reading, ticks of the last edge]
@@ -47,11 +46,6 @@ def counter(name):
         c[1] = now
 
     return edge
-
-
-def forget(name):
-    for d in (mem, last, presses, locks):
-        d.pop(name, None)
 
 
 class Use:
@@ -96,16 +90,6 @@ def drop():
 
 # --- what people and the model read (the prompt's part needs no other code) --------
 
-def num(v, dec=1):
-    """A number for people: `dec` decimals at most, no trailing zeros (40.0 -> "40")."""
-    if isinstance(v, int):
-        return str(v)
-    s = "%.*f" % (dec, v)
-    if "." in s:
-        s = s.rstrip("0").rstrip(".")
-    return "0" if s == "-0" else s
-
-
 def text(reading):
     return ", ".join((q[0] + " " if q[0] else "") + q[2] for q in reading)
 
@@ -120,11 +104,13 @@ def ago(name):
     return "now" if s < 60 else "%d min ago" % (s // 60) if s < 3600 else "%d h ago" % (s // 3600)
 
 
-def line(name, head, kind):
-    """`living_temp (sht3x at 0x44 on SDA 8 / SCL 9): 21.5 °C, humidity 40 % (2 min ago)`;
-    kind None: an unusable device (its head says why)."""
-    if kind is None:
-        return head
+def line(row):
+    """A device's line from its row (devices/table.py _FIELDS): `living_temp (sht3x at
+    0x44 on SDA 8 / SCL 9): 21.5 °C, humidity 40 % (2 min ago)`."""
+    name, typ, kind, where, err = row[0], row[1], row[4], row[5], row[10]
+    if err:
+        return "%s (%s): unusable: %s" % (name, typ, err)
+    head = "%s (%s%s)" % (name, typ, where)
     r = last.get(name)
     if r is None:
         return head + (": off (as at boot)" if kind == "out" else ": not read yet")
@@ -134,7 +120,7 @@ def line(name, head, kind):
 
 
 def fresh():
-    """Are `heads` those of the table the settings make now?"""
+    """Are `rows` those of the table the settings make now?"""
     from mimi.config import cfg
 
-    return heads is not None and made == (cfg.get("board"), cfg.get("gpio_allow"))
+    return rows is not None and made == (cfg.get("board"), cfg.get("gpio_allow"))

@@ -22,7 +22,7 @@ import _thread
 import mimi
 from mimi import limits, log
 from mimi.devices import state
-from mimi.devices.state import num, text  # noqa: F401  (the drivers' and tools' too)
+from mimi.devices.state import text  # noqa: F401  (the tools' too)
 
 TAG = "devices"
 
@@ -77,6 +77,16 @@ class Device:
         return state.mem.setdefault(self.name, {})
 
 
+def num(v, dec=1):
+    """A number for people: `dec` decimals at most, no trailing zeros (40.0 -> "40")."""
+    if isinstance(v, int):
+        return str(v)
+    s = "%.*f" % (dec, v)
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return "0" if s == "-0" else s
+
+
 def qty(label, value, unit, dec=1):
     return (label, value, num(value, dec) + (" " + unit if unit else ""))
 
@@ -128,15 +138,11 @@ def _load(made):
 def _set(devs):
     global _devs
     _devs = devs
-    state.heads = [_head(d) for d in devs]
-    state.rows = [tuple(getattr(d, k) for k in _FIELDS) for d in devs]
+    state.rows = [_row(d) for d in devs]
 
 
-def _head(d):
-    """(name, head, kind) for state.line(); an unusable device's head says why."""
-    if d.err:
-        return (d.name, "%s (%s): unusable: %s" % (d.name, d.type, d.err), None)
-    return (d.name, d.label(), d.kind)
+def _row(d):
+    return tuple(getattr(d, k) for k in _FIELDS)
 
 
 def listed():
@@ -320,7 +326,7 @@ def said(dev, e):
 
 def line(dev):
     """`living_temp (sht3x at 0x44 on SDA 8 / SCL 9): 21.5 °C, humidity 40 % (2 min ago)`"""
-    return state.line(*_head(dev))
+    return state.line(_row(dev))
 
 
 def owner(pin):
