@@ -179,3 +179,21 @@ def test_agent_thread_and_loop_take_turns():
     waited = asyncio.run(main())
     assert sorted(got) == ["2 reads, note done", "3 reads, note done"], got
     assert waited >= 450, waited  # its own 300 ms after the thread's rest: one at a time
+
+
+def test_the_documented_example_driver():
+    # docs/hardware.md's /drivers/ example: it loads, its PARAMS are checked, and an
+    # INA219 that does not answer is said with the driver's own hint
+    from support import REPO
+
+    doc = open(REPO + "/docs/hardware.md").read()
+    start = doc.index("```python\n# /drivers/ina219.py") + len("```python\n")
+    code = doc[start:doc.index("```", start)]
+    assert len(code.strip().splitlines()) <= 22, code
+    write("/drivers/ina219.py", code)
+    assert call("device_add", name="pv", type="ina219", addr=0x42).startswith(
+        "Error: ina219: 'addr' must be 0x40 or 0x41 or 0x44 or 0x45")
+    out = call("device_add", name="pv", type="ina219", shunt=0.05)
+    assert out.startswith("Error: pv (ina219 at 0x40 on SDA 8 / SCL 9) did not answer: no acknowledge. "
+                          "Check the wiring, the address jumpers (A0, A1) and the power"), out
+    assert out.endswith("; nothing was added"), out

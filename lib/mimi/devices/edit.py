@@ -49,9 +49,10 @@ def add(name, typ, params):
         try:
             r = _first(dev)
         except Exception as e:  # said as a read would say it
+            why = t.said(dev, e)[len("Error: "):]
             close(dev)
             forget(name)
-            raise Fault("value", t.said(dev, e)[len("Error: "):] + "; nothing was added")
+            raise Fault("value", why + "; nothing was added")
         new = devs[:]
         new.insert(sum(1 for d in new if not d.builtin), dev)
         try:

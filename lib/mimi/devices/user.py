@@ -113,7 +113,10 @@ class Driver:
         if self.bus is None:
             return fn(self.d, *args)
         with self.bus.lock:
-            r = fn(self.d, *args)
+            try:
+                r = fn(self.d, *args)
+            except OSError as e:  # the bus's: a part that did not answer, a stuck bus
+                raise _fault(e)
             if hasattr(r, "send"):  # a generator: its steps take the lock themselves
                 return _locked(r, self.bus.lock)
             return r
@@ -141,6 +144,14 @@ def _locked(gen, lock):
             yield ms
     except StopIteration as e:
         return e.value
+    except OSError as e:
+        raise _fault(e)
+
+
+def _fault(e):
+    from mimi.devices.drivers.i2cpart import fault
+
+    return fault(e)
 
 
 def make(dev):
