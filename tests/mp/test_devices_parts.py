@@ -294,3 +294,38 @@ def board_pwm(pin):
     from mimi.devices.sim import parts as p
 
     return p.get("pin%d" % pin).get("duty_u16")
+
+
+def test_repl_commands():
+    from support import Capture
+    from mimi import repl, fs, limits
+
+    parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=19, hum=60)
+    parts.attach("relay", pin=21, active_low=1)
+    with Capture() as out:
+        repl.device_add("living_temp", "sht3x", sda=8, scl=9)
+        repl.device_add("fan", "relay", pin=21, inverted=True)
+        repl.device_set("fan", "on")
+        repl.device_read("living_temp")
+        repl.devices()
+        repl.device_add("boot", "relay", pin=0)
+        repl.device_remove("fan")
+        repl.help()
+    text = out.text
+    assert "OK: added living_temp (sht3x at 0x44 on SDA 8 / SCL 9): living_temp = 19 °C, humidity 60 %" in text
+    assert "OK: fan = on" in text and "living_temp = 19 °C, humidity 60 %\n" in text
+    assert "fan (relay on GPIO21): on\n" in text and "chip_temp (chip_temp inside the chip): 37 °C (now)" in text
+    assert "Error: GPIO0 is refused: strapping pin" in text
+    assert "OK: removed fan (relay on GPIO21) (left off)" in text and not parts.get("relay@21")["on"]
+    assert "device_add(name, type, **params)" in text
+    # a device file gone bad: the REPL says what happened
+    fs.write_atomic(limits.DEVICES_PATH, "{oops")
+    import sys
+    import mimi
+
+    for m in [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith("mimi.devices.sim")]:
+        mimi.unload(m)
+    devices._file = None
+    with Capture() as out:
+        repl.devices()
+    assert "Note: /devices.json was corrupt" in out.text and "moved to /devices.bad.json" in out.text, out.text
