@@ -4,20 +4,9 @@
 # commands, conversion times by resolution, the power-on scratchpad and its CRC.
 import time
 from support import raises
+from datasheet import maxim_crc as crc8
 from mimi import board
 from mimi.devices.sim import parts
-
-
-def crc8(data):
-    """Maxim 1-Wire CRC-8 from the datasheet: x^8 + x^5 + x^4 + 1, LSB first, init 0."""
-    crc = 0
-    for b in data:
-        for i in range(8):
-            mix = (crc ^ (b >> i)) & 1
-            crc >>= 1
-            if mix:
-                crc ^= 0x8C
-    return crc
 
 
 def read(ow, n):

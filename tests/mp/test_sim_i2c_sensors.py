@@ -4,19 +4,9 @@
 import math
 import time
 from support import raises
+from datasheet import sensirion_crc as crc8
 from mimi import board
 from mimi.devices.sim import parts
-
-
-def crc8(data):
-    crc = 0xFF
-    for b in data:
-        for i in range(8):
-            bit = (crc >> 7) ^ (b >> (7 - i) & 1)
-            crc = (crc << 1) & 0xFF
-            if bit:
-                crc ^= 0x31
-    return crc
 
 
 def bus():

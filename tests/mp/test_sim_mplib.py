@@ -109,3 +109,64 @@ def test_real_neopixel():
     w[0] = (10, 20, 30, 40)
     w.write()
     assert parts.get("rgb_led@38") == [(10, 20, 30, 40)]
+
+
+class Recorder:
+    """A class of the fake machine module: remembers how it was made."""
+
+    made = []
+
+    def __init__(self, *args, **kw):
+        self.args, self.kw = args, kw
+        Recorder.made.append(self)
+
+
+def test_board_side_builds_the_firmwares_objects():
+    # board/esp32_io.py against a machine module that records its calls, with the real
+    # micropython-lib modules on top: what the ESP32-S3 firmware would be asked to do
+    class Pin(Recorder):
+        OUT, OPEN_DRAIN, PULL_UP = 3, 7, 2
+
+        def init(self, *a, **kw):
+            self.inits = getattr(self, "inits", []) + [a]
+
+    class ADC(Recorder):
+        ATTN_0DB, ATTN_2_5DB, ATTN_6DB, ATTN_11DB = 0, 1, 2, 3
+
+    class PWM(Recorder):
+        pass
+
+    class I2C(Recorder):
+        pass
+
+    class Machine:
+        pass
+
+    m = Machine()
+    m.Pin, m.ADC, m.PWM, m.I2C = Pin, ADC, PWM, I2C
+    m.time_pulse_us = m.bitstream = m.dht_readinto = lambda *a: None
+    sys.modules["machine"] = m
+    sys.modules["esp32"] = Machine()
+    sys.modules["esp32"].mcu_temperature = lambda: 41
+    for name in ("dht", "neopixel"):  # made again on this machine module
+        sys.modules.pop(name, None)
+    from mimi.board import esp32_io as io
+
+    assert io.I2C is I2C and io.time_pulse_us is m.time_pulse_us
+    a = io.ADC(4, atten=io.ADC.ATTN_6DB)
+    assert type(a) is ADC and a.kw == {"atten": 2} and a.args[0].args == (4,)
+    assert "atten" in str(raises(TypeError, io.ADC, 4))
+    p = io.PWM(5, freq=50, duty_ns=1500000)
+    assert type(p) is PWM and p.kw == {"freq": 50, "duty_ns": 1500000} and p.args[0].args == (5,)
+    assert io.PWM(6, freq=1000, duty_u16=0).kw == {"freq": 1000, "duty_u16": 0}
+    assert "50 %" in str(raises(TypeError, io.PWM, 7, freq=1000))
+    ow = io.onewire(8)
+    assert type(ow).__name__ == "OneWire" and ow.pin.inits == [(7, 2)]  # OPEN_DRAIN, PULL_UP
+    assert type(io.ds18x20(8)).__name__ == "DS18X20"
+    d = io.dht(9, 22)
+    assert type(d).__name__ == "DHT22" and d.pin.args == (9,)
+    raises(ValueError, io.dht, 9, 12)
+    np = io.neopixel(48, 3, bpp=4)
+    assert type(np).__name__ == "NeoPixel" and np.bpp == 4 and np.pin.args == (48,)
+    assert np.timing == (400, 850, 800, 450)
+    assert io.mcu_temperature() == 41

@@ -11,7 +11,8 @@ else:
 def __getattr__(name):
     """What the firmware uses now and then, loaded on first use: on the board the
     device drivers' hardware seam (board/esp32_io.py), on the host the fakes of
-    board/host_sys.py (GPIO, access point, OTA slots; and that seam, host_io.py).
+    board/host_sys.py (access point, OTA slots; through it GPIO, host_pins.py, and
+    that seam, host_io.py).
     A submodule not imported yet (from mimi.board import host_io) is imported."""
     if name[:1] == "_":
         raise AttributeError(name)

@@ -6,7 +6,7 @@
 # board.__getattr__ when a driver first asks for one of these. The calls take the
 # time the chip's take (bus clocks, clock stretching, timeouts, pulses), sleeping it.
 import time
-from mimi.board.host_sys import SIM_WIRES, Pin, settle
+from mimi.board.host_pins import SIM_WIRES, Pin, settle
 
 _ENODEV = 19
 _ETIMEDOUT = 110

@@ -9,7 +9,7 @@
 # Recall E2 (0xB8), Read Power Supply (0xB4: external, 1). Powers up with 85 °C in
 # the scratchpad; TH / TL / configuration come from its EEPROM (75, 70, 12 bits).
 import binascii
-from mimi.board.host_sys import SIM_WIRES
+from mimi.board.host_pins import SIM_WIRES
 from mimi.devices.sim.crc import maxim
 from mimi.devices.sim.parts import PIN, Part
 

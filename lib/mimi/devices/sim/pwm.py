@@ -5,7 +5,7 @@
 # come; whole degrees, about its dead band), a buzzer (passive:
 # the PWM frequency is its tone; active=1: its own tone while the pin is high).
 import sys
-from mimi.board.host_sys import SIM_PINS, Pin
+from mimi.board.host_pins import SIM_PINS, Pin
 from mimi.devices.sim.parts import PIN, Part, now
 
 _HISTORY = 16
