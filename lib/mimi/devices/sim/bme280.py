@@ -11,7 +11,7 @@
 from mimi.devices.sim.parts import PIN, I2CPart
 
 # Trimming parameters: T and P those of Bosch's worked example (BMP280 datasheet §3.12),
-# H from a BME280 of the same kind.
+# H values typical of real parts (each part has its own; any set with dig_H2 > 0 works).
 T1, T2, T3 = 27504, 26435, -1000
 P1, P2, P3, P4, P5, P6, P7, P8, P9 = 36477, -10685, 3024, 2855, 140, -7, 15500, -14600, 6000
 H1, H2, H3, H4, H5, H6 = 75, 362, 0, 313, 50, 30
