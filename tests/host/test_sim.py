@@ -153,7 +153,7 @@ def test_sim_parts_and_the_console(tmp_path):
 
 
 @pytest.mark.parametrize("spec, why", [
-    ("lamp:pin=4", "unknown part type 'lamp' (types: button, digital_out, "),
+    ("lamp:pin=4", "unknown part type 'lamp' (types: aht20, analog_in, bh1750, "),
     ("button", "button needs pin= (the GPIO it is wired to)"),
     ("sht3x:sda=8,scl=9,temp=hot", "sht3x: temp must be a number, not 'hot'"),
     ("rgb_led:pin=48,n=1,colour=red", "rgb_led has no key 'colour'"),

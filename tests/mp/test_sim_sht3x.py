@@ -4,20 +4,9 @@
 # status, soft reset, periodic mode, and the faults sim_set gives it.
 import time
 from support import raises
+from datasheet import sensirion_crc as crc8
 from mimi import board
 from mimi.devices.sim import parts
-
-
-def crc8(data):
-    """Sensirion CRC-8 written from the datasheet, for the test: poly 0x31, init 0xFF."""
-    crc = 0xFF
-    for b in data:
-        for i in range(8):
-            bit = (crc >> 7) ^ (b >> (7 - i) & 1)
-            crc = (crc << 1) & 0xFF
-            if bit:
-                crc ^= 0x31
-    return crc
 
 
 def sht3x(**kw):

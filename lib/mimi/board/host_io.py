@@ -6,7 +6,7 @@
 # board.__getattr__ when a driver first asks for one of these. The calls take the
 # time the chip's take (bus clocks, clock stretching, timeouts, pulses), sleeping it.
 import time
-from mimi.board.host_sys import SIM_WIRES, Pin, settle
+from mimi.board.host_pins import SIM_WIRES, Pin, settle
 
 _ENODEV = 19
 _ETIMEDOUT = 110
@@ -163,7 +163,7 @@ class ADC:
         if n >= 11 and _wifi_on():
             return _ADC2_LAST.get(n, 0)
         part = SIM_WIRES.get(n)
-        v = part.volts(n) if part is not None else None
+        v = part.analog(n) if part is not None else None
         if v is None:  # nothing analogue on it: the pin's logic level
             v = 3.3 if settle(n) else 0.0
         raw = min(4095, max(0, round(v * 1000 * 4095 / _ADC_RANGE_MV[self._atten])))

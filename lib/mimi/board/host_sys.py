@@ -1,9 +1,9 @@
-# Host fakes of the board's hardware the firmware uses now and then: GPIO pins (the
-# simulated parts of mimi/devices/sim/ wire to them), the access-point interface, the
-# OTA app partitions, and the mount of a flash image (tests, tools/simboot.py).
-# Loaded on first use: board/__init__.py's __getattr__.
-# Tests look at their state (SIM_PINS, SimAP.cfg, Partition.boot) instead of a
-# real chip's behaviour.
+# Host fakes of the board's hardware the firmware uses now and then: the
+# access-point interface, the OTA app partitions, and the mount of a flash image
+# (tests, tools/simboot.py); GPIO pins (board/host_pins.py) and the device drivers'
+# hardware seam (board/host_io.py) through __getattr__ below. Loaded on first use:
+# board/__init__.py's __getattr__. Tests look at their state (SimAP.cfg,
+# Partition.boot) instead of a real chip's behaviour.
 import os
 import sys
 import vfs
@@ -116,118 +116,6 @@ class Partition:
         cls.valid = True
 
 
-class Pin:
-    """machine.Pin's API on simulated pins; SIM_PINS holds every pin's state
-    ({"mode", "level", "pull"}). An input's level comes from what is wired to it
-    (SIM_WIRES: a simulated part; sim_drive: a bare signal), else its pull, else it
-    floats and keeps the level it last had. irq() handlers run as soft IRQs
-    (micropython.schedule) when that level changes."""
-
-    IN = 1
-    OUT = 3
-    OPEN_DRAIN = 7
-    PULL_UP = 2
-    PULL_DOWN = 1
-    IRQ_RISING = 1
-    IRQ_FALLING = 2
-
-    def __init__(self, pin, mode=-1, pull=-1, value=None):
-        if not (0 <= pin <= 21 or 33 <= pin <= 48):  # the firmware's Pin table (§1.1)
-            raise ValueError("invalid pin")
-        self.id = pin
-        self._st = SIM_PINS.setdefault(pin, {"mode": None, "level": 0, "pull": None})
-        self.init(mode, pull, value)
-
-    def init(self, mode=-1, pull=-1, value=None):
-        st = self._st
-        if mode != -1:
-            st["mode"] = mode
-        if pull != -1:
-            st["pull"] = pull
-        if value is not None and st["mode"] in (Pin.OUT, Pin.OPEN_DRAIN):
-            self._write(1 if value else 0)  # the chip writes the level before the direction
-        elif mode != -1 or pull != -1:
-            settle(self.id)
-
-    def value(self, v=None):
-        if v is None:
-            return self._st["level"] if self._st["mode"] == Pin.OUT else settle(self.id)
-        if self._st["mode"] in (Pin.OUT, Pin.OPEN_DRAIN):
-            self._write(1 if v else 0)
-
-    def _write(self, v):
-        n = self.id
-        if self._st["mode"] == Pin.OPEN_DRAIN:
-            _OD[n] = v
-            settle(n)
-        else:
-            _edge(n, v)
-        part = SIM_WIRES.get(n)
-        if part is not None:
-            part.written(n, v)
-
-    def on(self):
-        self.value(1)
-
-    def off(self):
-        self.value(0)
-
-    def irq(self, handler=None, trigger=3, hard=False):
-        if handler is None:
-            _IRQS.pop(self.id, None)
-        else:
-            _IRQS[self.id] = (handler, trigger, self)
-
-
-SIM_PINS = {}
-SIM_WIRES = {}  # pin -> the simulated part (or bus) wired to it: drive(pin), written(pin, v)
-_EXT = {}  # pin -> level of a bare outside signal (sim_drive)
-_OD = {}  # pin -> open-drain output latch (1: released)
-_IRQS = {}  # pin -> (handler, trigger, Pin)
-
-
-def _edge(n, level):
-    """Store a pin's new level; a change fires its irq handler."""
-    st = SIM_PINS[n]
-    if st["level"] == level:
-        return
-    st["level"] = level
-    h = _IRQS.get(n)
-    if h and h[1] & (Pin.IRQ_RISING if level else Pin.IRQ_FALLING):
-        import micropython
-
-        try:
-            micropython.schedule(h[0], h[2])
-        except RuntimeError:  # the queue is full: the edge is lost, as on the chip
-            pass
-
-
-def settle(n):
-    """Work out pin n's level from what drives it (after a part changed, or on a read)."""
-    st = SIM_PINS.get(n)
-    if st is None:
-        st = SIM_PINS[n] = {"mode": None, "level": 0, "pull": None}
-    mode = st["mode"]
-    if mode == Pin.OUT:
-        return st["level"]
-    part = SIM_WIRES.get(n)
-    v = part.drive(n) if part is not None else _EXT.get(n)
-    if mode == Pin.OPEN_DRAIN and _OD.get(n, 1) == 0:
-        v = 0
-    if v is None:
-        pull = st["pull"]
-        v = 1 if pull == Pin.PULL_UP else 0 if pull == Pin.PULL_DOWN else st["level"]
-    _edge(n, v)
-    return v
-
-
-def sim_drive(pin, level):
-    """An outside signal on a bare pin (None: nothing drives it any more)."""
-    SIM_PINS.setdefault(pin, {"mode": Pin.IN, "level": 0, "pull": None})
-    _EXT[pin] = None if level is None else 1 if level else 0
-    settle(pin)
-
-
 def image_blocks(path):
     st = os.stat(path)
     return st[6] // limits.BLOCK_SIZE
@@ -274,8 +162,13 @@ def mount_image(path, block_count=None, mkfs=False):
 
 
 def __getattr__(name):
-    """The device drivers' hardware seam on the host (board.I2C, board.ADC, ...)."""
+    """GPIO (board.Pin, SIM_PINS, sim_drive: host_pins.py), then the device drivers'
+    seam (board.I2C, ADC, ...: host_io.py), each loaded when first asked for."""
     if name[:1] == "_":
         raise AttributeError(name)
-    __import__("mimi.board.host_io")
-    return getattr(sys.modules["mimi.board.host_io"], name)
+    for mod in ("mimi.board.host_pins", "mimi.board.host_io"):
+        __import__(mod)
+        mod = sys.modules[mod]
+        if hasattr(mod, name):
+            return getattr(mod, name)
+    raise AttributeError(name)

@@ -4,7 +4,7 @@
 # the 1-Wire bus wired to the pin (mimi/devices/sim/ds18b20.py); with nothing on it
 # the pull-up keeps it high: no presence, every read slot a 1.
 import time
-from mimi.board.host_sys import SIM_WIRES
+from mimi.board.host_pins import SIM_WIRES
 from mimi.devices.sim.crc import maxim as crc8  # noqa: F401
 
 

@@ -6,16 +6,18 @@
 import sys
 import time
 import _thread
-from mimi.board.host_sys import SIM_PINS, SIM_WIRES, Pin, settle, sim_drive
+from mimi.board.host_pins import SIM_PINS, SIM_WIRES, Pin, settle, sim_drive
 from mimi.gpio_policy import EXISTING
 
 PIN = "GPIO"  # a KEYS default: a pin number the part must be given
 
 # part type -> the module of mimi/devices/sim/ that simulates it (loaded on first attach)
 TYPES = {
-    "sht3x": "sht3x",
+    "sht3x": "sht3x", "aht20": "aht20", "bme280": "bme280", "bh1750": "bh1750",
+    "ds18b20": "ds18b20", "dht11": "dht", "dht22": "dht", "hcsr04": "hcsr04",
+    "ntc": "analog", "ldr": "analog", "soil": "analog", "analog_in": "analog",
     "button": "pins", "digital_out": "pins", "relay": "pins",
-    "rgb_led": "ws2812",
+    "pwm": "pwm", "servo": "pwm", "buzzer": "pwm", "rgb_led": "ws2812",
 }
 
 _parts = {}  # name -> part
@@ -151,7 +153,7 @@ def _io():
 
 
 def find(name):
-    part = _parts.get(name)
+    part = _parts.get(name.lower())
     if part is None:
         raise ValueError("no part %r (attached: %s)" % (name, ", ".join(sorted(_parts)) or "none"))
     return part
@@ -264,6 +266,7 @@ class Part:
     KEYS = ()
     VALUES = ()
     FAULTS = ()
+    NONE_OK = ()  # keys that may be None
     addr = None
 
     def __init__(self, type_, params):
@@ -276,13 +279,16 @@ class Part:
                 raise ValueError("%s has no key %r (keys: %s, up_ms)" % (type_, k, ", ".join(keys)))
         for k, default in self.KEYS:
             if k in params:
-                setattr(self, k, coerce(type_, k, default, params[k]))
+                setattr(self, k, self.coerce(k, default, params[k]))
             elif default is PIN:
                 raise ValueError("%s needs %s= (the GPIO it is wired to)" % (type_, k))
             else:
                 setattr(self, k, default)
         self.born = now() - coerce(type_, "up_ms", 0, up)
         self.check()
+
+    def coerce(self, key, default, v):
+        return None if v is None and key in self.NONE_OK else coerce(self.type, key, default, v)
 
     def clock(self):
         """Milliseconds since the part was powered."""
@@ -317,7 +323,7 @@ class Part:
             elif k not in self.VALUES:
                 raise ValueError("%s values: %s" % (self.type, ", ".join(self.VALUES + ("fault",))))
             else:
-                v = coerce(self.name, k, dict(self.KEYS)[k], v)
+                v = self.coerce(k, dict(self.KEYS)[k], v)
             old[k] = getattr(self, k)
             setattr(self, k, v)
         try:
@@ -332,15 +338,16 @@ class Part:
         out["fault"] = self.fault
         return out
 
-    # The pin side (board/host_sys.py): the level the part puts on a pin (None: it
-    # leaves the line to the pull), what the MCU wrote to it, the volts an ADC reads.
+    # The pin side (board/host_sys.py, host_io.py): the level the part puts on a pin
+    # (None: it leaves the line to the pull), what the MCU wrote to it, the volts an
+    # ADC reads there (None: nothing analogue).
     def drive(self, pin):
         return None
 
     def written(self, pin, level):
         pass
 
-    def volts(self, pin):
+    def analog(self, pin):
         return None
 
 

@@ -2,7 +2,7 @@
 # outputs the firmware drives, seen from outside: a digital output (an LED, a MOSFET
 # gate) and a relay module (active-high or, like most opto-isolated boards,
 # active-low; an input left floating keeps it released, reference/hardware.md §3.10).
-from mimi.board.host_sys import SIM_PINS, Pin, settle
+from mimi.board.host_pins import SIM_PINS, Pin, settle
 from mimi.devices.sim.parts import PIN, Part, now
 
 
