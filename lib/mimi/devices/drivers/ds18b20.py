@@ -54,6 +54,9 @@ class DS18B20:
             try:
                 t = self._call(self.line.ds.read_temp, self.rom)
             except Fault as e:
+                if e.kind == "data" and bytes(self.rom) not in [bytes(r) for r in self._call(self.line.ds.scan)]:
+                    # on a shared line a sensor gone reads as all ones: a CRC error
+                    raise Fault("answer", "its ROM %s is not on the line" % self.rom.hex())
                 if e.kind != "data" or not first:
                     raise
                 first = False

@@ -13,8 +13,10 @@ _SERVO_HZ = 50
 
 def _number(name, value, what):
     if isinstance(value, str):
-        w = value.strip().lower().rstrip("%°").strip()
-        w = w[:-3].strip() if w.endswith("deg") else w
+        w = value.strip().lower()
+        for unit in ("degrees", "deg", "°", "%"):
+            if w.endswith(unit):
+                w = w[:-len(unit)].strip()
         try:
             value = float(w)
         except ValueError:
