@@ -270,3 +270,14 @@ def test_tools_offered():
     cfg.set("board", "devkitc1")
     assert "device_read" in names()
     assert "led (rgb_led on GPIO48)" in call("device_list")
+
+
+def test_gpio_tools_leave_devices_pins_alone():
+    call("device_add", name="pump", type="relay", pin=5, inverted=True)
+    call("device_set", name="pump", value="on")
+    assert call("gpio_write", pin=5, state=1) == "Error: pin 5 is device pump: use device_read / device_set"
+    assert call("gpio_read", pin=5) == "Error: pin 5 is device pump: use device_read / device_set"
+    out = call("gpio_read_all")
+    assert ", 5=" not in out and out.endswith("(devices' pins left out: 5=pump)"), out
+    assert board.SIM_PINS[5]["mode"] == board.Pin.OUT and board.SIM_PINS[5]["level"] == 0  # still on
+    assert call("gpio_write", pin=6, state=1) == "Pin 6 set to HIGH"

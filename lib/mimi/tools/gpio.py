@@ -40,11 +40,29 @@ def allowed():
 def refusal(pin):
     """None when `pin` may be used, else the tool's error string."""
     if pin in allowed():
+        owner = devices_on().get(pin)
+        if owner:
+            return "Error: pin %d is device %s: use device_read / device_set" % (pin, owner)
         return None
     msg = "Error: pin %d is not in allowed list" % pin
     if pin in gpio_policy.NEVER:
         msg += " (%s)" % gpio_policy.NEVER[pin]
     return msg
+
+
+def devices_on():
+    """{pin: device name} of the pins devices use: the GPIO tools leave them alone (a
+    read would make a relay's output an input)."""
+    from mimi import devices
+
+    if not devices.attached():
+        return {}
+    from mimi.devices import state
+
+    if not state.fresh():
+        with devices.use():
+            pass
+    return {p: row[0] for row in state.rows for p in row[6]}
 
 
 def _pin_arg(args):
@@ -109,5 +127,9 @@ def gpio_read_all(args, ctx):
     pins = allowed()
     if not pins:
         return "Error: no GPIO pins are allowed (setting gpio_allow is empty)"
-    return "GPIO states: " + ", ".join("%d=%s" % (p, _level(read(p))) for p in pins)
+    owned = devices_on()
+    out = "GPIO states: " + ", ".join("%d=%s" % (p, _level(read(p))) for p in pins if p not in owned)
+    if owned:
+        out += " (devices' pins left out: %s)" % ", ".join("%d=%s" % kv for kv in sorted(owned.items()))
+    return out
 
