@@ -9,6 +9,7 @@ from mimi.devices.table import Fault, qty
 _INIT = b"\xbe\x08\x00"
 _TRIGGER = b"\xac\x33\x00"
 _WAIT_MS = const(80)
+_INIT_MS = const(20)  # the datasheet's 10 ms, and as much again
 _BUSY = const(0x80)
 _CALIBRATED = const(0x08)
 
@@ -23,13 +24,14 @@ def convert(data):
 class AHT20(Part):
     def read(self):
         m = self.dev.mem
-        if not m.get("ready"):
-            if not self.recv(1)[0] & _CALIBRATED:
-                self.send(_INIT)
-                yield 10
-            m["ready"] = True
-        for _ in range(2):  # a CRC mismatch is measured again once
-            self.send(_TRIGGER)
+        why = None
+        for _ in range(2):  # a CRC mismatch, or a part that lost its calibration: once more
+            if not m.get("ready"):
+                if not self.recv(1)[0] & _CALIBRATED:
+                    self.send(_INIT)
+                    yield _INIT_MS
+                m["ready"] = True
+            yield from self.cmd(_TRIGGER)
             yield _WAIT_MS
             for _ in range(5):
                 data = self.recv(7)
@@ -39,11 +41,15 @@ class AHT20(Part):
             else:
                 m["ready"] = False
                 raise Fault("answer", "it stayed busy 130 ms after a measurement started")
+            if not data[0] & _CALIBRATED:
+                m["ready"] = False
+                why = "it did not keep its calibration (status 0x%02x)" % data[0]
+                continue
             if crc8(data, 0, 6) == data[6]:
                 break
+            why = "CRC mismatch twice (last bytes %s): a noisy bus? (long wires, weak pull-ups)" % hexs(data)
         else:
-            raise Fault("data", "CRC mismatch twice (last bytes %s): a noisy bus? (long wires, "
-                        "weak pull-ups)" % hexs(data))
+            raise Fault("data", why)
         t, rh = convert(data)
         if not -40 <= t <= 85:
             raise Fault("range", "%.1f °C, outside the AHT20's -40 to 85 °C" % t)

@@ -18,7 +18,7 @@ def convert(data):
 
 class BH1750(Part):
     def read(self):
-        self.send(_POWER_ON)
+        yield from self.cmd(_POWER_ON)
         self.send(_ONE_TIME_H)
         yield _WAIT_MS
         return (qty("", convert(self.recv(2)), "lx", 0),)

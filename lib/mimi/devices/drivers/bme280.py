@@ -86,6 +86,7 @@ class BME280(Part):
     def read(self):
         m = self.dev.mem
         if m.get("cal") is None:
+            yield from self.cmd(bytes((_ID,)))  # answering at all (deaf ~2 ms after power-up)
             self.setup(m)
         hum = m["hum"]
         if hum:

@@ -2,6 +2,9 @@
 # (board.ds18x20): Convert T to every sensor on the line (Skip ROM), 750 ms at 12 bits,
 # then this sensor's scratchpad (Match ROM; the module checks its CRC). Several sensors
 # may share one pin: each device keeps its ROM (the first free one found when added).
+# The bus's time slots are real time (a scratchpad read ~12 ms of them, one C call a
+# byte), so the loop runs the read on a short thread (SLOW): the 750 ms are slept there
+# and the slots interleave with the loop a byte at a time.
 from micropython import const
 from mimi.devices import bus
 from mimi.devices.table import Fault, qty, listed
@@ -14,6 +17,7 @@ HINT = ("the wiring (DQ to the GPIO, VDD to 3V3, GND), the 4.7 kOhm pull-up from
 
 class DS18B20:
     HINT = HINT
+    SLOW = True
 
     def __init__(self, dev):
         self.dev = dev

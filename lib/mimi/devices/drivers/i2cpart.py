@@ -61,6 +61,21 @@ class Part:
             except OSError as e:
                 raise fault(e)
 
+    def cmd(self, data, wait_ms=5):
+        """send(data), tried again once wait_ms later if the part did not acknowledge: a
+        part is deaf for a moment after power-up or its previous command (a generator:
+        `yield from self.cmd(b"...")`)."""
+        b = self.bus
+        with b.lock:
+            try:
+                b.i2c.writeto(self.addr, data)
+                return
+            except OSError as e:
+                if not e.args or e.args[0] != 19:  # only a NACK; a stuck bus is said at once
+                    raise fault(e)
+        yield wait_ms
+        self.send(data)
+
     def fetch(self, n, tries=3, wait_ms=5):
         """recv(n) of a part that does not acknowledge its address while it measures:
         tried again wait_ms later (a generator: `data = yield from self.fetch(6)`)."""

@@ -20,7 +20,7 @@ def convert(data):
 class SHT3x(Part):
     def read(self):
         for _ in range(2):  # a CRC mismatch is measured again once
-            self.send(_MEASURE)
+            yield from self.cmd(_MEASURE)
             yield _WAIT_MS
             data = yield from self.fetch(6)
             if crc8(data, 0) == data[2] and crc8(data, 3) == data[5]:
