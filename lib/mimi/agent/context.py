@@ -171,33 +171,16 @@ def _turn(channel, chat_id, group):
                 channel, cid, GROUP if group else "", now, store.note_path()))
 
 
-DEVICES = ("Parts wired to this board, with their last readings (device_read reads one now, "
-           "device_set drives one). A pin the tools refuse stays refused: tell the user.\n")
-
-
 def _devices():
-    """The `## Devices` text: one line a device, at most DEVICES_PROMPT_MAX bytes ("" when
-    none is attached: nothing of the device layer is loaded then). Made from what the
-    device layer keeps (devices/state.py): its code is loaded only when the devices
-    changed since (the file, the board or gpio_allow setting)."""
+    """The `## Devices` text ("" when no device is attached: nothing of the device layer
+    is loaded then); devices/lines.py makes it, loaded for that and dropped."""
     from mimi import devices
 
     if not devices.attached():
         return ""
-    from mimi.devices import state
+    import mimi
 
-    if not state.fresh():
-        with devices.use():
-            pass
-    out = [DEVICES]
-    n = _n(DEVICES)
-    for row in state.rows:
-        line = "- %s\n" % state.line(row)
-        if n + _n(line) > limits.DEVICES_PROMPT_MAX:
-            break
-        out.append(line)
-        n += _n(line)
-    return "".join(out)
+    return mimi.run("devices.lines", "part", limits.DEVICES_PROMPT_MAX)
 
 
 def _build(channel, chat_id, enc, group=False):

@@ -3,8 +3,8 @@
 # last user leaves (`with devices.use() as t:`), like the tools' modules, and loaded
 # again from the flash by the next; what must outlive them lives here: the drivers'
 # state (an actuator's value, a sensor's last measurement time, a found ROM...), the
-# last readings (the ## Devices part of the prompt is made from them without loading
-# any code), the I2C controllers' pins, the locks, a button's presses (its pin
+# last readings (the ## Devices part of the prompt is made from them and the rows
+# without the table: devices/lines.py), the I2C controllers' pins, the locks, a button's presses (its pin
 # interrupt's handler is here, so it outlives the driver).
 import sys
 import time
@@ -86,37 +86,6 @@ def drop():
         import gc
 
         gc.collect()  # the code's room whole again before the turn goes on
-
-
-# --- what people and the model read (the prompt's part needs no other code) --------
-
-def text(reading):
-    return ", ".join((q[0] + " " if q[0] else "") + q[2] for q in reading)
-
-
-def ago(name):
-    r = last.get(name)
-    if r is None:
-        return "not read yet"
-    s = time.ticks_diff(time.ticks_ms(), r[1]) // 1000
-    if s < 0:
-        return "a while ago"
-    return "now" if s < 60 else "%d min ago" % (s // 60) if s < 3600 else "%d h ago" % (s // 3600)
-
-
-def line(row):
-    """A device's line from its row (devices/table.py _FIELDS): `living_temp (sht3x at
-    0x44 on SDA 8 / SCL 9): 21.5 °C, humidity 40 % (2 min ago)`."""
-    name, typ, kind, where, err = row[0], row[1], row[4], row[5], row[10]
-    if err:
-        return "%s (%s): unusable: %s" % (name, typ, err)
-    head = "%s (%s%s)" % (name, typ, where)
-    r = last.get(name)
-    if r is None:
-        return head + (": off (as at boot)" if kind == "out" else ": not read yet")
-    if kind == "out":
-        return "%s: %s" % (head, text(r[0]))
-    return "%s: %s (%s)" % (head, text(r[0]), ago(name))
 
 
 def fresh():

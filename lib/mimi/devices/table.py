@@ -22,7 +22,7 @@ import _thread
 import mimi
 from mimi import limits, log
 from mimi.devices import state
-from mimi.devices.state import text  # noqa: F401  (the tools' too)
+from mimi.devices.lines import text, line_of  # noqa: F401  (the tools' too)
 
 TAG = "devices"
 
@@ -326,7 +326,7 @@ def said(dev, e):
 
 def line(dev):
     """`living_temp (sht3x at 0x44 on SDA 8 / SCL 9): 21.5 °C, humidity 40 % (2 min ago)`"""
-    return state.line(_row(dev))
+    return line_of(_row(dev))
 
 
 def owner(pin):
