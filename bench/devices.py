@@ -69,8 +69,8 @@ def tables(n=None):
                    "DHT22 ~275 (its start signal and frame), HC-SR04 the echo (150 cm: 8.7 ms). "
                    "Issue 23's budget: an I2C sensor's read at most 30 ms on the host.")
     stalls.notes = ("A probe task sleeping 1 ms records the longest gap between its wake-ups. "
-                    "Awaited: conversions awaited (a driver's generator), a DHT's or an HC-SR04's "
-                    "one blocking call on a short thread; blocking: the same read called on the loop. "
+                    "Awaited: conversions awaited (a driver's generator); a DHT's, an HC-SR04's and a DS18B20's read "
+                    "on a short thread; blocking: the same read called on the loop. "
                     "Stuck bus: the SHT3x holding SDA low, each transfer waiting the controller's "
                     "timeout (limits.I2C_TIMEOUT_US). On the board a thread does not run beside the "
                     "loop while it holds the GIL: a DHT's 40-bit frame (~5 ms) and an HC-SR04's "
