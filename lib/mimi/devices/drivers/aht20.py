@@ -3,8 +3,8 @@
 # trigger (0xAC 0x33 0x00), at least 80 ms, and 7 bytes: status (bit 7 busy), 20 bits
 # of humidity, 20 bits of temperature, CRC-8 over the first 6.
 from micropython import const
-from mimi.devices.drivers.i2cpart import Part, crc8, hexs
-from mimi.devices.table import Fault, qty
+from mimi.devices.drivers.i2cpart import Part, crc8, crc_fault, climate
+from mimi.devices.table import Fault
 
 _INIT = b"\xbe\x08\x00"
 _TRIGGER = b"\xac\x33\x00"
@@ -43,17 +43,15 @@ class AHT20(Part):
                 raise Fault("answer", "it stayed busy 130 ms after a measurement started")
             if not data[0] & _CALIBRATED:
                 m["ready"] = False
-                why = "it did not keep its calibration (status 0x%02x)" % data[0]
+                why = Fault("data", "it did not keep its calibration (status 0x%02x)" % data[0])
                 continue
             if crc8(data, 0, 6) == data[6]:
                 break
-            why = "CRC mismatch twice (last bytes %s): a noisy bus? (long wires, weak pull-ups)" % hexs(data)
+            why = crc_fault(data)
         else:
-            raise Fault("data", why)
+            raise why
         t, rh = convert(data)
-        if not -40 <= t <= 85:
-            raise Fault("range", "%.1f °C, outside the AHT20's -40 to 85 °C" % t)
-        return qty("", t, "°C"), qty("humidity", rh, "%")
+        return climate(t, rh, -40, 85, "AHT20")
 
 
 def make(dev):

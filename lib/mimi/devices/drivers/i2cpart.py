@@ -2,7 +2,7 @@
 # part that does not answer or a stuck bus as a Fault that says which, and the
 # Sensirion/Aosong CRC-8 (SHT3x, AHT20: polynomial 0x31, init 0xFF).
 from mimi.devices import bus
-from mimi.devices.table import Fault
+from mimi.devices.table import Fault, qty
 
 HINT = ("the wiring (SDA to SDA, SCL to SCL), the address, the pull-ups (4.7 kOhm to 3V3) "
         "and the power (3.3 V)")
@@ -99,3 +99,15 @@ def crc8(data, start=0, n=2):
 
 def hexs(data):
     return " ".join("%02x" % b for b in data)
+
+
+def crc_fault(data):
+    return Fault("data", "CRC mismatch twice (last bytes %s): a noisy bus? (long wires, weak "
+                 "pull-ups)" % hexs(data))
+
+
+def climate(t, rh, lo, hi, part):
+    """A temperature and humidity reading, once the temperature is within the part's range."""
+    if not lo <= t <= hi:
+        raise Fault("range", "%.1f °C, outside the %s's %d to %d °C" % (t, part, lo, hi))
+    return qty("", t, "°C"), qty("humidity", rh, "%")

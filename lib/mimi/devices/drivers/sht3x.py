@@ -3,8 +3,7 @@
 # stretching (command 0x2400: the part does not acknowledge a read until it is done,
 # 15.5 ms at most), 6 bytes back: T, CRC, RH, CRC.
 from micropython import const
-from mimi.devices.drivers.i2cpart import Part, crc8, hexs
-from mimi.devices.table import Fault, qty
+from mimi.devices.drivers.i2cpart import Part, crc8, crc_fault, climate
 
 _MEASURE = b"\x24\x00"
 _WAIT_MS = const(16)
@@ -26,12 +25,9 @@ class SHT3x(Part):
             if crc8(data, 0) == data[2] and crc8(data, 3) == data[5]:
                 break
         else:
-            raise Fault("data", "CRC mismatch twice (last bytes %s): a noisy bus? (long wires, "
-                        "weak pull-ups)" % hexs(data))
+            raise crc_fault(data)
         t, rh = convert(data)
-        if not -40 <= t <= 125:
-            raise Fault("range", "%.1f °C, outside the SHT3x's -40 to 125 °C" % t)
-        return qty("", t, "°C"), qty("humidity", rh, "%")
+        return climate(t, rh, -40, 125, "SHT3x")
 
 
 def make(dev):
