@@ -22,7 +22,7 @@ from fakes import llm, telegram
 TOKEN = "bench-gateway-token"
 CLIENTS = 4
 # What every boot has loaded before a channel starts (the channels' parts are measured on top).
-BASE = ["asyncio", "mimi.limits", "mimi.log", "mimi.config", "mimi.bus", "mimi.fs", "mimi.jsonutil",
+BASE = ["asyncio", "mimi.limits", "mimi.log", "mimi.config.settings", "mimi.bus", "mimi.fs", "mimi.jsonutil",
         "mimi.utf8", "mimi.net", "mimi.board", "mimi.services.wifi", "mimi.services.ntp", "mimi.channels"]
 PARTS = [
     ("gateway at boot: listener, sender (websocket, dispatch)", ["mimi.channels.dispatch", "mimi.channels.websocket"]),

@@ -27,7 +27,7 @@ def apply_sets(sets):
     """--set values, with the firmware's own validation (from the image's code).
     A code that does not import is main.py's boot guard's business, not ours."""
     try:
-        from mimi import config
+        from mimi.config import settings as config
     except Exception as e:  # noqa: B902 - e.g. a broken update: boot anyway
         print("sim: --set skipped, the image's config module does not import:", repr(e))
         return

@@ -18,7 +18,8 @@
 # "size", "sha256"}]}, then every file's bytes in manifest order.
 import hashlib
 import binascii
-from mimi import limits, log, fs, board, config
+from mimi import limits, log, fs, board
+from mimi.config import settings as config
 from mimi.services import watchdog
 from mimi.net import secrets_equal
 from mimi.otaboot import (NEW, PREV, STATE, rmtree, _state, _finish_swap, _finish_rollback,  # noqa: F401

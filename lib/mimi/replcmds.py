@@ -4,7 +4,7 @@
 # returns None, so the REPL shows nothing noisy.
 import sys
 from mimi import log, board, fs, limits, channels
-from mimi.config import cfg
+from mimi.config.settings import cfg
 
 
 def _set(changes, note=None):

@@ -5,7 +5,7 @@
 # an update or a deploy, not at boot.
 import os
 from mimi import limits, fs, ota
-from mimi.defaults import file_hash
+from mimi.config.defaults import file_hash
 from mimi.services import watchdog
 
 NEW = ota.NEW

@@ -3,14 +3,15 @@
 # the gateway token made on the first boot, the banner; and the loop's task list. A full flash stops none of
 # them: what cannot be saved is said.
 import mimi
-from mimi import log, board, fs, config
+from mimi import log, board, fs
+from mimi.config import settings as config
 
 cfg = config.cfg
 
 
 def boot():
     try:
-        mimi.run("defaults", "install")
+        mimi.run("config.defaults", "install")
     except OSError as e:
         log.error("boot", "installing default files failed: %s", fs.why(e))
     clean_tmp()

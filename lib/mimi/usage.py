@@ -9,7 +9,8 @@
 import time
 import _thread
 import mimi
-from mimi import limits, log, board, config
+from mimi import limits, log, board
+from mimi.config import settings as config
 
 # A row of counters: calls, input tokens (cached ones included), cache reads, cache
 # writes, output tokens. KEYS: the usage dict's names of the last four.

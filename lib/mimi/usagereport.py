@@ -4,7 +4,7 @@
 # And a cap's refusal: its words, and the owner's notice. Loaded when asked, dropped
 # after (mimi.run).
 from mimi import log, usage as ledger, usagefile
-from mimi.config import cfg
+from mimi.config.settings import cfg
 
 NOTICE = "Usage limit: %s. Until then no chat, heartbeat or cron turn calls the LLM."
 CAPS = {"max_calls_hour": ("hourly", "LLM calls"), "max_calls_day": ("daily", "LLM calls"),

@@ -87,7 +87,7 @@ def text(rng, n):
 
 class Work:
     def __init__(self, rng):
-        from mimi.config import cfg
+        from mimi.config.settings import cfg
         from mimi.services.cron import Scheduler
         from mimi import bus
 
@@ -185,7 +185,7 @@ class Work:
         for p in files(staging.NEW, ()):
             if p == staging.MANIFEST:
                 continue
-            from mimi.defaults import file_hash
+            from mimi.config.defaults import file_hash
 
             entries.append({"path": p[len(staging.NEW):], "size": os.stat(p)[6], "sha256": file_hash(p)})
         with open(staging.MANIFEST, "w") as f:
@@ -306,7 +306,7 @@ dev = CutFlash(data, rng)
 live = vfs.VfsLfs2(dev)
 vfs.umount("/")
 vfs.mount(live, "/")
-from mimi import defaults  # noqa: E402
+from mimi.config import defaults  # noqa: E402
 
 defaults.install()
 work = Work(rng)

@@ -5,8 +5,9 @@
 # it. Each test runs in its own MicroPython process, so the added row is private.
 import asyncio
 from support import raises
-from mimi import bus, channels, config, log
-from mimi.config import cfg
+from mimi import bus, channels, log
+from mimi.config import settings as config
+from mimi.config.settings import cfg
 
 TIMEOUT = 60
 T0 = 1800000000

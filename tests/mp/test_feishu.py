@@ -10,7 +10,8 @@ import support
 import tghttp
 from tghttp import until
 from support import raises, Capture
-from mimi import bus, config, limits
+from mimi import bus, limits
+from mimi.config import settings as config
 from mimi.net import wsproto as wp
 from mimi.channels import feishupb as pb, feishufmt as fmt
 

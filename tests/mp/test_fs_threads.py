@@ -11,7 +11,7 @@ import json
 import time
 import _thread
 from mimi import board, bus, fs, limits
-from mimi.config import cfg
+from mimi.config.settings import cfg
 from mimi.memory import sessions, store
 from mimi.services.cron import Scheduler
 from mimi.channels import telegram

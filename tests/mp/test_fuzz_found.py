@@ -2,7 +2,8 @@
 # with the input that showed it (docs/reliability.md, "Fuzzing").
 import json
 import asyncio
-from mimi import config, log
+from mimi import log
+from mimi.config import settings as config
 from mimi.net.http import Response
 from mimi.tools.registry import Registry, Ctx
 from mimi.llm.anthropic import Anthropic

@@ -8,7 +8,8 @@
 import json
 import asyncio
 import fuzz
-from mimi import bus, config, fs, limits, log
+from mimi import bus, fs, limits, log
+from mimi.config import settings as config
 from mimi.utf8 import valid
 from mimi.net.http import Response
 from mimi.channels import telegram

@@ -7,7 +7,8 @@
 import os
 import json
 import fuzz
-from mimi import fs, limits, log, config
+from mimi import fs, limits, log
+from mimi.config import settings as config
 from mimi.utf8 import valid
 from mimi.tools import load_all
 from mimi.tools.registry import Ctx

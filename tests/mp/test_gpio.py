@@ -1,7 +1,7 @@
 # GPIO tools: pin policy, MimiClaw's strings, read-after-write keeps the output.
 from support import raises
 from mimi import board
-from mimi.config import cfg
+from mimi.config.settings import cfg
 from mimi import gpio_policy
 from mimi.tools import gpio
 from mimi.tools.registry import registry

@@ -97,7 +97,7 @@ def test_registry_errors_and_formats():
 
 def test_clock_tool():
     from mimi import board
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
     from mimi.tools import load_all
     from mimi.tools.clock import now_text
 

@@ -1,7 +1,8 @@
 # MEMORY.md and daily notes: local dates, one path function, recent notes joined
 # newest first within the cap.
 from support import write, read
-from mimi import limits, fs, board, config
+from mimi import limits, fs, board
+from mimi.config import settings as config
 from mimi.memory import store
 
 NOW = 1764676800  # 2025-12-02 12:00:00 UTC

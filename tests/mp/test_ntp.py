@@ -126,7 +126,7 @@ async def test_host_run_skips_sync():
 
 
 def test_tz_s_is_the_one_local_offset():
-    from mimi.config import cfg, tz_s
+    from mimi.config.settings import cfg, tz_s
     from mimi.memory import store
     from mimi.services import cron
     from mimi.tools.clock import now_text

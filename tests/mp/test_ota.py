@@ -2,7 +2,8 @@
 # server (tests/fakes/otaserver.py), boots simulated with the boot-guard calls.
 import os
 from support import fixture, raises, read, write, Capture
-from mimi import config, fs, board
+from mimi import fs, board
+from mimi.config import settings as config
 
 FIXTURES = ("ota_server",)
 FS_BLOCKS = 512

@@ -60,7 +60,8 @@ async def test_guard_task_marks_healthy():
 
 def test_safe_mode_boot_runs_no_channels_and_no_agent():
     import sys
-    from mimi import app, config
+    from mimi import app
+    from mimi.config import settings as config
     from mimi.agent import worker
 
     config.cfg.load()

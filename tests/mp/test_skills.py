@@ -124,7 +124,7 @@ def test_shipped_skill_examples_match_the_tools():
     import support
     import mimi.tools
     from mimi import board
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
     from mimi.tools.registry import Ctx
 
     cfg.load()

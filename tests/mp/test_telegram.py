@@ -6,7 +6,8 @@ import asyncio
 import support
 import tghttp
 from tghttp import until
-from mimi import bus, config, limits, fs, log
+from mimi import bus, limits, fs, log
+from mimi.config import settings as config
 from mimi.channels import telegram, dispatch
 from mimi.services import wifi
 from test_wifi import Clock, FakeWLAN

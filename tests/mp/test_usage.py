@@ -6,7 +6,7 @@ import mimi
 import support
 from support import raises
 from mimi import board, bus, fs, limits, usagefile
-from mimi.config import cfg
+from mimi.config.settings import cfg
 from mimi.llm import provider
 from mimi.agent import react, worker
 from mimi.tools.registry import Registry, Ctx

@@ -4,7 +4,8 @@
 import json
 import struct
 import asyncio
-from mimi import bus, config, limits
+from mimi import bus, limits
+from mimi.config import settings as config
 from mimi.channels import websocket, dispatch
 from mimi.net import wsproto as wp
 from mimi.net.httpserver import Reader

@@ -5,7 +5,8 @@
 import sys
 import time
 import _thread
-from mimi import limits, log, bus, config, channels, short, unload
+from mimi import limits, log, bus, channels, short, unload
+from mimi.config import settings as config
 
 SORRY = "Sorry, something went wrong: %s"
 # Read by the watchdog (no lock needed: single writes of small ints/bools).

@@ -133,7 +133,7 @@ def owner():
     """(channel, chat_id) of the owner, who gets heartbeat and system cron results:
     the first id in the allow-list of the first configured channel that has one;
     None when there is none (the results are then only logged)."""
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     for row in TABLE:
         if row.allow and _configured(row, cfg):
@@ -171,7 +171,7 @@ def _waiting():
 def tasks():
     """The loop tasks of every configured channel (startup.tasks()), plus, while some
     channel still waits for its setting, a task that starts it once it is set."""
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     out = [start(row) for row in _due(cfg)]
     if _waiting():

@@ -20,7 +20,8 @@ import os
 import json
 import time
 import asyncio
-from mimi import limits, log, bus, config, jsonutil
+from mimi import limits, log, bus, jsonutil
+from mimi.config import settings as config
 from mimi.net.http import ConnectFailure, Timeout
 from mimi.services import wifi, ntp
 

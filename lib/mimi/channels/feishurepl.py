@@ -1,7 +1,8 @@
 # feishu_send(id, text) on the REPL, kept out of the channel's resident module:
 # queued for the running channel, or sent here and now when the loop is stopped.
 import asyncio
-from mimi import bus, config
+from mimi import bus
+from mimi.config import settings as config
 from mimi.channels import feishu
 
 

@@ -13,7 +13,8 @@ import gc
 import json
 import asyncio
 import mimi
-from mimi import limits, log, bus, fs, config, jsonutil, channels
+from mimi import limits, log, bus, fs, jsonutil, channels
+from mimi.config import settings as config
 from mimi.net import tls
 from mimi.services import wifi, ntp
 

@@ -3,7 +3,8 @@
 # saved update offset read back), and what to do after a poll failed (Telegram's
 # refusals, the network). The state stays in the resident poller (channels/telegram.py).
 import json
-from mimi import limits, log, config
+from mimi import limits, log
+from mimi.config import settings as config
 from mimi.channels.telegram import TAG, Api, ApiError
 from mimi.net.http import ConnectFailure, Timeout
 from mimi.services import wifi

@@ -8,7 +8,8 @@ import sys
 import json
 import asyncio
 import mimi
-from mimi import limits, log, bus, board, config, net, channels
+from mimi import limits, log, bus, board, net, channels
+from mimi.config import settings as config
 
 CHANNEL = "websocket"
 

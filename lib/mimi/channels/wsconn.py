@@ -13,7 +13,8 @@ import time
 import socket
 import asyncio
 import mimi
-from mimi import limits, log, bus, board, config, net, channels
+from mimi import limits, log, bus, board, net, channels
+from mimi.config import settings as config
 from mimi.net import httpserver as hs
 from mimi.net import wsproto as wp
 from mimi.channels import websocket as gw

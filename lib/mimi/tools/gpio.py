@@ -29,7 +29,7 @@ def _level(v):
 
 def allowed():
     """The pins of the `gpio_allow` setting, as a sorted tuple."""
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     try:
         return gpio_policy.parse(cfg.get("gpio_allow"))

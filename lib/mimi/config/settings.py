@@ -64,7 +64,7 @@ SCHEMA = {
 
 
 def _rules(fn, *args):
-    return mimi.run("configrules gpio_policy", fn, *args)
+    return mimi.run("config.rules gpio_policy", fn, *args)
 
 
 class Config:
