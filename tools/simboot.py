@@ -66,6 +66,6 @@ except Exception:
 from mimi import board  # noqa: E402
 
 if board.CONSOLE and stopped:
-    from mimi import console  # noqa: E402
+    from mimi.console import serial as console  # noqa: E402
 
     console.serve_blocking(globals())

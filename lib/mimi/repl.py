@@ -19,8 +19,8 @@ _NAMES = (
 
 def _command(name):
     def command(*args, **kw):
-        where = "ota otaboot staging" if name[:4] == "ota_" else "heapinfo" if name == "heap_info" \
-            else "usagereport usagefile" if name == "usage" else "replcmds"
+        where = "ota otaboot staging" if name[:4] == "ota_" else "console.heapinfo" if name == "heap_info" \
+            else "usagereport usagefile" if name == "usage" else "console.commands"
         return mimi.run(where, name, *args, **kw)
 
     return command

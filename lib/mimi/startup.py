@@ -97,7 +97,7 @@ def tasks(stop):
         ts.append(w("ntp", ntp.run()))
         ts.append(w("cron", cron.task()))
     if board.CONSOLE:
-        from mimi import console
+        from mimi.console import serial as console
 
         ts.append(w("console", console.task(stop), quiet=True))  # holds the loop for mpremote
     return ts

@@ -67,7 +67,7 @@ def test_sessions_and_repl_keys():
     raises(ValueError, bus.session_key, "pigeon", "7")  # not in the table yet
     pigeon()
     assert bus.Msg("pigeon", 7, "coo").session == "pg_7"
-    from mimi import replcmds
+    from mimi.console import commands as replcmds
 
     assert replcmds.session_key_of("pg_7") == "pg_7"
     assert replcmds.session_key_of("123") == "tg_123"  # a bare id is still the first row's

@@ -81,7 +81,7 @@ def test_repl_memory_read_write():
     with Capture() as c:
         repl.memory_read()
     assert c.text == "- User: Grace\n\n"
-    from mimi import replcmds
+    from mimi.console import commands as replcmds
 
     assert "memory_read" in repl.__all__ and any(u[0] == "memory_read()" for u in replcmds.USAGE)
 

@@ -7,7 +7,7 @@ import select
 import asyncio
 from mimi import limits, log
 from mimi.services import watchdog
-from mimi.console import RAW, PASTE, DRAIN, FRIENDLY, RAW_BANNER, CTRL_A, CTRL_B, CTRL_C, CTRL_D, CTRL_E, BAD, _read, commands
+from mimi.console.serial import RAW, PASTE, DRAIN, FRIENDLY, RAW_BANNER, CTRL_A, CTRL_B, CTRL_C, CTRL_D, CTRL_E, BAD, _read, commands
 
 _poller = None
 

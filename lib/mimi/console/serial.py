@@ -39,11 +39,11 @@ class Console:
     def feed(self, c):
         if self.mode == FRIENDLY:
             return self._friendly(c)
-        from mimi import consoleraw
+        from mimi.console import raw as consoleraw
 
         r = consoleraw.feed(self, c)
         if self.mode == FRIENDLY:  # the raw session ended
-            mimi.drop("consoleraw")
+            mimi.drop("console.raw")
         return r
 
     def _friendly(self, c):
@@ -149,11 +149,11 @@ async def serve(namespace=None, stop=None):
     try:
         while True:
             if con.mode != FRIENDLY:
-                from mimi import consoleraw
+                from mimi.console import raw as consoleraw
 
                 data = await consoleraw.read(con, reader)
                 if con.mode == FRIENDLY:
-                    mimi.drop("consoleraw")
+                    mimi.drop("console.raw")
                     continue  # mpremote went away without Ctrl-B
             else:
                 data = await _read(reader)
@@ -195,7 +195,7 @@ def task(stop=None):
         import aiorepl
     except ImportError:
         return serve(stop=stop)
-    from mimi import consoleraw
+    from mimi.console import raw as consoleraw
 
     consoleraw.hold_during_raw(aiorepl)
     commands(_namespace())
