@@ -152,7 +152,7 @@ class Work:
 
     def ledger(self):
         """LLM calls counted by the usage ledger, then saved (as at the minute's save)."""
-        from mimi import usage
+        from mimi.usage import ledger as usage
 
         class LLM:
             name = "anthropic"
@@ -242,7 +242,7 @@ def loaders(work):
         sessions.load(key)
     store.read_memory()
     store.recent_notes()
-    from mimi import usagefile
+    from mimi.usage import file as usagefile
 
     for line in usagefile.lines():
         assert usagefile.parse(line), line

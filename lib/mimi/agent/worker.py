@@ -72,7 +72,7 @@ def _wait_clock():
 def _refused(msg):
     """None when the usage ledger lets the turn call the LLM; else the reply: why not,
     for a person, or "" for a heartbeat or cron turn (the owner is told once)."""
-    from mimi import usage
+    from mimi.usage import ledger as usage
 
     why = usage.check((msg.channel, msg.chat_id))
     if why is None:
@@ -233,7 +233,7 @@ def _loop():
         while not _stop:
             msg = bus.inbound.get_blocking(1000)
             _alive()
-            ledger = sys.modules.get("mimi.usage")  # loaded by the first turn
+            ledger = sys.modules.get("mimi.usage.ledger")  # loaded by the first turn
             if ledger:
                 ledger.tick()
                 ledger = None
@@ -245,8 +245,8 @@ def _loop():
                 msg = None
     finally:
         _started = False
-        if "mimi.usage" in sys.modules:
-            sys.modules["mimi.usage"].tick(True)
+        if "mimi.usage.ledger" in sys.modules:
+            sys.modules["mimi.usage.ledger"].tick(True)
         log.info("agent", "agent thread stopped")
 
 

@@ -99,7 +99,7 @@ def usage_text():
     import mimi
 
     try:
-        return mimi.run("usagereport usagefile", "report")["text"]
+        return mimi.run("usage.report usage.file", "report")["text"]
     except Exception as e:  # noqa: B902 - out of memory, a broken ledger file: say so
         return "No usage report now: %s %s" % (type(e).__name__, e)
 

@@ -195,7 +195,7 @@ class Client:
         kind = obj.get("type")
         if kind == "usage":  # the ledger (its text too): tools/chat and the page show it
             try:
-                return self.send_obj(mimi.run("usagereport usagefile", "report"))
+                return self.send_obj(mimi.run("usage.report usage.file", "report"))
             except Exception as e:  # noqa: B902 - out of memory, a broken ledger file
                 return self.error("no usage report now: %s %s" % (type(e).__name__, e))
         if kind != "message":

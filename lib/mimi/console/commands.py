@@ -161,7 +161,7 @@ def restart():
     from mimi import safemode
 
     safemode.clear()  # a deliberate restart is not a crash: it also leaves safe mode
-    ledger = sys.modules.get("mimi.usage")
+    ledger = sys.modules.get("mimi.usage.ledger")
     if ledger:  # what the usage ledger counted since its last save
         ledger.tick(True)
     board.reset()

@@ -81,7 +81,7 @@ def check(submit=None, path=PATH):
 
 def _capped():
     """Why the usage ledger refuses LLM calls now, or None (mimi/usage.py)."""
-    from mimi import usage
+    from mimi.usage import ledger as usage
 
     return usage.check((channels.SYSTEM, CHAT_ID))
 

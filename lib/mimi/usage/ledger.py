@@ -45,7 +45,7 @@ def _roll(d, h):
             row[:] = [0] * N
         models.clear()
         day, hour = d, h
-        _file("usagefile", "load", d, h, this_hour, today, models)
+        _file("usage.file", "load", d, h, this_hour, today, models)
     elif h != hour:
         this_hour[:] = [0] * N
         hour = h
@@ -61,7 +61,7 @@ def _file(names, fn, *args):
 
 def _save():
     global dirty, _saved
-    if _file("usagefile", "save", day, hour, this_hour, today, models):
+    if _file("usage.file", "save", day, hour, this_hour, today, models):
         dirty = False
     _saved = time.ticks_ms()
 
@@ -107,7 +107,7 @@ def check(who=None):
                 if not cap or today[1] + today[4] < cap:
                     return None
                 why = "max_tokens_day"
-    return _file("usagereport usagefile", "refusal", why, cap, h, who) or why + " reached"
+    return _file("usage.report usage.file", "refusal", why, cap, h, who) or why + " reached"
 
 
 def tick(force=False):
