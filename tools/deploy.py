@@ -34,8 +34,11 @@ from mimi import limits  # noqa: E402
 
 NEVER = (limits.SPIFFS + "/", limits.CONFIG_PATH)
 MIP_PACKAGES = ("logging", "aiorepl")
-STAGE = "from mimi import staging\nstaging.begin_deploy()"
-INSTALL = "from mimi import staging\nstaging.finish_deploy()"
+# The board's own staging code runs the deploy: lib/mimi/update/staging.py, or on a
+# board still running a version from before lib/mimi/update/, lib/mimi/staging.py.
+STAGING_PKGS = ("mimi.update", "mimi")
+STAGE = "from %s import staging\nstaging.begin_deploy()"
+INSTALL = "from %s import staging\nstaging.finish_deploy()"
 MANIFEST = "manifest.json"
 STAGING = limits.OTA_DIR + "/new"  # ota.NEW
 
@@ -68,6 +71,10 @@ def mpremote_cmd():
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "mpremote"]
 
 
+class OlderLayout(Exception):
+    """The board's version has no lib/mimi/update/ (nothing was changed on it)."""
+
+
 def run(port, args, dry, cwd=None):
     cmd = mpremote_cmd() + ["connect", port, "resume"] + args
     shown = " ".join(a if len(a) < 60 else a[:57] + "..." for a in cmd[1:])
@@ -84,6 +91,8 @@ def run(port, args, dry, cwd=None):
         seen += chunk
     out = seen.decode(errors="replace")
     if p.wait():
+        if "no module named 'mimi.update'" in out:
+            raise OlderLayout()
         if "no module named 'mimi.staging'" in out:
             raise flash.Fail("the firmware on %s predates safe deploys (no mimi.staging): "
                              "update it once with `make flash` (this erases the board's data)" % port)
@@ -117,10 +126,16 @@ def main(argv=None):
             tops = stage(files, staging)
             # One connection: stage the installed version, send what differs (mpremote
             # skips files whose SHA-256 matches), then verify and swap on the board.
-            args = ["exec", STAGE, "+", "fs", "cp", "-r"] + (["--force"] if a.force else [])
-            args += tops + [":%s/" % STAGING]
-            args += ["+", "exec", INSTALL]
-            run(a.port, args, a.dry_run, cwd=str(staging))
+            for pkg in STAGING_PKGS:
+                args = ["exec", STAGE % pkg, "+", "fs", "cp", "-r"] + (["--force"] if a.force else [])
+                args += tops + [":%s/" % STAGING]
+                args += ["+", "exec", INSTALL % pkg]
+                try:
+                    run(a.port, args, a.dry_run, cwd=str(staging))
+                    break
+                except OlderLayout:
+                    print("(the board runs a version from before lib/mimi/update/: its staging is "
+                          "mimi.staging)", flush=True)
         if a.mip:
             run(a.port, ["mip", "install"] + list(MIP_PACKAGES), a.dry_run)
         if not a.no_reset:

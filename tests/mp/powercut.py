@@ -166,7 +166,7 @@ class Work:
     def ota(self):
         """A new version staged as a deploy does (a copy of the installed one, one file
         changed), verified and swapped in; now and then confirmed or rolled back."""
-        from mimi import ota, otaboot, staging
+        from mimi.update import ota, boot as otaboot, staging
 
         st = otaboot._state()
         if st and st.get("state") in ("ok", "trial") and self.rng.randint(0, 3) == 0:
@@ -219,7 +219,8 @@ def pick(rng):
 # --- a cut image, booted and checked ----------------------------------------------
 def boot_repairs():
     """What the firmware's boot does to a flash before it trusts it."""
-    from mimi import otaboot, startup
+    from mimi import startup
+    from mimi.update import boot as otaboot
 
     if otaboot.boot_check(reboot=False) in ("swapped", "rolled back"):
         repairs["ota"] = repairs.get("ota", 0) + 1

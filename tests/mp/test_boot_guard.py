@@ -6,7 +6,8 @@
 import sys
 import mimi
 from support import read, write, Capture
-from mimi import limits, fs, safemode, ota, log  # noqa: F401 - loaded before the swap
+from mimi import limits, fs, safemode, log  # noqa: F401 - loaded before the swap
+from mimi.update import ota
 from mimi.config import settings as config
 
 OLD = {"/lib/mimi/app.py": "def main():\n    print('old app runs')\n",

@@ -237,7 +237,7 @@ def test_repl_commands_load_their_bodies_for_the_call_only():
     import mimi
     from mimi import repl
 
-    loaded = lambda: [m for m in ("console.commands", "ota", "otaboot") if "mimi." + m in sys.modules or hasattr(mimi, m)]  # noqa: E731
+    loaded = lambda: [m for m in ("console.commands", "update.ota", "update.boot") if "mimi." + m in sys.modules or hasattr(mimi, m)]  # noqa: E731
     assert loaded() == [] and callable(repl.config_show) and callable(repl.ota_status)
     with Capture() as out:
         repl.config_show()

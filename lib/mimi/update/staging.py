@@ -4,7 +4,8 @@
 # verify() is the one check before ota.install() swaps anything. Imported only for
 # an update or a deploy, not at boot.
 import os
-from mimi import limits, fs, ota
+from mimi import limits, fs
+from mimi.update import ota
 from mimi.config.defaults import file_hash
 from mimi.services import watchdog
 

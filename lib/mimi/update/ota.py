@@ -22,7 +22,7 @@ from mimi import limits, log, fs, board
 from mimi.config import settings as config
 from mimi.services import watchdog
 from mimi.net import secrets_equal
-from mimi.otaboot import (NEW, PREV, STATE, rmtree, _state, _finish_swap, _finish_rollback,  # noqa: F401
+from mimi.update.boot import (NEW, PREV, STATE, rmtree, _state, _finish_swap, _finish_rollback,  # noqa: F401
                           _save_state, boot_check, mark_healthy)
 
 MAGIC = b"MIMIOTA1\n"
@@ -195,7 +195,7 @@ def fetch(url):
             if binascii.hexlify(h.digest()).decode() != f["sha256"].lower():
                 raise OTAError("SHA-256 mismatch for %s" % f["path"])
         fs.write_atomic(MANIFEST, raw)
-        from mimi import staging  # re-read from the flash, as a deploy's is
+        from mimi.update import staging  # re-read from the flash, as a deploy's is
 
         return staging.verify()
     except (OSError, HTTPError) as e:
