@@ -72,7 +72,7 @@ RESIDENT = ("mimi mimi.limits mimi.log mimi.fs mimi.config.settings mimi.board.c
             "mimi.services.watchdog mimi.channels.dispatch mimi.services.ntp mimi.services.cron "
             "mimi.services.heartbeat mimi.console.serial mimi.board.heapblock mimi.net mimi.channels.websocket "
             "mimi.utf8 mimi.jsonutil mimi.dns mimi.net.http mimi.net.tls mimi.net.asynchttp asyncio.lock "
-            "mimi.channels.telegram mimi.repl").split()
+            "mimi.channels.telegram.poller mimi.repl").split()
 
 
 def settled_once(tmp, mp, telegram):

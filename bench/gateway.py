@@ -28,9 +28,9 @@ PARTS = [
     ("gateway at boot: listener, sender (websocket, dispatch)", ["mimi.channels.dispatch", "mimi.channels.websocket"]),
     ("a gateway connection (wsconn, wsproto, httpserver)", ["mimi.channels.wsconn"]),
     ("the chat page, while it is sent (chatpage)", ["mimi.channels.chatpage"]),
-    ("Telegram at boot: the poller (telegram, net.http, dns)", ["mimi.channels.telegram"]),
-    ("Telegram sending, during a reply (tgsend, sending)", ["mimi.channels.tgsend", "mimi.channels.sending"]),
-    ("Telegram formatter, while a reply is split (tgformat)", ["mimi.channels.tgformat"]),
+    ("Telegram at boot: the poller (telegram, net.http, dns)", ["mimi.channels.telegram.poller"]),
+    ("Telegram sending, during a reply (tgsend, sending)", ["mimi.channels.telegram.send", "mimi.channels.sending"]),
+    ("Telegram formatter, while a reply is split (tgformat)", ["mimi.channels.telegram.format"]),
 ]
 
 

@@ -47,7 +47,7 @@ def blocking_lookup(host):
 
 
 async def telegram_connect():
-    from mimi.channels import telegram
+    from mimi.channels.telegram import poller as telegram
 
     api = telegram.Api(TG, A["tg_token"], 10)
     try:

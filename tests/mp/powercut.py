@@ -143,7 +143,7 @@ class Work:
             self.jobs.append(j["id"])
 
     def offset(self):
-        from mimi.channels import telegram
+        from mimi.channels.telegram import poller as telegram
 
         bot = telegram.Telegram()
         bot.bot_id = "42"

@@ -10,7 +10,7 @@ from mimi.llm.anthropic import Anthropic
 from mimi.llm.openai import OpenAI
 from mimi.llm.provider import LLMError
 from mimi.agent.react import run_turn
-from mimi.channels import telegram
+from mimi.channels.telegram import poller as telegram
 
 SYSTEM = "You are Mimi."
 

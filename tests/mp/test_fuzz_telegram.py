@@ -12,7 +12,7 @@ from mimi import bus, fs, limits, log
 from mimi.config import settings as config
 from mimi.utf8 import valid
 from mimi.net.http import Response
-from mimi.channels import telegram
+from mimi.channels.telegram import poller as telegram
 from mimi.services import wifi
 
 HEAPSIZE = "4m"

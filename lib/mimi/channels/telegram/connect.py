@@ -5,7 +5,7 @@
 import json
 from mimi import limits, log
 from mimi.config import settings as config
-from mimi.channels.telegram import TAG, Api, ApiError
+from mimi.channels.telegram.poller import TAG, Api, ApiError
 from mimi.net.http import ConnectFailure, Timeout
 from mimi.services import wifi
 

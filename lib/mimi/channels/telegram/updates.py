@@ -4,7 +4,7 @@
 # alone. Loaded when such an answer comes in and dropped after the poll, so an idle
 # bot (its long polls answered "no updates") holds none of this code.
 from mimi import limits, log, jsonutil
-from mimi.channels.telegram import TAG, allowed, _update_id
+from mimi.channels.telegram.poller import TAG, allowed, _update_id
 
 IGNORE = ("ignore", None, None, None, None)
 

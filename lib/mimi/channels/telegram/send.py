@@ -10,7 +10,7 @@ import time
 import asyncio
 import mimi
 from mimi import limits, log, bus, channels
-from mimi.channels import telegram as tg
+from mimi.channels.telegram import poller as tg
 from mimi.services import wifi
 
 TAG = tg.TAG
@@ -50,8 +50,8 @@ def _rest(bot):
         if bot.send_api is not None:
             bot.send_api.close()
             bot.send_api = None
-        mimi.drop("channels.tgsend")
-        mimi.drop("channels.tgstatus")
+        mimi.drop("channels.telegram.send")
+        mimi.drop("channels.telegram.status")
         mimi.drop("channels.sending")
 
 
@@ -92,8 +92,8 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
     if _api(bot) is None:
         log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
         return False
-    parts = channels.load("tgformat").split(markdown or "", limits.TG_MSG_MAX)
-    mimi.drop("channels.tgformat")  # loaded for each reply, not kept between them
+    parts = channels.load("telegram.format").split(markdown or "", limits.TG_MSG_MAX)
+    mimi.drop("channels.telegram.format")  # loaded for each reply, not kept between them
     ok = True
     for html, plain_ in parts:
         if status is not None:
@@ -211,7 +211,7 @@ async def send(bot, msg):
         if not wifi.online() or _api(bot) is None:
             return
         await _action(bot, chat_id)  # awaited: typing shows before a fast reply
-        st = bot.typing[chat_id] = channels.load("tgstatus").Status(chat_id, reply_to)
+        st = bot.typing[chat_id] = channels.load("telegram.status").Status(chat_id, reply_to)
         st.task = asyncio.create_task(_typing(bot, st))
         return
     if st is not None:

@@ -139,8 +139,8 @@ class Updates:
             self.idle = False
             b, self.head = self.head, b""  # the decoder reads it all from the start
             self.seen = False
-            channels.load("tgupdates").start(self)
-        channels.load("tgupdates").feed(self, b)
+            channels.load("telegram.updates").start(self)
+        channels.load("telegram.updates").feed(self, b)
 
 
 class Telegram:
@@ -236,7 +236,7 @@ class Telegram:
                 continue
             try:
                 if token != self.token or self.poll_api is None or self.poll_api.base != cfg.get("tg_api_base"):
-                    mimi.run("channels.tgconnect", "connect", self, token)
+                    mimi.run("channels.telegram.connect", "connect", self, token)
                 if self.username is None:
                     me = await self.poll_api.call("getMe")
                     self.username = me.get("username") or ""
@@ -263,7 +263,7 @@ class Telegram:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # Telegram's refusals, network, TLS, timeouts (tgconnect.py)
-                wait, on_change, backoff, conflict = mimi.run("channels.tgconnect", "failed", self, e,
+                wait, on_change, backoff, conflict = mimi.run("channels.telegram.connect", "failed", self, e,
                                                               backoff, conflict)
                 if on_change:
                     await self._wait_change(wait)
@@ -292,7 +292,7 @@ class Telegram:
             return False
         finally:
             guard.cancel()
-            mimi.drop("channels.tgupdates")  # (loaded when the answer had updates)
+            mimi.drop("channels.telegram.updates")  # (loaded when the answer had updates)
 
     async def _guard(self, poll):
         while True:
@@ -349,7 +349,7 @@ class Telegram:
                 return
             log.warning(TAG, "inbound queue full; chat %s told to retry", chat_id)
             what = "busy"
-        await channels.load("tgsend").act(self, what, chat_id, text)
+        await channels.load("telegram.send").act(self, what, chat_id, text)
 
     async def send(self, msg):
         """The dispatcher's sender for channel "telegram": only to chats in tg_allow (a
@@ -358,7 +358,7 @@ class Telegram:
             log.error(TAG, "not sent to chat %s, which is not in tg_allow: %s", msg.chat_id,
                       (msg.content or "")[:60])
             return
-        await channels.load("tgsend").send(self, msg)
+        await channels.load("telegram.send").send(self, msg)
 
 
 bot = None

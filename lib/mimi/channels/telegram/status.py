@@ -9,7 +9,7 @@
 import time
 import asyncio
 from mimi import limits, log
-from mimi.channels import telegram as tg
+from mimi.channels.telegram import poller as tg
 
 STEPS = {"web_search": "searching the web", "get_current_time": "checking the time",
          "read_file": "reading a file", "write_file": "writing a file",
