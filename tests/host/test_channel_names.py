@@ -23,7 +23,7 @@ PREFIXES = ("tg", "ws", "feishu", "sys")
 OWN = {"channels/__init__.py", "channels/telegram/",
        "channels/sending.py",
        "channels/websocket.py", "channels/wsconn.py", "channels/chatpage.py",
-       "channels/feishu.py", "channels/feishupb.py", "channels/feishufmt.py", "channels/feishurepl.py"}
+       "channels/feishu/"}
 # The LLM APIs have a "system" of their own (Anthropic's field, OpenAI's role).
 SYSTEM_OK = ("llm/",)
 # RFC 6455's own words in the WebSocket client: the ws:// scheme and the

@@ -279,7 +279,7 @@ class Feishu:
     async def _session(self, conn, service):
         """Receive until the connection ends -> why it ended."""
         from mimi.net import wsclient
-        from mimi.channels import feishupb
+        from mimi.channels.feishu import frame as feishupb
 
         self.why = None
         self.rx = time.ticks_ms()
@@ -325,7 +325,7 @@ class Feishu:
         """Ping on the server's interval; end the session when the settings change or
         the server has been silent through two pings."""
         from mimi.net.wsclient import Closed
-        from mimi.channels.feishupb import Frame, encode
+        from mimi.channels.feishu.frame import Frame, encode
 
         while True:
             silent = time.ticks_diff(time.ticks_ms(), self.rx) // 1000
@@ -343,7 +343,7 @@ class Feishu:
 
     async def _data(self, conn, f):
         """An event frame: joined with its other parts, ACKed, then acted on."""
-        from mimi.channels.feishupb import encode
+        from mimi.channels.feishu.frame import encode
 
         payload = self._join(f)
         if payload is None:
@@ -509,7 +509,7 @@ class Feishu:
         """Markdown -> messages to `rid` (an open_id or a chat_id), in order. A part
         Feishu refuses as rich text goes again as plain text; other failures are
         logged, never re-sent. -> True when every part went out."""
-        from mimi.channels import feishufmt as fmt
+        from mimi.channels.feishu import format as fmt
 
         if not (cfg.get("feishu_app_id") and cfg.get("feishu_app_secret")):
             log.warning(TAG, "no Feishu app configured; message to %s dropped", rid)
@@ -576,6 +576,6 @@ async def send(msg):
 
 def repl_send(rid, text):
     """feishu_send(id, text) on the REPL (its code loads only when called)."""
-    from mimi.channels import feishurepl
+    from mimi.channels.feishu import repl as feishurepl
 
     feishurepl.send(rid, text)

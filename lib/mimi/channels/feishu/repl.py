@@ -3,7 +3,7 @@
 import asyncio
 from mimi import bus
 from mimi.config import settings as config
-from mimi.channels import feishu
+from mimi.channels.feishu import longconn as feishu
 
 
 def send(rid, text):
