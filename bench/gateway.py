@@ -25,9 +25,9 @@ CLIENTS = 4
 BASE = ["asyncio", "mimi.limits", "mimi.log", "mimi.config.settings", "mimi.bus", "mimi.fs", "mimi.jsonutil",
         "mimi.utf8", "mimi.net", "mimi.board", "mimi.services.wifi", "mimi.services.ntp", "mimi.channels"]
 PARTS = [
-    ("gateway at boot: listener, sender (websocket, dispatch)", ["mimi.channels.dispatch", "mimi.channels.websocket"]),
-    ("a gateway connection (wsconn, wsproto, httpserver)", ["mimi.channels.wsconn"]),
-    ("the chat page, while it is sent (chatpage)", ["mimi.channels.chatpage"]),
+    ("gateway at boot: listener, sender (websocket, dispatch)", ["mimi.channels.dispatch", "mimi.channels.websocket.gateway"]),
+    ("a gateway connection (wsconn, wsproto, httpserver)", ["mimi.channels.websocket.connection"]),
+    ("the chat page, while it is sent (chatpage)", ["mimi.channels.websocket.chatpage"]),
     ("Telegram at boot: the poller (telegram, net.http, dns)", ["mimi.channels.telegram.poller"]),
     ("Telegram sending, during a reply (tgsend, sending)", ["mimi.channels.telegram.send", "mimi.channels.sending"]),
     ("Telegram formatter, while a reply is split (tgformat)", ["mimi.channels.telegram.format"]),

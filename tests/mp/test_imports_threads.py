@@ -11,7 +11,7 @@ from mimi import board, bus, channels, log
 
 # modules the firmware loads for a moment and drops (mimi.run, channels.load, unload)
 PASSING = ("console.heapinfo", "config.rules", "usage.report", "usage.file", "jsonscan", "gpio_policy",
-           "channels.telegram.format", "channels.feishu.format", "channels.chatpage", "net.wsproto")
+           "channels.telegram.format", "channels.feishu.format", "channels.websocket.chatpage", "net.wsproto")
 ROUNDS = 300
 
 

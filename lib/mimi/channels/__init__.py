@@ -31,7 +31,7 @@ SYSTEM = "system"  # heartbeat and cron turns that belong to no chat; results go
 TABLE = [
     Channel("telegram", "tg", "mimi.channels.telegram.poller", "Telegram", "tg_token", "tg_allow"),
     Channel("feishu", "feishu", "mimi.channels.feishu.longconn", "Feishu", "feishu_app_id", "feishu_allow"),
-    Channel("websocket", "ws", "mimi.channels.websocket", "a WebSocket chat"),
+    Channel("websocket", "ws", "mimi.channels.websocket.gateway", "a WebSocket chat"),
     Channel(SYSTEM, "sys", "mimi.services.heartbeat"),
 ]
 

@@ -54,14 +54,14 @@ async def send(msg):
 
 
 async def _connection(sr, sw):
-    wsconn = channels.load("wsconn")
+    wsconn = channels.load("websocket.connection")
 
     try:
         await wsconn.serve(sr, sw)
     finally:
         wsconn = None
         if not _conns:  # the last one: its code goes (the codec and the HTTP parts too,
-            mimi.drop("channels.wsconn")  # unless the WebSocket client or the portal use them)
+            mimi.drop("channels.websocket.connection")  # unless the WebSocket client or the portal use them)
             if "mimi.net.wsclient" not in sys.modules:
                 mimi.drop("net.wsproto")
             if "mimi.services.portal" not in sys.modules:

@@ -17,8 +17,8 @@ from mimi import limits, log, bus, board, net, channels
 from mimi.config import settings as config
 from mimi.net import httpserver as hs
 from mimi.net import wsproto as wp
-from mimi.channels import websocket as gw
-from mimi.channels.websocket import CHANNEL, clients, _conns, _fails, text, _forget
+from mimi.channels.websocket import gateway as gw
+from mimi.channels.websocket.gateway import CHANNEL, clients, _conns, _fails, text, _forget
 
 _ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
@@ -260,9 +260,9 @@ async def _handshake(rd, w, me):
         await _respond(w, "404 Not Found", "not found\n")
         return None
     if not hs.has_token(headers.get("upgrade"), "websocket"):
-        page = channels.load("chatpage")
+        page = channels.load("websocket.chatpage")
         page, csp = page.PAGE, page.CSP
-        mimi.drop("channels.chatpage")  # its 3 KB are loaded for each page view, not kept
+        mimi.drop("channels.websocket.chatpage")  # its 3 KB are loaded for each page view, not kept
         await _respond(w, "200 OK", page, "text/html; charset=utf-8", (
             "Content-Security-Policy: " + csp, "X-Frame-Options: DENY",
             "Referrer-Policy: no-referrer", "X-Content-Type-Options: nosniff"))
