@@ -250,7 +250,7 @@ def test_repl_commands_load_their_bodies_for_the_call_only():
 
 
 def test_gpio_default_is_the_pin_policys():
-    from mimi import gpio_policy
+    from mimi.devices import pins as gpio_policy
     from mimi.config import rules as configrules
 
     assert config.SCHEMA["gpio_allow"][0] == gpio_policy.DEFAULT
@@ -263,4 +263,4 @@ def test_rules_loaded_for_a_check_only():
     c = fresh()
     c.update({"model": "m", "gpio_allow": "4-6"})
     assert c.rows() and c.missing() is not None
-    assert "mimi.config.rules" not in sys.modules and "mimi.gpio_policy" not in sys.modules
+    assert "mimi.config.rules" not in sys.modules and "mimi.devices.pins" not in sys.modules

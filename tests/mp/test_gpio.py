@@ -2,7 +2,7 @@
 from support import raises
 from mimi import board
 from mimi.config.settings import cfg
-from mimi import gpio_policy
+from mimi.devices import pins as gpio_policy
 from mimi.tools import gpio
 from mimi.tools.registry import registry
 

@@ -10,7 +10,7 @@ import mimi
 from mimi import board, bus, channels, log
 
 # modules the firmware loads for a moment and drops (mimi.run, channels.load, unload)
-PASSING = ("console.heapinfo", "config.rules", "usage.report", "usage.file", "jsonscan", "gpio_policy",
+PASSING = ("console.heapinfo", "config.rules", "usage.report", "usage.file", "jsonscan", "devices.pins",
            "channels.telegram.format", "channels.feishu.format", "channels.websocket.chatpage", "net.wsproto")
 ROUNDS = 300
 

@@ -170,7 +170,7 @@ def _price(v):
 
 
 def _gpio(v):
-    from mimi import gpio_policy
+    from mimi.devices import pins as gpio_policy
 
     return gpio_policy.normalize(v)
 

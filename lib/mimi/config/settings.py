@@ -64,7 +64,7 @@ SCHEMA = {
 
 
 def _rules(fn, *args):
-    return mimi.run("config.rules gpio_policy", fn, *args)
+    return mimi.run("config.rules devices.pins devices", fn, *args)
 
 
 class Config:

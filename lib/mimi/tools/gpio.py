@@ -14,7 +14,7 @@
 # value() reports the pad level) — a relay switched on stays on.
 import _thread
 from mimi import board
-from mimi import gpio_policy
+from mimi.devices import pins as gpio_policy
 
 OUT = "out"
 IN = "in"
