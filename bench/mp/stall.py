@@ -17,7 +17,8 @@ import os  # noqa: E402
 import time  # noqa: E402
 import socket  # noqa: E402
 import asyncio  # noqa: E402
-from mimi import dns, log  # noqa: E402
+from mimi import log  # noqa: E402
+from mimi.net import dns  # noqa: E402
 from mimi.config import settings as config  # noqa: E402
 from mimi.services import loopwatch  # noqa: E402
 

@@ -60,7 +60,7 @@ def _answer(data, stamp):
 
 async def aquery(host, port=PORT, timeout_s=limits.NTP_TIMEOUT_S):
     """One SNTP query -> Unix time, without blocking the loop while waiting."""
-    from mimi import dns
+    from mimi.net import dns
 
     pkt, stamp = request()
     addr = socket.getaddrinfo(await dns.resolve(host), port, 0, socket.SOCK_DGRAM)[0][-1]
