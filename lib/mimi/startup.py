@@ -88,12 +88,11 @@ def tasks(stop):
     ts = [w("wifi", wifi.supervisor.run()), w("boot guard", safemode.guard()),
           w("watchdog", watchdog.task()), w("portal", wifi.onboard()), loopwatch.task()]
     if not safemode.active:
-        from mimi import channels
         from mimi.channels import dispatch
         from mimi.services import ntp, cron
 
         ts.append(w("dispatch", dispatch.run()))
-        ts += channels.tasks()  # the configured channels (each watched), senders registered
+        ts += dispatch.tasks()  # the configured channels (each watched), senders registered
         ts.append(w("ntp", ntp.run()))
         ts.append(w("cron", cron.task()))
     if board.CONSOLE:

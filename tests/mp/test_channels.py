@@ -82,7 +82,7 @@ async def test_turn_status_reply_and_prompt_through_the_dispatcher():
     from mimi.memory import sessions
 
     row = pigeon()
-    task = channels.start(row)  # what app's task list does for a configured channel
+    task = dispatch.start(row)  # what app's task list does for a configured channel
     assert runs == [1]
     stub = Stub("Coo, hello!")
     provider.from_config = lambda c: stub
@@ -156,7 +156,7 @@ async def test_task_list_starts_a_channel_once_its_setting_is_set():
     bus.prepare_loop()  # a ThreadSafeFlag waits below (unix port poll bug)
     channels.TABLE[:] = []  # only the throwaway channel: no gateway, no heartbeat here
     pigeon(needs="pigeon_allow")
-    ts = channels.tasks()
+    ts = dispatch.tasks()
     assert runs == [] and len(ts) == 1  # not configured: only the task that waits for it
     waiter = asyncio.create_task(ts[0])
     await asyncio.sleep_ms(10)

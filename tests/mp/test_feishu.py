@@ -273,7 +273,7 @@ async def test_the_code_loads_only_once_an_app_id_is_set():
     bus.prepare_loop()
     row = channels.get("feishu")
     channels.TABLE[:] = [row]  # only Feishu here: no gateway, no heartbeat
-    ts = channels.tasks()
+    ts = dispatch.tasks()
     assert len(ts) == 1 and "mimi.channels.feishu.longconn" not in sys.modules
     waiter = asyncio.create_task(ts[0])
     await asyncio.sleep_ms(10)

@@ -125,7 +125,7 @@ def spoken(words, last):
     return ", ".join(words[:-1]) + " %s " % last + words[-1] if len(words) > 1 else "".join(words)
 
 
-def _configured(row, cfg):
+def configured(row, cfg):
     return row.module and (not row.needs or cfg.get(row.needs))
 
 
@@ -136,55 +136,8 @@ def owner():
     from mimi.config.settings import cfg
 
     for row in TABLE:
-        if row.allow and _configured(row, cfg):
+        if row.allow and configured(row, cfg):
             ids = [x for x in (cfg.get(row.allow) or "").split(",") if x]
             if ids:
                 return row.name, ids[0]
     return None
-
-
-_started = []
-
-
-def start(row):
-    """Load the channel's module, register its sender with the dispatcher and return
-    its loop task (a coroutine, its steps timed by the stall detector)."""
-    import sys
-    from mimi.channels import dispatch
-    from mimi.services import loopwatch
-
-    __import__(row.module)
-    mod = sys.modules[row.module]
-    dispatch.register(row.name, mod.send)
-    _started.append(row.name)
-    return loopwatch.watch(row.name, mod.run())
-
-
-def _due(cfg):
-    return [row for row in TABLE if row.name not in _started and _configured(row, cfg)]
-
-
-def _waiting():
-    return [row for row in available() if row.name not in _started]
-
-
-def tasks():
-    """The loop tasks of every configured channel (startup.tasks()), plus, while some
-    channel still waits for its setting, a task that starts it once it is set."""
-    from mimi.config.settings import cfg
-
-    out = [start(row) for row in _due(cfg)]
-    if _waiting():
-        out.append(_start_later(cfg))
-    return out
-
-
-async def _start_later(cfg):
-    import asyncio
-
-    flag = asyncio.ThreadSafeFlag()  # settings may change from any thread
-    cfg.watch(lambda keys: flag.set())
-    while _waiting():
-        await flag.wait()
-        for row in _due(cfg):
-            asyncio.create_task(start(row))

@@ -373,10 +373,10 @@ def install():
 
 
 def run():
-    """The poller task (started by channels.start())."""
+    """The poller task (started by dispatch.start())."""
     return install().run()
 
 
 async def send(msg):
-    """The dispatcher's sender (registered by channels.start())."""
+    """The dispatcher's sender (registered by dispatch.start())."""
     await install().send(msg)

@@ -69,7 +69,7 @@ async def _connection(sr, sw):
 
 
 async def run():
-    """The gateway task (started by channels.start(), which registers send())."""
+    """The gateway task (started by dispatch.start(), which registers send())."""
     global port
     host = board.BIND_ADDR
     from mimi.net import listen
