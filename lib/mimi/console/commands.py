@@ -242,10 +242,8 @@ def skill_search(word):
 
 
 def tool_exec(name, json_args="{}"):
-    from mimi import tools
     from mimi.tools.registry import registry
 
-    tools.load_all()
     print(registry.call(name, json_args))
 
 
