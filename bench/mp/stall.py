@@ -64,9 +64,9 @@ async def telegram_connect_blocking():
 
 
 async def ntp_sync():
-    from mimi.services import ntp, sntp
+    from mimi.services import ntp
 
-    if not await sntp.sync_once(["ntp.test"], A["ntp_port"]):
+    if not await ntp.sync_once(["ntp.test"], A["ntp_port"]):
         raise RuntimeError("NTP sync failed: %s" % ntp.last_error)
 
 
