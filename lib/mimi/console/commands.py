@@ -108,8 +108,9 @@ def feishu_send(feishu_id, text):
     import sys
 
     row = channels.of_setting("feishu_app_id")
-    __import__(row.module)
-    sys.modules[row.module].repl_send(feishu_id, text)
+    name = row.module.rpartition(".")[0] + ".repl"  # the channel's REPL body, in its package
+    __import__(name)
+    sys.modules[name].send(feishu_id, text)
 
 
 def wifi_status():

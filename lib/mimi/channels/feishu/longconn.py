@@ -565,17 +565,10 @@ def install():
 
 
 def run():
-    """The long-connection task (started by channels.start())."""
+    """The long-connection task (started by dispatch.start())."""
     return install().run()
 
 
 async def send(msg):
-    """The dispatcher's sender (registered by channels.start())."""
+    """The dispatcher's sender (registered by dispatch.start())."""
     await install().send(msg)
-
-
-def repl_send(rid, text):
-    """feishu_send(id, text) on the REPL (its code loads only when called)."""
-    from mimi.channels.feishu import repl as feishurepl
-
-    feishurepl.send(rid, text)
