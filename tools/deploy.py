@@ -121,26 +121,31 @@ def main(argv=None):
         if not a.dry_run:
             flash.check_port(a.port)
         files = deploy_files()
+        if a.mip:  # /lib/<package>: outside what the swap replaces
+            run(a.port, ["mip", "install"] + list(MIP_PACKAGES), a.dry_run)
         with tempfile.TemporaryDirectory(prefix="mimi-deploy-") as tmp:
             staging = Path(tmp)
             tops = stage(files, staging)
             # One connection: stage the installed version, send what differs (mpremote
-            # skips files whose SHA-256 matches), then verify and swap on the board.
+            # skips files whose SHA-256 matches), verify and swap on the board, reset.
+            # The reset must not wait for another connection: after the swap the
+            # running version's own files are gone from the flash, and a part of it
+            # loaded when used (its console's raw REPL, which a new connection needs)
+            # may be gone with them.
             for pkg in STAGING_PKGS:
                 args = ["exec", STAGE % pkg, "+", "fs", "cp", "-r"] + (["--force"] if a.force else [])
                 args += tops + [":%s/" % STAGING]
                 args += ["+", "exec", INSTALL % pkg]
+                if not a.no_reset:
+                    args += ["+", "exec", "--no-follow", RESET]
                 try:
                     run(a.port, args, a.dry_run, cwd=str(staging))
                     break
                 except OlderLayout:
                     print("(the board runs a version from before lib/mimi/update/: its staging is "
                           "mimi.staging)", flush=True)
-        if a.mip:
-            run(a.port, ["mip", "install"] + list(MIP_PACKAGES), a.dry_run)
-        if not a.no_reset:
-            run(a.port, ["exec", "--no-follow", RESET], a.dry_run)
-        print("deployed %d files to %s%s" % (len(files), a.port, "" if a.no_reset else "; board reset"))
+        print("deployed %d files to %s%s" % (len(files), a.port, "; board reset" if not a.no_reset else
+                                             "; reset the board now: it still runs the version it had"))
     except flash.Fail as e:
         print("error: %s" % e, file=sys.stderr)
         return 2
