@@ -27,7 +27,10 @@ def apply_sets(sets):
     """--set values, with the firmware's own validation (from the image's code).
     A code that does not import is main.py's boot guard's business, not ours."""
     try:
-        from mimi.config import settings as config
+        try:
+            from mimi.config import settings as config
+        except ImportError:  # a version from before lib/mimi/config/ (updated from, or rolled back to)
+            from mimi import config
     except Exception as e:  # noqa: B902 - e.g. a broken update: boot anyway
         print("sim: --set skipped, the image's config module does not import:", repr(e))
         return
@@ -66,6 +69,9 @@ except Exception:
 from mimi import board  # noqa: E402
 
 if board.CONSOLE and stopped:
-    from mimi.console import serial as console  # noqa: E402
+    try:
+        from mimi.console import serial as console  # noqa: E402
+    except ImportError:  # a version from before lib/mimi/console/
+        from mimi import console  # noqa: E402
 
     console.serve_blocking(globals())
