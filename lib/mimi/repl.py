@@ -19,7 +19,7 @@ _NAMES = (
 
 def _command(name):
     def command(*args, **kw):
-        where = "update.ota update.boot" if name[:4] == "ota_" else "console.heapinfo" if name == "heap_info" \
+        where = "update.ota update.boot update" if name[:4] == "ota_" else "console.heapinfo" if name == "heap_info" \
             else "usage.report usage.file" if name == "usage" else "console.commands"
         return mimi.run(where, name, *args, **kw)
 
