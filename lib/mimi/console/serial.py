@@ -170,25 +170,6 @@ async def serve(namespace=None, stop=None):
             kbd(3)
 
 
-def serve_blocking(namespace):
-    """Host simulator after the loop stopped: the board's own REPL, emulated (the
-    unix port has no REPL on a pipe). Ctrl-D on an empty line soft-resets, which
-    on the board runs main.py again; here it boots the simulator again."""
-    con = Console(namespace, prompt=b">>> ",
-                  greeting=b"MicroPython REPL, firmware stopped: restart() or Ctrl-D boots it again\r\n")
-    con.write(b"\r\n" + con.greeting + con.prompt)
-    while True:
-        try:
-            ch = sys.stdin.read(1)
-        except KeyboardInterrupt:  # the simulator is being stopped
-            return
-        if not ch:
-            return
-        for c in ch.encode() if isinstance(ch, str) else ch:
-            if con.feed(c) == STOP:
-                board.reset()
-
-
 def task(stop=None):
     """The REPL coroutine for startup.tasks(): aiorepl when installed, else ours."""
     try:
