@@ -4,7 +4,7 @@
   tools/deploy.py --port PORT [--mip] [--force] [--no-reset] [--dry-run]
 
 Installs /boot.py, /main.py, /lib/mimi/** (compiled .mpy), /defaults/** (spiffs_data/)
-and /certs/roots.pem the way an OTA update does (lib/mimi/ota.py), so a reset or a
+and /certs/roots.pem the way an OTA update does (lib/mimi/update/), so a reset or a
 pulled cable mid-copy never leaves a half-written version: the board first copies
 its installed files to /ota/new, mpremote sends the files that differ and the
 manifest (sizes, SHA-256) there, the board checks every staged file against it,

@@ -6,7 +6,7 @@
 # channel's code loads only when the channel starts. The module provides run()
 # (its loop task) and `async def send(msg)` (the dispatcher's sender for its
 # outbound messages), and keeps its own formatter and limits (Telegram's:
-# channels/tgformat.py, limits.TG_*). Adding a channel: docs/internals.md.
+# channels/telegram/format.py, limits.TG_*). Adding a channel: docs/internals.md.
 
 
 class Channel:

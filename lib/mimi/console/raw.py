@@ -1,5 +1,5 @@
 # The console's raw REPL and raw-paste mode (what mpremote talks), loaded by
-# mimi/console.py when a raw session starts (Ctrl-A) and dropped when it ends.
+# console/serial.py when a raw session starts (Ctrl-A) and dropped when it ends.
 # mpremote's side is transport_serial.py: enter_raw_repl, exec_raw_no_follow,
 # raw_paste_write, follow. The board's own side: shared/runtime/pyexec.c.
 import sys

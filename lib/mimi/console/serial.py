@@ -7,7 +7,7 @@
 # functions without stopping the loop. micropython-lib `aiorepl` is used instead
 # when it is installed (its raw REPL holds the loop: the watchdog is fed meanwhile).
 # Ctrl-D on an empty friendly line stops the loop (the board's own REPL takes over).
-# The raw REPL and raw paste are in mimi/consoleraw.py, loaded for a raw session.
+# The raw REPL and raw paste are in console/raw.py, loaded for a raw session.
 import sys
 import asyncio
 import mimi

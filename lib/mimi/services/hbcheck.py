@@ -80,7 +80,7 @@ def check(submit=None, path=PATH):
 
 
 def _capped():
-    """Why the usage ledger refuses LLM calls now, or None (mimi/usage.py)."""
+    """Why the usage ledger refuses LLM calls now, or None (usage/ledger.py)."""
     from mimi.usage import ledger as usage
 
     return usage.check((channels.SYSTEM, CHAT_ID))

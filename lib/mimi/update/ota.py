@@ -4,7 +4,7 @@
 # manifest (and the manifest's HMAC-SHA256 against the `ota_key` setting when one
 # is set). `make deploy` fills /ota/new with mpremote instead (a copy of the
 # installed version first, so only changed files cross the cable) plus the same
-# manifest (mimi/staging.py). Either way verify() then re-reads every staged
+# manifest (update/staging.py). Either way verify() then re-reads every staged
 # file (size and SHA-256, nothing extra) and install() swaps it in by renaming directories; the
 # old version waits in /ota/prev. A reset before the swap leaves the running
 # version untouched; one during the swap is finished at boot. The new version is

@@ -2,10 +2,10 @@
 # day (per provider/model for the day), and the spend caps (max_calls_hour,
 # max_calls_day, max_tokens_day). The agent records each call and asks before each
 # one; the loop and the REPL read. The unix port has no GIL: all of it under `lock`.
-# The file (limits.USAGE_PATH, the last 31 days) is mimi/usagefile.py's, loaded for a
+# The file (limits.USAGE_PATH, the last 31 days) is usage/file.py's, loaded for a
 # save (at most once a minute, at a day's end, at shutdown) and when a day starts;
 # the report (usage(), /usage, the WebSocket request) and a refusal's words and owner
-# notice are mimi/usagereport.py's.
+# notice are usage/report.py's.
 import time
 import _thread
 import mimi
@@ -25,7 +25,7 @@ this_hour = [0] * N
 models = {}  # "provider/model" -> a row, today's
 dirty = False  # counted since the last save
 _saved = None  # ticks_ms of the last save; None: the next one may go at once
-told = None  # (cap, period) the owner was last told about (usagereport.py)
+told = None  # (cap, period) the owner was last told about (report.py)
 _key = (None, None, None)  # (provider name, model, "name/model"): no new string per call
 
 

@@ -3,7 +3,7 @@
 # Inbound: Feishu's WebSocket long connection, which needs no public URL: POST
 # {feishu_api_base}/callback/ws/endpoint with the app's id and secret gives a
 # wss:// URL and the server's ping/reconnect settings; protobuf pbbp2.Frames
-# (channels/feishupb.py) then arrive over our WebSocket client (net/wsclient.py).
+# (channels/feishu/frame.py) then arrive over our WebSocket client (net/wsclient.py).
 # Every event is ACKed ({"code":200}) before it is acted on, a ping goes out on the
 # server's interval, and a closed or silent connection is opened again with capped
 # backoff, for ever. Only im.message.receive_v1 text reaches the agent: a p2p chat
@@ -12,7 +12,7 @@
 # else happens. A redelivered event (same message id) is dropped.
 # Outbound: POST /open-apis/im/v1/messages with the tenant token, cached until 5
 # minutes before it expires and renewed at once when Feishu calls it invalid;
-# parts and message types come from channels/feishufmt.py; rate limits are honoured.
+# parts and message types come from channels/feishu/format.py; rate limits are honoured.
 # Besides the long connection there is one API connection, closed once a reply is
 # out: a board without PSRAM cannot hold many TLS sessions (MimiClaw's Feishu broke
 # on concurrent TLS).

@@ -1,9 +1,9 @@
 # Telegram channel: the getUpdates long poll on the asyncio loop. What goes out
-# (replies, answers to commands and strangers, "typing") is channels/tgsend.py,
-# loaded at the first message out, with the formatter (tgformat.py) it needs.
+# (replies, answers to commands and strangers, "typing") is send.py (this package),
+# loaded at the first message out, with the formatter (format.py) it needs.
 #
 # One keep-alive connection to tg_api_base for the long poll (busy for up to 30 s
-# at a time); tgsend opens a second one while a reply is on its way, so a reply
+# at a time); send.py opens a second one while a reply is on its way, so a reply
 # never waits for a poll to end. Access: only chats in tg_allow reach the agent, and
 # only they are sent to; a stranger is told its chat id (see channels.tell_again)
 # and nothing else happens: no LLM call, no file write. While WiFi is down the poller
@@ -117,7 +117,7 @@ class Updates:
     update_id (read from its first bytes); once the text kept for the agent passes
     `budget`, the rest is left for the next poll (not confirmed, so nothing is lost).
     The empty answer of an idle poll is taken here; any other is read by
-    channels/tgupdates.py, loaded for it and dropped after the poll."""
+    updates.py, loaded for it and dropped after the poll."""
 
     def __init__(self, bot, most, budget):
         self.bot = bot
@@ -262,7 +262,7 @@ class Telegram:
                     await asyncio.sleep(backoff)
             except asyncio.CancelledError:
                 raise
-            except Exception as e:  # Telegram's refusals, network, TLS, timeouts (tgconnect.py)
+            except Exception as e:  # Telegram's refusals, network, TLS, timeouts (connect.py)
                 wait, on_change, backoff, conflict = mimi.run("channels.telegram.connect", "failed", self, e,
                                                               backoff, conflict)
                 if on_change:

@@ -1,4 +1,4 @@
-# Telegram's sending side, loaded at the first message out (channels/telegram.py is
+# Telegram's sending side, loaded at the first message out (channels/telegram/poller.py is
 # the resident poller): replies as Telegram HTML in parts, the answers to commands
 # and to strangers, "typing", and retries that cannot duplicate a message.
 #
@@ -87,7 +87,7 @@ async def plain(bot, chat_id, text):
 async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
     """Markdown -> HTML parts in order; a part whose entities Telegram refuses is
     sent again as plain text; any other failure is logged, never re-sent (hold: see
-    _send). status: the turn's tgstatus.Status, whose message (when shown) becomes the
+    _send). status: the turn's status.Status, whose message (when shown) becomes the
     first part. -> True when every part went out."""
     if _api(bot) is None:
         log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
@@ -167,7 +167,7 @@ async def _action(bot, chat_id):
 
 async def _typing(bot, st):
     """While a turn runs: "typing" renewed (Telegram drops it after 5 s) and, once the
-    turn is slow, its progress message (tgstatus.py)."""
+    turn is slow, its progress message (status.py)."""
     try:
         while time.ticks_diff(time.ticks_ms(), st.start) < limits.TG_TYPING_MAX_S * 1000:
             await asyncio.sleep(limits.TG_TYPING_S)

@@ -1,4 +1,4 @@
-# One editable status message per Telegram turn (loaded with tgsend.py, which keeps a
+# One editable status message per Telegram turn (loaded with send.py, which keeps a
 # Status per chat while a turn runs and renews "typing" with it). A turn still running
 # after TG_PROGRESS_AFTER_S shows ONE short message ("searching the web: weather
 # Lisbon…"), edited as the agent's steps go by (at most one edit per TG_EDIT_MIN_S, the

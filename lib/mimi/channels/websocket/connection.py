@@ -1,4 +1,4 @@
-# One connection to the WebSocket gateway (channels/websocket.py, which loads this
+# One connection to the WebSocket gateway (gateway.py, which loads this
 # module when a connection arrives and drops it after the last one): the HTTP part
 # (upgrade, token with its back-off, Origin, the chat page) and the client, with a
 # reader (this connection's task) and a sender task with a bounded outbox, so one

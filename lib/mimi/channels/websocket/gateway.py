@@ -1,7 +1,7 @@
 # The WebSocket gateway (SPEC §7): an RFC 6455 server on the asyncio loop, plus the
 # chat page on a plain GET /. This module is what stays loaded: the listener, the
 # state every connection shares and the dispatcher's sender. A connection's code
-# (the HTTP part, the client's frames: channels/wsconn.py, with net/wsproto.py and
+# (the HTTP part, the client's frames: connection.py, with net/wsproto.py and
 # net/httpserver.py) is loaded when one arrives and dropped when the last one ends,
 # so a board nobody chats with over WebSocket does not hold it.
 import sys
@@ -14,7 +14,7 @@ from mimi.config import settings as config
 CHANNEL = "websocket"
 
 port = None  # the port actually listening (ws_port 0 picks one)
-clients = []  # wsconn.Client of every upgraded connection
+clients = []  # connection.Client of every upgraded connection
 _conns = []  # [address, task, upgraded] of every open connection, oldest first
 _fails = {}  # address -> (wrong tokens in a row, ticks_ms until which it is refused)
 
