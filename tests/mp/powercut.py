@@ -183,14 +183,14 @@ class Work:
             f.write(stamp)
         entries = []
         for p in files(staging.NEW, ()):
-            if p == staging.MANIFEST:
+            if p == ota.MANIFEST:
                 continue
             from mimi.config.defaults import file_hash
 
             entries.append({"path": p[len(staging.NEW):], "size": os.stat(p)[6], "sha256": file_hash(p)})
-        with open(staging.MANIFEST, "w") as f:
+        with open(ota.MANIFEST, "w") as f:
             json.dump({"format": 1, "version": "pc%d" % self.gen, "files": entries}, f)
-        m = staging.verify()
+        m = ota.verify()
         dev.sampling = True
         ota.install(m)
 
