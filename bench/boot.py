@@ -67,12 +67,12 @@ SETTLED = re.compile(r"boot marked healthy \(heap in use (\d+)\)")
 HEAP = re.compile(r"^heap free\s+(\d+) bytes \(in use (\d+)\)", re.M)
 # The modules a settled boot with Telegram holds (a WebSocket connection's code, net/httpserver
 # and net/wsproto, loads with the first one; Telegram's sending side with the first message out)
-RESIDENT = ("mimi mimi.limits mimi.log mimi.fs mimi.config mimi.board.clock mimi.board mimi.safemode "
+RESIDENT = ("mimi mimi.limits mimi.log mimi.fs mimi.config.settings mimi.board.clock mimi.board mimi.safemode "
             "mimi.app mimi.channels mimi.bus mimi.agent.worker mimi.services.loopwatch mimi.services.wifi "
             "mimi.services.watchdog mimi.channels.dispatch mimi.services.ntp mimi.services.cron "
-            "mimi.services.heartbeat mimi.console mimi.board.heapblock mimi.net mimi.channels.websocket "
-            "mimi.utf8 mimi.jsonutil mimi.dns mimi.net.http mimi.net.tls mimi.net.asynchttp asyncio.lock "
-            "mimi.channels.telegram mimi.repl").split()
+            "mimi.services.heartbeat mimi.console.serial mimi.board.heapblock mimi.net mimi.channels.websocket.gateway "
+            "mimi.utf8 mimi.jsonutil mimi.net.dns mimi.net.http mimi.net.tls mimi.net.asynchttp asyncio.lock "
+            "mimi.channels.telegram.poller mimi.repl").split()
 
 
 def settled_once(tmp, mp, telegram):

@@ -22,15 +22,15 @@ from fakes import llm, telegram
 TOKEN = "bench-gateway-token"
 CLIENTS = 4
 # What every boot has loaded before a channel starts (the channels' parts are measured on top).
-BASE = ["asyncio", "mimi.limits", "mimi.log", "mimi.config", "mimi.bus", "mimi.fs", "mimi.jsonutil",
+BASE = ["asyncio", "mimi.limits", "mimi.log", "mimi.config.settings", "mimi.bus", "mimi.fs", "mimi.jsonutil",
         "mimi.utf8", "mimi.net", "mimi.board", "mimi.services.wifi", "mimi.services.ntp", "mimi.channels"]
 PARTS = [
-    ("gateway at boot: listener, sender (websocket, dispatch)", ["mimi.channels.dispatch", "mimi.channels.websocket"]),
-    ("a gateway connection (wsconn, wsproto, httpserver)", ["mimi.channels.wsconn"]),
-    ("the chat page, while it is sent (chatpage)", ["mimi.channels.chatpage"]),
-    ("Telegram at boot: the poller (telegram, net.http, dns)", ["mimi.channels.telegram"]),
-    ("Telegram sending, during a reply (tgsend, sending)", ["mimi.channels.tgsend", "mimi.channels.sending"]),
-    ("Telegram formatter, while a reply is split (tgformat)", ["mimi.channels.tgformat"]),
+    ("gateway at boot: listener, sender (websocket/gateway, dispatch)", ["mimi.channels.dispatch", "mimi.channels.websocket.gateway"]),
+    ("a gateway connection (websocket/connection, wsproto, httpserver)", ["mimi.channels.websocket.connection"]),
+    ("the chat page, while it is sent (websocket/chatpage)", ["mimi.channels.websocket.chatpage"]),
+    ("Telegram at boot: the poller (telegram/poller, net.http, net.dns)", ["mimi.channels.telegram.poller"]),
+    ("Telegram sending, during a reply (telegram/send, sending)", ["mimi.channels.telegram.send", "mimi.channels.sending"]),
+    ("Telegram formatter, while a reply is split (telegram/format)", ["mimi.channels.telegram.format"]),
 ]
 
 

@@ -116,7 +116,7 @@ def default_ca_bundle(build):
 VALIDATE = r"""
 import sys, json
 sys.path[:] = [sys.argv[1]]
-from mimi.config import Config
+from mimi.config.settings import Config
 c = Config(sys.argv[2] + ".out")
 try:
     c.update(json.load(open(sys.argv[2])))

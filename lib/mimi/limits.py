@@ -49,7 +49,7 @@ TG_RECV_BUF = const(1024)  # ... Telegram's: held the whole time by the long pol
 HTTP_PIECES_COLLECT = const(16 * 1024)  # a chunked body's pieces: gc.collect() this often
 HTTP_REDIRECTS = const(3)  # followed by httpstream.open_url (OTA downloads)
 
-# Usage ledger (mimi/usage.py, usagefile.py) and its caps' defaults (SPEC §5)
+# Usage ledger (usage/ledger.py, usage/file.py) and its caps' defaults (SPEC §5)
 USAGE_PATH = "/usage.jsonl"  # outside /spiffs: no file tool reaches it
 USAGE_DAYS = const(31)  # days kept in it
 USAGE_SAVE_MS = const(60 * 1000)  # written at most this often (and at a day's end, at shutdown)
@@ -166,7 +166,7 @@ TG_CONFLICT_MAX_S = const(60)  # the wait doubling up to this
 TG_BAD_TOKEN_S = const(300)  # 401/404: token refused; re-checked this often or on change
 TG_RETRY_AFTER_MAX_S = const(300)  # a 429 retry_after is honoured up to this
 TG_TYPING_S = const(4)  # "typing" lasts ~5 s on Telegram: renewed this often
-TG_PROGRESS_AFTER_S = const(10)  # a turn running this long shows a progress message (tgstatus.py)
+TG_PROGRESS_AFTER_S = const(10)  # a turn running this long shows a progress message (channels/telegram/status.py)
 TG_EDIT_MIN_S = const(3)  # ... edited at most this often (Telegram's edit rate limits)
 TG_STREAM_EDIT_S = const(1)  # a streamed answer's message: edited at most this often (in a group TG_EDIT_MIN_S: 20 a minute there)
 TG_TYPING_MAX_S = const(300)  # typing stops after this even if no reply came
@@ -262,7 +262,7 @@ AP_AUTH_WPA2 = const(3)  # network.AUTH_WPA2_PSK
 DNS_PORT = const(53)
 DNS_TTL_S = const(60)  # what the captive DNS tells phones
 DNS_PACKET_MAX = const(512)
-DNS_TIMEOUT_MS = const(2000)  # the resolver (mimi/dns.py): one wait for the answer ...
+DNS_TIMEOUT_MS = const(2000)  # the resolver (net/dns.py): one wait for the answer ...
 DNS_TRIES = const(2)  # ... and how many times the question is sent
 DNS_CACHE_MAX = const(8)  # names remembered
 DNS_CACHE_MIN_S = const(60)  # an answer is reused at least this long ...

@@ -114,8 +114,8 @@ def test_deploy_dry_run_and_errors(tmp_path):
     r = subprocess.run(deploy + ["--port", "/dev/ttyX", "--mip", "--dry-run"], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "resume exec from mimi import staging; staging.begin_deploy() + fs cp -r" in r.stdout, r.stdout
-    assert "manifest.json :/ota/new/ + exec from mimi import staging; staging.finish_deploy()" in r.stdout
+    assert "resume exec from mimi.update import staging; staging.begin_deploy() + fs cp -r" in r.stdout, r.stdout
+    assert "manifest.json :/ota/new/ + exec from mimi.update import staging; staging.finish_deploy()" in r.stdout
     assert "resume mip install logging aiorepl" in r.stdout
     assert "config.json" not in r.stdout
     r = subprocess.run(deploy + ["--port", str(tmp_path / "nope")], capture_output=True, text=True,

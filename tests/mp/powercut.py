@@ -87,7 +87,7 @@ def text(rng, n):
 
 class Work:
     def __init__(self, rng):
-        from mimi.config import cfg
+        from mimi.config.settings import cfg
         from mimi.services.cron import Scheduler
         from mimi import bus
 
@@ -143,7 +143,7 @@ class Work:
             self.jobs.append(j["id"])
 
     def offset(self):
-        from mimi.channels import telegram
+        from mimi.channels.telegram import poller as telegram
 
         bot = telegram.Telegram()
         bot.bot_id = "42"
@@ -152,7 +152,7 @@ class Work:
 
     def ledger(self):
         """LLM calls counted by the usage ledger, then saved (as at the minute's save)."""
-        from mimi import usage
+        from mimi.usage import ledger as usage
 
         class LLM:
             name = "anthropic"
@@ -166,7 +166,7 @@ class Work:
     def ota(self):
         """A new version staged as a deploy does (a copy of the installed one, one file
         changed), verified and swapped in; now and then confirmed or rolled back."""
-        from mimi import ota, otaboot, staging
+        from mimi.update import ota, boot as otaboot, staging
 
         st = otaboot._state()
         if st and st.get("state") in ("ok", "trial") and self.rng.randint(0, 3) == 0:
@@ -183,14 +183,14 @@ class Work:
             f.write(stamp)
         entries = []
         for p in files(staging.NEW, ()):
-            if p == staging.MANIFEST:
+            if p == ota.MANIFEST:
                 continue
-            from mimi.defaults import file_hash
+            from mimi.config.defaults import file_hash
 
             entries.append({"path": p[len(staging.NEW):], "size": os.stat(p)[6], "sha256": file_hash(p)})
-        with open(staging.MANIFEST, "w") as f:
+        with open(ota.MANIFEST, "w") as f:
             json.dump({"format": 1, "version": "pc%d" % self.gen, "files": entries}, f)
-        m = staging.verify()
+        m = ota.verify()
         dev.sampling = True
         ota.install(m)
 
@@ -219,7 +219,8 @@ def pick(rng):
 # --- a cut image, booted and checked ----------------------------------------------
 def boot_repairs():
     """What the firmware's boot does to a flash before it trusts it."""
-    from mimi import otaboot, startup
+    from mimi import startup
+    from mimi.update import boot as otaboot
 
     if otaboot.boot_check(reboot=False) in ("swapped", "rolled back"):
         repairs["ota"] = repairs.get("ota", 0) + 1
@@ -242,7 +243,7 @@ def loaders(work):
         sessions.load(key)
     store.read_memory()
     store.recent_notes()
-    from mimi import usagefile
+    from mimi.usage import file as usagefile
 
     for line in usagefile.lines():
         assert usagefile.parse(line), line
@@ -306,7 +307,7 @@ dev = CutFlash(data, rng)
 live = vfs.VfsLfs2(dev)
 vfs.umount("/")
 vfs.mount(live, "/")
-from mimi import defaults  # noqa: E402
+from mimi.config import defaults  # noqa: E402
 
 defaults.install()
 work = Work(rng)

@@ -1,6 +1,7 @@
 # mimi.console: the raw REPL framing mpremote expects (transport_serial.py:
 # enter_raw_repl, exec_raw_no_follow, follow) and the friendly one-line prompt.
-from mimi import console, log, limits
+from mimi import log, limits
+from mimi.console import serial as console
 
 
 def make(ns=None):
@@ -128,10 +129,10 @@ def test_raw_paste_flow_control_and_framing():
     assert b"".join(out) == b"\x04\x04\x04>"  # the traceback went to stdout in between
     import sys
 
-    assert "mimi.consoleraw" in sys.modules  # loaded for the raw session ...
+    assert "mimi.console.raw" in sys.modules  # loaded for the raw session ...
     feed(con, b"\x02")
     assert con.mode == console.FRIENDLY
-    assert "mimi.consoleraw" not in sys.modules  # ... and only for it
+    assert "mimi.console.raw" not in sys.modules  # ... and only for it
 
 
 def test_raw_paste_interrupted_and_too_long():

@@ -5,7 +5,7 @@ import os
 import json
 from support import read
 from mimi import limits, fs, log, board
-from mimi.config import cfg
+from mimi.config.settings import cfg
 from mimi.tools.registry import registry
 from mimi.tools import files
 from mimi.memory import sessions

@@ -4,7 +4,7 @@
 # manifest (and the manifest's HMAC-SHA256 against the `ota_key` setting when one
 # is set). `make deploy` fills /ota/new with mpremote instead (a copy of the
 # installed version first, so only changed files cross the cable) plus the same
-# manifest (mimi/staging.py). Either way staging.verify() then re-reads every staged
+# manifest (update/staging.py). Either way verify() then re-reads every staged
 # file (size and SHA-256, nothing extra) and install() swaps it in by renaming directories; the
 # old version waits in /ota/prev. A reset before the swap leaves the running
 # version untouched; one during the swap is finished at boot. The new version is
@@ -16,12 +16,14 @@
 # Bundle: b"MIMIOTA1\n", then "<manifest length> <hex HMAC-SHA256 of the manifest
 # or ->\n", then the manifest JSON {"format":1, "version", "files":[{"path",
 # "size", "sha256"}]}, then every file's bytes in manifest order.
+import os
 import hashlib
 import binascii
-from mimi import limits, log, fs, board, config
+from mimi import limits, log, fs, board
+from mimi.config import settings as config
 from mimi.services import watchdog
 from mimi.net import secrets_equal
-from mimi.otaboot import (NEW, PREV, STATE, rmtree, _state, _finish_swap, _finish_rollback,  # noqa: F401
+from mimi.update.boot import (NEW, PREV, STATE, rmtree, _state, _finish_swap, _finish_rollback,  # noqa: F401
                           _save_state, boot_check, mark_healthy)
 
 MAGIC = b"MIMIOTA1\n"
@@ -194,9 +196,7 @@ def fetch(url):
             if binascii.hexlify(h.digest()).decode() != f["sha256"].lower():
                 raise OTAError("SHA-256 mismatch for %s" % f["path"])
         fs.write_atomic(MANIFEST, raw)
-        from mimi import staging  # re-read from the flash, as a deploy's is
-
-        return staging.verify()
+        return verify()  # re-read from the flash, as a deploy's is
     except (OSError, HTTPError) as e:
         rmtree(NEW)
         raise OTAError("download failed: %s" % e)
@@ -205,6 +205,38 @@ def fetch(url):
         raise
     finally:
         body.close()
+
+
+def verify():
+    """Check /ota/new against its manifest.json as it is on the flash (a download's or
+    a deploy's: the one check before install()): every file with the manifest's size
+    and SHA-256; files the manifest does not list are removed. -> the manifest;
+    OTAError naming the first bad file."""
+    from mimi.config import defaults
+
+    try:
+        with open(MANIFEST, "rb") as f:
+            raw = f.read(limits.OTA_MANIFEST_MAX + 1)
+    except OSError:
+        raise OTAError("nothing staged: %s is missing" % MANIFEST)
+    if len(raw) > limits.OTA_MANIFEST_MAX:
+        raise OTAError("manifest too large")
+    m = _check_manifest(raw)
+    listed = {NEW + f["path"]: f for f in m["files"]}
+    listed[MANIFEST] = None
+    for p in fs.walk_files(NEW):
+        if p not in listed:
+            os.remove(p)
+            print("removed", p[len(NEW):])
+    for p, f in listed.items():
+        if f is None:
+            continue
+        if fs.size(p) != f["size"]:
+            raise OTAError("%s: %d bytes staged, the manifest says %d" % (f["path"], fs.size(p), f["size"]))
+        if defaults.file_hash(p) != f["sha256"].lower():
+            raise OTAError("SHA-256 mismatch for %s" % f["path"])
+        watchdog.poke()  # run from the REPL, this holds the loop
+    return m
 
 
 def install(m):

@@ -3,7 +3,7 @@
 # Inbound: Feishu's WebSocket long connection, which needs no public URL: POST
 # {feishu_api_base}/callback/ws/endpoint with the app's id and secret gives a
 # wss:// URL and the server's ping/reconnect settings; protobuf pbbp2.Frames
-# (channels/feishupb.py) then arrive over our WebSocket client (net/wsclient.py).
+# (channels/feishu/frame.py) then arrive over our WebSocket client (net/wsclient.py).
 # Every event is ACKed ({"code":200}) before it is acted on, a ping goes out on the
 # server's interval, and a closed or silent connection is opened again with capped
 # backoff, for ever. Only im.message.receive_v1 text reaches the agent: a p2p chat
@@ -12,7 +12,7 @@
 # else happens. A redelivered event (same message id) is dropped.
 # Outbound: POST /open-apis/im/v1/messages with the tenant token, cached until 5
 # minutes before it expires and renewed at once when Feishu calls it invalid;
-# parts and message types come from channels/feishufmt.py; rate limits are honoured.
+# parts and message types come from channels/feishu/format.py; rate limits are honoured.
 # Besides the long connection there is one API connection, closed once a reply is
 # out: a board without PSRAM cannot hold many TLS sessions (MimiClaw's Feishu broke
 # on concurrent TLS).
@@ -20,7 +20,8 @@ import os
 import json
 import time
 import asyncio
-from mimi import limits, log, bus, config, jsonutil
+from mimi import limits, log, bus, jsonutil
+from mimi.config import settings as config
 from mimi.net.http import ConnectFailure, Timeout
 from mimi.services import wifi, ntp
 
@@ -278,7 +279,7 @@ class Feishu:
     async def _session(self, conn, service):
         """Receive until the connection ends -> why it ended."""
         from mimi.net import wsclient
-        from mimi.channels import feishupb
+        from mimi.channels.feishu import frame as feishupb
 
         self.why = None
         self.rx = time.ticks_ms()
@@ -324,7 +325,7 @@ class Feishu:
         """Ping on the server's interval; end the session when the settings change or
         the server has been silent through two pings."""
         from mimi.net.wsclient import Closed
-        from mimi.channels.feishupb import Frame, encode
+        from mimi.channels.feishu.frame import Frame, encode
 
         while True:
             silent = time.ticks_diff(time.ticks_ms(), self.rx) // 1000
@@ -342,7 +343,7 @@ class Feishu:
 
     async def _data(self, conn, f):
         """An event frame: joined with its other parts, ACKed, then acted on."""
-        from mimi.channels.feishupb import encode
+        from mimi.channels.feishu.frame import encode
 
         payload = self._join(f)
         if payload is None:
@@ -508,7 +509,7 @@ class Feishu:
         """Markdown -> messages to `rid` (an open_id or a chat_id), in order. A part
         Feishu refuses as rich text goes again as plain text; other failures are
         logged, never re-sent. -> True when every part went out."""
-        from mimi.channels import feishufmt as fmt
+        from mimi.channels.feishu import format as fmt
 
         if not (cfg.get("feishu_app_id") and cfg.get("feishu_app_secret")):
             log.warning(TAG, "no Feishu app configured; message to %s dropped", rid)
@@ -564,17 +565,10 @@ def install():
 
 
 def run():
-    """The long-connection task (started by channels.start())."""
+    """The long-connection task (started by dispatch.start())."""
     return install().run()
 
 
 async def send(msg):
-    """The dispatcher's sender (registered by channels.start())."""
+    """The dispatcher's sender (registered by dispatch.start())."""
     await install().send(msg)
-
-
-def repl_send(rid, text):
-    """feishu_send(id, text) on the REPL (its code loads only when called)."""
-    from mimi.channels import feishurepl
-
-    feishurepl.send(rid, text)

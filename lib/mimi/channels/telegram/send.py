@@ -1,4 +1,4 @@
-# Telegram's sending side, loaded at the first message out (channels/telegram.py is
+# Telegram's sending side, loaded at the first message out (channels/telegram/poller.py is
 # the resident poller): replies as Telegram HTML in parts, the answers to commands
 # and to strangers, "typing", and retries that cannot duplicate a message.
 #
@@ -10,7 +10,7 @@ import time
 import asyncio
 import mimi
 from mimi import limits, log, bus, channels
-from mimi.channels import telegram as tg
+from mimi.channels.telegram import poller as tg
 from mimi.services import wifi
 
 TAG = tg.TAG
@@ -50,8 +50,8 @@ def _rest(bot):
         if bot.send_api is not None:
             bot.send_api.close()
             bot.send_api = None
-        mimi.drop("channels.tgsend")
-        mimi.drop("channels.tgstatus")
+        mimi.drop("channels.telegram.send")
+        mimi.drop("channels.telegram.status")
         mimi.drop("channels.sending")
 
 
@@ -87,13 +87,13 @@ async def plain(bot, chat_id, text):
 async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
     """Markdown -> HTML parts in order; a part whose entities Telegram refuses is
     sent again as plain text; any other failure is logged, never re-sent (hold: see
-    _send). status: the turn's tgstatus.Status, whose message (when shown) becomes the
+    _send). status: the turn's status.Status, whose message (when shown) becomes the
     first part. -> True when every part went out."""
     if _api(bot) is None:
         log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
         return False
-    parts = channels.load("tgformat").split(markdown or "", limits.TG_MSG_MAX)
-    mimi.drop("channels.tgformat")  # loaded for each reply, not kept between them
+    parts = channels.load("telegram.format").split(markdown or "", limits.TG_MSG_MAX)
+    mimi.drop("channels.telegram.format")  # loaded for each reply, not kept between them
     ok = True
     for html, plain_ in parts:
         if status is not None:
@@ -167,7 +167,7 @@ async def _action(bot, chat_id):
 
 async def _typing(bot, st):
     """While a turn runs: "typing" renewed (Telegram drops it after 5 s) and, once the
-    turn is slow, its progress message (tgstatus.py)."""
+    turn is slow, its progress message (status.py)."""
     try:
         while time.ticks_diff(time.ticks_ms(), st.start) < limits.TG_TYPING_MAX_S * 1000:
             await asyncio.sleep(limits.TG_TYPING_S)
@@ -211,7 +211,7 @@ async def send(bot, msg):
         if not wifi.online() or _api(bot) is None:
             return
         await _action(bot, chat_id)  # awaited: typing shows before a fast reply
-        st = bot.typing[chat_id] = channels.load("tgstatus").Status(chat_id, reply_to)
+        st = bot.typing[chat_id] = channels.load("telegram.status").Status(chat_id, reply_to)
         st.task = asyncio.create_task(_typing(bot, st))
         return
     if st is not None:

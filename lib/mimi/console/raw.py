@@ -1,5 +1,5 @@
 # The console's raw REPL and raw-paste mode (what mpremote talks), loaded by
-# mimi/console.py when a raw session starts (Ctrl-A) and dropped when it ends.
+# console/serial.py when a raw session starts (Ctrl-A) and dropped when it ends.
 # mpremote's side is transport_serial.py: enter_raw_repl, exec_raw_no_follow,
 # raw_paste_write, follow. The board's own side: shared/runtime/pyexec.c.
 import sys
@@ -7,7 +7,7 @@ import select
 import asyncio
 from mimi import limits, log
 from mimi.services import watchdog
-from mimi.console import RAW, PASTE, DRAIN, FRIENDLY, RAW_BANNER, CTRL_A, CTRL_B, CTRL_C, CTRL_D, CTRL_E, BAD, _read, commands
+from mimi.console.serial import RAW, PASTE, DRAIN, FRIENDLY, RAW_BANNER, CTRL_A, CTRL_B, CTRL_C, CTRL_D, CTRL_E, BAD, _read, commands
 
 _poller = None
 

@@ -2,7 +2,7 @@
 # trial version's boots and roll it back when it keeps failing, confirm it once the
 # boot was healthy. The small part of the update machinery every boot needs
 # (mimi/safemode.py runs it and drops it again); downloads, installs and the REPL
-# commands are in mimi/ota.py, which imports these.
+# commands are in update/ota.py, which imports these.
 import os
 import json
 from mimi import limits, log, fs, board

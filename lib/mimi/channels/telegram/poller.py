@@ -1,9 +1,9 @@
 # Telegram channel: the getUpdates long poll on the asyncio loop. What goes out
-# (replies, answers to commands and strangers, "typing") is channels/tgsend.py,
-# loaded at the first message out, with the formatter (tgformat.py) it needs.
+# (replies, answers to commands and strangers, "typing") is send.py (this package),
+# loaded at the first message out, with the formatter (format.py) it needs.
 #
 # One keep-alive connection to tg_api_base for the long poll (busy for up to 30 s
-# at a time); tgsend opens a second one while a reply is on its way, so a reply
+# at a time); send.py opens a second one while a reply is on its way, so a reply
 # never waits for a poll to end. Access: only chats in tg_allow reach the agent, and
 # only they are sent to; a stranger is told its chat id (see channels.tell_again)
 # and nothing else happens: no LLM call, no file write. While WiFi is down the poller
@@ -13,7 +13,8 @@ import gc
 import json
 import asyncio
 import mimi
-from mimi import limits, log, bus, fs, config, jsonutil, channels
+from mimi import limits, log, bus, fs, jsonutil, channels
+from mimi.config import settings as config
 from mimi.net import tls
 from mimi.services import wifi, ntp
 
@@ -116,7 +117,7 @@ class Updates:
     update_id (read from its first bytes); once the text kept for the agent passes
     `budget`, the rest is left for the next poll (not confirmed, so nothing is lost).
     The empty answer of an idle poll is taken here; any other is read by
-    channels/tgupdates.py, loaded for it and dropped after the poll."""
+    updates.py, loaded for it and dropped after the poll."""
 
     def __init__(self, bot, most, budget):
         self.bot = bot
@@ -138,8 +139,8 @@ class Updates:
             self.idle = False
             b, self.head = self.head, b""  # the decoder reads it all from the start
             self.seen = False
-            channels.load("tgupdates").start(self)
-        channels.load("tgupdates").feed(self, b)
+            channels.load("telegram.updates").start(self)
+        channels.load("telegram.updates").feed(self, b)
 
 
 class Telegram:
@@ -235,7 +236,7 @@ class Telegram:
                 continue
             try:
                 if token != self.token or self.poll_api is None or self.poll_api.base != cfg.get("tg_api_base"):
-                    mimi.run("channels.tgconnect", "connect", self, token)
+                    mimi.run("channels.telegram.connect", "connect", self, token)
                 if self.username is None:
                     me = await self.poll_api.call("getMe")
                     self.username = me.get("username") or ""
@@ -261,8 +262,8 @@ class Telegram:
                     await asyncio.sleep(backoff)
             except asyncio.CancelledError:
                 raise
-            except Exception as e:  # Telegram's refusals, network, TLS, timeouts (tgconnect.py)
-                wait, on_change, backoff, conflict = mimi.run("channels.tgconnect", "failed", self, e,
+            except Exception as e:  # Telegram's refusals, network, TLS, timeouts (connect.py)
+                wait, on_change, backoff, conflict = mimi.run("channels.telegram.connect", "failed", self, e,
                                                               backoff, conflict)
                 if on_change:
                     await self._wait_change(wait)
@@ -291,7 +292,7 @@ class Telegram:
             return False
         finally:
             guard.cancel()
-            mimi.drop("channels.tgupdates")  # (loaded when the answer had updates)
+            mimi.drop("channels.telegram.updates")  # (loaded when the answer had updates)
 
     async def _guard(self, poll):
         while True:
@@ -348,7 +349,7 @@ class Telegram:
                 return
             log.warning(TAG, "inbound queue full; chat %s told to retry", chat_id)
             what = "busy"
-        await channels.load("tgsend").act(self, what, chat_id, text)
+        await channels.load("telegram.send").act(self, what, chat_id, text)
 
     async def send(self, msg):
         """The dispatcher's sender for channel "telegram": only to chats in tg_allow (a
@@ -357,7 +358,7 @@ class Telegram:
             log.error(TAG, "not sent to chat %s, which is not in tg_allow: %s", msg.chat_id,
                       (msg.content or "")[:60])
             return
-        await channels.load("tgsend").send(self, msg)
+        await channels.load("telegram.send").send(self, msg)
 
 
 bot = None
@@ -372,10 +373,10 @@ def install():
 
 
 def run():
-    """The poller task (started by channels.start())."""
+    """The poller task (started by dispatch.start())."""
     return install().run()
 
 
 async def send(msg):
-    """The dispatcher's sender (registered by channels.start())."""
+    """The dispatcher's sender (registered by dispatch.start())."""
     await install().send(msg)

@@ -7,7 +7,7 @@
 # functions without stopping the loop. micropython-lib `aiorepl` is used instead
 # when it is installed (its raw REPL holds the loop: the watchdog is fed meanwhile).
 # Ctrl-D on an empty friendly line stops the loop (the board's own REPL takes over).
-# The raw REPL and raw paste are in mimi/consoleraw.py, loaded for a raw session.
+# The raw REPL and raw paste are in console/raw.py, loaded for a raw session.
 import sys
 import asyncio
 import mimi
@@ -39,11 +39,11 @@ class Console:
     def feed(self, c):
         if self.mode == FRIENDLY:
             return self._friendly(c)
-        from mimi import consoleraw
+        from mimi.console import raw as consoleraw
 
         r = consoleraw.feed(self, c)
         if self.mode == FRIENDLY:  # the raw session ended
-            mimi.drop("consoleraw")
+            mimi.drop("console.raw")
         return r
 
     def _friendly(self, c):
@@ -149,11 +149,11 @@ async def serve(namespace=None, stop=None):
     try:
         while True:
             if con.mode != FRIENDLY:
-                from mimi import consoleraw
+                from mimi.console import raw as consoleraw
 
                 data = await consoleraw.read(con, reader)
                 if con.mode == FRIENDLY:
-                    mimi.drop("consoleraw")
+                    mimi.drop("console.raw")
                     continue  # mpremote went away without Ctrl-B
             else:
                 data = await _read(reader)
@@ -170,32 +170,13 @@ async def serve(namespace=None, stop=None):
             kbd(3)
 
 
-def serve_blocking(namespace):
-    """Host simulator after the loop stopped: the board's own REPL, emulated (the
-    unix port has no REPL on a pipe). Ctrl-D on an empty line soft-resets, which
-    on the board runs main.py again; here it boots the simulator again."""
-    con = Console(namespace, prompt=b">>> ",
-                  greeting=b"MicroPython REPL, firmware stopped: restart() or Ctrl-D boots it again\r\n")
-    con.write(b"\r\n" + con.greeting + con.prompt)
-    while True:
-        try:
-            ch = sys.stdin.read(1)
-        except KeyboardInterrupt:  # the simulator is being stopped
-            return
-        if not ch:
-            return
-        for c in ch.encode() if isinstance(ch, str) else ch:
-            if con.feed(c) == STOP:
-                board.reset()
-
-
 def task(stop=None):
     """The REPL coroutine for startup.tasks(): aiorepl when installed, else ours."""
     try:
         import aiorepl
     except ImportError:
         return serve(stop=stop)
-    from mimi import consoleraw
+    from mimi.console import raw as consoleraw
 
     consoleraw.hold_during_raw(aiorepl)
     commands(_namespace())

@@ -1,4 +1,4 @@
-# One editable status message per Telegram turn (loaded with tgsend.py, which keeps a
+# One editable status message per Telegram turn (loaded with send.py, which keeps a
 # Status per chat while a turn runs and renews "typing" with it). A turn still running
 # after TG_PROGRESS_AFTER_S shows ONE short message ("searching the web: weather
 # Lisbon…"), edited as the agent's steps go by (at most one edit per TG_EDIT_MIN_S, the
@@ -9,7 +9,7 @@
 import time
 import asyncio
 from mimi import limits, log
-from mimi.channels import telegram as tg
+from mimi.channels.telegram import poller as tg
 
 STEPS = {"web_search": "searching the web", "get_current_time": "checking the time",
          "read_file": "reading a file", "write_file": "writing a file",

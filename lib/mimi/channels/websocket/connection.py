@@ -1,4 +1,4 @@
-# One connection to the WebSocket gateway (channels/websocket.py, which loads this
+# One connection to the WebSocket gateway (gateway.py, which loads this
 # module when a connection arrives and drops it after the last one): the HTTP part
 # (upgrade, token with its back-off, Origin, the chat page) and the client, with a
 # reader (this connection's task) and a sender task with a bounded outbox, so one
@@ -13,11 +13,12 @@ import time
 import socket
 import asyncio
 import mimi
-from mimi import limits, log, bus, board, config, net, channels
+from mimi import limits, log, bus, board, net, channels
+from mimi.config import settings as config
 from mimi.net import httpserver as hs
 from mimi.net import wsproto as wp
-from mimi.channels import websocket as gw
-from mimi.channels.websocket import CHANNEL, clients, _conns, _fails, text, _forget
+from mimi.channels.websocket import gateway as gw
+from mimi.channels.websocket.gateway import CHANNEL, clients, _conns, _fails, text, _forget
 
 _ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
@@ -194,7 +195,7 @@ class Client:
         kind = obj.get("type")
         if kind == "usage":  # the ledger (its text too): tools/chat and the page show it
             try:
-                return self.send_obj(mimi.run("usagereport usagefile", "report"))
+                return self.send_obj(mimi.run("usage.report usage.file", "report"))
             except Exception as e:  # noqa: B902 - out of memory, a broken ledger file
                 return self.error("no usage report now: %s %s" % (type(e).__name__, e))
         if kind != "message":
@@ -259,9 +260,9 @@ async def _handshake(rd, w, me):
         await _respond(w, "404 Not Found", "not found\n")
         return None
     if not hs.has_token(headers.get("upgrade"), "websocket"):
-        page = channels.load("chatpage")
+        page = channels.load("websocket.chatpage")
         page, csp = page.PAGE, page.CSP
-        mimi.drop("channels.chatpage")  # its 3 KB are loaded for each page view, not kept
+        mimi.drop("channels.websocket.chatpage")  # its 3 KB are loaded for each page view, not kept
         await _respond(w, "200 OK", page, "text/html; charset=utf-8", (
             "Content-Security-Policy: " + csp, "X-Frame-Options: DENY",
             "Referrer-Policy: no-referrer", "X-Content-Type-Options: nosniff"))

@@ -1,19 +1,20 @@
 # The WebSocket gateway (SPEC §7): an RFC 6455 server on the asyncio loop, plus the
 # chat page on a plain GET /. This module is what stays loaded: the listener, the
 # state every connection shares and the dispatcher's sender. A connection's code
-# (the HTTP part, the client's frames: channels/wsconn.py, with net/wsproto.py and
+# (the HTTP part, the client's frames: connection.py, with net/wsproto.py and
 # net/httpserver.py) is loaded when one arrives and dropped when the last one ends,
 # so a board nobody chats with over WebSocket does not hold it.
 import sys
 import json
 import asyncio
 import mimi
-from mimi import limits, log, bus, board, config, net, channels
+from mimi import limits, log, bus, board, net, channels
+from mimi.config import settings as config
 
 CHANNEL = "websocket"
 
 port = None  # the port actually listening (ws_port 0 picks one)
-clients = []  # wsconn.Client of every upgraded connection
+clients = []  # connection.Client of every upgraded connection
 _conns = []  # [address, task, upgraded] of every open connection, oldest first
 _fails = {}  # address -> (wrong tokens in a row, ticks_ms until which it is refused)
 
@@ -53,14 +54,14 @@ async def send(msg):
 
 
 async def _connection(sr, sw):
-    wsconn = channels.load("wsconn")
+    wsconn = channels.load("websocket.connection")
 
     try:
         await wsconn.serve(sr, sw)
     finally:
         wsconn = None
         if not _conns:  # the last one: its code goes (the codec and the HTTP parts too,
-            mimi.drop("channels.wsconn")  # unless the WebSocket client or the portal use them)
+            mimi.drop("channels.websocket.connection")  # unless the WebSocket client or the portal use them)
             if "mimi.net.wsclient" not in sys.modules:
                 mimi.drop("net.wsproto")
             if "mimi.services.portal" not in sys.modules:
@@ -68,7 +69,7 @@ async def _connection(sr, sw):
 
 
 async def run():
-    """The gateway task (started by channels.start(), which registers send())."""
+    """The gateway task (started by dispatch.start(), which registers send())."""
     global port
     host = board.BIND_ADDR
     from mimi.net import listen

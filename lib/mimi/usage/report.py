@@ -3,8 +3,9 @@
 # the share of input tokens served from the prompt cache, an estimated cost, the caps.
 # And a cap's refusal: its words, and the owner's notice. Loaded when asked, dropped
 # after (mimi.run).
-from mimi import log, usage as ledger, usagefile
-from mimi.config import cfg
+from mimi import log
+from mimi.usage import ledger, file as usagefile
+from mimi.config.settings import cfg
 
 NOTICE = "Usage limit: %s. Until then no chat, heartbeat or cron turn calls the LLM."
 CAPS = {"max_calls_hour": ("hourly", "LLM calls"), "max_calls_day": ("daily", "LLM calls"),

@@ -1,6 +1,6 @@
 # heap_info(), the REPL's memory report, in a module of its own: the heap in use it
 # prints then counts the firmware and the console, not the REPL commands' bodies
-# (mimi/replcmds.py, 9 KB on 32-bit, loaded while one runs).
+# (console/commands.py, 9 KB on 32-bit, loaded while one runs).
 from mimi import board, limits
 
 

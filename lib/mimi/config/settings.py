@@ -1,7 +1,7 @@
 # Settings in /config.json: defaults, validation on every set, masked display and
 # atomic saves. Only values that differ from the built-in default are stored, so a
 # new firmware's better defaults reach boards that never changed them.
-# What each setting accepts is a short rule here; mimi/configrules.py checks the
+# What each setting accepts is a short rule here; config/rules.py checks the
 # rules (and masks, lists and explains settings) and is loaded only for that.
 import json
 import _thread
@@ -14,7 +14,7 @@ PROVIDERS = ("anthropic", "openai")
 DEFAULT_BASE = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
 DEFAULT_MODEL = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini"}
 
-# key: (default, rule, secret). Rules (configrules.py): "str:N" text of at most N
+# key: (default, rule, secret). Rules (config/rules.py): "str:N" text of at most N
 # characters; "int:LO:HI"; "choice:A,B"; "url" http(s) or empty; "ids:num" / "ids:open"
 # comma-separated chat ids (numbers / open_ids and chat_ids); "token" no spaces; "bool"
 # on/off; and one rule of each special kind.
@@ -48,11 +48,11 @@ SCHEMA = {
     "feishu_api_base": ("https://open.feishu.cn", "url", False),  # Lark: https://open.larksuite.com
     "ap_pass": (None, "ap_pass", True),  # onboarding AP's WPA2 password; None: made when first needed
     "ota_key": ("", "token", True),  # shared secret: update bundles must carry its HMAC-SHA256
-    # pins the GPIO tools may use ("4-18,21"; "" = none); mimi/gpio_policy.py's DEFAULT
+    # pins the GPIO tools may use ("4-18,21"; "" = none); devices/pins.py's DEFAULT
     "gpio_allow": ("1,2,4-18,21,38-42,47,48", "gpio", False),
     # what the file tools' files may take; 0: what the flash leaves (tools/files.py)
     "files_quota_kb": (0, "int:0:%d" % limits.FILES_QUOTA_MAX_KB, False),
-    # spend caps (mimi/usage.py): LLM calls in a local hour, a local day; tokens a day; 0 = off
+    # spend caps (usage/ledger.py): LLM calls in a local hour, a local day; tokens a day; 0 = off
     "max_calls_hour": (limits.MAX_CALLS_HOUR, "int:0:1000000", False),
     "max_calls_day": (limits.MAX_CALLS_DAY, "int:0:1000000", False),
     "max_tokens_day": (0, "int:0:1000000000", False),
@@ -64,7 +64,7 @@ SCHEMA = {
 
 
 def _rules(fn, *args):
-    return mimi.run("configrules gpio_policy", fn, *args)
+    return mimi.run("config.rules devices.pins devices", fn, *args)
 
 
 class Config:

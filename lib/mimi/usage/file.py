@@ -1,4 +1,4 @@
-# The usage ledger's file (limits.USAGE_PATH), for mimi/usage.py (loaded for a save
+# The usage ledger's file (limits.USAGE_PATH), for usage/ledger.py (loaded for a save
 # or a day's start, dropped after) and the report. JSON lines: the current hour's
 # row first, then one line a day, oldest first, at most limits.USAGE_DAYS:
 #   {"hour":493712,"n":[calls,input,cache_read,cache_write,output]}

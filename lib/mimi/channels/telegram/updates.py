@@ -1,16 +1,16 @@
 # Reading a getUpdates answer that has updates in it, for the resident poller
-# (channels/telegram.py: its Updates object holds the state, these functions work on
+# (channels/telegram/poller.py: its Updates object holds the state, these functions work on
 # it): each update copied into one buffer as it arrives, decoded and classified
 # alone. Loaded when such an answer comes in and dropped after the poll, so an idle
 # bot (its long polls answered "no updates") holds none of this code.
 from mimi import limits, log, jsonutil
-from mimi.channels.telegram import TAG, allowed, _update_id
+from mimi.channels.telegram.poller import TAG, allowed, _update_id
 
 IGNORE = ("ignore", None, None, None, None)
 
 
 def start(u):
-    """The decoder's state, on the Updates object u (channels/telegram.py)."""
+    """The decoder's state, on the Updates object u (poller.py)."""
     u.cap = u.most
     u.depth = 0  # JSON nesting: 1 the answer, 2 "result", 3 an update
     u.instr = u.esc = False

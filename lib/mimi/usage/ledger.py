@@ -2,14 +2,15 @@
 # day (per provider/model for the day), and the spend caps (max_calls_hour,
 # max_calls_day, max_tokens_day). The agent records each call and asks before each
 # one; the loop and the REPL read. The unix port has no GIL: all of it under `lock`.
-# The file (limits.USAGE_PATH, the last 31 days) is mimi/usagefile.py's, loaded for a
+# The file (limits.USAGE_PATH, the last 31 days) is usage/file.py's, loaded for a
 # save (at most once a minute, at a day's end, at shutdown) and when a day starts;
 # the report (usage(), /usage, the WebSocket request) and a refusal's words and owner
-# notice are mimi/usagereport.py's.
+# notice are usage/report.py's.
 import time
 import _thread
 import mimi
-from mimi import limits, log, board, config
+from mimi import limits, log, board
+from mimi.config import settings as config
 
 # A row of counters: calls, input tokens (cached ones included), cache reads, cache
 # writes, output tokens. KEYS: the usage dict's names of the last four.
@@ -24,7 +25,7 @@ this_hour = [0] * N
 models = {}  # "provider/model" -> a row, today's
 dirty = False  # counted since the last save
 _saved = None  # ticks_ms of the last save; None: the next one may go at once
-told = None  # (cap, period) the owner was last told about (usagereport.py)
+told = None  # (cap, period) the owner was last told about (report.py)
 _key = (None, None, None)  # (provider name, model, "name/model"): no new string per call
 
 
@@ -44,7 +45,7 @@ def _roll(d, h):
             row[:] = [0] * N
         models.clear()
         day, hour = d, h
-        _file("usagefile", "load", d, h, this_hour, today, models)
+        _file("usage.file", "load", d, h, this_hour, today, models)
     elif h != hour:
         this_hour[:] = [0] * N
         hour = h
@@ -60,7 +61,7 @@ def _file(names, fn, *args):
 
 def _save():
     global dirty, _saved
-    if _file("usagefile", "save", day, hour, this_hour, today, models):
+    if _file("usage.file", "save", day, hour, this_hour, today, models):
         dirty = False
     _saved = time.ticks_ms()
 
@@ -106,7 +107,7 @@ def check(who=None):
                 if not cap or today[1] + today[4] < cap:
                     return None
                 why = "max_tokens_day"
-    return _file("usagereport usagefile", "refusal", why, cap, h, who) or why + " reached"
+    return _file("usage.report usage.file", "refusal", why, cap, h, who) or why + " reached"
 
 
 def tick(force=False):

@@ -4,7 +4,7 @@
 # returns None, so the REPL shows nothing noisy.
 import sys
 from mimi import log, board, fs, limits, channels
-from mimi.config import cfg
+from mimi.config.settings import cfg
 
 
 def _set(changes, note=None):
@@ -108,8 +108,9 @@ def feishu_send(feishu_id, text):
     import sys
 
     row = channels.of_setting("feishu_app_id")
-    __import__(row.module)
-    sys.modules[row.module].repl_send(feishu_id, text)
+    name = row.module.rpartition(".")[0] + ".repl"  # the channel's REPL body, in its package
+    __import__(name)
+    sys.modules[name].send(feishu_id, text)
 
 
 def wifi_status():
@@ -161,7 +162,7 @@ def restart():
     from mimi import safemode
 
     safemode.clear()  # a deliberate restart is not a crash: it also leaves safe mode
-    ledger = sys.modules.get("mimi.usage")
+    ledger = sys.modules.get("mimi.usage.ledger")
     if ledger:  # what the usage ledger counted since its last save
         ledger.tick(True)
     board.reset()
@@ -242,10 +243,8 @@ def skill_search(word):
 
 
 def tool_exec(name, json_args="{}"):
-    from mimi import tools
     from mimi.tools.registry import registry
 
-    tools.load_all()
     print(registry.call(name, json_args))
 
 

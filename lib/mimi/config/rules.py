@@ -1,7 +1,7 @@
 # What each setting accepts (the rules named in config.SCHEMA), how settings are
 # shown and what a person still has to set. Loaded by config.py for a check or a
 # listing and dropped after it: none of this stays in RAM between changes.
-from mimi.config import SCHEMA
+from mimi.config.settings import SCHEMA
 
 
 def _str(v, maxlen):
@@ -170,7 +170,7 @@ def _price(v):
 
 
 def _gpio(v):
-    from mimi import gpio_policy
+    from mimi.devices import pins as gpio_policy
 
     return gpio_policy.normalize(v)
 

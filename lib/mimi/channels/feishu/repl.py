@@ -1,8 +1,9 @@
 # feishu_send(id, text) on the REPL, kept out of the channel's resident module:
 # queued for the running channel, or sent here and now when the loop is stopped.
 import asyncio
-from mimi import bus, config
-from mimi.channels import feishu
+from mimi import bus
+from mimi.config import settings as config
+from mimi.channels.feishu import longconn as feishu
 
 
 def send(rid, text):

@@ -1,10 +1,11 @@
 # The Telegram poller's code for rare moments, loaded for the call and dropped
 # (mimi.run): connecting to the Bot API (at boot, after a new token or base URL: the
 # saved update offset read back), and what to do after a poll failed (Telegram's
-# refusals, the network). The state stays in the resident poller (channels/telegram.py).
+# refusals, the network). The state stays in the resident poller (channels/telegram/poller.py).
 import json
-from mimi import limits, log, config
-from mimi.channels.telegram import TAG, Api, ApiError
+from mimi import limits, log
+from mimi.config import settings as config
+from mimi.channels.telegram.poller import TAG, Api, ApiError
 from mimi.net.http import ConnectFailure, Timeout
 from mimi.services import wifi
 
