@@ -117,8 +117,8 @@ def frozen(bits):
     """The unix port with the mimi package frozen in, as on a frozen board build
     (tools/mpbuild.py's, which `make bench` builds at both word sizes, brought up to
     date with lib/ here; $MP32_FROZEN / $MP64_FROZEN name others, empty: none) -> path
-    or None."""
-    path, why = interps.frozen(bits)
+    or None. A smoke run builds none: it uses those already current."""
+    path, why = interps.frozen(bits, build=not _smoke)
     if why and bits not in _no_frozen:
         _no_frozen.add(bits)
         print("bench: no %d-bit frozen rows (%s)" % (bits, why), file=sys.stderr)
@@ -167,12 +167,30 @@ def mp_args(image, **kw):
     return dict(kw, image=str(image), lib=str(BUILD / "lib"), mp_dir=str(BENCH / "mp"))
 
 
+_smoke = False
+
+
+def smoke(on=None):
+    """True in a smoke run (--smoke, what `make test` runs: tests/host/test_bench_smoke.py):
+    every driver's shortest pass through all its code, one turn or run per case, each scan
+    cut to one try, to show that it works; its figures mean nothing. smoke(True) starts one."""
+    global _smoke
+    if on is not None:
+        _smoke = on
+    return _smoke
+
+
+SMOKE_HELP = "one short run of every case (a check that the driver works; no real figures)"
+
+
 def cli(tables_fn):
     """Standard main(): print the tables a driver returns."""
     import argparse
 
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=None, help="repetitions (driver default if unset)")
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = ap.parse_args()
-    for t in tables_fn(a.n):
+    smoke(a.smoke)
+    for t in tables_fn(1 if a.smoke else a.n):
         print(t.text())

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import BUILD, Sim, Table, cli, interpreters, make_image, median, pct, run_mp
+from common import BUILD, Sim, Table, cli, interpreters, make_image, median, pct, run_mp, smoke
 from fakes import llm, telegram
 
 TOKEN = "bench-gateway-token"
@@ -69,7 +69,7 @@ def tables(n=None):
         try:
             url = "%s?token=%s" % (sim.url, TOKEN)
             one = asyncio.run(client(url, "solo", n))
-            per = max(5, n // CLIENTS)
+            per = 1 if smoke() else max(5, n // CLIENTS)
             many, wall = asyncio.run(concurrent(url, per))
             # the warm-up messages are not in `many` but did take time: count them
             total = CLIENTS * (per + 1)
