@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from conftest import ROOT, mp32_bin
 from simproc import Sim, llm_settings
+from test_pty import http_get_root
 
 sys.path.insert(0, str(ROOT / "tools"))
 import mkimage  # noqa: E402
@@ -91,18 +91,6 @@ def test_log_console_and_a_turn_with_logging_and_aiorepl(tmp_path, mip, fake_ant
     assert "Traceback" not in out and "Error" not in out, out[-4000:]
 
 
-def http_status_line(port):
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        data = b""
-        while b"\r\n" not in data:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-    return data.split(b"\r\n", 1)[0]
-
-
 def test_mpremote_installs_them_and_talks_to_aiorepl(tmp_path, mip):
     """What `make deploy MIP=1` does (mip writes /lib/logging.mpy and /lib/aiorepl.mpy
     over mpremote; here the files come from the source, not the internet), then
@@ -150,7 +138,7 @@ def test_mpremote_installs_them_and_talks_to_aiorepl(tmp_path, mip):
         # The loop runs between mpremote's commands: the gateway answers.
         assert sim.running()
         gw = int(re.search(r"listening on 127\.0\.0\.1:(\d+)", sim.output()[booted:]).group(1))
-        assert http_status_line(gw).startswith(b"HTTP/1.1 ")
+        assert http_get_root(gw).startswith(b"HTTP/1.1 ")
         out = sim.output()
     assert "Traceback" not in out[booted:], out[-4000:]
     # A new start of the simulator keeps them (as a deploy or an OTA update on a board).
