@@ -166,7 +166,10 @@ def _same_source(folder, src_id):
 
 
 def _make(args, log):
-    r = subprocess.run(["make", "-s"] + args, capture_output=True, text=True)
+    # Not the calling make's flags and command-line variables (make test X=...).
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    r = subprocess.run(["make", "-s"] + args, capture_output=True, text=True, env=env)
     if r.returncode:
         raise RuntimeError("%s failed:\n%s" % (" ".join(["make"] + args),
                                               (r.stdout + r.stderr)[-4000:]))
