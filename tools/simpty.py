@@ -101,7 +101,10 @@ class Uart:
 def cook(data, last=b""):
     """The board's text stdout line ends (\n -> \r\n; see the module doc); `last` is
     the byte sent before `data`."""
-    return re.sub(rb"(?<!\r)\n", b"\r\n", last[-1:] + data)[len(last[-1:]):]
+    out = re.sub(rb"(?<!\r)\n", b"\r\n", data)
+    if last[-1:] == b"\r" and data[:1] == b"\n":
+        out = out[1:]  # it ends the \r\n the last output began
+    return out
 
 
 def _relay(child, master, uart=None):
