@@ -171,3 +171,17 @@ def test_stopped_firmware_keeps_the_repl(sim):
     sim.wait_for(r"I app: ready", start=booted)
     assert "written while stopped" in mpremote(port, "resume", "exec", "memory_read()")
     assert sim.running()
+
+
+def test_console_line_ends_are_the_boards():
+    # print()'s "\n" goes out as the board's "\r\n"; "\r\n" written as bytes (the
+    # console's framing) stays, also split between two reads
+    sys.path.insert(0, str(ROOT / "tools"))
+    from simpty import cook
+
+    assert cook(b"42\n") == b"42\r\n"
+    assert cook(b"banner\r\n>") == b"banner\r\n>"
+    assert cook(b"\nnext", b"x\r") == b"\nnext"  # the \r\n split between reads
+    assert cook(b"\nnext", b"x\n") == b"\r\nnext"
+    assert cook(b"\n\n", b"a") == b"\r\n\r\n"
+    assert cook(b"", b"\r") == b""

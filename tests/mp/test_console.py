@@ -170,8 +170,10 @@ def test_plain_raw_command_over_the_cap_is_refused_whole():
 
 
 def test_aiorepl_raw_repl_holds_the_watchdog():
-    # aiorepl's raw_repl() blocks the loop while mpremote talks: held meanwhile.
+    # aiorepl's raw_repl() blocks the loop while mpremote talks: held meanwhile, and the
+    # log muted (the agent thread's lines would land in mpremote's framing).
     import sys
+    from mimi import log
     from mimi.services import watchdog
 
     seen = []
@@ -179,7 +181,7 @@ def test_aiorepl_raw_repl_holds_the_watchdog():
     class FakeAiorepl:
         @staticmethod
         def raw_repl(s, g):
-            seen.append(watchdog.held)
+            seen.append((watchdog.held, log.mute))
             return 0
 
         @staticmethod
@@ -194,7 +196,7 @@ def test_aiorepl_raw_repl_holds_the_watchdog():
         FakeAiorepl.raw_repl(None, {})
     finally:
         del sys.modules["aiorepl"]
-    assert seen == [True, True] and not watchdog.held
+    assert seen == [(True, True), (True, True)] and not watchdog.held and not log.mute
 
 
 def test_commands_join_the_namespace_on_first_use():

@@ -142,16 +142,19 @@ def _read_blocking(poller, timeout_ms):
 def hold_during_raw(aiorepl):
     """aiorepl's raw REPL (what mpremote talks to) blocks the loop until Ctrl-B, so
     the loop's watchdog task cannot feed: the watchdog is held meanwhile, as our own
-    console feeds it from its byte loop."""
+    console feeds it from its byte loop. The log is muted as our console mutes it: the
+    agent thread runs on, and its lines would land inside mpremote's framing."""
     raw = aiorepl.raw_repl
     if getattr(raw, "held", False):
         return
 
     def held_raw_repl(*args):
         watchdog.hold(True)
+        log.mute = True
         try:
             return raw(*args)  # (an older, async aiorepl yields to the loop: no harm)
         finally:
+            log.mute = False
             watchdog.hold(False)
 
     held_raw_repl.held = True
