@@ -5,6 +5,8 @@
 #   micropython tools/simboot.py IMAGE BUILD_LIB [KEY=VALUE ...]
 # BUILD_LIB (the compiled tree tools/sim copies into the image) serves only the
 # mount itself; its modules are dropped before anything else is imported.
+# MIMI_SIM_PARTS (tools/sim --part, one spec a line) wires simulated parts to the
+# board before it boots (mimi/devices/sim/parts.py; sim_set/sim_get on the console).
 import os
 import sys
 
@@ -51,6 +53,8 @@ def apply_sets(sets):
             print("sim: --set %s applies to this run only: not saved (%s)" % (item, fs.why(e)))
 
 
+if os.getenv("MIMI_SIM_PARTS"):
+    exec("from mimi.devices.sim.parts import boot; boot()")
 apply_sets(sets)
 with open("/boot.py") as f:
     exec(f.read(), {"__name__": "boot"})
