@@ -105,9 +105,11 @@ HISTORY_DIR = "/history"  # outside /spiffs: the system's own space, not the fil
 HISTORY_STEP_S = const(300)  # the long tier's resolution: readings more often are averaged per slot
 HISTORY_SEGMENTS = const(8)  # long-tier segment files kept per device (7 full: >= 8.2 days at 5 min)
 HISTORY_FINE_SEGMENTS = const(5)  # ... and of the short tier, kept only when log_min < 5 (>= 22 h at 1 min)
-HISTORY_BATCH = const(12)  # readings buffered in RAM per tier before they are written ...
-HISTORY_FLUSH_S = const(3600)  # ... or once the oldest buffered one is this old (at the next reading)
-HISTORY_PENDING_MAX = const(48)  # readings kept per tier while the flash refuses them; then the oldest go
+# A tier's readings wait in RAM until this many (30 minutes' at log_min 1) ...
+HISTORY_BATCH = const(30)
+HISTORY_FLUSH_S = const(3600)  # ... or the oldest is this old (at the next reading): each flush
+# rewrites a file's last block, so at 5 minutes it is an hour's 12 (24 flushes a day)
+HISTORY_PENDING_MAX = const(60)  # readings kept per tier while the flash refuses them; then the oldest go
 HISTORY_BACK_S = const(300)  # a reading up to this much older than the last kept one (the clock
 # stepped back) is kept at that time; an older one is dropped
 HISTORY_DEVICES = const(16)  # devices whose history the cap below makes room for

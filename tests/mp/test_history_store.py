@@ -4,6 +4,7 @@
 import os
 import struct
 import mimi
+import support
 from mimi import board, fs, limits, log
 
 FS_BLOCKS = 400
@@ -36,24 +37,26 @@ def logged(text):
 
 def test_readings_wait_in_ram_and_go_to_the_flash_a_batch_at_a_time():
     s = fresh()
-    for i in range(limits.HISTORY_BATCH - 1):
-        assert s.add("temp", 20 + i, t=T0 + i * 300) is None
+    for i in range(limits.HISTORY_BATCH - 1):  # a minute apart: the batch fills within the hour
+        assert s.add("temp", 20 + i, t=T0 + i * 60) is None
     assert names() == []  # nothing written yet ...
     assert [v for _, v in s.read("temp")] == [20 + i for i in range(limits.HISTORY_BATCH - 1)]  # ... but seen
-    assert s.add("temp", 99.5, t=T0 + 11 * 300) is None
+    n = limits.HISTORY_BATCH
+    assert s.add("temp", 99.5, t=T0 + (n - 1) * 60) is None
     assert names() == ["temp.l%08x" % (T0 - s.EPOCH)]
-    assert fs.size(DIR + "/" + names()[0]) == s.HEAD + 12 * 8  # 8-byte records: time + float32
-    s.add("temp", 1, t=T0 + 12 * 300)
+    assert fs.size(DIR + "/" + names()[0]) == s.HEAD + n * 8  # 8-byte records: time + float32
+    s.add("temp", 1, t=T0 + n * 60)
     s = fresh()  # a restart: what was in RAM is gone, the batch is there
     got = list(s.read("temp"))
-    assert [t for t, _ in got] == [T0 + i * 300 for i in range(12)]
+    assert [t for t, _ in got] == [T0 + i * 60 for i in range(n)]
     assert got[-1][1] == 99.5 and s.stats()["waiting"] == 0
     # the oldest waiting reading an hour old: written at the next one
-    s.add("temp", 1, t=T0 + 20 * 300)
-    assert fs.size(DIR + "/" + names()[0]) == s.HEAD + 12 * 8
-    s.add("temp", 2, t=T0 + 20 * 300 + limits.HISTORY_FLUSH_S)
-    assert fs.size(DIR + "/" + names()[0]) == s.HEAD + 14 * 8
-    s.add("temp", 3, t=T0 + 20 * 300 + limits.HISTORY_FLUSH_S + 300)
+    t = T0 + 2 * n * 60
+    s.add("temp", 1, t=t)
+    assert fs.size(DIR + "/" + names()[0]) == s.HEAD + n * 8
+    s.add("temp", 2, t=t + limits.HISTORY_FLUSH_S)
+    assert fs.size(DIR + "/" + names()[0]) == s.HEAD + (n + 2) * 8
+    s.add("temp", 3, t=t + limits.HISTORY_FLUSH_S + 300)
     assert s.flush() is None and s.stats()["waiting"] == 0
     assert [v for _, v in fresh().read("temp")][-3:] == [1, 2, 3]
 
@@ -238,15 +241,7 @@ def test_a_full_flash_keeps_readings_waiting_and_writes_them_when_there_is_room(
     s = fresh()
     s.add("full", 0.0, t=T0)
     s.flush()
-    fs.makedirs("/junk")
-    n = 0
-    try:
-        while True:
-            with open("/junk/%d" % n, "wb") as f:
-                f.write(b"j" * 4000)
-            n += 1
-    except OSError as e:
-        assert e.args[0] == 28
+    support.fill_flash("/junk")
     whys = [s.add("full", float(i), t=T0 + i * 300) for i in range(1, 200)]
     assert "the flash is full" in [w for w in whys if w], whys[:20]
     kept = list(s.read("full"))

@@ -26,7 +26,8 @@
 #
 # Writes. Readings wait in RAM (each tier's records in a bytearray) and are written
 # HISTORY_BATCH at a time, or at the first reading after the oldest waiting one is
-# HISTORY_FLUSH_S old, or by flush(). An append to a segment is one LittleFS change
+# HISTORY_FLUSH_S old (an hour: 12 readings at 5 minutes), or by flush(): LittleFS
+# copies a file's last block at each append, so fewer, bigger appends spare the flash. An append to a segment is one LittleFS change
 # (after a power cut the file is its old or its new content); a new segment is written
 # whole (fs.append: temp file + rename), then the oldest beyond the count removed. A
 # power cut loses at most the readings still in RAM. A segment whose header, size or
