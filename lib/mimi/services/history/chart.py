@@ -69,6 +69,14 @@ class Chart:
         s0, s1 = query.span_of(hours, now)
         self.cols = cols = width - _LEFT - _RIGHT
         y0, y1 = _TOP, height - _BOTTOM  # plot rows y0 .. y1 - 1; y1 is the time axis
+        # what is kept, made first: the passes below leave garbage between them
+        self.top = top = bytearray(cols)
+        self.bot = bot = bytearray(cols)
+        self.order = array("H", bytes(2 * cols))
+        self.first = array("H", bytes(2 * (_EMPTY + 2)))
+        rb = (width * 2 + 7) // 8
+        t = [bytearray(1 + rb) for _ in range(4)]  # rows: outside the plot, in it, a grid line, the time axis
+        self.buf = bytearray(1 + rb)
         st = query.Stats()  # a first pass for the scale ...
         for r in store.records(name, s0, s1):
             if r[1 + field] == r[1 + field]:
@@ -90,8 +98,8 @@ class Chart:
         def ypix(v):
             return min(max(y0 + int((b - v) * scale + 0.5), y0), y1 - 1)  # (a reading since the first pass)
 
-        self.top = top = bytearray(b"\xff" * cols)  # (_EMPTY)
-        self.bot = bot = bytearray(cols)
+        for x in range(cols):
+            top[x] = _EMPTY
         span = s1 - s0 + 1
         for r in store.records(name, s0, s1):  # ... and a second one for each column's rows
             v = r[1 + field]
@@ -107,22 +115,17 @@ class Chart:
         self._join(max(1, 2 * st.step * cols // span + 1))
         self._sort()
 
-        kinds = self.kinds = bytearray(height)  # which template each row copies
-        for y in range(y0, y1):
-            kinds[y] = 1
-        kinds[y1] = 3
-        rb = (width * 2 + 7) // 8
-        t = [bytearray(1 + rb) for _ in range(4)]
-        self.buf = bytearray(1 + rb)
-        self.labels = labels = []
+        self.labels = bytearray()  # each: x (2 bytes), y, n, then n glyph numbers
+        grid = bytearray()
         d = _decimals(step)
         v = a
         while st.n and v <= b + step * 1e-6:  # (no readings: no scale either)
             y = ypix(v)
-            kinds[y] = 2
+            grid.append(y)
             text = ("%%.%df" % d) % v
-            labels.append((_LEFT - 4 - len(text) * font.ADVANCE, y - 3, glyphs(text)))
+            self._label(_LEFT - 4 - len(text) * font.ADVANCE, y - 3, text)
             v += step
+        self.grid = bytes(grid)
         xs = self._time_ticks(s0, span, tz_s, y1 + 4)
         for x in range(_LEFT, _LEFT + cols):
             _px(t[2], x, GRID)
@@ -135,7 +138,7 @@ class Chart:
 
         unit = unit or ""
         head = "%s  last %s h" % (title or name, query.num(hours))
-        labels.append((2, 3, glyphs(head + ("  (%s)" % unit if unit else ""))))
+        self._label(2, 3, head + ("  (%s)" % unit if unit else ""))
         days = hours > 24
         if st.n:
             e = store.EPOCH
@@ -149,7 +152,7 @@ class Chart:
         else:
             line = "no readings in this time"
             self.marks = []
-        labels.append((2, 13, glyphs(line)))
+        self._label(2, 13, line)
         self.encoder = png.Encoder(width, height, 2, PALETTE, self.row, deflate)
 
     def _join(self, gap):
@@ -180,21 +183,17 @@ class Chart:
             pa, ma = x, m
 
     def _sort(self):
-        """self.first[y] .. first[y + 1]: where in self.order the columns whose span
-        starts at row y are (a counting sort by top row)."""
-        top = self.top
-        first = array("H", bytes(2 * (_EMPTY + 2)))
+        """The columns sorted by their span's top row (counting sort, placed from the
+        last): those whose span starts at row y are self.order[first[y + 1]:first[y + 2]]."""
+        top, first, order = self.top, self.first, self.order
         for x in range(self.cols):
             first[top[x] + 1] += 1
         for y in range(1, _EMPTY + 2):
-            first[y] += first[y - 1]
-        at = array("H", first)
-        order = array("H", bytes(2 * self.cols))
-        for x in range(self.cols):
-            order[at[top[x]]] = x
-            at[top[x]] += 1
-        self.first = first
-        self.order = order
+            first[y] += first[y - 1]  # first[y + 1]: where row y's columns end
+        for x in range(self.cols - 1, -1, -1):
+            k = top[x] + 1
+            first[k] -= 1  # ... and, once all are placed, where they start
+            order[first[k]] = x
         self.active = []
 
     def _time_ticks(self, s0, span, tz_s, ty):
@@ -220,28 +219,39 @@ class Chart:
                 text = "%02d:%02d" % (lt[3], lt[4])
             xs.append(x)
             w = len(text) * font.ADVANCE
-            self.labels.append((min(x - w // 2, self.w - w), ty, glyphs(text)))
+            self._label(min(x - w // 2, self.w - w), ty, text)
             u += tick
         return xs
 
+    def _label(self, x, y, text):
+        g = glyphs(text[:255])
+        x = max(0, x)
+        self.labels += bytes((x & 255, x >> 8, y, len(g))) + g
+
     def row(self, y):
         r = self.buf
-        r[:] = self.templates[self.kinds[y]]
+        y1 = self.h - _BOTTOM
+        r[:] = self.templates[(2 if y in self.grid else 1) if _TOP <= y < y1 else 3 if y == y1 else 0]
         bits = font.BITS
-        for x, ty, g in self.labels:
-            k = y - ty
+        lb = self.labels
+        j = 0
+        while j < len(lb):
+            n = lb[j + 3]
+            k = y - lb[j + 2]
             if 0 <= k < font.H:
-                for i in range(len(g)):
-                    m = bits[g[i] * font.H + k]
+                x = lb[j] | lb[j + 1] << 8
+                for i in range(n):
+                    m = bits[lb[j + 4 + i] * font.H + k]
                     if m:
                         for b in range(font.W):
                             if m & (16 >> b):
                                 _px(r, x + i * font.ADVANCE + b, INK)
+            j += 4 + n
         if y == 0:
             self.active = []
         order = self.order
         act = self.active
-        for j in range(self.first[y], self.first[y + 1]):
+        for j in range(self.first[y + 1], self.first[y + 2]):
             act.append(order[j])
         if act:
             bot = self.bot
