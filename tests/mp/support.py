@@ -109,3 +109,40 @@ def joined(body):
         else:
             out.append(bytes(memoryview(p)))
     return b"".join(out)
+
+
+def fill_flash(folder):
+    """Plain 4000-byte files (a block each) in `folder` until LittleFS refuses: the flash
+    is full. -> how many were written."""
+    from mimi import fs
+
+    fs.makedirs(folder)
+    n = 0
+    try:
+        while True:
+            with open("%s/%d" % (folder, n), "wb") as f:
+                f.write(b"j" * 4000)
+            n += 1
+    except OSError as e:
+        assert e.args[0] == 28, e
+    return n
+
+
+def leave_free(budget):
+    """Take the heap with ballast until `budget` bytes are left free (spread as the
+    heap leaves them); -> the ballast, to keep while what is measured runs."""
+    import gc
+
+    gc.collect()
+    ballast = []
+    size = 64 * 1024
+    while size >= 32:
+        if gc.mem_free() - size < budget:
+            size //= 2
+            continue
+        try:
+            ballast.append(bytearray(size - 16))
+        except MemoryError:
+            size //= 2
+    gc.collect()
+    return ballast

@@ -5,6 +5,7 @@ import gc
 import sys
 import binascii
 import struct
+import support
 from mimi import limits
 
 FS_BLOCKS = 256
@@ -39,18 +40,7 @@ class Check:
 
 def test_a_week_chart_is_drawn_in_24_kb_of_heap():
     week()  # the store is loaded and logging, as it is when someone asks for a chart
-    gc.collect()
-    ballast = []  # everything else taken: BUDGET is left
-    size = 64 * 1024
-    while size >= 32:
-        if gc.mem_free() - size < BUDGET:
-            size //= 2
-            continue
-        try:
-            ballast.append(bytearray(size - 16))
-        except MemoryError:
-            size //= 2
-    gc.collect()
+    ballast = support.leave_free(BUDGET)  # everything else taken
     left = gc.mem_free()
     from mimi.services.history import chart  # its code loads in that room too
 
@@ -88,8 +78,6 @@ def test_the_firmware_s_compressor_when_it_has_one():
     from mimi.services.history import chart, png
 
     if not png.compressor():
-        import support
-
         support.skip("this MicroPython has no deflate compressor (MICROPY_PY_DEFLATE_COMPRESS)")
     import io
     import deflate
