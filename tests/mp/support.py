@@ -47,6 +47,26 @@ def read(path):
         return f.read()
 
 
+class FakeTime:
+    """A time module of a port with the given epoch (1970: the host's, 2000: the
+    ESP32's), its clock standing at `now_unix` until moved: `Clock(FakeTime(...))`."""
+
+    def __init__(self, epoch_year, now_unix):
+        import time
+
+        self._real = time
+        self.epoch_year = epoch_year
+        self.offset = 946684800 if epoch_year == 2000 else 0
+        self.now_unix = now_unix
+
+    def time(self):
+        return self.now_unix - self.offset
+
+    def gmtime(self, secs):
+        # The real gmtime is 1970-based on the host; shift for a 2000-epoch port.
+        return self._real.gmtime(secs + self.offset)
+
+
 class Capture:
     """Collect what print() writes while a block runs: `with Capture() as c: ...; c.text`."""
 

@@ -96,16 +96,13 @@ def test_the_firmware_s_compressor_when_it_has_one():
     assert z.read() == b"".join(rows)
 
 
-def test_sizes_a_chart_cannot_have_are_refused():
+def test_what_a_chart_cannot_be_is_refused():
     from mimi.services.history import chart
 
-    for w, h in ((20, 240), (480, 300), (480, 10)):
-        try:
-            chart.Chart("temp", 24, width=w, height=h)
-        except ValueError as e:
-            assert "pixels" in str(e)
-        else:
-            raise AssertionError((w, h))
+    for kw, why in (({"width": 20}, "pixels"), ({"height": 300}, "pixels"), ({"height": 10}, "pixels"),
+                    ({"hours": 0}, "hours"), ({"hours": -5}, "hours"), ({"field": 2}, "field")):
+        e = support.raises(ValueError, chart.Chart, "temp", **kw)
+        assert why in str(e), (kw, e)
 
 
 def test_the_adler32_of_long_pieces():

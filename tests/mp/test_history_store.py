@@ -6,6 +6,7 @@ import struct
 import mimi
 import support
 from mimi import board, fs, limits, log
+from mimi.board.clock import Clock
 
 FS_BLOCKS = 400
 TIMEOUT = 120
@@ -120,7 +121,10 @@ def test_readings_every_minute_keep_each_for_a_day_and_5_minute_means_for_a_week
 
 def test_the_clock_moves_by_skew_not_by_waiting():
     s = fresh()
-    board.set_unix(T0)
+    for year in (2000, 1970):  # the board's epoch and the host's: the same Unix times
+        board.clock = Clock(support.FakeTime(year, T0))
+        s.add("epoch%d" % year, 1.0)
+        assert list(s.read("epoch%d" % year)) == [(T0, 1.0)]
     for _ in range(6):
         assert s.add("skewed", 21.5) is None
         board.clock.skew += 3600

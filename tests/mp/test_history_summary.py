@@ -1,7 +1,10 @@
 # device_history's answer and the chat page's chart data (services/history/summary.py)
-# after simulated hours: the clock is moved, never waited for.
+# after simulated hours: a clock that stands still (on the ESP32's 2000 epoch) is moved
+# by board.clock.skew, never waited for.
 import json
+from support import FakeTime
 from mimi import board
+from mimi.board.clock import Clock
 
 FS_BLOCKS = 256
 T0 = 1767225600  # 2026-01-01 00:00 UTC, a Thursday
@@ -15,7 +18,7 @@ def night():
 
     start = T0 - 6 * 3600
     vals = []
-    board.set_unix(start)
+    board.clock = Clock(FakeTime(2000, start))  # the board's epoch; it moves by skew only
     for i in range(181):
         v = round(21 - 0.1 * i, 1) if i <= 116 else round(9.4 + 0.1 * (i - 116), 1)
         vals.append(v)

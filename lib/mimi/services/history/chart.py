@@ -3,10 +3,10 @@
 # 4 colours, 2 bits a pixel (480 x 240: 29 KB in stored blocks). The bitmap is never
 # held: the readings stream from the flash twice, once for their min and max (the
 # scale), once for each plot column's span of pixel rows (joined to the next column
-# across gaps shorter than two readings), and png.Encoder asks for
-# the rows one at a time: a row is its background (grid, axes) copied from one of four
-# templates, the labels' glyph rows (font.py) and the curve's columns that cross it,
-# found through the columns sorted by their top row.
+# across gaps shorter than two readings), and png.Encoder asks for the rows one at a
+# time: a row is its background (grid, axes) copied from one of four templates, the
+# labels' glyph rows (font.py) and the curve's columns that cross it, found through
+# the columns sorted by their top row.
 import math
 from array import array
 from micropython import const
@@ -64,6 +64,8 @@ class Chart:
         if not (_LEFT + _RIGHT + 16 <= width <= 4096 and _TOP + _BOTTOM + 16 <= height < _EMPTY):
             raise ValueError("a chart is %d to 4096 pixels wide and %d to %d high" % (
                 _LEFT + _RIGHT + 16, _TOP + _BOTTOM + 16, _EMPTY - 1))
+        if field not in (0, 1):
+            raise ValueError("field is 0 (the value) or 1 (the second value)")
         self.w = width
         self.h = height
         s0, s1 = query.span_of(hours, now)

@@ -39,6 +39,8 @@ class Stats:
 
 def span_of(hours, now):
     """(s0, s1) store times of the last `hours` before `now` (Unix; the clock's when None)."""
+    if not hours > 0:
+        raise ValueError("hours must be more than 0")
     now = int(board.clock.unix() if now is None else now)
     return now - int(hours * 3600) - store.EPOCH, now - store.EPOCH
 

@@ -490,12 +490,17 @@ def read(name, t0=None, t1=None, field=0):
     """(Unix time, value) of device `name`'s readings with t0 <= time <= t1 (Unix
     times; None: from the first, to the last), oldest first; field 0 is the primary
     value, 1 the second (readings without one are left out). Streamed."""
+    if field not in (0, 1):
+        raise ValueError("field is 0 (the value) or 1 (the second value)")
     s0 = _SMALLEST if t0 is None else int(t0) - EPOCH
     s1 = _LARGEST if t1 is None else int(t1) - EPOCH
-    for r in records(name, s0, s1):
-        v = r[1 + field]
-        if v == v:
-            yield EPOCH + r[0], v
+    return _values(records(name, s0, s1), 1 + field)
+
+
+def _values(recs, k):
+    for r in recs:
+        if r[k] == r[k]:
+            yield EPOCH + r[0], r[k]
 
 
 def span(name):

@@ -73,6 +73,8 @@ def reduce(name, s0, s1, columns, field=0):
     """Device `name`'s records between store times s0 and s1 in `columns` equal
     columns: (lo, hi, stats): each column's min and max (array('f'), NaN where it has
     none) and the Stats of all of them."""
+    if field not in (0, 1):
+        raise ValueError("field is 0 (the value) or 1 (the second value)")
     lo = array("f", bytes(4 * columns))
     hi = array("f", bytes(4 * columns))
     for x in range(columns):
