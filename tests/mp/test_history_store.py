@@ -117,6 +117,8 @@ def test_readings_every_minute_keep_each_for_a_day_and_5_minute_means_for_a_week
     s.add("fast", 5, t=end + 600, every_s=600)
     s.add("fast", 6, t=end + 1200, every_s=600)
     assert list(s.read("fast", end + 1))[-2:] == [(end + 600, 5), (end + 1200, 6)]
+    assert s.add("fast", 7, t=end + 90000, every_s=86400) is None  # once a day (the header's step: at most 18 h)
+    assert s.flush() is None and list(fresh().read("fast", end + 1))[-1] == (end + 90000, 7)
 
 
 def test_the_clock_moves_by_skew_not_by_waiting():
@@ -136,6 +138,7 @@ def test_the_clock_moves_by_skew_not_by_waiting():
 def test_bad_readings_are_refused_and_nothing_is_written():
     s = fresh()
     assert "clock" in s.add("x", 1.0, t=1000)  # 1970: the clock was never set
+    assert "clock" in s.add("x", 1.0, t=2 ** 33)  # 2242
     for bad in (float("nan"), float("inf"), "21", None, [1], 10 ** 400):
         assert "not a number" in s.add("x", bad, t=T0), bad
     assert s.span("x") is None

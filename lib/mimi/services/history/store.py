@@ -311,6 +311,9 @@ def add(name, value, value2=None, every_s=limits.HISTORY_STEP_S, t=None):
     if not _finite(value):
         return "not a number: %r" % (value,)
     s = int(t) - EPOCH
+    if s > 0xFFFF0000:
+        return "the clock is wrong (after 2156)"
+    every_s = min(max(1, int(every_s)), 0xFFFF)  # (a header's u16)
     nv = 1 if value2 is None else 2
     v2 = value2 if nv == 2 and _finite(value2) else NAN
     value = float(value)
@@ -318,8 +321,8 @@ def add(name, value, value2=None, every_s=limits.HISTORY_STEP_S, t=None):
         d = _devices().get(name) or _devs.setdefault(name, _Dev(name))
         if every_s >= limits.HISTORY_STEP_S:
             why = d.fold()  # (it was read more often before)
-            return d.long.put(s, value, v2, nv, int(every_s)) or why
-        why = d.short.put(s, value, v2, nv, max(1, int(every_s)))
+            return d.long.put(s, value, v2, nv, every_s) or why
+        why = d.short.put(s, value, v2, nv, every_s)
         slot = s // limits.HISTORY_STEP_S
         if d.n and (slot != d.slot or nv != d.nv):
             why = d.fold() or why
