@@ -13,7 +13,7 @@ from pathlib import Path
 
 import common
 
-DRIVERS = ("boot", "turn", "minheap", "longrun", "history", "prompt", "gateway", "stall", "stream")
+DRIVERS = ("boot", "turn", "minheap", "longrun", "history", "prompt", "gateway", "stall", "stream", "readings")
 
 
 def main():

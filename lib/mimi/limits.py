@@ -100,6 +100,27 @@ SESSION_READ_BLOCK = const(1024)  # tail reads go backwards in blocks this big
 SESSION_PENDING_MAX = const(8 * 1024)  # buffered appends flushed at this size
 SESSION_NAME_MAX = const(64)  # chars of a session key used in its file name
 
+# Sensor history (services/history/: the store's format and rules are at the top of store.py)
+HISTORY_DIR = "/history"  # outside /spiffs: the system's own space, not the file tools' quota
+HISTORY_STEP_S = const(300)  # the long tier's resolution: readings more often are averaged per slot
+HISTORY_SEGMENTS = const(8)  # long-tier segment files kept per device (7 full: >= 8.2 days at 5 min)
+HISTORY_FINE_SEGMENTS = const(5)  # ... and of the short tier, kept only when log_min < 5 (>= 22 h at 1 min)
+# A tier's readings wait in RAM until this many (30 minutes' at log_min 1) ...
+HISTORY_BATCH = const(30)
+HISTORY_FLUSH_S = const(3600)  # ... or the oldest is this old (at the next reading): each flush
+# rewrites a file's last block, so at 5 minutes it is an hour's 12 (24 flushes a day)
+HISTORY_PENDING_MAX = const(60)  # readings kept per tier while the flash refuses them; then the oldest go
+HISTORY_BACK_S = const(300)  # a reading up to this much older than the last kept one (the clock
+# stepped back) is kept at that time; an older one is dropped
+HISTORY_DEVICES = const(16)  # devices whose history the cap below makes room for
+# Its own cap: every device's segments (each file one flash block) at most
+HISTORY_CAP = const(HISTORY_DEVICES * (HISTORY_SEGMENTS + HISTORY_FINE_SEGMENTS) * BLOCK_SIZE)
+HISTORY_READ_CHUNK = const(512)  # bytes read per open while a range is streamed
+HISTORY_POINTS = const(12)  # points in time a summary gives (device_history)
+CHART_W = const(480)  # the PNG chart's size in pixels
+CHART_H = const(240)
+CHART_COLUMNS = const(160)  # columns of a chart's JSON form (the chat page draws the SVG)
+
 # Sockets. lwIP on the board has LWIP_SOCKETS for everything at once (TCP, UDP,
 # listeners); one more fails with ENFILE (errno 23), and a connection the gateway
 # cannot accept is reset unseen. The worst case online adds up to that limit:

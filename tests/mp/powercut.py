@@ -1,6 +1,6 @@
 # Power cuts (issue 16 item 2), the MicroPython side: the firmware's own code (memory,
 # daily notes, sessions, file tools, settings, cron, the Telegram offset, the usage
-# ledger, OTA staging and install) works on a flash chip kept in RAM under
+# ledger, the sensor history, OTA staging and install) works on a flash chip kept in RAM under
 # MicroPython's own VfsLfs2. For a workload step, one program or erase the step makes is picked at random (every one
 # equally likely) and the chip is copied as it was when power went at that moment,
 # half the time with that block torn (a program or erase that only got part way). The
@@ -99,6 +99,7 @@ class Work:
         self.jobs = [j["id"] for j in self.sched.list()]
         self.gen = 0
         self.n = 0
+        self.hist_t = 1767225600  # the readings' clock, 5 minutes a reading
 
     def memory(self):
         from mimi.memory import store
@@ -163,6 +164,19 @@ class Work:
                             "cache_read": self.rng.randint(0, 4000)})
         usage.tick(force=True)
 
+    def history(self):
+        """Sensor readings (issue 24): fewer than a batch for one of two devices, one
+        with a second value, then the store's flush (one append, or a segment filled
+        and the next begun, its oldest removed beyond the count)."""
+        from mimi.services.history import store
+
+        name = ("pc_temp", "pc_hum")[self.rng.getrandbits(1)]
+        for _ in range(self.rng.randint(1, 11)):
+            self.hist_t += 300
+            v = self.rng.randint(-400, 400) / 10
+            assert store.add(name, v, None if name == "pc_temp" else v + 50, t=self.hist_t) is None
+        assert store.flush() is None
+
     def ota(self):
         """A new version staged as a deploy does (a copy of the installed one, one file
         changed), verified and swapped in; now and then confirmed or rolled back."""
@@ -204,7 +218,7 @@ def board_exists(p):
 
 
 STEPS = (("memory", 3), ("note", 3), ("session", 5), ("file_tool", 3), ("setting", 2),
-         ("cron", 2), ("offset", 1), ("ledger", 2), ("ota", 1))
+         ("cron", 2), ("offset", 1), ("ledger", 2), ("history", 2), ("ota", 1))
 
 
 def pick(rng):
@@ -247,6 +261,16 @@ def loaders(work):
 
     for line in usagefile.lines():
         assert usagefile.parse(line), line
+    import mimi
+
+    mimi.unload("mimi.services.history.store")  # read as a boot would, from the cut flash
+    from mimi.services.history import store
+
+    for name in store.names():
+        times = [t for t, _ in store.read(name)]
+        assert times == sorted(times), name
+    assert not [p for p in files("/") if p.endswith(".bad")], "a history file was damaged"
+    mimi.unload("mimi.services.history.store")  # the live flash's again at the next step
 
 
 def allowed(path, before, after):
