@@ -20,7 +20,7 @@ board.mount_image(A["image"], 256, mkfs=True)
 import time  # noqa: E402
 import asyncio  # noqa: E402
 import mimi  # noqa: E402
-from mimi import config  # noqa: E402
+from mimi.config import settings as config  # noqa: E402
 from mimi.devices.sim import parts  # noqa: E402
 from mimi.tools.registry import registry  # noqa: E402
 import mimi.devices as devices  # noqa: E402

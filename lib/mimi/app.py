@@ -55,7 +55,7 @@ def devices_off():
 
     if fs.exists(limits.DEVICES_PATH):
         try:
-            mimi.run("devices.outputs devices.store gpio_policy", "at_boot")
+            mimi.run("devices.outputs devices.store devices.pins", "at_boot")
         except Exception as e:  # never stands between the user and the firmware
             log.exception("app", "devices at boot failed", e)
 
@@ -80,6 +80,6 @@ def main():
 
         watchdog.release()  # the REPL stays usable: nothing may reset it now
         asyncio.new_event_loop()
-        ledger = sys.modules.get("mimi.usage")
+        ledger = sys.modules.get("mimi.usage.ledger")
         if ledger:  # what the usage ledger counted since its last save
             ledger.tick(True)

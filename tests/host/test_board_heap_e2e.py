@@ -12,14 +12,13 @@ passes from 240 KB: at 224 KB the first turn finds no room (the firmware holds ~
 once booted and at the console). The test runs one 16 KB step above that, plus the
 simulated hardware's share of the heap (wholefw.HOST_HW_KB: the board has none of it).
 
-With the package frozen into the interpreter (MP32_FROZEN=path of a 32-bit unix port built
-with firmware/manifest_unix.py, docs/benchmarks.md §3c), the same proof at 192 KB itself."""
-import os
-
+With the package frozen into the interpreter (the 32-bit unix port built with
+firmware/manifest_unix.py by tools/mpbuild.py, as `make test` does; MP32_FROZEN=path names
+another; docs/benchmarks.md §3c), the same proof at 192 KB itself."""
 import pytest
 
 import wholefw
-from conftest import mp32_bin
+from conftest import mp32_bin, mp32_frozen_bin
 from simproc import Sim
 
 HEAP = "256k"
@@ -36,9 +35,9 @@ def test_whole_firmware_answers_in_a_board_sized_heap(tmp_path, fake_anthropic, 
 
 def test_frozen_whole_firmware_answers_in_192k(tmp_path, fake_anthropic, fake_telegram,
                                                fake_search):
-    mp = os.environ.get("MP32_FROZEN")
-    if not mp or not os.access(mp, os.X_OK):
-        pytest.skip("needs MP32_FROZEN: a 32-bit MicroPython with the package frozen in")
+    mp, why = mp32_frozen_bin()
+    if not mp:
+        pytest.skip("needs the frozen 32-bit MicroPython: %s" % why)
     whole_firmware_turns(tmp_path, fake_anthropic, fake_telegram, fake_search, mp, FROZEN_HEAP,
                          frozen=True)
 

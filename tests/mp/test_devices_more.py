@@ -3,7 +3,7 @@
 # PWM, buzzer; conversions at the datasheets' known values; and slow parts read on the
 # asyncio loop without holding it.
 from support import Ticker
-from mimi.config import cfg
+from mimi.config.settings import cfg
 from mimi.devices.sim import parts
 import mimi.devices as devices
 

@@ -2,7 +2,7 @@
 # datasheets): good readings, conversions at known values, CRC errors, no answer, a
 # stuck bus, values out of range, through the tools the model calls.
 from mimi import log
-from mimi.config import cfg
+from mimi.config.settings import cfg
 from mimi.devices.sim import parts
 import mimi.devices as devices
 

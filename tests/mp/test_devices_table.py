@@ -2,7 +2,7 @@
 # policy, one pin one device, persistence, a corrupt file, the tools offered.
 import sys
 from mimi import board, fs, limits, log
-from mimi.config import cfg
+from mimi.config.settings import cfg
 import mimi.devices as devices
 
 

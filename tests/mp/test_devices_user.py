@@ -5,7 +5,7 @@ import sys
 import time
 from support import write, Ticker
 from mimi import board, log
-from mimi.config import cfg
+from mimi.config.settings import cfg
 import mimi.devices as devices
 
 LEVEL = """# a pin's level times a scale (a test part)

@@ -73,7 +73,7 @@ def test_out_of_memory_is_not_a_bad_root():
 
 
 def test_ca_file_setting_adds_a_root():
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     support.write(limits.CA_BUNDLE, pem("other_ca"))  # shipped roots don't know the server
     e = support.raises(http.TLSFailure, http.Client(url()).request, "GET", "/hello")

@@ -1,4 +1,5 @@
-# Devices: the named parts wired to the board that the agent reads and drives (SPEC §13).
+# Devices: the named parts wired to the board that the agent reads and drives (SPEC §13),
+# which GPIO pins may be used (pins.py) and the pins the GPIO tools drive (gpio.py).
 # This package file is all a firmware without devices holds: whether there are any
 # (a device file, or a `board` setting's parts) and the way to the table
 # (devices/table.py, with the drivers), which loads on first use: `with devices.use()
@@ -20,7 +21,7 @@ def attached():
         _file = fs.exists(limits.DEVICES_PATH)
     if _file:
         return True
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     return bool(cfg.get("board"))
 

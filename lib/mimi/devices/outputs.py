@@ -2,18 +2,19 @@
 # to its defined off level before anything else starts, so nothing a person wired
 # switches on by itself while the firmware comes up: a relay or output off (HIGH when
 # active-low: inverted), a PWM pin at 0 % (HIGH when inverted), a servo's and a buzzer's
-# pin low, LEDs dark. Only pins the policy allows (mimi/gpio_policy.py, gpio_allow): a
+# pin low, LEDs dark. Only pins the policy allows (devices/pins.py, gpio_allow): a
 # hand-edited file is no back door. It drives the pins itself, with no table or driver
 # code; then the table checks every device (and logs what it refuses) and what it found
 # is kept (devices/state.py), its code dropped. /drivers/ types are left alone.
-from mimi import limits, log, gpio_policy
+from mimi import limits, log
+from mimi.devices import pins as gpio_policy
 
 _LEVELS = ("relay", "digital_out", "pwm", "servo", "buzzer")  # one pin: off = inverted
 
 
 def at_boot():
     from mimi import board
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
     from mimi.devices import store
 
     entries = store.read()  # a bad file is moved aside here, at boot, with its log line

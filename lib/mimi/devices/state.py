@@ -90,6 +90,6 @@ def drop():
 
 def fresh():
     """Are `rows` those of the table the settings make now?"""
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     return rows is not None and made == (cfg.get("board"), cfg.get("gpio_allow"))

@@ -97,7 +97,7 @@ _lock = _thread.allocate_lock()  # one change of the table (and its file) at a t
 
 
 def get():
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     made = (cfg.get("board"), cfg.get("gpio_allow"))
     if _devs is None or _made != made:

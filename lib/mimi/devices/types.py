@@ -1,5 +1,5 @@
 # The part types and what each takes, and the checks every device passes before it is
-# added or loaded: its parameters, the pin policy (mimi/gpio_policy.py and the
+# added or loaded: its parameters, the pin policy (devices/pins.py and the
 # `gpio_allow` setting) for every pin, one pin one device (parts on one I2C bus or one
 # 1-Wire line share theirs), at most DEVICES_MAX devices. Loaded for an add or a load
 # and dropped after (mimi.run).
@@ -12,7 +12,8 @@
 #   i:LO:HI  a whole number                  f:LO:HI  a number
 #   c:A|B  one of these words                s:N  text of at most N characters
 # A parameter without a default is required.
-from mimi import limits, log, gpio_policy
+from mimi import limits, log
+from mimi.devices import pins as gpio_policy
 from mimi.devices.table import Device
 
 _I2C = "sda=8:d scl=9:k "
@@ -138,7 +139,7 @@ def _rule(tok):
 
 
 def allowed():
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     try:
         return gpio_policy.parse(cfg.get("gpio_allow"))

@@ -95,7 +95,7 @@ def make(ca):
     ctx.verify_mode = tls.CERT_REQUIRED
     srcs = [ca] if ca is not None else [limits.CA_BUNDLE]
     if ca is None:
-        from mimi.config import cfg
+        from mimi.config.settings import cfg
 
         if cfg.get("ca_file"):
             srcs.append(cfg.get("ca_file"))

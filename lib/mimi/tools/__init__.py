@@ -74,9 +74,3 @@ TOOLS = (
 # tokens where there is nothing to use them on).
 NEEDS = {"device_read": 1, "device_set": 1, "device_remove": 1, "i2c_io": 2}
 
-
-def load_all():
-    """The registry, every tool in it (their modules load when a tool is called)."""
-    from mimi.tools.registry import registry
-
-    return registry

@@ -7,7 +7,7 @@ import sys
 import time
 import _thread
 from mimi.board.host_pins import SIM_PINS, SIM_WIRES, Pin, settle, sim_drive
-from mimi.gpio_policy import EXISTING
+from mimi.devices.pins import EXISTING
 
 PIN = "GPIO"  # a KEYS default: a pin number the part must be given
 
