@@ -57,8 +57,9 @@ class Use:
             users += 1
         try:
             t = sys.modules.get("mimi.devices.table")
-            if t is None:
-                from mimi.devices import table as t
+            if t is None:  # loaded by name: the table imports this module, not the other way
+                __import__("mimi.devices.table")
+                t = sys.modules["mimi.devices.table"]
             return t.get()
         except BaseException:
             self.__exit__()
