@@ -218,6 +218,24 @@ FEISHU_STRANGER_S = const(3600)  # an id outside feishu_allow is told its id onc
 FEISHU_STRANGERS_MAX = const(32)  # ids remembered for that
 FEISHU_NAMES_MAX = const(32)  # group members' display names remembered
 
+# Devices (SPEC §13: mimi/devices/)
+DEVICES_PATH = "/devices.json"  # outside /spiffs: changed only by the device tools and the REPL
+DEVICES_BAD = "/devices.bad.json"  # where a corrupt device file is moved aside
+DEVICES_MAX = const(16)
+DEVICE_NAME_MAX = const(24)
+DEVICES_FILE_MAX = const(8 * 1024)  # a bigger device file is treated as corrupt
+DEVICES_PROMPT_MAX = const(1024)  # the system prompt's `## Devices`
+DRIVERS_DIR = "/drivers"  # a user's own part types (outside /spiffs: mpremote only)
+DRIVER_FILE_MAX = const(16 * 1024)
+I2C_FREQ = const(100000)  # the S3's ~45 kOhm internal pull-ups are too weak for 400 kHz
+I2C_TIMEOUT_US = const(10000)  # a stuck bus holds the caller (the loop too) at most this
+I2C_RAW_MAX = const(32)  # bytes one i2c_io call reads or writes
+RGB_LED_MAX = const(150)  # LEDs of one rgb_led strip (60 mA each at full white: its own supply)
+HCSR04_TIMEOUT_US = const(18000)  # an echo waited for at most this (~3 m; time_pulse_us holds its caller)
+ADC_SAMPLES = const(16)  # read_uv() samples averaged per reading
+BUZZER_MAX_MS = const(5000)  # the longest tone
+DEVICE_STACK = const(8 * 1024)  # the short thread a slow read (DHT, HC-SR04) runs on for the loop
+
 # Cron / heartbeat
 CRON_MAX_JOBS = const(16)
 CRON_TICK_S = const(60)  # longest sleep of the scheduler between checks

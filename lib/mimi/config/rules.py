@@ -175,7 +175,13 @@ def _gpio(v):
     return gpio_policy.normalize(v)
 
 
-_PLAIN = {"url": _url, "tg_token": _tg_token, "feishu_app_id": _feishu_app_id, "tz": _tz,
+def _board(v):
+    from mimi.devices import boards
+
+    return boards.check(v)
+
+
+_PLAIN = {"board": _board, "url": _url, "tg_token": _tg_token, "feishu_app_id": _feishu_app_id, "tz": _tz,
           "wifi_pass": _wifi_pass, "ap_pass": _ap_pass, "token": _token, "gpio": _gpio,
           "ws_token": _ws_token, "ca_file": _ca_file, "price": _price, "bool": _bool}
 
