@@ -68,6 +68,14 @@ TLS_CONN_ROOM = const(44 * 1024)
 TLS_ROOT_ROOM = const(8 * 1024)  # below this, a root that fails to parse = out of memory
 TLS_YIELD_WAIT_MS = const(2000)  # an LLM call waits at most this for the others to close
 TLS_YIELD_POLL_MS = const(50)
+TLS_RETRY_S = const(30)  # a context that could not be made is tried again after this (or a changed file)
+# The `ca_file` setting's roots (net/tlsroots.py): what the file and one certificate in it
+# may have (a root is 1-2 KB; the shipped bundle of 15 roots is 21 KB of PEM), the PEM
+# text read this much at a time, and how many skipped certificates the log names one by one.
+CA_FILE_MAX = const(32 * 1024)
+CA_CERT_MAX = const(4 * 1024)
+CA_LINE_MAX = const(128)
+CA_SKIPPED_NAMED = const(4)
 
 # System prompt (SPEC §11)
 PROMPT_MAX = const(16 * 1024)
