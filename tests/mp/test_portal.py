@@ -309,3 +309,19 @@ async def test_a_slow_scan_leaves_the_loop_running():
     assert host.SimWLAN.scans == before + 1
     assert t.count > start + 1  # the loop ran while the scan was under way
     assert await p.scan() is a  # cached now
+
+
+# --- bad forms (issue 25, item 9) ------------------------------------------------
+async def test_bad_form_encoding_is_refused_not_saved():
+    # %FF%FE (not UTF-8) decoded to "" and cleared the setting; a cut %4 became byte 0x04
+    cfg.update({"wifi_ssid": "Home", "model": "m1"})
+    p = await opened()
+    before = read("/config.json")
+    for body in (b"wifi_ssid=%FF%FE", b"model=ab%4", b"model=%4", b"model=%zz",
+                 b"wifi_ssid=%ED%A0%80", b"wifi_ssid=%C0%80", b"wifi_ssid=\xed\xa0\x80"):
+        status, _, page = await http(p, "POST", "/save", same_origin(p), body)
+        assert status == 400 and "bad form" in page, (body, status, page)
+        assert read("/config.json") == before, (body, read("/config.json"), before)
+    status, _, _ = await http(p, "POST", "/save", same_origin(p), b"wifi_ssid=caf%C3%A9+x%2B1")
+    assert status == 200 and cfg.get("wifi_ssid") == "caf\u00e9 x+1"
+    await p.close()

@@ -54,22 +54,29 @@ class Reader:
 
 
 def unquote(s):
+    """A percent-encoded query or form value; ValueError when a % is not followed by
+    two hex digits or the bytes are not valid UTF-8 (junk must never become a value,
+    nor an empty one that clears a setting)."""
     if "%" not in s and "+" not in s:
         return s
-    s = s.replace("+", " ")
-    out = bytearray()
-    parts = s.split("%")
-    out += parts[0].encode()
+    parts = s.replace("+", " ").split("%")
+    out = bytearray(parts[0].encode())
     for p in parts[1:]:
-        try:
-            out.append(int(p[:2], 16))
-            out += p[2:].encode()
-        except ValueError:
-            out += ("%" + p).encode()
-    try:
-        return out.decode()
-    except UnicodeError:
-        return ""
+        h = p[:2]
+        if len(h) < 2 or not all(c in "0123456789abcdefABCDEF" for c in h):
+            raise ValueError("bad %%-escape %r" % ("%" + h))
+        out.append(int(h, 16))
+        out += p[2:].encode()
+    return text(out)
+
+
+def text(data):
+    """Bytes that must be strict UTF-8 -> str; ValueError if not."""
+    from mimi.utf8 import valid
+
+    if not valid(data):
+        raise ValueError("not valid UTF-8")
+    return str(data, "utf-8")
 
 
 def parse_query(qs):

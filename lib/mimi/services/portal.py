@@ -35,8 +35,9 @@ def ap_password():
 
 
 def parse_form(body):
-    """application/x-www-form-urlencoded -> dict (UnicodeError on bad UTF-8)."""
-    return hs.parse_query(body.decode())
+    """application/x-www-form-urlencoded -> dict; ValueError when it is not strict
+    UTF-8, raw or percent-encoded, or an escape is cut short."""
+    return hs.parse_query(hs.text(body))
 
 
 class Portal:
@@ -211,8 +212,8 @@ class Portal:
             return self.response("415 Unsupported Media Type", "form posts only")
         try:
             form = parse_form(body)
-        except (UnicodeError, ValueError):
-            return self.response("400 Bad Request", "bad form")
+        except ValueError as e:  # a UnicodeError is one too
+            return self.response("400 Bad Request", "bad form: %s" % e)
         changes = {}
         for key in FIELDS:
             if key not in form:
