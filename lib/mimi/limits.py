@@ -258,6 +258,7 @@ PORTAL_DRAIN_MAX = const(16 * 1024)  # a larger refused body is not read away
 PORTAL_HEADER_MAX = const(2048)
 PORTAL_CLIENTS = const(LWIP_SOCKETS - 1 - WS_MAX_CONN - 2)  # the socket budget's rest while onboarding
 PORTAL_READ_TIMEOUT_S = const(10)
+PORTAL_PEER_PENDING = const(2)  # requests one address may have unfinished; its oldest goes
 PORTAL_SCAN_MAX = const(20)
 PORTAL_SCAN_TTL_S = const(30)
 PORTAL_SCAN_POLL_MS = const(50)  # the loop looks this often whether the scan thread is done

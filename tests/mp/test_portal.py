@@ -311,7 +311,73 @@ async def test_a_slow_scan_leaves_the_loop_running():
     assert await p.scan() is a  # cached now
 
 
-# --- bad forms (issue 25, item 9) ------------------------------------------------
+# --- hostile clients and bad forms (issue 25, items 8, 9) -------------------------
+def held(n, src):
+    """n connections from address src that send nothing (half-open requests)."""
+    out = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(socket.getaddrinfo(src, 0)[0][-1])
+        out.append(s)
+    return out
+
+
+async def accepted(p, last):
+    """Let the portal accept the connection just made: its record is the newest, not `last`."""
+    for _ in range(5000):
+        if p.conns and p.conns[-1] is not last:
+            return p.conns[-1]
+        await asyncio.sleep_ms(1)
+    raise AssertionError("the portal did not take the connection")
+
+
+async def test_half_open_connections_cannot_lock_the_page():
+    # 12 connections that never send a request made every client get 503 until the
+    # 10 s read timeout. The oldest that sent nothing goes, from the address holding most.
+    p = await opened()
+    addr = socket.getaddrinfo("127.0.0.1", p.http_port)[0][-1]
+    evil = []
+    slow = socket.socket()  # a person's browser that has begun its request and is slow
+    slow.bind(socket.getaddrinfo("127.0.0.3", 0)[0][-1])
+    slow.connect(addr)
+    slow.send(b"GET / HTTP/1.1\r\n")
+    last = await accepted(p, None)
+    for s in held(12, "127.0.0.2"):
+        s.connect(addr)
+        evil.append(s)
+        last = await accepted(p, last)
+        assert len(p.conns) <= limits.PORTAL_CLIENTS
+    assert p.conns[0][0] == bytes([127, 0, 0, 3]) and p.conns[0][3].got  # the slow one is still there
+    for _ in range(3):  # a person's page loads, again and again, while all of that is open
+        status, _, page = await http(p, "GET", "/")
+        assert status == 200 and "MimiClaw setup" in page
+    slow.send(b"Host: 127.0.0.1:%d\r\n\r\n" % p.http_port)
+    slow.setblocking(False)
+    got = b""
+    for _ in range(5000):
+        await asyncio.sleep_ms(1)
+        try:
+            d = slow.recv(4096)
+        except OSError:
+            continue
+        if not d:
+            break
+        got += d
+    assert got.startswith(b"HTTP/1.1 200"), got[:80]
+    # the shed connections were closed: each reads its end
+    closed = 0
+    for s in evil:
+        s.setblocking(False)
+        try:
+            closed += s.recv(10) == b""
+        except OSError:
+            pass
+    assert closed >= 12 - limits.PORTAL_CLIENTS, closed
+    for s in evil + [slow]:
+        s.close()
+    await p.close()
+
+
 async def test_bad_form_encoding_is_refused_not_saved():
     # %FF%FE (not UTF-8) decoded to "" and cleared the setting; a cut %4 became byte 0x04
     cfg.update({"wifi_ssid": "Home", "model": "m1"})

@@ -1,7 +1,9 @@
 # The small HTTP/1.1 server side shared by the WebSocket gateway
 # (channels/wsconn.py) and the onboarding portal (services/portal.py): buffered
 # reads of a request, its head parsed (query strings and forms decoded), a whole
-# response; the listening port (a fixed one, or a free random one) is net/listen.py.
+# response, and which connection a server short of sockets lets go; the listening
+# port (a fixed one, or a free random one) is net/listen.py.
+import socket
 from mimi.net.listen import on_port  # noqa: F401 - the portal takes it from here
 
 
@@ -12,11 +14,13 @@ class Reader:
     def __init__(self, stream):
         self.s = stream
         self.buf = b""
+        self.got = 0  # bytes received: 0 = the client has not begun its request
 
     async def _more(self, n):
         d = await self.s.read(n)
         if not d:
             raise EOFError
+        self.got += len(d)
         self.buf += d
 
     async def fill(self, n=1):
@@ -109,6 +113,47 @@ def parse_request(head):
         headers[k] = headers[k] + ", " + v if k in headers else v
     path, _, qs = target.partition("?")
     return method, path, parse_query(qs), headers
+
+
+def peer(stream):
+    """The client's address (the port left out), as a dict key."""
+    a = stream.get_extra_info("peername")
+    if isinstance(a, tuple):  # lwIP: ("1.2.3.4", port)
+        return a[0]
+    try:  # the unix port: a raw sockaddr
+        return bytes(socket.sockaddr(a)[1])
+    except Exception:
+        return bytes(a)
+
+
+def shed(conns, me, most, per_peer):
+    """Make room for connection `me`, the newest of `conns`: records [address, task,
+    done, Reader or None], oldest first, `done` once its request is read (or upgraded).
+    An address with per_peer unfinished connections besides `me` loses its oldest one;
+    past `most` in all, the address holding the most unfinished connections loses its
+    oldest that has sent nothing yet, never one that has begun its request (a slow
+    client) or is done. A connection shed is cancelled. -> does `me` fit?"""
+    mine = [c for c in conns if c[0] == me[0] and not c[2] and c is not me]
+    if len(mine) >= per_peer:
+        _drop(conns, mine[0])
+    if len(conns) > most:
+        count = {}
+        for c in conns:
+            if not c[2]:
+                count[c[0]] = count.get(c[0], 0) + 1
+        best = None
+        for c in conns:  # oldest first: the oldest of the address with the most wins
+            if (c is not me and not c[2] and not (c[3] and c[3].got)
+                    and (best is None or count[c[0]] > count[best[0]])):
+                best = c
+        if best:
+            _drop(conns, best)
+    return len(conns) <= most
+
+
+def _drop(conns, c):
+    conns.remove(c)
+    c[1].cancel()
 
 
 def has_token(value, word):

@@ -6,6 +6,8 @@
 # Telegram and Feishu. Unlike MimiClaw's portal it is never open, never sends a stored secret
 # back, validates with the REPL's rules, refuses cross-origin posts, and closes the
 # access point once the board is online.
+# Half-open connections cannot lock the page: the oldest that sent nothing goes
+# (net/httpserver.shed()).
 import os
 import json
 import asyncio
@@ -52,7 +54,7 @@ class Portal:
         self.is_open = False
         self.ip = None
         self.ssid = None
-        self.clients = 0
+        self.conns = []  # [address, task, request read, Reader] (net/httpserver.shed())
         self.saves = 0
         self._http = None
         self._dns = None
@@ -119,13 +121,16 @@ class Portal:
 
     # --- HTTP ---------------------------------------------------------------
     async def _conn(self, r, w):
-        self.clients += 1
+        me = [hs.peer(w), asyncio.current_task(), False, None]
+        self.conns.append(me)
         try:
-            if self.clients > limits.PORTAL_CLIENTS:
+            if not hs.shed(self.conns, me, limits.PORTAL_CLIENTS, limits.PORTAL_PEER_PENDING):
                 resp = self.response("503 Service Unavailable", "busy, try again")
             else:
                 try:
-                    req = await asyncio.wait_for(self._read(r), limits.PORTAL_READ_TIMEOUT_S)
+                    me[3] = hs.Reader(r)
+                    req = await asyncio.wait_for(self._read(me[3]), limits.PORTAL_READ_TIMEOUT_S)
+                    me[2] = True  # read: never shed from now on
                     if req[0] == "GET" and req[1] in ("/", "/index.html", "/scan"):
                         await self.scan(fresh=req[1] == "/scan")  # the page lists the networks
                     resp = self.handle(*req)
@@ -135,16 +140,16 @@ class Portal:
             await w.drain()
         except Exception as e:  # timeouts, resets: drop this client only
             log.info(TAG, "client dropped: %s", e)
-        finally:
-            self.clients -= 1
+        finally:  # also when shed (cancelled) for a newer one
+            if me in self.conns:
+                self.conns.remove(me)
             try:
                 w.close()
                 await w.wait_closed()
             except Exception:
                 pass
 
-    async def _read(self, r):
-        rd = hs.Reader(r)
+    async def _read(self, rd):
         try:
             head = await rd.read_head(limits.PORTAL_HEADER_MAX)
         except ValueError:
