@@ -133,9 +133,10 @@ async def test_form_saves_settings_and_never_echoes_secrets():
             assert secret not in text, secret
     assert "Home &lt;Net&gt;" in after and "<Net>" not in after
     assert after.count("(set)") == 4 and 'value="cli_a1b2c3"' in after
-    # an empty secret field keeps the stored one; the box clears it
+    # an empty secret field keeps the stored one; the box clears it (set up now: with the key)
     status, _, page = await http(p, "POST", "/save", same_origin(p),
-                                 form({"api_key": "", "tg_token": "", "clear_tg_token": "1"}))
+                                 form({"api_key": "", "tg_token": "", "clear_tg_token": "1",
+                                       "current_secret": SECRETS["api_key"]}))
     assert status == 200
     assert cfg.get("api_key") == SECRETS["api_key"] and cfg.get("tg_token") == ""
     await p.close()
@@ -311,7 +312,75 @@ async def test_a_slow_scan_leaves_the_loop_running():
     assert await p.scan() is a  # cached now
 
 
-# --- hostile clients and bad forms (issue 25, items 8, 9) -------------------------
+# --- a configured board, hostile clients and bad forms (issue 25, items 7-9) -------
+async def test_a_set_up_board_wants_its_key_for_anything_but_wifi():
+    # The AP opens whenever WiFi fails at boot: a stranger on it redirected the API key
+    # to a server of theirs and let their chat in, with no secret.
+    cfg.update({"api_key": SECRETS["api_key"], "tg_token": SECRETS["tg_token"], "tg_allow": "111",
+                "ws_token": "gateway-token-0123", "wifi_ssid": "Home"})
+    p = await opened()
+    before = read("/config.json")
+    _, _, page = await http(p, "GET", "/")
+    assert 'name="current_secret"' in page and 'name="api_base"' in page
+    evil = {"api_base": "http://10.9.9.9:8080/v1", "tg_allow": "111,666"}
+    status, _, page = await http(p, "POST", "/save", same_origin(p), form(evil))
+    assert status == 403 and "needs its current API key or gateway token" in page, (status, page)
+    assert read("/config.json") == before
+    status, _, page = await http(p, "POST", "/save", same_origin(p),
+                                 form(dict(evil, current_secret="not-the-key-00000")))
+    assert status == 403 and "wrong API key or gateway token" in page and read("/config.json") == before
+    # guessing is slowed down: right after a wrong one, not even the right one is looked at
+    status, _, page = await http(p, "POST", "/save", same_origin(p),
+                                 form(dict(evil, current_secret=SECRETS["api_key"])))
+    assert status == 429 and read("/config.json") == before, status
+    p.wait_until = None  # the back-off over
+    # the owner, with the key: saved, and the key is not handed to the new server
+    status, _, page = await http(p, "POST", "/save", same_origin(p),
+                                 form(dict(evil, current_secret=SECRETS["api_key"])))
+    assert status == 200 and "The stored API key was cleared" in page, page
+    assert cfg.get("api_base") == "http://10.9.9.9:8080/v1" and cfg.get("api_key") == ""
+    assert cfg.get("tg_allow") == "111,666"
+    # a new provider with a new key typed in keeps that one; the gateway token unlocks too
+    status, _, page = await http(p, "POST", "/save", same_origin(p), form(
+        {"provider": "openai", "api_key": "sk-new-key-123456", "current_secret": "gateway-token-0123"}))
+    assert status == 200 and cfg.get("provider") == "openai" and cfg.get("api_key") == "sk-new-key-123456"
+    # a new provider alone drops the stored key
+    status, _, page = await http(p, "POST", "/save", same_origin(p),
+                                 form({"provider": "anthropic", "current_secret": "sk-new-key-123456"}))
+    assert status == 200 and cfg.get("api_key") == "", page
+    # WiFi needs no secret: the router changed is what the AP is for
+    status, _, page = await http(p, "POST", "/save", same_origin(p),
+                                 form({"wifi_ssid": "New Router", "wifi_pass": "newpassword1"}))
+    assert status == 200 and cfg.get("wifi_ssid") == "New Router" and cfg.get("wifi_pass") == "newpassword1"
+    await p.close()
+
+
+async def test_a_set_up_board_with_no_secret_offers_wifi_only():
+    cfg.update({"api_base": "http://10.0.0.5:8080", "tg_allow": "111", "ws_token": "", "wifi_ssid": "Home"})
+    p = await opened()
+    _, _, page = await http(p, "GET", "/")
+    assert 'name="wifi_ssid"' in page and 'name="wifi_pass"' in page and "WiFi only" in page
+    for field in ("api_base", "api_key", "tg_allow", "tg_token", "provider", "current_secret"):
+        assert 'name="%s"' % field not in page, field
+    before = read("/config.json")
+    status, _, page = await http(p, "POST", "/save", same_origin(p), form({"tg_allow": "111,666"}))
+    assert status == 403 and "WiFi only" in page and read("/config.json") == before
+    status, _, _ = await http(p, "POST", "/save", same_origin(p), form({"wifi_ssid": "Other"}))
+    assert status == 200 and cfg.get("wifi_ssid") == "Other"
+    await p.close()
+
+
+async def test_a_first_setup_needs_no_secret():
+    # nothing set up yet but what every board has (a generated gateway token, the AP's password)
+    cfg.update({"ws_token": "gateway-token-0123"})
+    portal.ap_password()
+    p = await opened()
+    status, _, page = await http(p, "POST", "/save", same_origin(p), form(
+        {"api_key": "sk-first-key-000000", "api_base": "http://10.0.0.5:8080", "tg_allow": "111"}))
+    assert status == 200 and cfg.get("api_key") == "sk-first-key-000000", page
+    await p.close()
+
+
 def held(n, src):
     """n connections from address src that send nothing (half-open requests)."""
     out = []
