@@ -460,3 +460,40 @@ async def test_bad_form_encoding_is_refused_not_saved():
     status, _, _ = await http(p, "POST", "/save", same_origin(p), b"wifi_ssid=caf%C3%A9+x%2B1")
     assert status == 200 and cfg.get("wifi_ssid") == "caf\u00e9 x+1"
     await p.close()
+
+
+async def test_hostile_posts_change_nothing_but_wifi():
+    # a fuzz of item 7: posts of any fields, values, encodings and guessed secrets on a
+    # board already set up: nothing but WiFi ever changes, and the key never moves
+    import fuzz
+
+    cfg.update({"api_key": SECRETS["api_key"], "tg_token": SECRETS["tg_token"], "tg_allow": "111",
+                "ws_token": "gateway-token-0123", "wifi_ssid": "Home"})
+    p = await opened()
+    keep = {k: cfg.get(k) for k in config.SCHEMA if k not in ("wifi_ssid", "wifi_pass")}
+    guesses = ("", "x", SECRETS["api_key"][:-1], SECRETS["api_key"] + " ", SECRETS["api_key"].upper(),
+               "gateway-token-012", "%s" % SECRETS["tg_token"], "\u00e9" * 12)
+    keys = portal.FIELDS + ("current_secret", "clear_api_key", "clear_tg_token", "ap_pass", "ws_token")
+    values = ("http://10.9.9.9:8080/v1", "111,666", "openai", "sk-evil-0000000000", "", "1", "x" * 300)
+    statuses = {}
+    for n, r in fuzz.cases(60, "portal post"):
+        fields = {}
+        for _ in range(r.below(5) + 1):
+            k = r.pick(keys)
+            fields[k] = r.pick(guesses) if k == "current_secret" else r.pick(values)
+        body = form(fields)
+        if r.chance(20):
+            body = fuzz.garble(r, body)
+        p.wait_until = None  # every guess looked at
+        try:
+            status, _, page = await http(p, "POST", "/save", same_origin(p), body)
+        except Exception as e:  # noqa: B902
+            fuzz.crash("portal post", n, e, body)
+        statuses[status] = statuses.get(status, 0) + 1
+        now = {k: cfg.get(k) for k in keep}
+        if now != keep:
+            fuzz.fail("portal post", n, "changed %r" % [k for k in keep if now[k] != keep[k]], body)
+        if SECRETS["api_key"] in page:
+            fuzz.fail("portal post", n, "the key was shown", body)
+    assert 200 in statuses and 403 in statuses, statuses  # WiFi changes went through, the rest not
+    await p.close()
