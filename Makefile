@@ -7,7 +7,7 @@ FLASH ?= 8M
 SECRETS ?= secrets.json
 TEST_ARGS ?=
 
-.PHONY: setup test lint run bench image bundle browser proxies mp32 clean help flash deploy mpremote-config fuzz
+.PHONY: setup test lint run bench image bundle browser proxies mp32 frozen clean help flash deploy mpremote-config fuzz
 
 help:
 	@echo "make test            run the whole test suite (sets itself up)"
@@ -20,6 +20,8 @@ help:
 	@echo "make mpremote-config install the mpremote shortcuts (memory-read, config-show, ...)"
 	@echo "make bundle          build the OTA update bundle into build/ (OTA_KEY=... signs it)"
 	@echo "make bench           run the benchmarks (bench/, results in docs/benchmarks.md)"
+	@echo "make frozen          build MicroPython's unix port with the firmware frozen in (build/mpy/;"
+	@echo "                     FROZEN_BITS=\"32 64\", MPY_SRC=checkout or tarball)"
 	@echo "make powercut        1,200 seeded power cuts on the firmware's files (CUTS=, SEED=)"
 	@echo "make soak            10,000 messages through WebSocket and Telegram under a capped heap,"
 	@echo "                     and the fault tests with 3-minute LLM and Telegram outages"
@@ -33,7 +35,7 @@ $(STAMP): requirements.txt
 
 setup: $(STAMP)
 
-test: setup lint mp32 $(if $(wildcard /usr/bin/chromium),,browser) $(if $(and $(wildcard /usr/sbin/squid),$(wildcard /usr/sbin/danted)),,proxies)
+test: setup lint mp32 frozen $(if $(wildcard /usr/bin/chromium),,browser) $(if $(and $(wildcard /usr/sbin/squid),$(wildcard /usr/sbin/danted)),,proxies)
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(TEST_ARGS)
 
 lint: setup
@@ -56,6 +58,24 @@ mp32:
 run: setup
 	$(BIN)/python tools/sim $(SIM_ARGS)
 
+# MicroPython's unix port with the firmware frozen in, as a custom board firmware has it
+# (tools/mpbuild.py): built into build/mpy/ from MPY_SRC (../shared/micropython/'s v1.28.0
+# tarball, or a MicroPython checkout), again only when lib/ or the manifest changed. The
+# 32-bit one needs a compiler for 32-bit programs (Debian's gcc-multilib, libc6-dev-i386:
+# installed here when root). Without the source or the compiler one line says so and the
+# tests and benchmark rows that need it are skipped.
+MPY_SRC ?= $(abspath ../shared/micropython)
+export MPY_SRC
+FROZEN_BITS ?= 32
+CC32_PROBE = printf 'int main(void){return 0;}\n' | $${CC:-cc} -m32 -x c - -o /dev/null >/dev/null 2>&1
+frozen: setup
+	@if [ -e "$(MPY_SRC)" ] && echo " $(FROZEN_BITS) " | grep -q " 32 " && ! $(CC32_PROBE) && [ "$$(id -u)" = 0 ]; then \
+	echo "frozen: installing gcc-multilib and libc6-dev-i386 for the 32-bit build"; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q gcc-multilib libc6-dev-i386 >/dev/null 2>&1 || \
+	{ apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q gcc-multilib libc6-dev-i386 >/dev/null 2>&1; } || \
+	echo "frozen: apt-get could not install gcc-multilib libc6-dev-i386"; fi
+	@$(BIN)/python tools/mpbuild.py $(foreach b,$(FROZEN_BITS),--bits $(b))
+
 # The fuzz tests (tests/mp/test_fuzz_*.py) with FUZZ_CASES cases each (10 tests: over
 # 10,000 cases in all per interpreter) and a new seed each run unless FUZZ_SEED is
 # given; a failure names its seed and case (FUZZ_SEED=... FUZZ_CASE=... reruns it).
@@ -66,7 +86,9 @@ fuzz: setup mp32
 		$(BIN)/python -m pytest -n 2 --dist loadfile tests/mp/test_fuzz_*.py
 
 # Speed and memory figures of this machine (docs/benchmarks.md); tables also in build/bench.md.
-bench: setup mp32
+# The frozen rows (docs/benchmarks.md §3c) on both word sizes: the 64-bit one is the peer's.
+bench: FROZEN_BITS = 32 64
+bench: setup mp32 frozen
 	$(BIN)/python bench/run_all.py --markdown build/bench.md $(BENCH_ARGS)
 
 # Long reliability runs (issue 16, docs/reliability.md); `make test` runs short versions.

@@ -18,13 +18,11 @@ BUILD = ROOT / "build"
 MP = str(Path(sys.executable).parent / "micropython")
 # The 32-bit MicroPython of ../shared/mp32 (the board's object sizes); MP32=path overrides.
 MP32 = os.environ.get("MP32") or str(ROOT.parent / "shared" / "mp32" / "micropython")
-# Unix ports built with the mimi package frozen in (firmware/manifest_unix.py, build in
-# docs/benchmarks.md §3c): measured too when these name one, as on a frozen board build.
-FROZEN = [("32-bit frozen", os.environ.get("MP32_FROZEN")), ("64-bit frozen", os.environ.get("MP64_FROZEN"))]
 for p in (ROOT / "tests", ROOT / "tools", ROOT / "lib"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
+import interpreters as interps  # noqa: E402  (tools/)
 import mkimage  # noqa: E402  (tools/)
 from fakes import tlsca  # noqa: E402  (tests/fakes/)
 from simproc import Sim  # noqa: E402,F401  (tests/simproc.py: tools/sim as a child process)
@@ -112,15 +110,35 @@ def _runs(mp):
         return False
 
 
+_no_frozen = set()
+
+
+def frozen(bits):
+    """The unix port with the mimi package frozen in, as on a frozen board build
+    (tools/mpbuild.py's, which `make bench` builds at both word sizes, brought up to
+    date with lib/ here; $MP32_FROZEN / $MP64_FROZEN name others, empty: none) -> path
+    or None. A smoke run builds none: it uses those already current."""
+    path, why = interps.frozen(bits, build=not _smoke)
+    if why and bits not in _no_frozen:
+        _no_frozen.add(bits)
+        print("bench: no %d-bit frozen rows (%s)" % (bits, why), file=sys.stderr)
+    return path
+
+
 def interpreters():
     """[(label, path)]: the .venv's 64-bit MicroPython, the 32-bit one when it runs here,
-    and the frozen builds MP32_FROZEN / MP64_FROZEN name, when they run. BENCH_ONLY (labels,
+    and the frozen builds ("32-bit frozen", "64-bit frozen"). BENCH_ONLY (labels,
     comma-separated, e.g. "32-bit frozen") keeps only those."""
     only = [x.strip() for x in os.environ.get("BENCH_ONLY", "").split(",") if x.strip()]
     out = [("64-bit", MP)]
     if _runs(MP32):
         out.append(("32-bit", MP32))
-    out += [(label, mp) for label, mp in FROZEN if mp and _runs(mp)]
+    for bits in (32, 64):
+        label = "%d-bit frozen" % bits
+        if not only or label in only:
+            mp = frozen(bits)
+            if mp:
+                out.append((label, mp))
     return [(label, mp) for label, mp in out if not only or label in only]
 
 
@@ -149,12 +167,30 @@ def mp_args(image, **kw):
     return dict(kw, image=str(image), lib=str(BUILD / "lib"), mp_dir=str(BENCH / "mp"))
 
 
+_smoke = False
+
+
+def smoke(on=None):
+    """True in a smoke run (--smoke, what `make test` runs: tests/host/test_bench_smoke.py):
+    every driver's shortest pass through all its code, one turn or run per case, each scan
+    cut to one try, to show that it works; its figures mean nothing. smoke(True) starts one."""
+    global _smoke
+    if on is not None:
+        _smoke = on
+    return _smoke
+
+
+SMOKE_HELP = "one short run of every case (a check that the driver works; no real figures)"
+
+
 def cli(tables_fn):
     """Standard main(): print the tables a driver returns."""
     import argparse
 
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=None, help="repetitions (driver default if unset)")
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     a = ap.parse_args()
-    for t in tables_fn(a.n):
+    smoke(a.smoke)
+    for t in tables_fn(1 if a.smoke else a.n):
         print(t.text())

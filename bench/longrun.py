@@ -15,7 +15,7 @@ Tavily over plain HTTP).
 import tempfile
 import time
 
-from common import Sim, Table, certs, cli, interpreters
+from common import Sim, Table, certs, cli, interpreters, smoke
 from fakes import llm as fake_llm
 from fakes import search as fake_search
 from fakes import telegram as fake_telegram
@@ -81,6 +81,8 @@ def smallest(mp, hi):
     kb, good = hi, None
     while kb > 0 and passes(mp, kb):
         good, kb = kb, kb - STEP_KB
+        if smoke():  # one try, at the top
+            return good, kb
     return good, kb
 
 
@@ -92,7 +94,8 @@ def long_run(mp, kb, n):
                 wholefw.ready(sim, fk.search)
                 # settled: the 60 s healthy mark's one-shot work done (on the host it
                 # loads board/host_sys.py for good, 3 KB the board does not have)
-                sim.wait_for(r"boot marked healthy", 120)
+                if not smoke():  # (60 s after boot)
+                    sim.wait_for(r"boot marked healthy", 120)
                 at = {"boot": wholefw.heap(sim)}
                 failed = 0
                 t0 = time.monotonic()
@@ -128,6 +131,9 @@ def tables(n=None):
         m.add(label, "%d KB" % good if good else "none from %d KB" % HI_KB[label],
               "%d KB" % bad if good else "-")
         at, failed, took, clean = long_run(mp, LONG_KB[label], n)
+        if smoke() and not (good and clean and not failed):
+            raise RuntimeError("%s: the whole firmware did not answer as scripted at %d KB"
+                               % (label, HI_KB[label] if not good else LONG_KB[label]))
         last = at[n]
         r.add(label, "%d KB" % LONG_KB[label], _kb(at["boot"]["alloc"]), _kb(at[10]["alloc"]),
               _kb(last["alloc"]), _kb(at["boot"]["largest"]), _kb(at[10]["largest"]),

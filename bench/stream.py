@@ -16,7 +16,7 @@ import json
 import tempfile
 import time
 
-from common import Sim, Table, cli, interpreters, median
+from common import Sim, Table, cli, interpreters, median, smoke
 from fakes import llm, telegram
 
 TOKEN = "bench-stream-token"
@@ -73,7 +73,7 @@ def tables(n=None):
             svc = llm.start("anthropic")  # plain http:// only
             tg = telegram.start()
             try:
-                svc.configure(pace=PACE)
+                svc.configure(pace=PACE * 20 if smoke() else PACE)
                 with tempfile.TemporaryDirectory() as tmp, Sim.start(
                         tmp, "ws_port=0", "ws_token=" + TOKEN, "provider=anthropic",
                         "api_key=" + svc["api_key"], "api_base=" + svc["http_base_url"],

@@ -20,6 +20,10 @@ the 32-bit MicroPython of ../shared/mp32 (the board's word size: 31-bit small in
 4-byte objects): items `test_x[mp32]`, `test_x[a-mp32]`. `MP32=path` names another
 32-bit interpreter; `MP32=` (empty) runs the 64-bit one only. An interpreter that
 cannot start (no 32-bit C library) is left out and the run header says so.
+
+The frozen 32-bit interpreter (the firmware frozen in, as a custom board firmware has
+it: tools/mpbuild.py, `make frozen`) runs the tests that ask for it (mp32_frozen_bin());
+it is built, or brought up to date with lib/, by the first of them, under a lock.
 """
 import ast
 import json
@@ -51,6 +55,11 @@ def mp32_bin():
     return interpreters_.mp32()
 
 
+def mp32_frozen_bin():
+    """(path of the frozen 32-bit interpreter or None, why not): tools/interpreters.py."""
+    return interpreters_.frozen(32)
+
+
 def interpreters():
     """[(item suffix, micropython path)]: the 64-bit port, then the 32-bit one if present."""
     return [("" if label == "64-bit" else "mp32", path) for label, path in interpreters_.all_present()]
@@ -58,8 +67,10 @@ def interpreters():
 
 def pytest_report_header(config):
     path, why = mp32_bin()
-    return "MicroPython tests on: 64-bit %s%s" % (
-        micropython_bin(), "; 32-bit %s" % path if path else " only (%s)" % why)
+    frozen, not_frozen = interpreters_.frozen(32, build=False)
+    return ["MicroPython tests on: 64-bit %s%s" % (
+        micropython_bin(), "; 32-bit %s" % path if path else " only (%s)" % why),
+        "frozen 32-bit: %s" % (frozen or not_frozen)]
 
 
 def _literal(tree, name, default):

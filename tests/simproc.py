@@ -51,12 +51,13 @@ class Sim:
 
     @classmethod
     def start(cls, tmp_path, *sets, pty=False, env=None, console=False, heap=None,
-              micropython=None, baud=None):
+              micropython=None, baud=None, parts=()):
         """tools/sim on tmp_path/fs.img (made on the first start, kept after), with
         --set KEY=VALUE for each of sets; pty: the console on tmp_path/tty (.tty),
         baud: that console as a UART at this rate; console: the console on stdin
         (send()); heap: MicroPython heap cap ("768k"); micropython: another
-        interpreter (the 32-bit one). SIGUSR1 to .p presses RESET."""
+        interpreter (the 32-bit one); parts: --part specs (simulated hardware).
+        SIGUSR1 to .p presses RESET."""
         tmp = Path(tmp_path)
         cmd = [sys.executable, str(ROOT / "tools" / "sim"), "--fs", str(tmp / "fs.img")]
         if heap:
@@ -69,6 +70,8 @@ class Sim:
                 cmd += ["--baud", str(baud)]
         for s in sets:
             cmd += ["--set", s]
+        for p in parts:
+            cmd += ["--part", p]
         sim = cls(cmd, env, console)
         if pty:
             sim.tty = str(tmp / "tty")

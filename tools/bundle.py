@@ -9,7 +9,7 @@ filesystem image (tools/mkimage.py), never /config.json:
     manifest JSON {"format": 1, "version", "files": [{"path", "size", "sha256"}]}
     every file's bytes, in manifest order
 
-The board (lib/mimi/ota.py) streams it to flash, checks every SHA-256 and, when
+The board (lib/mimi/update/ota.py) streams it to flash, checks every SHA-256 and, when
 its `ota_key` setting is set, the HMAC with the same key (--key or $MIMI_OTA_KEY).
 """
 import argparse

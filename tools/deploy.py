@@ -4,7 +4,7 @@
   tools/deploy.py --port PORT [--mip] [--force] [--no-reset] [--dry-run]
 
 Installs /boot.py, /main.py, /lib/mimi/** (compiled .mpy), /defaults/** (spiffs_data/)
-and /certs/roots.pem the way an OTA update does (lib/mimi/ota.py), so a reset or a
+and /certs/roots.pem the way an OTA update does (lib/mimi/update/), so a reset or a
 pulled cable mid-copy never leaves a half-written version: the board first copies
 its installed files to /ota/new, mpremote sends the files that differ and the
 manifest (sizes, SHA-256) there, the board checks every staged file against it,
@@ -34,8 +34,11 @@ from mimi import limits  # noqa: E402
 
 NEVER = (limits.SPIFFS + "/", limits.CONFIG_PATH)
 MIP_PACKAGES = ("logging", "aiorepl")
-STAGE = "from mimi import staging\nstaging.begin_deploy()"
-INSTALL = "from mimi import staging\nstaging.finish_deploy()"
+# The board's own staging code runs the deploy: lib/mimi/update/staging.py, or on a
+# board still running a version from before lib/mimi/update/, lib/mimi/staging.py.
+STAGING_PKGS = ("mimi.update", "mimi")
+STAGE = "from %s import staging\nstaging.begin_deploy()"
+INSTALL = "from %s import staging\nstaging.finish_deploy()"
 MANIFEST = "manifest.json"
 STAGING = limits.OTA_DIR + "/new"  # ota.NEW
 
@@ -68,6 +71,10 @@ def mpremote_cmd():
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "mpremote"]
 
 
+class OlderLayout(Exception):
+    """The board's version has no lib/mimi/update/ (nothing was changed on it)."""
+
+
 def run(port, args, dry, cwd=None):
     cmd = mpremote_cmd() + ["connect", port, "resume"] + args
     shown = " ".join(a if len(a) < 60 else a[:57] + "..." for a in cmd[1:])
@@ -84,6 +91,8 @@ def run(port, args, dry, cwd=None):
         seen += chunk
     out = seen.decode(errors="replace")
     if p.wait():
+        if "no module named 'mimi.update'" in out:
+            raise OlderLayout()
         if "no module named 'mimi.staging'" in out:
             raise flash.Fail("the firmware on %s predates safe deploys (no mimi.staging): "
                              "update it once with `make flash` (this erases the board's data)" % port)
@@ -112,20 +121,31 @@ def main(argv=None):
         if not a.dry_run:
             flash.check_port(a.port)
         files = deploy_files()
+        if a.mip:  # /lib/<package>: outside what the swap replaces
+            run(a.port, ["mip", "install"] + list(MIP_PACKAGES), a.dry_run)
         with tempfile.TemporaryDirectory(prefix="mimi-deploy-") as tmp:
             staging = Path(tmp)
             tops = stage(files, staging)
             # One connection: stage the installed version, send what differs (mpremote
-            # skips files whose SHA-256 matches), then verify and swap on the board.
-            args = ["exec", STAGE, "+", "fs", "cp", "-r"] + (["--force"] if a.force else [])
-            args += tops + [":%s/" % STAGING]
-            args += ["+", "exec", INSTALL]
-            run(a.port, args, a.dry_run, cwd=str(staging))
-        if a.mip:
-            run(a.port, ["mip", "install"] + list(MIP_PACKAGES), a.dry_run)
-        if not a.no_reset:
-            run(a.port, ["exec", "--no-follow", RESET], a.dry_run)
-        print("deployed %d files to %s%s" % (len(files), a.port, "" if a.no_reset else "; board reset"))
+            # skips files whose SHA-256 matches), verify and swap on the board, reset.
+            # The reset must not wait for another connection: after the swap the
+            # running version's own files are gone from the flash, and a part of it
+            # loaded when used (its console's raw REPL, which a new connection needs)
+            # may be gone with them.
+            for pkg in STAGING_PKGS:
+                args = ["exec", STAGE % pkg, "+", "fs", "cp", "-r"] + (["--force"] if a.force else [])
+                args += tops + [":%s/" % STAGING]
+                args += ["+", "exec", INSTALL % pkg]
+                if not a.no_reset:
+                    args += ["+", "exec", "--no-follow", RESET]
+                try:
+                    run(a.port, args, a.dry_run, cwd=str(staging))
+                    break
+                except OlderLayout:
+                    print("(the board runs a version from before lib/mimi/update/: its staging is "
+                          "mimi.staging)", flush=True)
+        print("deployed %d files to %s%s" % (len(files), a.port, "; board reset" if not a.no_reset else
+                                             "; reset the board now: it still runs the version it had"))
     except flash.Fail as e:
         print("error: %s" % e, file=sys.stderr)
         return 2

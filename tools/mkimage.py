@@ -23,7 +23,9 @@ sys.path.insert(0, str(ROOT / "lib"))
 from mimi import limits  # noqa: E402  (CPython-safe: const() falls back)
 
 FLASH_SIZES = {"8M": 8 * 1024 * 1024, "16M": 16 * 1024 * 1024, "32M": 32 * 1024 * 1024}
-CODE_TOP = ("/boot.py", "/main.py", "/lib", "/defaults", "/certs")
+# What a sync replaces. Other packages in /lib (micropython-lib's logging and aiorepl,
+# which `make deploy MIP=1` installs) are the user's, as on a board: kept.
+CODE_TOP = ("/boot.py", "/main.py", "/lib/mimi", "/defaults", "/certs")
 
 
 def block_count(flash):
@@ -116,7 +118,7 @@ def default_ca_bundle(build):
 VALIDATE = r"""
 import sys, json
 sys.path[:] = [sys.argv[1]]
-from mimi.config import Config
+from mimi.config.settings import Config
 c = Config(sys.argv[2] + ".out")
 try:
     c.update(json.load(open(sys.argv[2])))

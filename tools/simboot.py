@@ -5,6 +5,8 @@
 #   micropython tools/simboot.py IMAGE BUILD_LIB [KEY=VALUE ...]
 # BUILD_LIB (the compiled tree tools/sim copies into the image) serves only the
 # mount itself; its modules are dropped before anything else is imported.
+# MIMI_SIM_PARTS (tools/sim --part, one spec a line) wires simulated parts to the
+# board before it boots (mimi/devices/sim/parts.py; sim_set/sim_get on the console).
 import os
 import sys
 
@@ -27,7 +29,10 @@ def apply_sets(sets):
     """--set values, with the firmware's own validation (from the image's code).
     A code that does not import is main.py's boot guard's business, not ours."""
     try:
-        from mimi import config
+        try:
+            from mimi.config import settings as config
+        except ImportError:  # a version from before lib/mimi/config/ (updated from, or rolled back to)
+            from mimi import config
     except Exception as e:  # noqa: B902 - e.g. a broken update: boot anyway
         print("sim: --set skipped, the image's config module does not import:", repr(e))
         return
@@ -48,6 +53,8 @@ def apply_sets(sets):
             print("sim: --set %s applies to this run only: not saved (%s)" % (item, fs.why(e)))
 
 
+if os.getenv("MIMI_SIM_PARTS"):
+    exec("from mimi.devices.sim.parts import boot; boot()")
 apply_sets(sets)
 with open("/boot.py") as f:
     exec(f.read(), {"__name__": "boot"})
@@ -66,6 +73,24 @@ except Exception:
 from mimi import board  # noqa: E402
 
 if board.CONSOLE and stopped:
-    from mimi import console  # noqa: E402
+    # The board's own REPL, emulated with the firmware's console (the unix port has no
+    # REPL on a pipe). Ctrl-D on an empty line soft-resets, which on the board runs
+    # main.py again; here it boots the simulator again.
+    try:
+        from mimi.console import serial as console  # noqa: E402
+    except ImportError:  # a version from before lib/mimi/console/
+        from mimi import console  # noqa: E402
 
-    console.serve_blocking(globals())
+    _con = console.Console(globals(), prompt=b">>> ",
+                           greeting=b"MicroPython REPL, firmware stopped: restart() or Ctrl-D boots it again\r\n")
+    _con.write(b"\r\n" + _con.greeting + _con.prompt)
+    while True:
+        try:
+            _ch = sys.stdin.read(1)
+        except KeyboardInterrupt:  # the simulator is being stopped
+            break
+        if not _ch:
+            break
+        for _c in _ch.encode() if isinstance(_ch, str) else _ch:
+            if _con.feed(_c) == console.STOP:
+                board.reset()

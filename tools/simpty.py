@@ -8,7 +8,14 @@ optionally symlinked with --pty-link) plays the board's USB serial port:
 
 The slave is raw (no echo, no line editing, Ctrl-C is a byte), as a USB CDC port
 is, so mimi.console sees exactly what mpremote sends. Everything the firmware
-prints also goes to this terminal. The pty outlives board resets (restart()), like
+prints also goes to this terminal, with a line end as the board sends it: the
+board's text stdout (print, sys.stdout.write) turns "\n" into "\r\n", the unix
+port's does not, so a "\n" not after a "\r" is sent as "\r\n" (bytes the firmware
+writes with sys.stdout.buffer, which the board does not change, carry their "\r\n"
+already: mimi.console's framing). mpremote needs it from code that prints its raw
+REPL's banner, such as micropython-lib's aiorepl. The other way, the board's text
+stdin reads a "\r" (a terminal's Enter) as "\n", and so does the firmware here:
+aiorepl takes only "\n" as the end of a line. The pty outlives board resets (restart()), like
 a USB port that stays plugged in.
 
 --baud N makes it a UART console instead (the "COM" port of many S3 boards): bytes
@@ -19,6 +26,7 @@ lost, as on the board. The count of lost bytes is printed when it grows.
 import errno
 import fcntl
 import os
+import re
 import select
 import signal
 import struct
@@ -90,11 +98,21 @@ class Uart:
         return 1 / self.rate if self.inbound or pending else 0.5
 
 
+def cook(data, last=b""):
+    """The board's text stdout line ends (\n -> \r\n; see the module doc); `last` is
+    the byte sent before `data`."""
+    out = re.sub(rb"(?<!\r)\n", b"\r\n", data)
+    if last[-1:] == b"\r" and data[:1] == b"\n":
+        out = out[1:]  # it ends the \r\n the last output began
+    return out
+
+
 def _relay(child, master, uart=None):
     """Pump bytes until the child exits. Returns its exit code."""
     out_fd = child.stdout.fileno()
     in_fd = child.stdin.fileno()
     pending = bytearray()
+    last = b""  # the byte before the next output, for cook()
     term = sys.stdout.buffer
     # A raw REPL session (the firmware's raw banner .. the host's Ctrl-B): mpremote's
     # framing stays off the terminal. A reset ends it (a new child starts friendly).
@@ -115,7 +133,8 @@ def _relay(child, master, uart=None):
             data = os.read(out_fd, 4096)
             if not data:
                 return child.wait()
-            pending += data
+            pending += cook(data, last)
+            last = data[-1:]
             if len(pending) > PENDING_MAX:
                 del pending[: len(pending) - PENDING_MAX]
             if RAW_BANNER in data:
@@ -147,6 +166,7 @@ def _relay(child, master, uart=None):
             if data:
                 if b"\x02" in data:
                     quiet = False
+                data = data.replace(b"\r", b"\n")  # the board's text stdin (module doc)
                 if uart:
                     uart.inbound += data
                     continue

@@ -17,7 +17,9 @@ import os  # noqa: E402
 import time  # noqa: E402
 import socket  # noqa: E402
 import asyncio  # noqa: E402
-from mimi import config, dns, log  # noqa: E402
+from mimi import log  # noqa: E402
+from mimi.net import dns  # noqa: E402
+from mimi.config import settings as config  # noqa: E402
 from mimi.services import loopwatch  # noqa: E402
 
 config.cfg.load()
@@ -46,7 +48,7 @@ def blocking_lookup(host):
 
 
 async def telegram_connect():
-    from mimi.channels import telegram
+    from mimi.channels.telegram import poller as telegram
 
     api = telegram.Api(TG, A["tg_token"], 10)
     try:
@@ -62,9 +64,9 @@ async def telegram_connect_blocking():
 
 
 async def ntp_sync():
-    from mimi.services import ntp, sntp
+    from mimi.services import ntp
 
-    if not await sntp.sync_once(["ntp.test"], A["ntp_port"]):
+    if not await ntp.sync_once(["ntp.test"], A["ntp_port"]):
         raise RuntimeError("NTP sync failed: %s" % ntp.last_error)
 
 

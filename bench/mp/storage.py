@@ -14,7 +14,8 @@ board.mount_image(A["image"])
 sys.path[:] = ["", ".frozen", "/lib"]
 import gc  # noqa: E402
 import time  # noqa: E402
-from mimi import fs, defaults, log  # noqa: E402
+from mimi import fs, log  # noqa: E402
+from mimi.config import defaults  # noqa: E402
 
 log.info = lambda *a: None  # keep the output to the BENCH lines
 

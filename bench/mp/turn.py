@@ -69,7 +69,8 @@ if A.get("posix"):
 sys.path[:] = ["", ".frozen", "/lib"]
 import gc  # noqa: E402
 import time  # noqa: E402
-from mimi import config, bus, fs  # noqa: E402
+from mimi import bus, fs  # noqa: E402
+from mimi.config import settings as config  # noqa: E402
 
 CHAT = "bench"
 TEXT = {"peer": "Look at my files, read my memory and note what you found."}.get(

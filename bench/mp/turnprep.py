@@ -1,6 +1,7 @@
 # bench/mp/turn.py's "prepare" mode: the workload's files and settings on the image.
 import json
-from mimi import board, bus, config, fs
+from mimi import board, bus, fs
+from mimi.config import settings as config
 
 CHAT = "bench"
 SEED = "/bench_session.jsonl"  # the stored messages, put back before every turn
@@ -18,7 +19,7 @@ def _history(n, _seed, text):
 
 
 def prepare(A, out, _seed):
-    from mimi import defaults
+    from mimi.config import defaults
     from mimi.memory import sessions, store
     from mimi.agent import context
 

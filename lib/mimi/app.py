@@ -67,6 +67,6 @@ def main():
 
         watchdog.release()  # the REPL stays usable: nothing may reset it now
         asyncio.new_event_loop()
-        ledger = sys.modules.get("mimi.usage")
+        ledger = sys.modules.get("mimi.usage.ledger")
         if ledger:  # what the usage ledger counted since its last save
             ledger.tick(True)

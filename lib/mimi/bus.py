@@ -7,7 +7,7 @@ import sys
 import time
 import _thread
 import asyncio
-from mimi import limits, channels
+from mimi import limits
 
 # Message kinds on the outbound queue.
 REPLY = "reply"
@@ -22,6 +22,8 @@ class Msg:
     __slots__ = ("channel", "chat_id", "content", "kind", "meta")
 
     def __init__(self, channel, chat_id, content, kind=REPLY, meta=None):
+        from mimi import channels  # the table, above the bus
+
         channels.get(channel)  # an unknown channel is an error here, not a lost message later
         self.channel = channel
         self.chat_id = str(chat_id)
@@ -39,6 +41,8 @@ class Msg:
 
 def session_key(channel, chat_id):
     """'<the channel's prefix>_<chat_id>'; ValueError for an unknown channel."""
+    from mimi import channels
+
     return "%s_%s" % (channels.get(channel).prefix, chat_id)
 
 

@@ -49,7 +49,7 @@ TG_RECV_BUF = const(1024)  # ... Telegram's: held the whole time by the long pol
 HTTP_PIECES_COLLECT = const(16 * 1024)  # a chunked body's pieces: gc.collect() this often
 HTTP_REDIRECTS = const(3)  # followed by httpstream.open_url (OTA downloads)
 
-# Usage ledger (mimi/usage.py, usagefile.py) and its caps' defaults (SPEC §5)
+# Usage ledger (usage/ledger.py, usage/file.py) and its caps' defaults (SPEC §5)
 USAGE_PATH = "/usage.jsonl"  # outside /spiffs: no file tool reaches it
 USAGE_DAYS = const(31)  # days kept in it
 USAGE_SAVE_MS = const(60 * 1000)  # written at most this often (and at a day's end, at shutdown)
@@ -107,6 +107,27 @@ HISTORY_BYTES_MAX = const(32 * 1024)  # loaded history budget; oldest pairs drop
 SESSION_READ_BLOCK = const(1024)  # tail reads go backwards in blocks this big
 SESSION_PENDING_MAX = const(8 * 1024)  # buffered appends flushed at this size
 SESSION_NAME_MAX = const(64)  # chars of a session key used in its file name
+
+# Sensor history (services/history/: the store's format and rules are at the top of store.py)
+HISTORY_DIR = "/history"  # outside /spiffs: the system's own space, not the file tools' quota
+HISTORY_STEP_S = const(300)  # the long tier's resolution: readings more often are averaged per slot
+HISTORY_SEGMENTS = const(8)  # long-tier segment files kept per device (7 full: >= 8.2 days at 5 min)
+HISTORY_FINE_SEGMENTS = const(5)  # ... and of the short tier, kept only when log_min < 5 (>= 22 h at 1 min)
+# A tier's readings wait in RAM until this many (30 minutes' at log_min 1) ...
+HISTORY_BATCH = const(30)
+HISTORY_FLUSH_S = const(3600)  # ... or the oldest is this old (at the next reading): each flush
+# rewrites a file's last block, so at 5 minutes it is an hour's 12 (24 flushes a day)
+HISTORY_PENDING_MAX = const(60)  # readings kept per tier while the flash refuses them; then the oldest go
+HISTORY_BACK_S = const(300)  # a reading up to this much older than the last kept one (the clock
+# stepped back) is kept at that time; an older one is dropped
+HISTORY_DEVICES = const(16)  # devices whose history the cap below makes room for
+# Its own cap: every device's segments (each file one flash block) at most
+HISTORY_CAP = const(HISTORY_DEVICES * (HISTORY_SEGMENTS + HISTORY_FINE_SEGMENTS) * BLOCK_SIZE)
+HISTORY_READ_CHUNK = const(512)  # bytes read per open while a range is streamed
+HISTORY_POINTS = const(12)  # points in time a summary gives (device_history)
+CHART_W = const(480)  # the PNG chart's size in pixels
+CHART_H = const(240)
+CHART_COLUMNS = const(160)  # columns of a chart's JSON form (the chat page draws the SVG)
 
 # Sockets. lwIP on the board has LWIP_SOCKETS for everything at once (TCP, UDP,
 # listeners); one more fails with ENFILE (errno 23), and a connection the gateway
@@ -174,7 +195,7 @@ TG_CONFLICT_MAX_S = const(60)  # the wait doubling up to this
 TG_BAD_TOKEN_S = const(300)  # 401/404: token refused; re-checked this often or on change
 TG_RETRY_AFTER_MAX_S = const(300)  # a 429 retry_after is honoured up to this
 TG_TYPING_S = const(4)  # "typing" lasts ~5 s on Telegram: renewed this often
-TG_PROGRESS_AFTER_S = const(10)  # a turn running this long shows a progress message (tgstatus.py)
+TG_PROGRESS_AFTER_S = const(10)  # a turn running this long shows a progress message (channels/telegram/status.py)
 TG_EDIT_MIN_S = const(3)  # ... edited at most this often (Telegram's edit rate limits)
 TG_STREAM_EDIT_S = const(1)  # a streamed answer's message: edited at most this often (in a group TG_EDIT_MIN_S: 20 a minute there)
 TG_TYPING_MAX_S = const(300)  # typing stops after this even if no reply came
@@ -273,7 +294,7 @@ AP_AUTH_WPA2 = const(3)  # network.AUTH_WPA2_PSK
 DNS_PORT = const(53)
 DNS_TTL_S = const(60)  # what the captive DNS tells phones
 DNS_PACKET_MAX = const(512)
-DNS_TIMEOUT_MS = const(2000)  # the resolver (mimi/dns.py): one wait for the answer ...
+DNS_TIMEOUT_MS = const(2000)  # the resolver (net/dns.py): one wait for the answer ...
 DNS_TRIES = const(2)  # ... and how many times the question is sent
 DNS_CACHE_MAX = const(8)  # names remembered
 DNS_CACHE_MIN_S = const(60)  # an answer is reused at least this long ...

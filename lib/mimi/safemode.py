@@ -39,7 +39,7 @@ def boot_start(reboot=True):
     d["boots"] = boots
     _store(d)
     try:
-        done = mimi.run("otaboot", "boot_check", reboot=False)
+        done = mimi.run("update.boot update", "boot_check", reboot=False)
     except Exception as e:  # a broken update check must not add to the crash loop
         log.exception("safemode", "update check failed", e)
         done = None
@@ -88,7 +88,7 @@ def healthy():
     if not active:
         clear()
     try:
-        mimi.run("otaboot", "mark_healthy")
+        mimi.run("update.boot update", "mark_healthy")
     except Exception as e:
         log.exception("safemode", "confirming the update failed", e)
 

@@ -3,14 +3,15 @@
 # the gateway token made on the first boot, the banner; and the loop's task list. A full flash stops none of
 # them: what cannot be saved is said.
 import mimi
-from mimi import log, board, fs, config
+from mimi import log, board, fs
+from mimi.config import settings as config
 
 cfg = config.cfg
 
 
 def boot():
     try:
-        mimi.run("defaults", "install")
+        mimi.run("config.defaults", "install")
     except OSError as e:
         log.error("boot", "installing default files failed: %s", fs.why(e))
     clean_tmp()
@@ -87,16 +88,15 @@ def tasks(stop):
     ts = [w("wifi", wifi.supervisor.run()), w("boot guard", safemode.guard()),
           w("watchdog", watchdog.task()), w("portal", wifi.onboard()), loopwatch.task()]
     if not safemode.active:
-        from mimi import channels
         from mimi.channels import dispatch
         from mimi.services import ntp, cron
 
         ts.append(w("dispatch", dispatch.run()))
-        ts += channels.tasks()  # the configured channels (each watched), senders registered
+        ts += dispatch.tasks()  # the configured channels (each watched), senders registered
         ts.append(w("ntp", ntp.run()))
         ts.append(w("cron", cron.task()))
     if board.CONSOLE:
-        from mimi import console
+        from mimi.console import serial as console
 
         ts.append(w("console", console.task(stop), quiet=True))  # holds the loop for mpremote
     return ts

@@ -10,14 +10,13 @@ Issue 12's target is 192 KB; measured (bench/longrun.py, docs/benchmarks.md §3b
 passes from 240 KB: at 224 KB the first turn finds no room (the firmware holds ~156 KB
 once booted and at the console). The test runs one 16 KB step above that.
 
-With the package frozen into the interpreter (MP32_FROZEN=path of a 32-bit unix port built
-with firmware/manifest_unix.py, docs/benchmarks.md §3c), the same proof at 192 KB itself."""
-import os
-
+With the package frozen into the interpreter (the 32-bit unix port built with
+firmware/manifest_unix.py by tools/mpbuild.py, as `make test` does; MP32_FROZEN=path names
+another; docs/benchmarks.md §3c), the same proof at 192 KB itself."""
 import pytest
 
 import wholefw
-from conftest import mp32_bin
+from conftest import mp32_bin, mp32_frozen_bin
 from simproc import Sim
 
 HEAP = "256k"
@@ -34,9 +33,9 @@ def test_whole_firmware_answers_in_a_board_sized_heap(tmp_path, fake_anthropic, 
 
 def test_frozen_whole_firmware_answers_in_192k(tmp_path, fake_anthropic, fake_telegram,
                                                fake_search):
-    mp = os.environ.get("MP32_FROZEN")
-    if not mp or not os.access(mp, os.X_OK):
-        pytest.skip("needs MP32_FROZEN: a 32-bit MicroPython with the package frozen in")
+    mp, why = mp32_frozen_bin()
+    if not mp:
+        pytest.skip("needs the frozen 32-bit MicroPython: %s" % why)
     whole_firmware_turns(tmp_path, fake_anthropic, fake_telegram, fake_search, mp, FROZEN_HEAP,
                          frozen=True)
 

@@ -36,7 +36,7 @@ def test_make_bundle_from_the_image_files(tmp_path):
     image = mkimage.image_files(ROOT / "build")
     image.pop("/config.json", None)
     assert files == image
-    assert "/lib/mimi/ota.mpy" in files and "/lib/mimi/app.mpy" in files
+    assert "/lib/mimi/update/ota.mpy" in files and "/lib/mimi/app.mpy" in files
     assert not any(p.endswith(".py") and p.startswith("/lib/") for p in files)
     tops = {p.split("/")[1] for p in files}
     assert tops <= {"lib", "defaults", "certs", "boot.py", "main.py"}

@@ -23,7 +23,7 @@ def test_shape(name):
 
 def test_gpio_skill_matches_pin_policy():
     text = (SKILLS / "gpio-control.md").read_text()
-    policy = (ROOT / "lib" / "mimi" / "gpio_policy.py").read_text()
+    policy = (ROOT / "lib" / "mimi" / "devices" / "pins.py").read_text()
     default = re.search(r'DEFAULT = "([^"]+)"', policy).group(1)
     assert default == "1,2,4-18,21,38-42,47,48"
     assert "default 1, 2, 4-18, 21, 38-42, 47, 48" in text

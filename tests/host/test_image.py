@@ -99,6 +99,8 @@ def test_sync_keeps_user_data(tmp_path, files):
         f.write('{"model": "x"}')
     with fs.open("/lib/mimi/stale.mpy", "wb") as f:
         f.write(b"old")
+    with fs.open("/lib/aiorepl.mpy", "wb") as f:  # mip's (make deploy MIP=1)
+        f.write(b"M\x06")
     img.write_bytes(fs.context.buffer)
     mkimage.sync_image(img, files)
     fs = LittleFS(block_size=4096, block_count=1536, mount=False)
@@ -109,6 +111,8 @@ def test_sync_keeps_user_data(tmp_path, files):
     with fs.open("/config.json", "r") as f:
         assert f.read() == '{"model": "x"}'
     assert "stale.mpy" not in fs.listdir("/lib/mimi")
+    with fs.open("/lib/aiorepl.mpy", "rb") as f:
+        assert f.read() == b"M\x06"
 
 
 def test_every_module_compiles_for_xtensawin(tmp_path):

@@ -1,5 +1,5 @@
 """Power cuts (issue 16 item 2): tests/mp/powercut.py drives the firmware's memory,
-notes, sessions, file tools, settings, cron, Telegram offset and OTA code on a flash
+notes, sessions, file tools, settings, cron, Telegram offset, sensor history and OTA code on a flash
 in RAM under MicroPython's own VfsLfs2, cuts power at a seeded random program or
 erase (half of them torn), boots each cut image and checks every file is its old or
 new content. Here some of those cut images also boot the real firmware, which must

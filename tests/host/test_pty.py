@@ -114,8 +114,8 @@ def test_deploy_dry_run_and_errors(tmp_path):
     r = subprocess.run(deploy + ["--port", "/dev/ttyX", "--mip", "--dry-run"], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "resume exec from mimi import staging; staging.begin_deploy() + fs cp -r" in r.stdout, r.stdout
-    assert "manifest.json :/ota/new/ + exec from mimi import staging; staging.finish_deploy()" in r.stdout
+    assert "resume exec from mimi.update import staging; staging.begin_deploy() + fs cp -r" in r.stdout, r.stdout
+    assert "manifest.json :/ota/new/ + exec from mimi.update import staging; staging.finish_deploy()" in r.stdout
     assert "resume mip install logging aiorepl" in r.stdout
     assert "config.json" not in r.stdout
     r = subprocess.run(deploy + ["--port", str(tmp_path / "nope")], capture_output=True, text=True,
@@ -171,3 +171,17 @@ def test_stopped_firmware_keeps_the_repl(sim):
     sim.wait_for(r"I app: ready", start=booted)
     assert "written while stopped" in mpremote(port, "resume", "exec", "memory_read()")
     assert sim.running()
+
+
+def test_console_line_ends_are_the_boards():
+    # print()'s "\n" goes out as the board's "\r\n"; "\r\n" written as bytes (the
+    # console's framing) stays, also split between two reads
+    sys.path.insert(0, str(ROOT / "tools"))
+    from simpty import cook
+
+    assert cook(b"42\n") == b"42\r\n"
+    assert cook(b"banner\r\n>") == b"banner\r\n>"
+    assert cook(b"\nnext", b"x\r") == b"\nnext"  # the \r\n split between reads
+    assert cook(b"\nnext", b"x\n") == b"\r\nnext"
+    assert cook(b"\n\n", b"a") == b"\r\n\r\n"
+    assert cook(b"", b"\r") == b""

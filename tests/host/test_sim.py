@@ -122,3 +122,48 @@ def test_sim_boots_a_full_flash_and_says_what_it_could_not_save(tmp_path):
     assert "--set ws_port=0 applies to this run only: not saved (the flash is full)" in out, out
     assert "model sim-model" in out and "flash free 0 of" in out, out
     assert "Traceback" not in out
+
+
+PARTS = ["sht3x:sda=8,scl=9,addr=0x44,temp=21.5,hum=40", "rgb_led:pin=48,n=1", "button:pin=4"]
+READ_SHT = ("from mimi import board; import time; i2c = board.I2C(0, scl=9, sda=8); "
+            "i2c.writeto(0x44, b'\\x2c\\x06'); d = i2c.readfrom(0x44, 6); "
+            "print('SHT', round(-45 + 175 * (d[0] << 8 | d[1]) / 65535, 2))\r")
+
+
+def test_sim_parts_and_the_console(tmp_path):
+    # SPEC §13: --part wires simulated parts before boot; sim_set/sim_get on the console
+    with Sim.start(tmp_path, "ws_port=0", console=True, parts=PARTS) as sim:
+        out = sim.read_until("I app: ready")
+        for name in ("sht3x@0x44", "rgb_led@48", "button@4"):
+            assert "sim: %s wired to the board" % name in out, out
+        sim.send(READ_SHT)
+        assert sim.wait_for(r"SHT (\S+)").group(1) == "21.5"
+        sim.send("sim_set('sht3x@0x44', temp=30.5)\r")
+        sim.send(READ_SHT)
+        assert sim.wait_for(r"SHT 30\.5\b")
+        sim.send("np = board.neopixel(48, 1); np[0] = (255, 128, 0); np.write(); print('LED', sim_get('rgb_led@48'))\r")
+        assert sim.wait_for(r"LED (.*)").group(1).strip() == "[(255, 128, 0)]"
+        sim.send("print('PIN', sorted(sim_get('pin4').items()))\r")
+        assert "('level', 1)" in sim.wait_for(r"PIN (.*)").group(1)
+        sim.send("sim_set('button@4', pressed=1); print('PRESSED', sim_get('pin4')['level'])\r")
+        assert sim.wait_for(r"PRESSED (\d)").group(1) == "0"
+        sim.send("sim_set('pin5', 1); print('PIN5', sim_get('pin5'))\r")
+        assert "'level': 1" in sim.wait_for(r"PIN5 (.*)").group(1)
+        assert sim.stop() == 0
+
+
+@pytest.mark.parametrize("spec, why", [
+    ("lamp:pin=4", "unknown part type 'lamp' (types: aht20, analog_in, bh1750, "),
+    ("button", "button needs pin= (the GPIO it is wired to)"),
+    ("sht3x:sda=8,scl=9,temp=hot", "sht3x: temp must be a number, not 'hot'"),
+    ("rgb_led:pin=48,n=1,colour=red", "rgb_led has no key 'colour'"),
+    ("button:pin=4,wiring", "'wiring' is not key=value"),
+])
+def test_sim_refuses_a_bad_part(tmp_path, spec, why):
+    with Sim.start(tmp_path, "ws_port=0", parts=["button:pin=5", spec]) as sim:
+        rc = sim.wait(60)
+    out = sim.output()
+    assert rc == 2, out
+    line = [x for x in out.splitlines() if x.startswith("sim: refused --part")]
+    assert len(line) == 1 and line[0].startswith("sim: refused --part %s: %s" % (spec, why)), out
+    assert "Traceback" not in out and "I app: ready" not in out

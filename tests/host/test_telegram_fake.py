@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
 from fakes import telegram as tg  # noqa: E402
-from mimi.channels import tgformat  # noqa: E402
+from mimi.channels.telegram import format as tgformat  # noqa: E402
 
 
 def call(svc, method, params=None, token=None):

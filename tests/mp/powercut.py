@@ -1,6 +1,6 @@
 # Power cuts (issue 16 item 2), the MicroPython side: the firmware's own code (memory,
 # daily notes, sessions, file tools, settings, cron, the Telegram offset, the usage
-# ledger, OTA staging and install) works on a flash chip kept in RAM under
+# ledger, the sensor history, OTA staging and install) works on a flash chip kept in RAM under
 # MicroPython's own VfsLfs2. For a workload step, one program or erase the step makes is picked at random (every one
 # equally likely) and the chip is copied as it was when power went at that moment,
 # half the time with that block torn (a program or erase that only got part way). The
@@ -87,7 +87,7 @@ def text(rng, n):
 
 class Work:
     def __init__(self, rng):
-        from mimi.config import cfg
+        from mimi.config.settings import cfg
         from mimi.services.cron import Scheduler
         from mimi import bus
 
@@ -99,6 +99,7 @@ class Work:
         self.jobs = [j["id"] for j in self.sched.list()]
         self.gen = 0
         self.n = 0
+        self.hist_t = 1767225600  # the readings' clock, 5 minutes a reading
 
     def memory(self):
         from mimi.memory import store
@@ -143,7 +144,7 @@ class Work:
             self.jobs.append(j["id"])
 
     def offset(self):
-        from mimi.channels import telegram
+        from mimi.channels.telegram import poller as telegram
 
         bot = telegram.Telegram()
         bot.bot_id = "42"
@@ -152,7 +153,7 @@ class Work:
 
     def ledger(self):
         """LLM calls counted by the usage ledger, then saved (as at the minute's save)."""
-        from mimi import usage
+        from mimi.usage import ledger as usage
 
         class LLM:
             name = "anthropic"
@@ -163,10 +164,23 @@ class Work:
                             "cache_read": self.rng.randint(0, 4000)})
         usage.tick(force=True)
 
+    def history(self):
+        """Sensor readings (issue 24): fewer than a batch for one of two devices, one
+        with a second value, then the store's flush (one append, or a segment filled
+        and the next begun, its oldest removed beyond the count)."""
+        from mimi.services.history import store
+
+        name = ("pc_temp", "pc_hum")[self.rng.getrandbits(1)]
+        for _ in range(self.rng.randint(1, 11)):
+            self.hist_t += 300
+            v = self.rng.randint(-400, 400) / 10
+            assert store.add(name, v, None if name == "pc_temp" else v + 50, t=self.hist_t) is None
+        assert store.flush() is None
+
     def ota(self):
         """A new version staged as a deploy does (a copy of the installed one, one file
         changed), verified and swapped in; now and then confirmed or rolled back."""
-        from mimi import ota, otaboot, staging
+        from mimi.update import ota, boot as otaboot, staging
 
         st = otaboot._state()
         if st and st.get("state") in ("ok", "trial") and self.rng.randint(0, 3) == 0:
@@ -183,14 +197,14 @@ class Work:
             f.write(stamp)
         entries = []
         for p in files(staging.NEW, ()):
-            if p == staging.MANIFEST:
+            if p == ota.MANIFEST:
                 continue
-            from mimi.defaults import file_hash
+            from mimi.config.defaults import file_hash
 
             entries.append({"path": p[len(staging.NEW):], "size": os.stat(p)[6], "sha256": file_hash(p)})
-        with open(staging.MANIFEST, "w") as f:
+        with open(ota.MANIFEST, "w") as f:
             json.dump({"format": 1, "version": "pc%d" % self.gen, "files": entries}, f)
-        m = staging.verify()
+        m = ota.verify()
         dev.sampling = True
         ota.install(m)
 
@@ -204,7 +218,7 @@ def board_exists(p):
 
 
 STEPS = (("memory", 3), ("note", 3), ("session", 5), ("file_tool", 3), ("setting", 2),
-         ("cron", 2), ("offset", 1), ("ledger", 2), ("ota", 1))
+         ("cron", 2), ("offset", 1), ("ledger", 2), ("history", 2), ("ota", 1))
 
 
 def pick(rng):
@@ -219,7 +233,8 @@ def pick(rng):
 # --- a cut image, booted and checked ----------------------------------------------
 def boot_repairs():
     """What the firmware's boot does to a flash before it trusts it."""
-    from mimi import otaboot, startup
+    from mimi import startup
+    from mimi.update import boot as otaboot
 
     if otaboot.boot_check(reboot=False) in ("swapped", "rolled back"):
         repairs["ota"] = repairs.get("ota", 0) + 1
@@ -242,10 +257,20 @@ def loaders(work):
         sessions.load(key)
     store.read_memory()
     store.recent_notes()
-    from mimi import usagefile
+    from mimi.usage import file as usagefile
 
     for line in usagefile.lines():
         assert usagefile.parse(line), line
+    import mimi
+
+    mimi.unload("mimi.services.history.store")  # read as a boot would, from the cut flash
+    from mimi.services.history import store
+
+    for name in store.names():
+        times = [t for t, _ in store.read(name)]
+        assert times == sorted(times), name
+    assert not [p for p in files("/") if p.endswith(".bad")], "a history file was damaged"
+    mimi.unload("mimi.services.history.store")  # the live flash's again at the next step
 
 
 def allowed(path, before, after):
@@ -306,7 +331,7 @@ dev = CutFlash(data, rng)
 live = vfs.VfsLfs2(dev)
 vfs.umount("/")
 vfs.mount(live, "/")
-from mimi import defaults  # noqa: E402
+from mimi.config import defaults  # noqa: E402
 
 defaults.install()
 work = Work(rng)

@@ -47,6 +47,26 @@ def read(path):
         return f.read()
 
 
+class FakeTime:
+    """A time module of a port with the given epoch (1970: the host's, 2000: the
+    ESP32's), its clock standing at `now_unix` until moved: `Clock(FakeTime(...))`."""
+
+    def __init__(self, epoch_year, now_unix):
+        import time
+
+        self._real = time
+        self.epoch_year = epoch_year
+        self.offset = 946684800 if epoch_year == 2000 else 0
+        self.now_unix = now_unix
+
+    def time(self):
+        return self.now_unix - self.offset
+
+    def gmtime(self, secs):
+        # The real gmtime is 1970-based on the host; shift for a 2000-epoch port.
+        return self._real.gmtime(secs + self.offset)
+
+
 class Capture:
     """Collect what print() writes while a block runs: `with Capture() as c: ...; c.text`."""
 
@@ -109,3 +129,40 @@ def joined(body):
         else:
             out.append(bytes(memoryview(p)))
     return b"".join(out)
+
+
+def fill_flash(folder):
+    """Plain 4000-byte files (a block each) in `folder` until LittleFS refuses: the flash
+    is full. -> how many were written."""
+    from mimi import fs
+
+    fs.makedirs(folder)
+    n = 0
+    try:
+        while True:
+            with open("%s/%d" % (folder, n), "wb") as f:
+                f.write(b"j" * 4000)
+            n += 1
+    except OSError as e:
+        assert e.args[0] == 28, e
+    return n
+
+
+def leave_free(budget):
+    """Take the heap with ballast until `budget` bytes are left free (spread as the
+    heap leaves them); -> the ballast, to keep while what is measured runs."""
+    import gc
+
+    gc.collect()
+    ballast = []
+    size = 64 * 1024
+    while size >= 32:
+        if gc.mem_free() - size < budget:
+            size //= 2
+            continue
+        try:
+            ballast.append(bytearray(size - 16))
+        except MemoryError:
+            size //= 2
+    gc.collect()
+    return ballast

@@ -27,8 +27,8 @@ def test_user_edited_default_files_survive_a_second_boot():
 
 
 def test_banner_names_the_default_model_and_the_gateway():
-    from mimi.config import cfg
-    from mimi.config import DEFAULT_MODEL
+    from mimi.config.settings import cfg
+    from mimi.config.settings import DEFAULT_MODEL
 
     text = boot()
     assert "model %s (default)" % DEFAULT_MODEL["anthropic"] in text, text
@@ -55,7 +55,7 @@ def test_boot_steps_leave_no_module_behind():
     import sys
 
     boot()
-    for m in ("mimi.startup", "mimi.defaults"):
+    for m in ("mimi.startup", "mimi.config.defaults"):
         assert m not in sys.modules, m
 
 

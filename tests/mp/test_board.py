@@ -1,29 +1,10 @@
 # Board layer on the host: clock on both epochs, tz, filesystem, GPIO, WiFi.
 import os
-from support import raises
+from support import FakeTime, raises
 from mimi.board.clock import Clock, parse_tz, format_tz, EPOCH_2000
 from mimi import board, fs, limits
 
 HEAP = {"test_largest_free_block_of_a_fragmented_heap": "128k"}
-
-
-class FakeTime:
-    """A time module of a port with the given epoch, its clock at `now_unix`."""
-
-    def __init__(self, epoch_year, now_unix):
-        import time
-
-        self._real = time
-        self.epoch_year = epoch_year
-        self.offset = EPOCH_2000 if epoch_year == 2000 else 0
-        self.now_unix = now_unix
-
-    def time(self):
-        return self.now_unix - self.offset
-
-    def gmtime(self, secs):
-        # The real gmtime is 1970-based on the host; shift for a 2000-epoch port.
-        return self._real.gmtime(secs + self.offset)
 
 
 def test_unix_time_same_on_both_epochs():

@@ -6,7 +6,9 @@
 import sys
 import mimi
 from support import read, write, Capture
-from mimi import limits, fs, safemode, ota, config, log  # noqa: F401 - loaded before the swap
+from mimi import limits, fs, safemode, log  # noqa: F401 - loaded before the swap
+from mimi.update import ota
+from mimi.config import settings as config
 
 OLD = {"/lib/mimi/app.py": "def main():\n    print('old app runs')\n",
        "/lib/mimi/repl.py": "def memory_read():\n    return 'old'\n"}

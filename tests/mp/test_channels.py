@@ -5,8 +5,9 @@
 # it. Each test runs in its own MicroPython process, so the added row is private.
 import asyncio
 from support import raises
-from mimi import bus, channels, config, log
-from mimi.config import cfg
+from mimi import bus, channels, log
+from mimi.config import settings as config
+from mimi.config.settings import cfg
 
 TIMEOUT = 60
 T0 = 1800000000
@@ -66,7 +67,7 @@ def test_sessions_and_repl_keys():
     raises(ValueError, bus.session_key, "pigeon", "7")  # not in the table yet
     pigeon()
     assert bus.Msg("pigeon", 7, "coo").session == "pg_7"
-    from mimi import replcmds
+    from mimi.console import commands as replcmds
 
     assert replcmds.session_key_of("pg_7") == "pg_7"
     assert replcmds.session_key_of("123") == "tg_123"  # a bare id is still the first row's
@@ -81,7 +82,7 @@ async def test_turn_status_reply_and_prompt_through_the_dispatcher():
     from mimi.memory import sessions
 
     row = pigeon()
-    task = channels.start(row)  # what app's task list does for a configured channel
+    task = dispatch.start(row)  # what app's task list does for a configured channel
     assert runs == [1]
     stub = Stub("Coo, hello!")
     provider.from_config = lambda c: stub
@@ -155,7 +156,7 @@ async def test_task_list_starts_a_channel_once_its_setting_is_set():
     bus.prepare_loop()  # a ThreadSafeFlag waits below (unix port poll bug)
     channels.TABLE[:] = []  # only the throwaway channel: no gateway, no heartbeat here
     pigeon(needs="pigeon_allow")
-    ts = channels.tasks()
+    ts = dispatch.tasks()
     assert runs == [] and len(ts) == 1  # not configured: only the task that waits for it
     waiter = asyncio.create_task(ts[0])
     await asyncio.sleep_ms(10)

@@ -1,8 +1,9 @@
 # Settings: validation, masking, atomic save, REPL functions.
 import json
 from support import raises, Capture
-from mimi import config, fs
-from mimi.config import Config
+from mimi import fs
+from mimi.config import settings as config
+from mimi.config.settings import Config
 
 
 def fresh():
@@ -236,7 +237,7 @@ def test_repl_commands_load_their_bodies_for_the_call_only():
     import mimi
     from mimi import repl
 
-    loaded = lambda: [m for m in ("replcmds", "ota", "otaboot") if "mimi." + m in sys.modules or hasattr(mimi, m)]  # noqa: E731
+    loaded = lambda: [m for m in ("console.commands", "update.ota", "update.boot") if "mimi." + m in sys.modules or hasattr(mimi, m)]  # noqa: E731
     assert loaded() == [] and callable(repl.config_show) and callable(repl.ota_status)
     with Capture() as out:
         repl.config_show()
@@ -249,7 +250,8 @@ def test_repl_commands_load_their_bodies_for_the_call_only():
 
 
 def test_gpio_default_is_the_pin_policys():
-    from mimi import gpio_policy, configrules
+    from mimi.devices import pins as gpio_policy
+    from mimi.config import rules as configrules
 
     assert config.SCHEMA["gpio_allow"][0] == gpio_policy.DEFAULT
     assert gpio_policy.parse(gpio_policy.DEFAULT) == gpio_policy.parse(configrules.value("gpio_allow", gpio_policy.DEFAULT))
@@ -261,4 +263,4 @@ def test_rules_loaded_for_a_check_only():
     c = fresh()
     c.update({"model": "m", "gpio_allow": "4-6"})
     assert c.rows() and c.missing() is not None
-    assert "mimi.configrules" not in sys.modules and "mimi.gpio_policy" not in sys.modules
+    assert "mimi.config.rules" not in sys.modules and "mimi.devices.pins" not in sys.modules

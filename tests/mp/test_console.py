@@ -1,6 +1,7 @@
 # mimi.console: the raw REPL framing mpremote expects (transport_serial.py:
 # enter_raw_repl, exec_raw_no_follow, follow) and the friendly one-line prompt.
-from mimi import console, log, limits
+from mimi import log, limits
+from mimi.console import serial as console
 
 
 def make(ns=None):
@@ -128,10 +129,10 @@ def test_raw_paste_flow_control_and_framing():
     assert b"".join(out) == b"\x04\x04\x04>"  # the traceback went to stdout in between
     import sys
 
-    assert "mimi.consoleraw" in sys.modules  # loaded for the raw session ...
+    assert "mimi.console.raw" in sys.modules  # loaded for the raw session ...
     feed(con, b"\x02")
     assert con.mode == console.FRIENDLY
-    assert "mimi.consoleraw" not in sys.modules  # ... and only for it
+    assert "mimi.console.raw" not in sys.modules  # ... and only for it
 
 
 def test_raw_paste_interrupted_and_too_long():
@@ -169,8 +170,10 @@ def test_plain_raw_command_over_the_cap_is_refused_whole():
 
 
 def test_aiorepl_raw_repl_holds_the_watchdog():
-    # aiorepl's raw_repl() blocks the loop while mpremote talks: held meanwhile.
+    # aiorepl's raw_repl() blocks the loop while mpremote talks: held meanwhile, and the
+    # log muted (the agent thread's lines would land in mpremote's framing).
     import sys
+    from mimi import log
     from mimi.services import watchdog
 
     seen = []
@@ -178,7 +181,7 @@ def test_aiorepl_raw_repl_holds_the_watchdog():
     class FakeAiorepl:
         @staticmethod
         def raw_repl(s, g):
-            seen.append(watchdog.held)
+            seen.append((watchdog.held, log.mute))
             return 0
 
         @staticmethod
@@ -193,7 +196,7 @@ def test_aiorepl_raw_repl_holds_the_watchdog():
         FakeAiorepl.raw_repl(None, {})
     finally:
         del sys.modules["aiorepl"]
-    assert seen == [True, True] and not watchdog.held
+    assert seen == [(True, True), (True, True)] and not watchdog.held and not log.mute
 
 
 def test_commands_join_the_namespace_on_first_use():

@@ -1,6 +1,7 @@
 # The system prompt: order, headers, caps, cut notes, cacheable fixed part.
 from support import write
-from mimi import limits, board, config
+from mimi import limits, board
+from mimi.config import settings as config
 from mimi.agent import context
 from mimi.memory import store
 

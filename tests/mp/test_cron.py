@@ -3,7 +3,7 @@
 import json
 from support import raises, write, read
 from mimi import bus, limits, log
-from mimi.config import cfg
+from mimi.config.settings import cfg
 from mimi.services import cron as cronsvc
 from mimi.services.cron import Scheduler, next_daily, next_every
 from mimi.tools.registry import registry, Ctx

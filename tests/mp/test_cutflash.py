@@ -98,7 +98,7 @@ def test_an_ota_rollback_never_leaves_code_half_removed():
     # previous version back: cut after __init__, agent/ and app went, safemode.py was
     # still there, so main.py's fallback to /ota/prev/lib never ran and every boot
     # failed on `mimi.run` (found by tests/host/test_powercut.py)
-    from mimi import otaboot
+    from mimi.update import boot as otaboot
 
     old = {"/__init__.mpy": b"old" * 50, "/app.mpy": b"A" * 300, "/board/__init__.mpy": b"B" * 200,
            "/safemode.mpy": b"S" * 200}

@@ -1,7 +1,8 @@
 # First-boot install of the default files: user edits always survive.
 import os
 from support import write, read
-from mimi import defaults, fs
+from mimi import fs
+from mimi.config import defaults
 
 
 def ship(files):

@@ -5,7 +5,8 @@ import os
 import asyncio
 
 import support
-from mimi import dns, limits
+from mimi import limits
+from mimi.net import dns
 
 FIXTURES = ("fake_dns", "http_env")
 

@@ -10,9 +10,10 @@ import support
 import tghttp
 from tghttp import until
 from support import raises, Capture
-from mimi import bus, config, limits
+from mimi import bus, limits
+from mimi.config import settings as config
 from mimi.net import wsproto as wp
-from mimi.channels import feishupb as pb, feishufmt as fmt
+from mimi.channels.feishu import frame as pb, format as fmt
 
 FIXTURES = ("fake_feishu", "feishu_frames", "http_env")
 HEAPSIZE = "2m"
@@ -173,7 +174,7 @@ async def test_client_talks_to_a_real_websocket_server():
 # ---------------------------------------------------------------- events
 
 def _bot():
-    from mimi.channels import feishu
+    from mimi.channels.feishu import longconn as feishu
 
     b = feishu.Feishu()
     b.bot_id = "ou_b07"
@@ -272,13 +273,13 @@ async def test_the_code_loads_only_once_an_app_id_is_set():
     bus.prepare_loop()
     row = channels.get("feishu")
     channels.TABLE[:] = [row]  # only Feishu here: no gateway, no heartbeat
-    ts = channels.tasks()
-    assert len(ts) == 1 and "mimi.channels.feishu" not in sys.modules
+    ts = dispatch.tasks()
+    assert len(ts) == 1 and "mimi.channels.feishu.longconn" not in sys.modules
     waiter = asyncio.create_task(ts[0])
     await asyncio.sleep_ms(10)
     cfg.set("feishu_app_id", "cli_a1b2c3")  # no reboot: it starts (and idles without a secret)
     await until(lambda: "feishu" in dispatch._lanes, "the channel to start")
-    assert "mimi.channels.feishu" in sys.modules
+    assert "mimi.channels.feishu.longconn" in sys.modules
     await until(lambda: waiter.done(), "the waiting task to end")
 
 
@@ -331,7 +332,7 @@ def configure():
 
 
 async def test_sends_with_token_cache_refresh_and_rate_limits():
-    from mimi.channels import feishu
+    from mimi.channels.feishu import longconn as feishu
 
     configure()
     b = feishu.Feishu()
@@ -372,7 +373,7 @@ async def test_nothing_is_sent_to_an_id_outside_feishu_allow():
     # allowed must not make the board message it; the channel's own line to a
     # stranger (its id) still goes out
     from mimi import log
-    from mimi.channels import feishu
+    from mimi.channels.feishu import longconn as feishu
 
     from mimi.services import wifi
 
@@ -392,7 +393,7 @@ async def test_nothing_is_sent_to_an_id_outside_feishu_allow():
 
 
 async def test_long_connection_acks_pings_and_hands_messages_over():
-    from mimi.channels import feishu
+    from mimi.channels.feishu import longconn as feishu
     from mimi.services import wifi
 
     if not wifi.online():
@@ -433,7 +434,7 @@ def _state_when(pred):
 
 
 async def test_a_tenant_without_long_connection_is_told_plainly():
-    from mimi.channels import feishu
+    from mimi.channels.feishu import longconn as feishu
     from mimi import log
 
     configure()
@@ -463,7 +464,7 @@ def test_feishu_send_on_the_repl_with_the_loop_stopped():
 
 
 async def test_the_api_and_the_long_connection_go_through_the_proxy():
-    from mimi.channels import feishu
+    from mimi.channels.feishu import longconn as feishu
 
     env = support.fixture("http_env")
     configure()

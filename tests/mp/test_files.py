@@ -234,7 +234,7 @@ def test_reserved_names_match_their_owners():
 
 
 def quota(kb):
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     cfg.set("files_quota_kb", kb)
     files._used = None  # as after a reboot: counted again
@@ -291,7 +291,7 @@ def test_quota_total_is_kept_not_recounted():
 
 
 def test_quota_setting():
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
     from support import raises
 
     assert cfg.get("files_quota_kb") == 0  # 0: sized to the flash

@@ -3,9 +3,9 @@
 # the system's own files.
 import os
 import json
-from support import read
+from support import fill_flash, read
 from mimi import limits, fs, log, board
-from mimi.config import cfg
+from mimi.config.settings import cfg
 from mimi.tools.registry import registry
 from mimi.tools import files
 from mimi.memory import sessions
@@ -25,16 +25,7 @@ def call(name, **args):
 
 def fill():
     """Plain files (no file tool) until LittleFS refuses: the flash is full."""
-    fs.makedirs(JUNK)
-    n = 0
-    try:
-        while True:
-            with open("%s/%d" % (JUNK, n), "wb") as f:
-                f.write(b"j" * 4000)
-            n += 1
-    except OSError as e:
-        assert e.args[0] == 28, e
-    return n
+    return fill_flash(JUNK)
 
 
 def unfill(n=8):

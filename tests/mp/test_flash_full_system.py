@@ -2,8 +2,9 @@
 # on, what cannot be saved is said in words, nothing half-written stays.
 from support import Capture, read, write
 from test_flash_full import fill, tmp_files
-from mimi import config, repl
-from mimi.config import cfg
+from mimi import repl
+from mimi.config import settings as config
+from mimi.config.settings import cfg
 
 FS_BLOCKS = 160
 # A /config.json too big to live inside its folder's metadata, as a configured

@@ -11,10 +11,10 @@ import json
 import time
 import _thread
 from mimi import board, bus, fs, limits
-from mimi.config import cfg
+from mimi.config.settings import cfg
 from mimi.memory import sessions, store
 from mimi.services.cron import Scheduler
-from mimi.channels import telegram
+from mimi.channels.telegram import poller as telegram
 from mimi.tools.registry import registry
 import mimi.tools.files  # noqa: F401 - registers the file tools
 

@@ -5,7 +5,8 @@
 # back the same; a broken file is reported, never fatal; the next sound change works.
 # Seed and case count: tests/mp/fuzz.py.
 import fuzz
-from mimi import config, fs, limits, log
+from mimi import fs, limits, log
+from mimi.config import settings as config
 from mimi.utf8 import valid
 
 HEAPSIZE = "2m"

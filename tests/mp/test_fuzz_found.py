@@ -2,14 +2,15 @@
 # with the input that showed it (docs/reliability.md, "Fuzzing").
 import json
 import asyncio
-from mimi import config, log
+from mimi import log
+from mimi.config import settings as config
 from mimi.net.http import Response
 from mimi.tools.registry import Registry, Ctx
 from mimi.llm.anthropic import Anthropic
 from mimi.llm.openai import OpenAI
 from mimi.llm.provider import LLMError
 from mimi.agent.react import run_turn
-from mimi.channels import telegram
+from mimi.channels.telegram import poller as telegram
 
 SYSTEM = "You are Mimi."
 

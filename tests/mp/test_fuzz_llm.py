@@ -9,7 +9,8 @@ import json
 import fuzz
 from fuzzsse import EVENTS, SSE, sse
 import support
-from mimi import config, limits, log
+from mimi import limits, log
+from mimi.config import settings as config
 from mimi.utf8 import valid
 from mimi.net.http import Response
 from mimi.tools.registry import Registry, Ctx

@@ -8,10 +8,11 @@
 import json
 import asyncio
 import fuzz
-from mimi import bus, config, fs, limits, log
+from mimi import bus, fs, limits, log
+from mimi.config import settings as config
 from mimi.utf8 import valid
 from mimi.net.http import Response
-from mimi.channels import telegram
+from mimi.channels.telegram import poller as telegram
 from mimi.services import wifi
 
 HEAPSIZE = "4m"

@@ -7,10 +7,10 @@
 import os
 import json
 import fuzz
-from mimi import fs, limits, log, config
+from mimi import fs, limits, log
+from mimi.config import settings as config
 from mimi.utf8 import valid
-from mimi.tools import load_all
-from mimi.tools.registry import Ctx
+from mimi.tools.registry import Ctx, registry
 from mimi.tools import files
 
 HEAPSIZE = "4m"
@@ -99,7 +99,7 @@ def test_fuzz_tool_calls():
     fs.makedirs(limits.SPIFFS + "/sessions")
     fs.write_atomic(SESSION, '{"role":"user","content":"private"}\n')
     fs.write_atomic(KEEP[0], "keep this")
-    reg = load_all()
+    reg = registry
     names = reg.names()
     base = set(fs.walk_files(limits.SPIFFS))
     before = snapshot()

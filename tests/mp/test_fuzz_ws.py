@@ -7,9 +7,11 @@
 import json
 import asyncio
 import fuzz
-from mimi import bus, config, limits, log, net
+from mimi import bus, limits, log, net
+from mimi.config import settings as config
 from mimi.utf8 import valid
-from mimi.channels import websocket, dispatch
+from mimi.channels import dispatch
+from mimi.channels.websocket import gateway as websocket
 from mimi.net import wsproto as wp
 from mimi.net.httpserver import Reader
 

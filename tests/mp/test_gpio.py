@@ -1,15 +1,15 @@
 # GPIO tools: pin policy, MimiClaw's strings, read-after-write keeps the output.
 from support import raises
 from mimi import board
-from mimi.config import cfg
-from mimi import gpio_policy
+from mimi.config.settings import cfg
+from mimi.devices import pins as gpio_policy, gpio as gpio_pins
 from mimi.tools import gpio
 from mimi.tools.registry import registry
 
 
 def setup():
     cfg.load()
-    gpio.forget()
+    gpio_pins.forget()
     board.SIM_PINS.clear()
 
 
@@ -33,7 +33,7 @@ def test_read_after_write_keeps_output_level_and_direction():
     out = call("gpio_read_all")
     assert "4=HIGH" in out
     assert board.SIM_PINS[4] == {"mode": board.Pin.OUT, "level": 1, "pull": None}
-    assert gpio.mode(4) == gpio.OUT
+    assert gpio_pins.mode(4) == gpio_pins.OUT
     # an outside signal on an output pin does not matter: the level is ours
     call("gpio_write", pin=4, state=0)
     assert call("gpio_read", pin=4) == "Pin 4 = LOW"
@@ -98,7 +98,7 @@ def test_setting_validation():
         assert word in str(e), (bad, str(e))
     cfg.set("gpio_allow", " 8, 4-6 ,8,48")
     assert cfg.get("gpio_allow") == "4,5,6,8,48"
-    assert gpio.allowed() == (4, 5, 6, 8, 48)
+    assert gpio_pins.allowed() == (4, 5, 6, 8, 48)
     cfg.load()  # persisted
     assert cfg.get("gpio_allow") == "4,5,6,8,48"
 

@@ -1,7 +1,7 @@
 # Heartbeat: open-task rules, no LLM call when nothing is open, delivery to the owner.
 from support import write, Capture
 from mimi import bus, log, channels
-from mimi.config import cfg
+from mimi.config.settings import cfg
 from mimi.services import heartbeat as hb, hbcheck
 
 TOKEN = "123456789:AAbbccddeeffgghhiijjkkllmmnnoopp"

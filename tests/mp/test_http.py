@@ -261,7 +261,7 @@ def test_proxy_cannot_reach_target():
 
 
 def test_proxy_from_config():
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     assert http.proxy_from_config(cfg) is None
     cfg.update({"proxy_host": "10.0.0.2", "proxy_port": 1080, "proxy_type": "socks5"})

@@ -10,8 +10,8 @@ import mimi
 from mimi import board, bus, channels, log
 
 # modules the firmware loads for a moment and drops (mimi.run, channels.load, unload)
-PASSING = ("heapinfo", "configrules", "usagereport", "usagefile", "jsonscan", "gpio_policy",
-           "channels.tgformat", "channels.feishufmt", "channels.chatpage", "net.wsproto")
+PASSING = ("console.heapinfo", "config.rules", "usage.report", "usage.file", "jsonscan", "devices.pins",
+           "channels.telegram.format", "channels.feishu.format", "channels.websocket.chatpage", "net.wsproto")
 ROUNDS = 300
 
 

@@ -97,11 +97,10 @@ def test_registry_errors_and_formats():
 
 def test_clock_tool():
     from mimi import board
-    from mimi.config import cfg
-    from mimi.tools import load_all
+    from mimi.config.settings import cfg
     from mimi.tools.clock import now_text
+    from mimi.tools.registry import registry as reg
 
-    reg = load_all()
     assert "get_current_time" in reg.names()
     assert reg.schema("get_current_time") == {"type": "object", "properties": {}, "required": []}
     assert now_text("+08:00", 1767229323) == \

@@ -1,7 +1,8 @@
 # MEMORY.md and daily notes: local dates, one path function, recent notes joined
 # newest first within the cap.
 from support import write, read
-from mimi import limits, fs, board, config
+from mimi import limits, fs, board
+from mimi.config import settings as config
 from mimi.memory import store
 
 NOW = 1764676800  # 2025-12-02 12:00:00 UTC
@@ -80,7 +81,7 @@ def test_repl_memory_read_write():
     with Capture() as c:
         repl.memory_read()
     assert c.text == "- User: Grace\n\n"
-    from mimi import replcmds
+    from mimi.console import commands as replcmds
 
     assert "memory_read" in repl.__all__ and any(u[0] == "memory_read()" for u in replcmds.USAGE)
 

@@ -58,16 +58,16 @@ async def test_sync_sets_the_board_clock():
     s = srv()
     skew = board.clock.skew
     try:
-        assert await sntp.sync_once(["127.0.0.1"], s["good"])
+        assert await ntp.sync_once(["127.0.0.1"], s["good"])
         assert abs(board.clock.unix() - s["unix"]) <= 2
         assert abs(ntp.last_sync - s["unix"]) <= 2
         assert ntp.clock_ready()
         # a silent server then a good one: the second one is used
         board.clock.skew = skew
         sntp.HOSTS[:] = ["127.0.0.1"]
-        assert not await sntp.sync_once(["127.0.0.1"], s["kod"])
+        assert not await ntp.sync_once(["127.0.0.1"], s["kod"])
         assert "stratum" in ntp.last_error
-        assert await sntp.sync_once(["127.0.0.1", "127.0.0.1"], s["good"])
+        assert await ntp.sync_once(["127.0.0.1", "127.0.0.1"], s["good"])
     finally:
         board.clock.skew = skew
 
@@ -126,7 +126,7 @@ async def test_host_run_skips_sync():
 
 
 def test_tz_s_is_the_one_local_offset():
-    from mimi.config import cfg, tz_s
+    from mimi.config.settings import cfg, tz_s
     from mimi.memory import store
     from mimi.services import cron
     from mimi.tools.clock import now_text

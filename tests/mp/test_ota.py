@@ -2,7 +2,8 @@
 # server (tests/fakes/otaserver.py), boots simulated with the boot-guard calls.
 import os
 from support import fixture, raises, read, write, Capture
-from mimi import config, fs, board
+from mimi import fs, board
+from mimi.config import settings as config
 
 FIXTURES = ("ota_server",)
 FS_BLOCKS = 512
@@ -42,7 +43,8 @@ def assert_new():
 
 
 def test_good_bundle_applied_and_confirmed():
-    from mimi import ota, safemode
+    from mimi import safemode
+    from mimi.update import ota
 
     keyed()
     m = ota.fetch(srv()["base"] + "/good.bundle")
@@ -67,7 +69,7 @@ def test_good_bundle_applied_and_confirmed():
 
 def test_download_keeps_the_watchdog_fed():
     # ota_update() runs on the REPL, holding the loop: the download feeds the watchdog.
-    from mimi import ota
+    from mimi.update import ota
     from mimi.services import watchdog
 
     pokes = []
@@ -83,7 +85,7 @@ def test_download_keeps_the_watchdog_fed():
 
 
 def test_redirect_and_chunked_download():
-    from mimi import ota
+    from mimi.update import ota
 
     keyed()
     m = ota.fetch(srv()["base"] + "/redirect/good.bundle")
@@ -93,7 +95,7 @@ def test_redirect_and_chunked_download():
 
 
 def test_bad_bundles_refused_old_version_intact():
-    from mimi import ota
+    from mimi.update import ota
 
     keyed()
     cases = {
@@ -116,7 +118,7 @@ def test_bad_bundles_refused_old_version_intact():
 
 
 def test_unsigned_bundle_accepted_without_key():
-    from mimi import ota
+    from mimi.update import ota
 
     with Capture():
         m = ota.fetch(srv()["base"] + "/unsigned.bundle")
@@ -124,7 +126,8 @@ def test_unsigned_bundle_accepted_without_key():
 
 
 def test_crashing_bundle_rolled_back_after_two_boots():
-    from mimi import ota, safemode
+    from mimi import safemode
+    from mimi.update import ota
 
     keyed()
     ota.install(ota.fetch(srv()["base"] + "/good.bundle"))
@@ -145,7 +148,7 @@ def test_crashing_bundle_rolled_back_after_two_boots():
 
 
 def test_interrupted_swap_finished_at_boot():
-    from mimi import ota
+    from mimi.update import ota
 
     keyed()
     m = ota.fetch(srv()["base"] + "/good.bundle")
@@ -163,7 +166,7 @@ def test_interrupted_swap_finished_at_boot():
 
 
 def test_manual_rollback():
-    from mimi import ota
+    from mimi.update import ota
 
     keyed()
     ota.install(ota.fetch(srv()["base"] + "/good.bundle"))
@@ -176,7 +179,7 @@ def test_manual_rollback():
 
 
 def test_firmware_to_next_slot():
-    from mimi import ota
+    from mimi.update import ota
 
     P = board.Partition
     keyed()
@@ -196,7 +199,7 @@ def test_firmware_to_next_slot():
 
 
 def test_firmware_refused():
-    from mimi import ota
+    from mimi.update import ota
 
     P = board.Partition
     keyed()
@@ -215,7 +218,8 @@ def test_firmware_refused():
 
 
 def test_https_download_verifies_the_certificate():
-    from mimi import ota, limits
+    from mimi import limits
+    from mimi.update import ota
 
     keyed()
     write(limits.CA_BUNDLE, srv()["other_ca"])
@@ -229,7 +233,7 @@ def test_https_download_verifies_the_certificate():
 
 
 def test_download_goes_through_the_proxy_setting():
-    from mimi import ota
+    from mimi.update import ota
 
     keyed()
     config.cfg.update({"proxy_host": "127.0.0.1", "proxy_port": 1, "proxy_type": "http"})
@@ -250,7 +254,7 @@ def manifest_for(files, version="7.7.7"):
 
 def test_packages_beside_the_app_in_lib_stay():
     # mip installs aiorepl and logging into /lib: an update swaps /lib/mimi only.
-    from mimi import ota
+    from mimi.update import ota
 
     write("/lib/aiorepl.py", "# the user's\n")
     ota.install(ota.fetch(srv()["base"] + "/good.bundle"))
@@ -267,7 +271,7 @@ def test_packages_beside_the_app_in_lib_stay():
 def test_deploy_goes_through_staging():
     # tools/deploy.py: begin_deploy(), mpremote copies the changed files and the
     # manifest into /ota/new, finish_deploy() verifies all of it and swaps it in.
-    from mimi import ota, staging
+    from mimi.update import ota, staging
 
     with Capture() as c:
         staging.begin_deploy()
@@ -290,7 +294,7 @@ def test_deploy_goes_through_staging():
 
 
 def test_deploy_with_a_bad_copy_changes_nothing():
-    from mimi import ota, staging
+    from mimi.update import ota, staging
 
     with Capture():
         staging.begin_deploy()

@@ -5,7 +5,8 @@ import socket
 import struct
 import asyncio
 from support import Capture, read
-from mimi import board, config, limits, repl
+from mimi import board, limits, repl
+from mimi.config import settings as config
 from mimi.services import portal, captive_dns
 
 cfg = config.cfg

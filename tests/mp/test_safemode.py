@@ -60,7 +60,8 @@ async def test_guard_task_marks_healthy():
 
 def test_safe_mode_boot_runs_no_channels_and_no_agent():
     import sys
-    from mimi import app, config
+    from mimi import app
+    from mimi.config import settings as config
     from mimi.agent import worker
 
     config.cfg.load()
@@ -70,7 +71,7 @@ def test_safe_mode_boot_runs_no_channels_and_no_agent():
         app.main()
     assert safemode.active and "SAFE MODE" in c.text
     assert not worker.running()
-    for mod in ("mimi.channels.telegram", "mimi.channels.websocket", "mimi.channels.dispatch",
+    for mod in ("mimi.channels.telegram.poller", "mimi.channels.websocket.gateway", "mimi.channels.dispatch",
                 "mimi.services.cron", "mimi.services.heartbeat"):
         assert mod not in sys.modules, mod
     assert "mimi.services.wifi" in sys.modules  # the portal's code loads only when it opens

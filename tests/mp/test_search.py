@@ -2,7 +2,7 @@
 # both ways, a 200 KB answer, and the JSON scanner that keeps memory small.
 import json
 from support import fixture
-from mimi.config import cfg
+from mimi.config.settings import cfg
 from mimi.tools import search
 from mimi.tools.registry import registry
 

@@ -122,13 +122,11 @@ def test_shipped_skill_examples_match_the_tools():
     import os
     import json
     import support
-    import mimi.tools
     from mimi import board
-    from mimi.config import cfg
-    from mimi.tools.registry import Ctx
+    from mimi.config.settings import cfg
+    from mimi.tools.registry import Ctx, registry as reg
 
     cfg.load()
-    reg = mimi.tools.load_all()
     board.set_unix(1800000000)
     src = support.REPO + "/spiffs_data/skills"
     seen = []

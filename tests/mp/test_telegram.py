@@ -6,8 +6,10 @@ import asyncio
 import support
 import tghttp
 from tghttp import until
-from mimi import bus, config, limits, fs, log
-from mimi.channels import telegram, dispatch
+from mimi import bus, limits, fs, log
+from mimi.config import settings as config
+from mimi.channels import dispatch
+from mimi.channels.telegram import poller as telegram
 from mimi.services import wifi
 from test_wifi import Clock, FakeWLAN
 
@@ -210,7 +212,7 @@ async def test_reply_typing_split_and_order():
     assert ALLOWED not in b.typing  # typing stops with the reply
     import sys  # and the sending code is not kept between replies
 
-    assert "mimi.channels.tgsend" not in sys.modules and "mimi.channels.tgformat" not in sys.modules
+    assert "mimi.channels.telegram.send" not in sys.modules and "mimi.channels.telegram.format" not in sys.modules
     assert b.send_api is None
     task.cancel()
 
@@ -512,7 +514,7 @@ async def test_unreachable_api_holds_the_reply_until_it_gets_through():
     assert [m["visible"] for m in st["sent"]] == ["kept for later"]
     assert b.send_api is None
     # an immediate answer (not an agent reply) still gives up after a few tries
-    from mimi.channels import tgsend
+    from mimi.channels.telegram import send as tgsend
 
     b.send_api = telegram.Api("http://127.0.0.1:1", tg()["token"], 5)
     limits.SEND_RETRIES = 1
@@ -713,14 +715,14 @@ def test_an_idle_poll_loads_no_decoder():
         u = telegram.Updates(b, 4096, 4096)
         for p in pieces:
             u(memoryview(p))
-        assert u.seen and u.acts == [] and "mimi.channels.tgupdates" not in sys.modules
+        assert u.seen and u.acts == [] and "mimi.channels.telegram.updates" not in sys.modules
     body = (b'{"ok":true,"result":[{"update_id":7,"message":{"message_id":1,'
             b'"chat":{"id":42,"type":"private"},"text":"hi"}}]}')
     u = telegram.Updates(b, 4096, 4096)
     for k in range(0, len(body), 5):  # cut inside the empty answer's first bytes too
         u(memoryview(body[k:k + 5]))
     assert u.seen and [(uid, a[0], a[2]) for uid, a in u.acts] == [(7, "agent", "hi")], u.acts
-    assert "mimi.channels.tgupdates" in sys.modules
+    assert "mimi.channels.telegram.updates" in sys.modules
     u = telegram.Updates(b, 4096, 4096)  # an error answer: read from its head
     u(memoryview(b'{"ok":false,"error_code":409,"description":"Conflict"}'))
     assert not u.seen and u.head.startswith(b'{"ok":false') and u.acts == []

@@ -1,5 +1,5 @@
 # Markdown -> Telegram HTML and the 4096-unit splitter (lib/mimi/channels/tgformat.py).
-from mimi.channels import tgformat as f
+from mimi.channels.telegram import format as f
 
 HEAPSIZE = "1m"
 TIMEOUT = 120

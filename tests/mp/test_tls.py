@@ -78,7 +78,7 @@ def test_out_of_memory_is_not_a_bad_root():
 
 
 def test_ca_file_setting_adds_a_root():
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     support.write(limits.CA_BUNDLE, pem("other_ca"))  # shipped roots don't know the server
     e = support.raises(http.TLSFailure, http.Client(url()).request, "GET", "/hello")
@@ -163,7 +163,7 @@ class Makes:
 def test_a_bad_certificate_in_ca_file_costs_no_other_root():
     # A PEM with a good root and broken ones (bad base64 padding, a truncated paste)
     # made the whole context fail: every HTTPS connection, the shipped roots' too.
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     support.write(limits.CA_BUNDLE, "# Test Root\n" + pem("ca"))  # the shipped roots know the server
     mine = ("# Unrelated\n" + pem("other_ca") + "# Broken Padding\n" + BEGIN + "\nMAMCAQ\n" + END
@@ -197,7 +197,7 @@ def big_pem(path, lines):
 def test_a_huge_ca_file_is_refused_and_never_read_whole():
     # 3 MB in ca_file: "memory allocation failed" for every HTTPS connection, and the
     # whole file read again for each request.
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     support.write(limits.CA_BUNDLE, pem("ca"))
     big_pem("/certs/big.pem", 8000)  # 520 KB: more than this test's heap
@@ -240,7 +240,7 @@ def test_a_failed_context_is_not_made_again_for_every_request():
 
 
 def test_a_ca_file_without_certificates_is_refused():
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     support.write(limits.CA_BUNDLE, pem("ca"))
     support.write("/certs/junk.pem", "hello, this is not a certificate\n" * 20)
@@ -298,7 +298,7 @@ def test_garbled_ca_files_never_cost_the_shipped_roots():
     # issue 25 items 1-3 as a fuzz: whatever ca_file holds, config_set stores it or
     # refuses it naming the setting, and HTTPS to a server of the shipped roots works
     import fuzz
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     support.write(limits.CA_BUNDLE, pem("ca"))
     sound = ("# Mine\n" + pem("other_ca") + "# Also mine\n" + pem("other_ca")).encode()

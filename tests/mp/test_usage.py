@@ -5,8 +5,9 @@ import json
 import mimi
 import support
 from support import raises
-from mimi import board, bus, fs, limits, usagefile
-from mimi.config import cfg
+from mimi import board, bus, fs, limits
+from mimi.usage import file as usagefile
+from mimi.config.settings import cfg
 from mimi.llm import provider
 from mimi.agent import react, worker
 from mimi.tools.registry import Registry, Ctx
@@ -27,8 +28,8 @@ def setup():
 
 def fresh():
     """The ledger as after a restart: its module loaded again."""
-    mimi.drop("usage")
-    from mimi import usage
+    mimi.drop("usage.ledger")
+    from mimi.usage import ledger as usage
 
     return usage
 
@@ -220,7 +221,7 @@ def test_report_cache_share_and_cost():
     u = fresh()
     u.add(P, U(1000000, 100000, 600000, 200000))
     u.add(Stub, U(1000000, 0, 500000))
-    r = mimi.run("usagereport", "report")
+    r = mimi.run("usage.report", "report")
     t = r["today"]
     assert (t["calls"], t["input"], t["cache_read"], t["cache_write"]) == (2, 2000000, 1100000, 200000)
     # sonnet: 0.2M plain x $3 + 0.6M read x $0.30 + 0.2M written x $3.75 + 0.1M out x $15
@@ -232,11 +233,11 @@ def test_report_cache_share_and_cost():
     assert "55% cached" in r["text"] and "~$3.17" in r["text"] and "~$7.97" in r["text"] and "max_calls_day 1000 (2 used)" in r["text"]
     json.dumps(r)  # the WebSocket answer
     cfg.update({"price_in": 1, "price_out": 2})  # replaces the table: reads at a tenth
-    t = mimi.run("usagereport", "report")["today"]["models"]["openai/gpt-5-mini"]
+    t = mimi.run("usage.report", "report")["today"]["models"]["openai/gpt-5-mini"]
     assert abs(t["cost"] - (0.5 + 0.05)) < 1e-6
     u.add(type("Q", (), {"name": "openai", "model": "llama3"}), U(10, 10))
     cfg.update({"price_in": 0})
-    r = mimi.run("usagereport", "report")
+    r = mimi.run("usage.report", "report")
     assert not r["today"]["cost_known"] and "cost unknown (set price_in/price_out)" in r["text"]
 
 
@@ -256,7 +257,7 @@ def test_repl_usage():
         assert repl.usage() is None
     assert "today 2026-12-03: 1 calls, 1200 tokens in (75% cached), 30 out, <$0.01" in c.text
     assert "max_calls_hour 100 (1 used)" in c.text and "max_tokens_day off" in c.text
-    assert "mimi.usagereport" not in __import__("sys").modules  # loaded for the call only
+    assert "mimi.usage.report" not in __import__("sys").modules  # loaded for the call only
 
 
 def test_a_capped_heartbeat_queues_no_turn():

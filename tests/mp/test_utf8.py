@@ -6,7 +6,8 @@ import re
 import json
 import support
 from support import raises
-from mimi import board, config, fs, jsonutil, utf8
+from mimi import board, fs, jsonutil, utf8
+from mimi.config import settings as config
 from mimi.agent import worker
 from mimi.bus import Msg
 from mimi.llm import provider

@@ -2,7 +2,8 @@
 # same SSID (#169), long outages with capped backoff, settings changes. Time is
 # injected: the supervisor's sleeps advance a fake clock instead of waiting.
 import asyncio
-from mimi import config, limits
+from mimi import limits
+from mimi.config import settings as config
 from mimi.services import wifi
 from support import Capture
 

@@ -1,7 +1,8 @@
 # The agent thread (lib/mimi/agent/worker.py) with a stub LLM provider.
 import time
 import support
-from mimi import bus, config
+from mimi import bus
+from mimi.config import settings as config
 from mimi.agent import worker
 from mimi.llm import provider
 from mimi.memory import sessions

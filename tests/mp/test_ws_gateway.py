@@ -4,8 +4,10 @@
 import json
 import struct
 import asyncio
-from mimi import bus, config, limits
-from mimi.channels import websocket, dispatch
+from mimi import bus, limits
+from mimi.config import settings as config
+from mimi.channels import dispatch
+from mimi.channels.websocket import gateway as websocket
 from mimi.net import wsproto as wp
 from mimi.net.httpserver import Reader
 
@@ -420,7 +422,7 @@ async def test_replies_routed_by_chat_id_only():
         if m:
             break
         await asyncio.sleep_ms(5)
-    from mimi.channels import wsconn
+    from mimi.channels.websocket import connection as wsconn
 
     assert m.content == "anon" and len(m.chat_id) == 16 and wsconn.chat_id_ok(m.chat_id)
     bus.outbound.put(bus.Msg("websocket", m.chat_id, "for anon"))
@@ -428,7 +430,7 @@ async def test_replies_routed_by_chat_id_only():
 
 
 def test_default_chat_ids_are_random_not_a_counter():
-    from mimi.channels import wsconn
+    from mimi.channels.websocket import connection as wsconn
 
     ids = [wsconn.new_chat_id() for _ in range(50)]
     assert len(set(ids)) == 50
@@ -506,16 +508,16 @@ async def test_connection_code_is_loaded_only_while_connections_are_open():
     import sys
 
     await start()
-    assert "mimi.channels.wsconn" not in sys.modules  # listening costs only the listener
+    assert "mimi.channels.websocket.connection" not in sys.modules  # listening costs only the listener
     ws = await connect()
-    assert ws.status == 101 and "mimi.channels.wsconn" in sys.modules
+    assert ws.status == 101 and "mimi.channels.websocket.connection" in sys.modules
     await ws.send_raw(wp.frame(wp.CLOSE, struct.pack(">H", 1000), mask_key=KEY))
     assert await ws.close_code() == 1000
     for _ in range(400):
-        if "mimi.channels.wsconn" not in sys.modules:
+        if "mimi.channels.websocket.connection" not in sys.modules:
             break
         await asyncio.sleep_ms(5)
-    assert "mimi.channels.wsconn" not in sys.modules  # the last connection took it along
+    assert "mimi.channels.websocket.connection" not in sys.modules  # the last connection took it along
     ws = await connect()  # and it comes back for the next one
     await ws.send({"type": "message", "content": "again", "chat_id": "back"})
     assert (await next_inbound()).content == "again"

@@ -172,7 +172,7 @@ def test_upgrade_response():
 
 
 def test_chat_id_rules():
-    from mimi.channels.wsconn import chat_id_ok
+    from mimi.channels.websocket.connection import chat_id_ok
 
     assert chat_id_ok("abc_DEF-123") == "abc_DEF-123"
     assert chat_id_ok(42) == "42"

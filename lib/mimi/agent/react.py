@@ -43,7 +43,7 @@ def run_turn(provider, system, history, user_text, registry, ctx=None, progress=
     the turn (a provider without message() gets the dicts). Each LLM call is counted in
     the usage ledger and asked for first (a spend cap stops the turn with a message);
     progress(tool name, what it works on) is called before each tool runs."""
-    from mimi import usage as ledger
+    from mimi.usage import ledger
 
     who = (ctx.channel, ctx.chat_id) if ctx else None
     enc = getattr(provider, "message", None)

@@ -5,7 +5,8 @@
 import sys
 import time
 import _thread
-from mimi import limits, log, bus, config, channels, short, unload
+from mimi import limits, log, bus, channels, short, unload
+from mimi.config import settings as config
 
 SORRY = "Sorry, something went wrong: %s"
 # Read by the watchdog (no lock needed: single writes of small ints/bools).
@@ -71,7 +72,7 @@ def _wait_clock():
 def _refused(msg):
     """None when the usage ledger lets the turn call the LLM; else the reply: why not,
     for a person, or "" for a heartbeat or cron turn (the owner is told once)."""
-    from mimi import usage
+    from mimi.usage import ledger as usage
 
     why = usage.check((msg.channel, msg.chat_id))
     if why is None:
@@ -232,7 +233,7 @@ def _loop():
         while not _stop:
             msg = bus.inbound.get_blocking(1000)
             _alive()
-            ledger = sys.modules.get("mimi.usage")  # loaded by the first turn
+            ledger = sys.modules.get("mimi.usage.ledger")  # loaded by the first turn
             if ledger:
                 ledger.tick()
                 ledger = None
@@ -244,8 +245,8 @@ def _loop():
                 msg = None
     finally:
         _started = False
-        if "mimi.usage" in sys.modules:
-            sys.modules["mimi.usage"].tick(True)
+        if "mimi.usage.ledger" in sys.modules:
+            sys.modules["mimi.usage.ledger"].tick(True)
         log.info("agent", "agent thread stopped")
 
 

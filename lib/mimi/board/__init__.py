@@ -7,9 +7,22 @@ if sys.platform == "esp32":
 else:
     from mimi.board.host import *  # noqa: F401,F403
 
-    def __getattr__(name):
-        """The host's fakes used now and then (board/host_sys.py), loaded on first use."""
-        if name[:1] == "_" or name == "host_sys":  # the import machinery asks these
-            raise AttributeError(name)
-        __import__("mimi.board.host_sys")
-        return getattr(sys.modules["mimi.board.host_sys"], name)
+
+def __getattr__(name):
+    """What the firmware uses now and then, loaded on first use: on the board the
+    device drivers' hardware seam (board/esp32_io.py), on the host the fakes of
+    board/host_sys.py (access point, OTA slots; through it GPIO, host_pins.py, and
+    that seam, host_io.py).
+    A submodule not imported yet (from mimi.board import host_io) is imported."""
+    if name[:1] == "_":
+        raise AttributeError(name)
+    sub = name[:4] == "host" or name[:5] == "esp32"
+    mod = "mimi.board." + (name if sub else "esp32_io" if sys.platform == "esp32" else "host_sys")
+    try:
+        __import__(mod)
+    except ImportError:
+        if not sub:
+            raise
+        raise AttributeError(name)
+    mod = sys.modules[mod]
+    return mod if sub else getattr(mod, name)

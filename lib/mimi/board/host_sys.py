@@ -1,8 +1,9 @@
-# Host fakes of the board's hardware the firmware uses now and then: GPIO pins, the
+# Host fakes of the board's hardware the firmware uses now and then: the
 # access-point interface, the OTA app partitions, and the mount of a flash image
-# (tests, tools/simboot.py). Loaded on first use: board/__init__.py's __getattr__.
-# Tests look at their state (SIM_PINS, SimAP.cfg, Partition.boot) instead of a
-# real chip's behaviour.
+# (tests, tools/simboot.py); GPIO pins (board/host_pins.py) and the device drivers'
+# hardware seam (board/host_io.py) through __getattr__ below. Loaded on first use:
+# board/__init__.py's __getattr__. Tests look at their state (SimAP.cfg,
+# Partition.boot) instead of a real chip's behaviour.
 import os
 import sys
 import vfs
@@ -115,51 +116,6 @@ class Partition:
         cls.valid = True
 
 
-class Pin:
-    """machine.Pin's API on simulated pins; SIM_PINS holds every pin's state."""
-
-    IN = 1
-    OUT = 3
-    PULL_UP = 2
-    PULL_DOWN = 1
-
-    def __init__(self, pin, mode=-1, pull=-1, value=None):
-        self.id = pin
-        st = SIM_PINS.setdefault(pin, {"mode": None, "level": 0, "pull": None})
-        self._st = st
-        self.init(mode, pull, value)
-
-    def init(self, mode=-1, pull=-1, value=None):
-        if mode != -1:
-            self._st["mode"] = mode
-        if pull != -1:
-            self._st["pull"] = pull
-            if self._st["mode"] == Pin.IN and pull is not None:
-                self._st["level"] = 1 if pull == Pin.PULL_UP else 0
-        if value is not None:
-            self._st["level"] = 1 if value else 0
-
-    def value(self, v=None):
-        if v is None:
-            return self._st["level"]
-        if self._st["mode"] == Pin.OUT:
-            self._st["level"] = 1 if v else 0
-
-    def on(self):
-        self.value(1)
-
-    def off(self):
-        self.value(0)
-
-
-SIM_PINS = {}
-
-
-def sim_drive(pin, level):
-    """Tests: an outside signal on an input pin."""
-    SIM_PINS.setdefault(pin, {"mode": Pin.IN, "level": 0, "pull": None})["level"] = 1 if level else 0
-
-
 def image_blocks(path):
     st = os.stat(path)
     return st[6] // limits.BLOCK_SIZE
@@ -203,3 +159,16 @@ def mount_image(path, block_count=None, mkfs=False):
     os.chdir("/")
     host.image_path = path
     return fs
+
+
+def __getattr__(name):
+    """GPIO (board.Pin, SIM_PINS, sim_drive: host_pins.py), then the device drivers'
+    seam (board.I2C, ADC, ...: host_io.py), each loaded when first asked for."""
+    if name[:1] == "_":
+        raise AttributeError(name)
+    for mod in ("mimi.board.host_pins", "mimi.board.host_io"):
+        __import__(mod)
+        mod = sys.modules[mod]
+        if hasattr(mod, name):
+            return getattr(mod, name)
+    raise AttributeError(name)

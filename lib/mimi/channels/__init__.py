@@ -6,7 +6,7 @@
 # channel's code loads only when the channel starts. The module provides run()
 # (its loop task) and `async def send(msg)` (the dispatcher's sender for its
 # outbound messages), and keeps its own formatter and limits (Telegram's:
-# channels/tgformat.py, limits.TG_*). Adding a channel: docs/internals.md.
+# channels/telegram/format.py, limits.TG_*). Adding a channel: docs/internals.md.
 
 
 class Channel:
@@ -29,9 +29,9 @@ SYSTEM = "system"  # heartbeat and cron turns that belong to no chat; results go
 # Order matters: the owner is looked for in this order, and a bare chat id on the
 # REPL (session_clear) belongs to the first row.
 TABLE = [
-    Channel("telegram", "tg", "mimi.channels.telegram", "Telegram", "tg_token", "tg_allow"),
-    Channel("feishu", "feishu", "mimi.channels.feishu", "Feishu", "feishu_app_id", "feishu_allow"),
-    Channel("websocket", "ws", "mimi.channels.websocket", "a WebSocket chat"),
+    Channel("telegram", "tg", "mimi.channels.telegram.poller", "Telegram", "tg_token", "tg_allow"),
+    Channel("feishu", "feishu", "mimi.channels.feishu.longconn", "Feishu", "feishu_app_id", "feishu_allow"),
+    Channel("websocket", "ws", "mimi.channels.websocket.gateway", "a WebSocket chat"),
     Channel(SYSTEM, "sys", "mimi.services.heartbeat"),
 ]
 
@@ -99,7 +99,7 @@ def usage_text():
     import mimi
 
     try:
-        return mimi.run("usagereport usagefile", "report")["text"]
+        return mimi.run("usage.report usage.file", "report")["text"]
     except Exception as e:  # noqa: B902 - out of memory, a broken ledger file: say so
         return "No usage report now: %s %s" % (type(e).__name__, e)
 
@@ -125,7 +125,7 @@ def spoken(words, last):
     return ", ".join(words[:-1]) + " %s " % last + words[-1] if len(words) > 1 else "".join(words)
 
 
-def _configured(row, cfg):
+def configured(row, cfg):
     return row.module and (not row.needs or cfg.get(row.needs))
 
 
@@ -133,58 +133,11 @@ def owner():
     """(channel, chat_id) of the owner, who gets heartbeat and system cron results:
     the first id in the allow-list of the first configured channel that has one;
     None when there is none (the results are then only logged)."""
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     for row in TABLE:
-        if row.allow and _configured(row, cfg):
+        if row.allow and configured(row, cfg):
             ids = [x for x in (cfg.get(row.allow) or "").split(",") if x]
             if ids:
                 return row.name, ids[0]
     return None
-
-
-_started = []
-
-
-def start(row):
-    """Load the channel's module, register its sender with the dispatcher and return
-    its loop task (a coroutine, its steps timed by the stall detector)."""
-    import sys
-    from mimi.channels import dispatch
-    from mimi.services import loopwatch
-
-    __import__(row.module)
-    mod = sys.modules[row.module]
-    dispatch.register(row.name, mod.send)
-    _started.append(row.name)
-    return loopwatch.watch(row.name, mod.run())
-
-
-def _due(cfg):
-    return [row for row in TABLE if row.name not in _started and _configured(row, cfg)]
-
-
-def _waiting():
-    return [row for row in available() if row.name not in _started]
-
-
-def tasks():
-    """The loop tasks of every configured channel (startup.tasks()), plus, while some
-    channel still waits for its setting, a task that starts it once it is set."""
-    from mimi.config import cfg
-
-    out = [start(row) for row in _due(cfg)]
-    if _waiting():
-        out.append(_start_later(cfg))
-    return out
-
-
-async def _start_later(cfg):
-    import asyncio
-
-    flag = asyncio.ThreadSafeFlag()  # settings may change from any thread
-    cfg.watch(lambda keys: flag.set())
-    while _waiting():
-        await flag.wait()
-        for row in _due(cfg):
-            asyncio.create_task(start(row))

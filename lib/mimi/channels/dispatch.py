@@ -2,6 +2,8 @@
 # bus.outbound and hands each to its channel's sender. Every channel has its own
 # lane (a short queue and a task), so a slow channel (Telegram over TLS) never
 # holds up another; within a channel the order is kept (status before reply).
+# It also starts the channels of the table (channels/__init__.py): each configured
+# one's code loaded, its sender registered here, its loop task handed to startup.
 import asyncio
 from mimi import bus, log, limits, channels
 
@@ -54,7 +56,7 @@ class Lane:
 
 def register(channel, send):
     """send: `async def send(msg)` for messages whose msg.channel is `channel` (a
-    channel of the table: channels.start() registers each one it starts)."""
+    channel of the table: start() registers each one it starts)."""
     channels.get(channel)
     lane = Lane(channel, send)
     _lanes[channel] = lane
@@ -88,3 +90,47 @@ async def run():
             if lane.task:
                 lane.task.cancel()
                 lane.task = None
+
+
+_started = []
+
+
+def start(row):
+    """Load the channel's module, register its sender with the dispatcher and return
+    its loop task (a coroutine, its steps timed by the stall detector)."""
+    import sys
+    from mimi.services import loopwatch
+
+    __import__(row.module)
+    mod = sys.modules[row.module]
+    register(row.name, mod.send)
+    _started.append(row.name)
+    return loopwatch.watch(row.name, mod.run())
+
+
+def _due(cfg):
+    return [row for row in channels.TABLE if row.name not in _started and channels.configured(row, cfg)]
+
+
+def _waiting():
+    return [row for row in channels.available() if row.name not in _started]
+
+
+def tasks():
+    """The loop tasks of every configured channel (startup.tasks()), plus, while some
+    channel still waits for its setting, a task that starts it once it is set."""
+    from mimi.config.settings import cfg
+
+    out = [start(row) for row in _due(cfg)]
+    if _waiting():
+        out.append(_start_later(cfg))
+    return out
+
+
+async def _start_later(cfg):
+    flag = asyncio.ThreadSafeFlag()  # settings may change from any thread
+    cfg.watch(lambda keys: flag.set())
+    while _waiting():
+        await flag.wait()
+        for row in _due(cfg):
+            asyncio.create_task(start(row))

@@ -1,4 +1,4 @@
-# The chat channels' retrying send, one copy for Telegram (tgsend.py) and Feishu: a
+# The chat channels' retrying send, one copy for Telegram (telegram/send.py) and Feishu: a
 # message is sent again only when the service answered that it did not take it (the
 # channel's `again` says which answers) or the connection was never made, so a retry
 # cannot duplicate it. hold (the agent's replies): while WiFi is down or the service

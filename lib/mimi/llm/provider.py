@@ -12,7 +12,7 @@ import json
 import sys
 import time
 from mimi import limits, log, jsonutil
-from mimi.config import PROVIDERS, DEFAULT_BASE, DEFAULT_MODEL
+from mimi.config.settings import PROVIDERS, DEFAULT_BASE, DEFAULT_MODEL
 from mimi.net import split_url
 from mimi.utf8 import valid
 

@@ -2,7 +2,7 @@
 # local date). note_path() is the one place a note's path is made: the system prompt
 # and the loader both use it, so they cannot disagree.
 from mimi import limits, fs, board
-from mimi.config import tz_s
+from mimi.config.settings import tz_s
 
 DIR = limits.SPIFFS + "/memory"
 MEMORY_PATH = DIR + "/MEMORY.md"

@@ -61,7 +61,7 @@ class AsyncClient(_Base):
         tls = self._roots()
         host, port = self._hop()
         try:
-            from mimi import dns  # open_connection's own lookup would hold the loop
+            from mimi.net import dns  # open_connection's own lookup would hold the loop
 
             self._sock, _ = await asyncio.open_connection(await dns.resolve(host), port)
         except OSError as e:

@@ -1,5 +1,5 @@
 # The small HTTP/1.1 server side shared by the WebSocket gateway
-# (channels/wsconn.py) and the onboarding portal (services/portal.py): buffered
+# (channels/websocket/connection.py) and the onboarding portal (services/portal.py): buffered
 # reads of a request, its head parsed (query strings and forms decoded), a whole
 # response, and which connection a server short of sockets lets go; the listening
 # port (a fixed one, or a free random one) is net/listen.py.

@@ -48,7 +48,7 @@ def context(ca=None):
     global made, failed
     key = ca if ca is None or isinstance(ca, str) else bytes(ca)
     if ca is None:  # a changed setting or root file (OTA, the user's) makes a new one
-        from mimi.config import cfg
+        from mimi.config.settings import cfg
 
         key = (None, cfg.get("ca_file"), _stamp(limits.CA_BUNDLE), _stamp(cfg.get("ca_file")))
     with _lock:

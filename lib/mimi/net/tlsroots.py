@@ -206,7 +206,7 @@ def make(ca):
     _report(label, *got)
     total = got[0]
     if ca is None:
-        from mimi.config import cfg
+        from mimi.config.settings import cfg
 
         path = cfg.get("ca_file")
         if path:

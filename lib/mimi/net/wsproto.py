@@ -1,5 +1,5 @@
 # RFC 6455 pieces with no connection state, shared by the gateway
-# (channels/websocket.py, server side) and the WebSocket client (net/wsclient.py):
+# (channels/websocket/, server side) and the WebSocket client (net/wsclient.py):
 # the handshake key, frame reading and writing with masking, close codes, message
 # reassembly, and the gateway's auth/origin checks (the HTTP request itself is
 # parsed by mimi/net/httpserver.py). One module: the gateway always has it loaded,

@@ -3,7 +3,8 @@
 # One non-blocking UDP socket served on the asyncio loop.
 import socket
 import struct
-from mimi import limits, log, dns
+from mimi import limits, log
+from mimi.net import dns
 
 TAG = "dns"
 

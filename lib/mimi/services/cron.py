@@ -25,7 +25,7 @@ import _thread
 import asyncio
 import mimi
 from mimi import limits, log, fs, bus, board, channels
-from mimi.config import tz_s
+from mimi.config.settings import tz_s
 
 PATH = limits.SPIFFS + "/cron.json"
 DAY = 86400
@@ -72,7 +72,7 @@ def blocked(j):
         return "this firmware has no channel %r" % j["channel"]
     allow = channels.find(j["channel"]).allow
     if allow:
-        from mimi.config import cfg
+        from mimi.config.settings import cfg
 
         if j["chat_id"] not in cfg.get(allow).split(","):
             return "chat %s is not in %s" % (j["chat_id"], allow)
@@ -261,7 +261,7 @@ def _watch(keys):
 
 
 def task():
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     cfg.watch(_watch)
     return service.run()

@@ -80,8 +80,8 @@ def check(submit=None, path=PATH):
 
 
 def _capped():
-    """Why the usage ledger refuses LLM calls now, or None (mimi/usage.py)."""
-    from mimi import usage
+    """Why the usage ledger refuses LLM calls now, or None (usage/ledger.py)."""
+    from mimi.usage import ledger as usage
 
     return usage.check((channels.SYSTEM, CHAT_ID))
 

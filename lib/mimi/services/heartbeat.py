@@ -47,10 +47,10 @@ async def send(msg, out=None):
 
 
 async def run(sleep=asyncio.sleep):
-    """Loop task (started by channels.start(), which registers send()): a check every
+    """Loop task (started by dispatch.start(), which registers send()): a check every
     heartbeat_min minutes (first one after one period), counted from when the clock
     is valid (SNTP)."""
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
     from mimi.services import ntp
 
     await ntp.wait_valid()

@@ -47,6 +47,22 @@ async def wait_valid(poll_s=1):
             pass
 
 
+async def sync_once(hosts=None, port=None):
+    """Ask each server in turn (services/sntp.py); True when the clock was set
+    (last_error says why not)."""
+    global last_error
+    from mimi.services import sntp
+
+    for host in hosts or sntp.HOSTS:
+        try:
+            apply(await sntp.aquery(host, port or sntp.PORT))
+            return True
+        except (OSError, sntp.NTPError, IndexError) as e:
+            last_error = "%s: %s" % (host, e)
+            log.warning("ntp", "sync with %s failed: %s", host, e)
+    return False
+
+
 async def run():
     """Loop task: sync at boot, then every NTP_RESYNC_S; backoff while failing."""
     if board.NAME == "host":
@@ -57,10 +73,7 @@ async def run():
     retry = limits.NTP_RETRY_MIN_S
     while True:
         await wifi.supervisor.wait_online()
-        from mimi.services import sntp
-
-        ok = await sntp.sync_once()
-        sntp = None
+        ok = await sync_once()
         mimi.drop("services.sntp")
         if ok:
             retry = limits.NTP_RETRY_MIN_S

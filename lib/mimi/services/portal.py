@@ -14,7 +14,8 @@
 import os
 import json
 import asyncio
-from mimi import limits, log, config, board, fs, net
+from mimi import limits, log, board, fs, net
+from mimi.config import settings as config
 from mimi.net import httpserver as hs, split_url, html_escape
 
 TAG = "portal"

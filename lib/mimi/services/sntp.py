@@ -1,11 +1,10 @@
 # A small SNTP client (RFC 4330) on a UDP socket: the name resolved and the reply
-# awaited without holding the loop (mimi/dns.py). Loaded by services/ntp.py for a
+# awaited without holding the loop (net/dns.py). Loaded by services/ntp.py for a
 # sync (on the board: at boot and every limits.NTP_RESYNC_S) and dropped after.
 import os
 import socket
 import struct
-from mimi import limits, log
-from mimi.services import ntp
+from mimi import limits
 
 HOSTS = ["pool.ntp.org", "time.cloudflare.com"]  # tests point these at a fake server
 PORT = 123
@@ -60,7 +59,7 @@ def _answer(data, stamp):
 
 async def aquery(host, port=PORT, timeout_s=limits.NTP_TIMEOUT_S):
     """One SNTP query -> Unix time, without blocking the loop while waiting."""
-    from mimi import dns
+    from mimi.net import dns
 
     pkt, stamp = request()
     addr = socket.getaddrinfo(await dns.resolve(host), port, 0, socket.SOCK_DGRAM)[0][-1]
@@ -71,14 +70,3 @@ async def aquery(host, port=PORT, timeout_s=limits.NTP_TIMEOUT_S):
             raise NTPError("no reply from %s within %ds" % (host, timeout_s))
         raise
 
-
-async def sync_once(hosts=None, port=None):
-    """Try each server in turn; True when the clock was set (ntp.last_error says why not)."""
-    for host in hosts or HOSTS:
-        try:
-            ntp.apply(await aquery(host, port or PORT))
-            return True
-        except (OSError, NTPError, IndexError) as e:
-            ntp.last_error = "%s: %s" % (host, e)
-            log.warning("ntp", "sync with %s failed: %s", host, e)
-    return False

@@ -8,7 +8,8 @@
 # (services/portal.py) only then, and drops it once the board is online.
 import asyncio
 import mimi
-from mimi import limits, log, config, board
+from mimi import limits, log, board
+from mimi.config import settings as config
 
 TAG = "wifi"
 # network.STAT_* on the esp32 port (no `network` module on the host)

@@ -52,9 +52,3 @@ TOOLS = (
     ("gpio_read_all", "gpio", "Read every allowed GPIO pin without changing outputs.", _NONE),
 )
 
-
-def load_all():
-    """The registry, every tool in it (their modules load when a tool is called)."""
-    from mimi.tools.registry import registry
-
-    return registry

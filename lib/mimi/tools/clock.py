@@ -8,7 +8,7 @@ def now_text(tz_text=None, unix=None):
     if tz_text is None:
         # Imported here: the settings (~25 KB of heap) are not part of a bare LLM turn,
         # which must fit a 256 KB heap (tests/mp/llmcases.py big_turn).
-        from mimi.config import tz_s
+        from mimi.config.settings import tz_s
 
         tz = tz_s()
     else:

@@ -11,7 +11,7 @@
 # owner (see services/heartbeat.send).
 from mimi.services.cron import service, blocked
 from mimi import board, channels
-from mimi.config import tz_s
+from mimi.config.settings import tz_s
 
 
 def _dest(args, ctx):

@@ -80,7 +80,7 @@ def usage():
     more than the flash free at the count minus FILES_RESERVE and room for an OTA copy
     of the code."""
     global _used, _room
-    from mimi.config import cfg
+    from mimi.config.settings import cfg
 
     with fs.lock:
         if _used is None:

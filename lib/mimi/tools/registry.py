@@ -105,7 +105,7 @@ class Registry:
         return cap(out)
 
 
-KEEP = ("gpio", "search")  # tool modules with state between calls (pin modes, provider order)
+KEEP = ("search",)  # tool modules with state between calls (provider order; pin modes live in devices/gpio.py)
 
 
 def check_args(schema, args):

@@ -10,7 +10,7 @@
 # answer costs the body plus one small object.
 import json
 from mimi import limits, log, jsonutil
-from mimi.config import cfg
+from mimi.config.settings import cfg
 from mimi.jsonscan import ws, member, skip_value
 
 # Base URLs (tests point these at fake servers).

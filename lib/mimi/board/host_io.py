@@ -1,0 +1,367 @@
+# The device drivers' hardware seam on the host (board/esp32_io.py is the board's):
+# machine.I2C, ADC, PWM, time_pulse_us, bitstream, dht_readinto and
+# esp32.mcu_temperature with the firmware's APIs and errors, acting on the simulated
+# parts of mimi/devices/sim/ wired to the pins (board/host_sys.py SIM_WIRES) and
+# buses; and onewire/ds18x20/dht/neopixel from board/hostlib/. Loaded by
+# board.__getattr__ when a driver first asks for one of these. The calls take the
+# time the chip's take (bus clocks, clock stretching, timeouts, pulses), sleeping it.
+import time
+from mimi.board.host_pins import SIM_WIRES, Pin, settle
+
+_ENODEV = 19
+_ETIMEDOUT = 110
+CHIP_TEMP = 37
+SIM_CHIP = {"temp": CHIP_TEMP}  # the die's temperature (sim_set("chip_temp", temp=...))
+SIM_PWM = {}  # pin -> its running PWM
+
+
+def _pin(p):
+    """A pin argument (number or Pin) -> its number, checked against the Pin table."""
+    return Pin(p).id if isinstance(p, int) else p.id
+
+
+def _parts():
+    from mimi.devices.sim import parts
+
+    return parts
+
+
+class I2C:
+    """machine.I2C (hardware I2C of the ESP32-S3): a NACK is OSError(19), a bus held
+    low or SCL stretched past `timeout` µs is OSError(110) after that time."""
+
+    def __init__(self, id=0, *, scl=9, sda=8, freq=400000, timeout=50000):
+        if id not in (0, 1):
+            raise ValueError("I2C(%s) doesn't exist" % id)
+        if freq <= 0:
+            raise ValueError("bad frequency")
+        self.scl, self.sda = _pin(scl), _pin(sda)
+        self.freq, self.timeout = freq, timeout
+
+    def __repr__(self):
+        return "I2C(scl=%d, sda=%d, freq=%d)" % (self.scl, self.sda, self.freq)
+
+    def _bus(self):
+        return _parts().i2c_bus(self.sda, self.scl) or {}
+
+    def _stuck(self, bus):
+        for p in bus.values():
+            if p.fault == "stuck":
+                return True
+        return False
+
+    def _part(self, addr, reading):
+        bus = self._bus()
+        if self._stuck(bus):
+            time.sleep_us(self.timeout)
+            raise OSError(_ETIMEDOUT)
+        part = bus.get(addr)
+        if part is None or not part.ack(reading):
+            time.sleep_us(self._clock_us(0))
+            raise OSError(_ENODEV)
+        return part
+
+    def _clock_us(self, nbytes):
+        return (nbytes + 1) * 9 * 1000000 // self.freq  # address and data bytes, 9 clocks each
+
+    def scan(self):
+        bus = self._bus()
+        if self._stuck(bus):  # every probe fails; extmod's scan lists none and raises nothing
+            time.sleep_us(self.timeout)
+            return []
+        found = []
+        for addr in range(0x08, 0x78):
+            p = bus.get(addr)
+            if p is not None and p.ack(False) and p.write(b""):
+                found.append(addr)
+        time.sleep_us(self._clock_us(0) * 112)
+        return found
+
+    def writeto(self, addr, buf, stop=True):
+        part = self._part(addr, False)
+        time.sleep_us(self._clock_us(len(buf)))
+        if not part.write(bytes(buf)):
+            raise OSError(_ENODEV)
+        return len(buf)
+
+    def writevto(self, addr, vector, stop=True):
+        return self.writeto(addr, b"".join(bytes(b) for b in vector), stop)
+
+    def readfrom_into(self, addr, buf, stop=True):
+        part = self._part(addr, True)
+        wait = part.stretch_us()
+        if wait > self.timeout:
+            time.sleep_us(self.timeout)
+            raise OSError(_ETIMEDOUT)
+        time.sleep_us(wait + self._clock_us(len(buf)))
+        data = part.read(len(buf))
+        for i in range(len(buf)):
+            buf[i] = data[i]
+
+    def readfrom(self, addr, nbytes, stop=True):
+        buf = bytearray(nbytes)
+        self.readfrom_into(addr, buf, stop)
+        return bytes(buf)
+
+    def readfrom_mem_into(self, addr, memaddr, buf, *, addrsize=8):
+        self.writeto(addr, _memaddr(memaddr, addrsize), False)
+        self.readfrom_into(addr, buf)
+
+    def readfrom_mem(self, addr, memaddr, nbytes, *, addrsize=8):
+        buf = bytearray(nbytes)
+        self.readfrom_mem_into(addr, memaddr, buf, addrsize=addrsize)
+        return bytes(buf)
+
+    def writeto_mem(self, addr, memaddr, buf, *, addrsize=8):
+        self.writeto(addr, _memaddr(memaddr, addrsize) + bytes(buf))
+
+
+def _memaddr(memaddr, addrsize):
+    if addrsize % 8 or not 0 < addrsize <= 32:
+        raise ValueError("invalid addrsize")
+    return bytes((memaddr >> s) & 0xFF for s in range(addrsize - 8, -1, -8))
+
+
+# Input ranges per attenuation on the S3 (ESP-IDF's ADC page, reference/hardware.md §1.5)
+_ADC_RANGE_MV = (950, 1250, 1750, 3100)
+_ADC2_LAST = {}  # ADC2 pin -> the last raw value read while WiFi was off
+
+
+def _wifi_on():
+    from mimi.board import host
+
+    return host._wlan is not None and host._wlan.active()
+
+
+class ADC:
+    """machine.ADC on the ESP32-S3: 12 bits, GPIO1-10 (ADC1) and 11-20 (ADC2); a
+    voltage above the attenuation's range reads full scale. ADC2 is WiFi's while
+    WiFi is on: a read then gives what the last read before it gave (0 if none),
+    as MicroPython ignores the driver's error. atten= is required (board/esp32_io.py)."""
+
+    ATTN_0DB = 0
+    ATTN_2_5DB = 1
+    ATTN_6DB = 2
+    ATTN_11DB = 3
+
+    def __init__(self, pin, *, atten=None):
+        if atten is None:
+            raise TypeError("ADC needs atten= (machine.ADC resets it to 11 dB without it)")
+        n = _pin(pin)
+        if not 1 <= n <= 20:
+            raise ValueError("invalid Pin for ADC")
+        self.pin = n
+        self.atten(atten)
+
+    def atten(self, atten):
+        if atten not in (0, 1, 2, 3):
+            raise ValueError("invalid attenuation")
+        self._atten = atten
+
+    def _raw(self):
+        n = self.pin
+        if n >= 11 and _wifi_on():
+            return _ADC2_LAST.get(n, 0)
+        part = SIM_WIRES.get(n)
+        v = part.analog(n) if part is not None else None
+        if v is None:  # nothing analogue on it: the pin's logic level
+            v = 3.3 if settle(n) else 0.0
+        raw = min(4095, max(0, round(v * 1000 * 4095 / _ADC_RANGE_MV[self._atten])))
+        if n >= 11:
+            _ADC2_LAST[n] = raw
+        return raw
+
+    def read(self):
+        return self._raw()
+
+    def read_u16(self):
+        raw = self._raw()
+        return raw << 4 | raw >> 8
+
+    def read_uv(self):
+        return round(self._raw() * _ADC_RANGE_MV[self._atten] / 4095) * 1000
+
+    def deinit(self):
+        pass
+
+
+class PWM:
+    """machine.PWM on the S3's LEDC: 1 Hz-40 MHz, 8 channels, 4 timers (distinct
+    frequencies), duty resolution 13 bits at most and less as the frequency rises
+    (80 MHz clock); freq= and a duty are required (board/esp32_io.py). deinit()
+    idles the pin low."""
+
+    def __init__(self, pin, *, freq=None, duty_u16=None, duty_ns=None):
+        if freq is None:
+            raise TypeError("PWM needs freq=")
+        if duty_u16 is None and duty_ns is None:
+            raise TypeError("PWM needs duty_u16= or duty_ns= (machine.PWM starts at 50 %)")
+        n = _pin(pin)
+        if n not in SIM_PWM and len(SIM_PWM) >= 8:
+            raise RuntimeError("out of PWM channels:8")
+        self.pin = n
+        self._f = 0
+        self.freq(freq)
+        if duty_ns is not None:
+            self.duty_ns(duty_ns)
+        else:
+            self.duty_u16(duty_u16)
+
+    def _bits(self):
+        bits = 1
+        while bits < 13 and self._f << (bits + 1) <= 80000000:
+            bits += 1
+        return bits
+
+    def freq(self, f=None):
+        if f is None:
+            return self._f
+        if not 1 <= f <= 40000000:
+            raise ValueError("frequency must be from 1Hz to 40MHz")
+        others = {p._f for p in SIM_PWM.values() if p is not self}
+        if f not in others and len(others) >= 4:
+            raise RuntimeError("out of PWM timers:4")
+        self._f = int(f)
+        self._changed()
+
+    def _ticks(self):
+        return (self._u16 * (1 << self._bits()) + 32767) // 65535
+
+    def duty_u16(self, d=None):
+        if d is None:
+            return min(65535, self._ticks() * 65536 >> self._bits())
+        if not 0 <= d <= 65535:
+            raise ValueError("duty_u16 must be from 0 to 65535")
+        self._u16 = int(d)
+        self._changed()
+
+    def duty_ns(self, ns=None):
+        if ns is None:
+            return self._ticks() * 1000000000 // (self._f << self._bits())
+        self.duty_u16(min(65535, round(ns * self._f * 65535 / 1000000000)))
+
+    def pulse_us(self):
+        """The high time the pin gives, at the duty's real resolution."""
+        return self._ticks() * 1000000 / (self._f << self._bits())
+
+    def _changed(self):
+        if not hasattr(self, "_u16"):
+            return
+        SIM_PWM[self.pin] = self
+        part = SIM_WIRES.get(self.pin)
+        if part is not None and hasattr(part, "pwm"):
+            part.pwm(self)
+
+    def deinit(self):
+        if SIM_PWM.get(self.pin) is self:
+            del SIM_PWM[self.pin]
+            Pin(self.pin, Pin.OUT, value=0)
+            part = SIM_WIRES.get(self.pin)
+            if part is not None and hasattr(part, "pwm"):
+                part.pwm(None)
+
+
+def time_pulse_us(pin, pulse_level, timeout_us=1000000):
+    """machine.time_pulse_us: wait for the pin to reach pulse_level, then time how
+    long it stays there: µs, -2 if it never got there, -1 if it stayed past timeout_us.
+    Blocks for that time, as the chip's busy-wait does."""
+    n = _pin(pin)
+    part = SIM_WIRES.get(n)
+    tl = part.timeline(n) if part is not None and hasattr(part, "timeline") else None
+    level, edges = tl or (settle(n), ())
+    want = 1 if pulse_level else 0
+    t = start = 0
+    left = 2
+    i = 0
+    while True:
+        if level == want:
+            want ^= 1
+            left -= 1
+            if not left:
+                time.sleep_us(t)
+                return t - start
+            start = t
+        if i >= len(edges) or edges[i] - start >= timeout_us:
+            time.sleep_us(start + timeout_us)
+            return -left
+        t = edges[i]
+        level ^= 1
+        i += 1
+
+
+def bitstream(pin, encoding, timing, buf):
+    """machine.bitstream, high-low encoding (0): each bit high then low for the
+    timing's (t0h, t0l, t1h, t1l) ns; delivered to the part on the pin."""
+    if encoding != 0:
+        raise ValueError("invalid encoding")
+    t0h, t0l, t1h, t1l = timing
+    n = _pin(pin)
+    ones = 0
+    for b in buf:
+        while b:
+            ones += b & 1
+            b >>= 1
+    zeros = len(buf) * 8 - ones
+    time.sleep_us((ones * (t1h + t1l) + zeros * (t0h + t0l)) // 1000)
+    part = SIM_WIRES.get(n)
+    if part is not None and hasattr(part, "bitstream"):
+        part.bitstream((t0h, t0l, t1h, t1l), bytes(buf))
+
+
+def dht_readinto(pin, buf):
+    """The firmware's DHT reader (MicroPython's drivers/dht/dht.c): the line high for
+    250 ms, low for 18 ms (the start signal), released; then the sensor's 80 µs low,
+    80 µs high and 40 bits (a high time over 48 µs is a 1) into buf[0:5].
+    OSError(110) when the sensor does not answer."""
+    if len(buf) < 5:
+        raise ValueError("buffer too small")
+    p = pin if not isinstance(pin, int) else Pin(pin)
+    n = _pin(p)
+    p.init(Pin.OPEN_DRAIN)
+    p.value(1)
+    time.sleep_ms(250)
+    p.value(0)
+    time.sleep_ms(18)
+    p.value(1)
+    part = SIM_WIRES.get(n)
+    frame = part.dht_frame(18000) if part is not None and hasattr(part, "dht_frame") else None
+    if frame is None:
+        time.sleep_us(100)
+        raise OSError(_ETIMEDOUT)
+    high = 0
+    for i in range(40):
+        high += 70 if frame[i // 8] >> (7 - i % 8) & 1 else 27
+    time.sleep_us(160 + 40 * 50 + high)
+    for i in range(5):
+        buf[i] = frame[i]
+
+
+def mcu_temperature():
+    """esp32.mcu_temperature(): the die's °C as an int, the sensor set to -10..80."""
+    return min(80, max(-10, round(SIM_CHIP["temp"])))
+
+
+def onewire(pin):
+    from mimi.board.hostlib import onewire
+
+    return onewire.OneWire(Pin(_pin(pin)))
+
+
+def ds18x20(pin):
+    from mimi.board.hostlib import ds18x20
+
+    return ds18x20.DS18X20(onewire(pin))
+
+
+def dht(pin, model):
+    from mimi.board.hostlib import dht
+
+    if model not in (11, 22):
+        raise ValueError("DHT model is 11 or 22")
+    return (dht.DHT11 if model == 11 else dht.DHT22)(Pin(_pin(pin)))
+
+
+def neopixel(pin, n, bpp=3, timing=1):
+    from mimi.board.hostlib import neopixel
+
+    return neopixel.NeoPixel(Pin(_pin(pin)), n, bpp=bpp, timing=timing)

@@ -1,0 +1,574 @@
+# Feishu / Lark channel (SPEC §8a), on the asyncio loop.
+#
+# Inbound: Feishu's WebSocket long connection, which needs no public URL: POST
+# {feishu_api_base}/callback/ws/endpoint with the app's id and secret gives a
+# wss:// URL and the server's ping/reconnect settings; protobuf pbbp2.Frames
+# (channels/feishu/frame.py) then arrive over our WebSocket client (net/wsclient.py).
+# Every event is ACKed ({"code":200}) before it is acted on, a ping goes out on the
+# server's interval, and a closed or silent connection is opened again with capped
+# backoff, for ever. Only im.message.receive_v1 text reaches the agent: a p2p chat
+# is keyed by the sender's open_id, a group by its chat_id and only when the bot is
+# @-mentioned; an id outside feishu_allow is told its id (once an hour) and nothing
+# else happens. A redelivered event (same message id) is dropped.
+# Outbound: POST /open-apis/im/v1/messages with the tenant token, cached until 5
+# minutes before it expires and renewed at once when Feishu calls it invalid;
+# parts and message types come from channels/feishu/format.py; rate limits are honoured.
+# Besides the long connection there is one API connection, closed once a reply is
+# out: a board without PSRAM cannot hold many TLS sessions (MimiClaw's Feishu broke
+# on concurrent TLS).
+import os
+import json
+import time
+import asyncio
+from mimi import limits, log, bus, jsonutil
+from mimi.config import settings as config
+from mimi.net.http import ConnectFailure, Timeout
+from mimi.services import wifi, ntp
+
+TAG = "feishu"
+CHANNEL = "feishu"
+cfg = config.cfg
+KEYS = ("feishu_app_id", "feishu_app_secret", "feishu_api_base", "proxy_host", "proxy_port", "proxy_type")
+
+ENDPOINT = "/callback/ws/endpoint"
+TOKEN = "/open-apis/auth/v3/tenant_access_token/internal"
+MESSAGES = "/open-apis/im/v1/messages?receive_id_type="
+BOT_INFO = "/open-apis/bot/v3/info"
+USER = "/open-apis/contact/v3/users/%s?user_id_type=open_id"
+EVENT = "im.message.receive_v1"
+BAD_TOKEN = (99991663, 99991664)  # the tenant access token is invalid or expired
+RATE = (99991400, 230020)  # over a frequency limit (HTTP 429 on newer APIs, 400 on older)
+RICH_REFUSED = (230001, 230025, 230099)  # bad content / too long / card not built: sent again as text
+BUSY_CODES = (1, 1000040343)  # the endpoint's "system busy" and internal error: retried
+NO_TEXT = -1  # ApiError code: the answer was not Feishu's JSON
+
+STRANGER = ("This bot is private. The id of this chat is %s.\n"
+            "Its owner can allow it on the board's REPL with: allow_feishu(%s)")
+TEXT_ONLY = "I can only read text messages for now."
+BUSY = "I'm busy with other messages, try again shortly."
+
+
+class ApiError(Exception):
+    def __init__(self, code, msg, status=200, retry_after=None):
+        super().__init__("code %s: %s (HTTP %d)" % (code, msg, status))
+        self.code = code
+        self.msg = msg or ""
+        self.status = status
+        self.retry_after = retry_after
+
+
+class Api:
+    """Feishu's JSON API over one keep-alive AsyncClient, with the tenant token."""
+
+    def __init__(self, base, app_id, secret, proxy):
+        self.key = (base, app_id, secret, proxy)
+        self.client = None
+        self.token = None
+        self.until = 0  # ticks_ms when the token is renewed
+
+    def _client(self):
+        if self.client is None:
+            from mimi.net.http import AsyncClient
+
+            self.client = AsyncClient(self.key[0], proxy=self.key[3], timeout_s=limits.FEISHU_TIMEOUT_S)
+        return self.client
+
+    def close(self):
+        """Close the connection and drop the client with its 8 KB buffer: nothing but
+        the token is kept between replies."""
+        if self.client:
+            self.client.close()
+            self.client = None
+
+    async def call(self, method, path, body=None, auth=True):
+        """-> the answer (a dict with code 0); ApiError otherwise. When Feishu calls
+        the token invalid it is renewed and the call made once more."""
+        for again in (False, True):
+            headers = {"Content-Type": "application/json; charset=utf-8"}
+            if auth:
+                headers["Authorization"] = "Bearer " + await self.tenant_token()
+            r = await self._client().request(method, path, headers, body)
+            try:
+                obj = jsonutil.loads(r.body)
+            except ValueError:
+                obj = None
+            if not isinstance(obj, dict) or not isinstance(obj.get("code"), int):
+                raise ApiError(NO_TEXT, "not Feishu's JSON", r.status)
+            code = obj["code"]
+            if code == 0 and r.status == 200:
+                return obj
+            if auth and code in BAD_TOKEN and not again:
+                log.info(TAG, "tenant token refused (%d); renewing it", code)
+                self.token = None
+                continue
+            wait = r.headers.get("x-ogw-ratelimit-reset")
+            raise ApiError(code, obj.get("msg"), r.status, int(wait) if wait and wait.isdigit() else None)
+
+    async def tenant_token(self):
+        if self.token and time.ticks_diff(self.until, time.ticks_ms()) > 0:
+            return self.token
+        obj = await self.call("POST", TOKEN, {"app_id": self.key[1], "app_secret": self.key[2]}, False)
+        token = obj.get("tenant_access_token")
+        if not isinstance(token, str) or not token:
+            raise ApiError(NO_TEXT, "no tenant_access_token in the answer")
+        try:
+            life = int(obj.get("expire") or 0)
+        except (TypeError, ValueError):
+            life = 0
+        self.token = token
+        self.until = time.ticks_add(time.ticks_ms(), max(60, life - limits.FEISHU_TOKEN_MARGIN_S) * 1000)
+        return token
+
+
+_OURS = {"ours": True}  # the channel's own line to a chat (a stranger's id): not checked by send()
+
+
+def _refused(e):
+    """Did Feishu answer that it did not take the message (rate limits, busy gateways)?"""
+    return isinstance(e, ApiError) and (e.status in (429, 502, 503, 504) or e.code in RATE)
+
+
+def _tell(chat, text):
+    """A line of ours to a chat, through the dispatcher's lane: the receive loop
+    never waits for a send."""
+    if not bus.outbound.put(bus.Msg(CHANNEL, chat, text, meta=_OURS)):
+        log.warning(TAG, "outbound queue full; line to %s dropped", chat)
+
+
+class Feishu:
+    def __init__(self):
+        self.api = None
+        self.bot_id = None  # the bot's open_id: is a group message addressed to it?
+        self.recent = []  # message ids of handled events
+        self.strangers = {}  # chat id -> ticks_ms when told
+        self.names = {}  # open_id -> display name (group senders)
+        self.parts = {}  # frame message_id -> [ticks_ms, [payload or None, ...]]
+        self.ping_s = limits.FEISHU_PING_S
+        self.nonce_s = 0
+        self.rx = 0  # ticks_ms of the last frame from the server
+        self.why = None  # why the current session is being ended
+        self.waiting = False  # the session task waits in recv(): safe to cancel
+        self.changed = asyncio.ThreadSafeFlag()  # settings change on any thread
+        cfg.watch(self._on_config)
+
+    def _on_config(self, keys):
+        for k in keys:
+            if k in KEYS:
+                self.changed.set()
+                return
+
+    def _api(self):
+        """The API client for the current settings (a new one when they changed)."""
+        from mimi.net.http import proxy_from_config
+
+        key = (cfg.get("feishu_api_base"), cfg.get("feishu_app_id"), cfg.get("feishu_app_secret"),
+               proxy_from_config(cfg))
+        if self.api is None or self.api.key != key:
+            if self.api:
+                self.api.close()
+            self.api = Api(*key)
+            self.bot_id = None
+        return self.api
+
+    async def _wait_change(self, seconds):
+        try:
+            await asyncio.wait_for(self.changed.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    # ---------------------------------------------------------------- long connection
+    async def run(self):
+        backoff = limits.FEISHU_BACKOFF_MIN_S
+        idle = False
+        while True:
+            if not (cfg.get("feishu_app_id") and cfg.get("feishu_app_secret")):
+                if not idle:
+                    log.info(TAG, "no app id and secret; idle until set_feishu_creds(app_id, app_secret)")
+                    idle = True
+                await self._wait_change(3600)
+                continue
+            idle = False
+            if not wifi.online():
+                log.info(TAG, "WiFi offline; long connection waits")
+                await wifi.wait_online()
+                continue
+            if not ntp.clock_ready():  # TLS checks certificate dates
+                await ntp.wait_valid()
+                continue
+            try:
+                conn, service = await self._connect()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                wait = self._connect_failed(e, backoff)
+                if wait == backoff:
+                    backoff = min(backoff * 2, limits.FEISHU_BACKOFF_MAX_S)
+                await self._wait_change(wait)
+                continue
+            wifi.healthy()
+            start = time.ticks_ms()
+            why = await self._session(conn, service)
+            if time.ticks_diff(time.ticks_ms(), start) > limits.FEISHU_BACKOFF_MAX_S * 1000:
+                backoff = limits.FEISHU_BACKOFF_MIN_S  # it had been working: come back at once
+            wait = backoff + os.urandom(1)[0] * min(self.nonce_s, limits.FEISHU_JITTER_MAX_S) // 255
+            log.info(TAG, "long connection ended (%s); reconnecting in %d s", why, wait)
+            if why != "settings changed":
+                await self._wait_change(wait)
+                backoff = min(backoff * 2, limits.FEISHU_BACKOFF_MAX_S)
+
+    async def _connect(self):
+        """Endpoint, bot identity, WebSocket -> (Conn, service id)."""
+        from mimi.net import wsclient, httpserver
+        from mimi.net.http import proxy_from_config
+
+        api = self._api()
+        obj = await api.call("POST", ENDPOINT, {"AppID": api.key[1], "AppSecret": api.key[2]}, False)
+        data = obj.get("data") or {}
+        url = data.get("URL") if isinstance(data, dict) else None
+        if not isinstance(url, str) or not url:
+            raise ApiError(NO_TEXT, "no long-connection URL in the answer")
+        self._configure(data.get("ClientConfig"))
+        if self.bot_id is None:
+            bot = (await api.call("GET", BOT_INFO)).get("bot") or {}
+            self.bot_id = bot.get("open_id") or ""
+            log.info(TAG, "bot %s (%s)", bot.get("app_name") or "?", self.bot_id)
+        api.close()  # the long connection is the only one kept open
+        query = httpserver.parse_query(url.partition("?")[2])
+        try:
+            service = int(query.get("service_id") or 0)
+        except ValueError:
+            service = 0
+        conn = await wsclient.connect(url, limits.FEISHU_FRAME_MAX, proxy_from_config(cfg),
+                                      timeout_s=limits.FEISHU_TIMEOUT_S)
+        log.info(TAG, "long connection open (ping every %d s)", self.ping_s)
+        return conn, service
+
+    def _connect_failed(self, e, backoff):
+        """Log why the long connection could not be opened -> seconds to wait."""
+        base = cfg.get("feishu_api_base")
+        if isinstance(e, ApiError):
+            wifi.healthy()  # Feishu answered
+            if e.code == NO_TEXT or e.status == 404:
+                log.error(TAG, "%s offers no long connection to this app (%s): nothing can be "
+                          "received. Feishu has it for event subscription in long-connection mode; "
+                          "Lark may not. Sending works.", base, e)
+                return limits.FEISHU_REFUSED_S
+            if e.code not in BUSY_CODES and e.code not in RATE and e.status < 500:
+                log.error(TAG, "%s refused the app (%s): check set_feishu_creds() and the bot "
+                          "capability", base, e)
+                return limits.FEISHU_REFUSED_S
+            backoff = max(backoff, e.retry_after or 0)
+        elif isinstance(e, (ConnectFailure, Timeout)):
+            wifi.suspect(TAG)
+        # wsclient.Refused carries Feishu's reason in its handshake-msg header
+        log.warning(TAG, "long connection failed: %s %s %s; retry in %d s", type(e).__name__, e,
+                    getattr(e, "headers", {}).get("handshake-msg") or "", backoff)
+        return backoff
+
+    def _configure(self, conf):
+        """The server's ClientConfig (endpoint answer, pong payload)."""
+        if not isinstance(conf, dict):
+            return
+        p = conf.get("PingInterval")
+        if isinstance(p, int) and p > 0:
+            self.ping_s = min(max(p, limits.FEISHU_PING_MIN_S), limits.FEISHU_PING_MAX_S)
+        n = conf.get("ReconnectNonce")
+        if isinstance(n, int) and n >= 0:
+            self.nonce_s = n
+
+    async def _session(self, conn, service):
+        """Receive until the connection ends -> why it ended."""
+        from mimi.net import wsclient
+        from mimi.channels.feishu import frame as feishupb
+
+        self.why = None
+        self.rx = time.ticks_ms()
+        pinger = asyncio.create_task(self._pinger(conn, service, asyncio.current_task()))
+        try:
+            while not self.why:
+                self.waiting = True
+                op, data = await conn.recv()
+                self.waiting = False
+                self.rx = time.ticks_ms()
+                try:
+                    f = feishupb.decode(data)
+                except ValueError as e:
+                    log.warning(TAG, "undecodable frame (%d bytes): %s", len(data), e)
+                    continue
+                data = None
+                if f.method == feishupb.CONTROL:
+                    if f.get("type") == "pong" and f.payload:
+                        try:
+                            self._configure(jsonutil.loads(f.payload))
+                        except ValueError:
+                            pass
+                elif f.method == feishupb.DATA:
+                    await self._data(conn, f)
+            return self.why
+        except wsclient.Closed as e:
+            return "closed by the server (%d)" % e.code if e.code != 1006 else "connection lost: " + e.reason
+        except asyncio.CancelledError:
+            if self.why:  # the pinger ended the session
+                return self.why
+            raise
+        finally:
+            self.waiting = False
+            pinger.cancel()
+            conn.abort()
+
+    def _stop(self, task, why):
+        self.why = why
+        if self.waiting:
+            task.cancel()
+
+    async def _pinger(self, conn, service, task):
+        """Ping on the server's interval; end the session when the settings change or
+        the server has been silent through two pings."""
+        from mimi.net.wsclient import Closed
+        from mimi.channels.feishu.frame import Frame, encode
+
+        while True:
+            silent = time.ticks_diff(time.ticks_ms(), self.rx) // 1000
+            if silent > 2 * self.ping_s + limits.FEISHU_TIMEOUT_S:
+                return self._stop(task, "no frame from the server for %d s" % silent)
+            try:
+                await conn.send(encode(Frame(0, service, [["type", "ping"]])))
+            except Closed:
+                return self._stop(task, "ping failed")
+            try:
+                await asyncio.wait_for(self.changed.wait(), self.ping_s)
+                return self._stop(task, "settings changed")
+            except asyncio.TimeoutError:
+                pass
+
+    async def _data(self, conn, f):
+        """An event frame: joined with its other parts, ACKed, then acted on."""
+        from mimi.channels.feishu.frame import encode
+
+        payload = self._join(f)
+        if payload is None:
+            return  # more parts to come: the frame that completes the event is ACKed
+        t0 = time.ticks_ms()
+        act = ("ignore",)
+        if f.get("type") == "event":
+            try:
+                act = self._classify(jsonutil.loads(payload))
+            except Exception as e:  # a malformed event must not end the session
+                log.warning(TAG, "event not understood: %s", e)
+        f.headers.append(["biz_rt", str(time.ticks_diff(time.ticks_ms(), t0))])
+        f.payload = b'{"code":200}'
+        await conn.send(encode(f))
+        if act[0] != "ignore":
+            try:
+                await self._act(*act)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.exception(TAG, "handling an event failed", e)
+            if self.api:
+                self.api.close()
+
+    def _join(self, f):
+        """The frame's payload, joined with the other frames of its event (header
+        sum > 1); None while some are missing; b"" when it cannot be joined."""
+        try:
+            total = int(f.get("sum") or 1)
+            seq = int(f.get("seq") or 0)
+        except ValueError:
+            return b""
+        if total <= 1:
+            return f.payload
+        mid = f.get("message_id") or ""
+        now = time.ticks_ms()
+        for k in [k for k, v in self.parts.items() if time.ticks_diff(now, v[0]) > limits.FEISHU_PARTS_WAIT_S * 1000]:
+            log.warning(TAG, "event %s dropped: its frames did not all arrive", k)
+            del self.parts[k]
+        if total > limits.FEISHU_PARTS or not 0 <= seq < total:
+            return b""
+        entry = self.parts.get(mid)
+        if entry is None:
+            if len(self.parts) >= 2:
+                self.parts.pop(next(iter(self.parts)))
+            entry = self.parts[mid] = [now, [None] * total]
+        entry[1][seq] = f.payload
+        if sum(len(p) for p in entry[1] if p) > limits.FEISHU_PAYLOAD_MAX:
+            del self.parts[mid]
+            log.warning(TAG, "event %s dropped: over %d bytes", mid, limits.FEISHU_PAYLOAD_MAX)
+            return b""
+        if None in entry[1]:
+            return None
+        del self.parts[mid]
+        return b"".join(entry[1])
+
+    # ---------------------------------------------------------------- events
+    def _classify(self, obj):
+        """An event -> (action, chat_id, text, meta); nothing but RAM is touched."""
+        ignore = ("ignore",)
+        if (obj.get("header") or {}).get("event_type") != EVENT:
+            return ignore
+        ev = obj.get("event") or {}
+        msg = ev.get("message") or {}
+        sender = ev.get("sender") or {}
+        if sender.get("sender_type", "user") != "user":
+            return ignore  # other bots and apps: no bot-to-bot loops
+        mid = msg.get("message_id") or (obj.get("header") or {}).get("event_id")
+        if not mid or mid in self.recent:
+            log.info(TAG, "event for message %s seen before; dropped", mid)
+            return ignore
+        self.recent.append(mid)
+        if len(self.recent) > limits.FEISHU_DEDUP:
+            self.recent.pop(0)
+        open_id = (sender.get("sender_id") or {}).get("open_id") or ""
+        group = msg.get("chat_type") != "p2p"
+        chat = msg.get("chat_id") if group else open_id
+        if not isinstance(chat, str) or not chat:
+            return ignore
+        text = None
+        if msg.get("message_type") == "text":
+            try:
+                text = jsonutil.loads(msg.get("content") or "").get("text")
+            except (ValueError, AttributeError):
+                pass
+        mentions = msg.get("mentions") or []
+        if group:
+            ids = [((m.get("id") or {}).get("open_id")) for m in mentions if isinstance(m, dict)]
+            if not self.bot_id or self.bot_id not in ids:
+                return ignore  # a group is answered only when the bot is @-mentioned
+        meta = {"message_id": mid, "group": group, "open_id": open_id}
+        if chat not in cfg.get("feishu_allow").split(","):
+            return ("stranger", chat, None, meta)
+        if not isinstance(text, str):
+            return ("text_only", chat, None, meta)
+        for m in mentions:
+            if isinstance(m, dict) and isinstance(m.get("key"), str):
+                mine = (m.get("id") or {}).get("open_id") == self.bot_id
+                text = text.replace(m["key"], "" if mine else "@" + str(m.get("name") or ""))
+        text = text.strip()
+        if text.lower() == "/usage":
+            return ("usage", chat, None, meta)
+        return ("agent", chat, text, meta) if text else ignore
+
+    async def _act(self, what, chat, text, meta):
+        if what == "stranger":
+            from mimi import channels
+
+            if not channels.tell_again(self.strangers, chat, limits.FEISHU_STRANGER_S, limits.FEISHU_STRANGERS_MAX):
+                return
+            log.info(TAG, "message from %s, which is not in feishu_allow", chat)
+            _tell(chat, STRANGER % (chat, chat))
+        elif what == "text_only":
+            _tell(chat, TEXT_ONLY)
+        elif what == "usage":
+            from mimi import channels
+
+            _tell(chat, channels.usage_text())
+        else:
+            if meta["group"]:
+                meta["sender"] = await self._name(meta["open_id"])
+            if not bus.inbound.put(bus.Msg(CHANNEL, chat, text, meta=meta)):
+                log.warning(TAG, "inbound queue full; %s told to retry", chat)
+                _tell(chat, BUSY)
+
+    async def _name(self, open_id):
+        """A group member's display name (contact API; remembered). Without the
+        contact permission: "user-" and the end of the open_id."""
+        name = self.names.get(open_id)
+        if name is None:
+            try:
+                obj = await self._api().call("GET", USER % open_id)
+                name = ((obj.get("data") or {}).get("user") or {}).get("name")
+            except Exception as e:  # noqa: B902 - a name is a nicety: never lose the message
+                log.info(TAG, "no name for %s (%s); the app needs contact:user.base:readonly", open_id, e)
+            if not isinstance(name, str) or not name.strip():
+                name = "user-" + open_id[-6:]
+            if len(self.names) >= limits.FEISHU_NAMES_MAX:
+                self.names.pop(next(iter(self.names)))
+            self.names[open_id] = name
+        return name
+
+    # ---------------------------------------------------------------- sending
+    async def _online(self):
+        if not wifi.online():
+            if self.api:
+                self.api.close()
+            await wifi.wait_online()
+
+    async def _post(self, path, body, hold):
+        """One message (channels/sending.py: retries that cannot duplicate; hold keeps a
+        reply through an outage); raises the last error."""
+        from mimi.channels import sending
+
+        return await sending.deliver(lambda: self._api().call("POST", path, body), _refused, hold, TAG,
+                                     self._online, self._lost)
+
+    def _lost(self):
+        if self.api:
+            self.api.close()
+
+    async def send_text(self, rid, md, hold=False):
+        """Markdown -> messages to `rid` (an open_id or a chat_id), in order. A part
+        Feishu refuses as rich text goes again as plain text; other failures are
+        logged, never re-sent. -> True when every part went out."""
+        from mimi.channels.feishu import format as fmt
+
+        if not (cfg.get("feishu_app_id") and cfg.get("feishu_app_secret")):
+            log.warning(TAG, "no Feishu app configured; message to %s dropped", rid)
+            return False
+        path = MESSAGES + ("chat_id" if rid.startswith("oc_") else "open_id")
+        ok = True
+        for part in fmt.split(md or "", limits.FEISHU_MSG_MAX):
+            how = fmt.kind(part)
+            while True:
+                body = json.dumps({"receive_id": rid, "msg_type": how, "content": fmt.content(part, how)}).encode()
+                if how != fmt.TEXT and len(body) > limits.FEISHU_RICH_MAX:
+                    how = fmt.TEXT
+                    continue
+                try:
+                    await self._post(path, body, hold)
+                except ApiError as e:
+                    if how != fmt.TEXT and e.code in RICH_REFUSED:
+                        log.warning(TAG, "Feishu refused the %s message (%s); sending plain text", how, e)
+                        how = fmt.TEXT
+                        continue
+                    log.error(TAG, "sending to %s failed: %s", rid, e)
+                    ok = False
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:
+                    log.error(TAG, "sending to %s failed: %s %s", rid, type(e).__name__, e)
+                    ok = False
+                break
+        return ok
+
+    async def send(self, msg):
+        """The dispatcher's sender. Feishu shows bots no typing: statuses are dropped."""
+        if msg.kind != bus.REPLY:
+            return
+        if msg.meta is not _OURS and msg.chat_id not in cfg.get("feishu_allow").split(","):
+            log.error(TAG, "not sent to %s, which is not in feishu_allow: %s", msg.chat_id, (msg.content or "")[:60])
+            return
+        # hold: an outage delays the reply (the lane keeps the ones behind it), never drops it
+        await self.send_text(msg.chat_id, msg.content, hold=True)
+        if self.api:
+            self.api.close()  # one TLS session at rest: the long connection's
+
+
+bot = None
+
+
+def install():
+    """Create the channel (once)."""
+    global bot
+    if bot is None:
+        bot = Feishu()
+    return bot
+
+
+def run():
+    """The long-connection task (started by dispatch.start())."""
+    return install().run()
+
+
+async def send(msg):
+    """The dispatcher's sender (registered by dispatch.start())."""
+    await install().send(msg)

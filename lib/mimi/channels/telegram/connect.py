@@ -1,0 +1,58 @@
+# The Telegram poller's code for rare moments, loaded for the call and dropped
+# (mimi.run): connecting to the Bot API (at boot, after a new token or base URL: the
+# saved update offset read back), and what to do after a poll failed (Telegram's
+# refusals, the network). The state stays in the resident poller (channels/telegram/poller.py).
+import json
+from mimi import limits, log
+from mimi.config import settings as config
+from mimi.channels.telegram.poller import TAG, Api, ApiError
+from mimi.net.http import ConnectFailure, Timeout
+from mimi.services import wifi
+
+
+def connect(bot, token):
+    """A new poll connection for token; the offset saved for this bot read back."""
+    bot._close()
+    bot.token = token
+    bot.bot_id = token.split(":", 1)[0]
+    bot.poll_api = Api(config.cfg.get("tg_api_base"), token, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S)
+    bot.username = None
+    bot.offset = bot.saved_offset = bot.unsaved = 0
+    try:
+        with open(limits.TG_OFFSET_PATH) as f:
+            d = json.load(f)
+        if str(d.get("bot")) == str(bot.bot_id):
+            bot.offset = bot.saved_offset = int(d.get("offset") or 0)
+    except (OSError, ValueError, AttributeError, TypeError):
+        pass
+
+
+def failed(bot, e, backoff, conflict):
+    """After poll failure e -> (seconds to wait, whether a change of the Telegram
+    settings ends the wait early, next backoff, next conflict wait); 0 seconds: go
+    round at once (the top of the loop waits for WiFi)."""
+    if isinstance(e, ApiError):
+        wifi.healthy()  # Telegram answered: the network is fine
+        if e.code == 409:
+            log.warning(TAG, "409 Conflict: another program is polling this bot (or a "
+                        "webhook is set): %s; retrying in %d s", e.description, conflict)
+            return conflict, True, backoff, min(conflict * 2, limits.TG_CONFLICT_MAX_S)
+        if e.code == 429:
+            wait = min(e.retry_after or backoff, limits.TG_RETRY_AFTER_MAX_S)
+            log.warning(TAG, "429 Too Many Requests; waiting %d s", wait)
+            return wait, False, backoff, conflict
+        if e.code in (401, 404):
+            log.error(TAG, "the bot token was refused (%s); check set_tg_token(...)", e)
+            bot._close()
+            return limits.TG_BAD_TOKEN_S, True, backoff, conflict
+        log.warning(TAG, "getUpdates failed: %s; retry in %d s", e, backoff)
+        return backoff, False, min(backoff * 2, limits.TG_BACKOFF_MAX_S), conflict
+    # network, TLS, timeouts: the client reconnects next time
+    if isinstance(e, (ConnectFailure, Timeout)):
+        wifi.suspect(TAG)  # a few in a row while "online": WiFi reconnects
+        bot._network_lost()
+    if not wifi.online():
+        return 0, False, backoff, conflict
+    bot.limit = max(1, bot.limit // 2)  # maybe too much for the heap or the deadline
+    log.warning(TAG, "polling failed: %s %s; retry in %d s", type(e).__name__, e, backoff)
+    return backoff, False, min(backoff * 2, limits.TG_BACKOFF_MAX_S), conflict

@@ -1,0 +1,382 @@
+# Telegram channel: the getUpdates long poll on the asyncio loop. What goes out
+# (replies, answers to commands and strangers, "typing") is send.py (this package),
+# loaded at the first message out, with the formatter (format.py) it needs.
+#
+# One keep-alive connection to tg_api_base for the long poll (busy for up to 30 s
+# at a time); send.py opens a second one while a reply is on its way, so a reply
+# never waits for a poll to end. Access: only chats in tg_allow reach the agent, and
+# only they are sent to; a stranger is told its chat id (see channels.tell_again)
+# and nothing else happens: no LLM call, no file write. While WiFi is down the poller
+# waits and replies wait in the dispatcher's lane (bounded); they go out, in order,
+# once the supervisor is online again.
+import gc
+import json
+import asyncio
+import mimi
+from mimi import limits, log, bus, fs, jsonutil, channels
+from mimi.config import settings as config
+from mimi.net import tls
+from mimi.services import wifi, ntp
+
+TAG = "tg"
+CHANNEL = "telegram"
+cfg = config.cfg
+_EMPTY = b'{"ok":true,"result":[]}'  # a long poll that saw no update (Telegram: compact JSON)
+
+
+class ApiError(Exception):
+    def __init__(self, code, description, retry_after=None):
+        super().__init__("%s %s" % (code, description))
+        self.code = code
+        self.description = description if isinstance(description, str) else ""
+        ok = isinstance(retry_after, (int, float)) and not isinstance(retry_after, bool)
+        self.retry_after = max(0, retry_after) if ok else None  # junk here stopped the poller
+
+    @property
+    def entities(self):
+        return self.code == 400 and "can't parse entities" in self.description
+
+
+class Api:
+    """Bot API calls over one keep-alive AsyncClient."""
+
+    def __init__(self, base, token, timeout_s, client=None):
+        self.base = base
+        self.token = token
+        self.client = client or _client(base, timeout_s)
+        self.stale = False  # the network went away: the keep-alive socket is dead
+        self.lock = asyncio.Lock()  # the reconnect below must not cut a call in flight
+
+    async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None):
+        """-> the result; ApiError for Telegram's refusals. sink (getUpdates): an Updates
+        that reads the answer as it arrives; None is returned when it took it."""
+        body = json.dumps(params or {}).encode()
+        async with self.lock:
+            if self.stale:  # after an outage a request on the old socket would time out
+                self.stale = False
+                self.client.close()
+            if tls.must_yield():  # the agent's LLM call needs the room for its TLS connection
+                self.client.close()
+                while tls.must_yield():
+                    await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
+            r = await self.client.request(
+                "POST", "/bot%s/%s" % (self.token, method),
+                headers={"Content-Type": "application/json"}, body=body, deadline_s=deadline_s, sink=sink)
+        if sink is not None and r.status == 200 and sink.seen:
+            return None
+        try:
+            obj = jsonutil.loads(r.body if sink is None else sink.head)
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict):
+            raise ApiError(r.status, "non-JSON answer (HTTP %d)" % r.status)
+        if r.status == 200 and obj.get("ok"):
+            return obj.get("result")
+        p = obj.get("parameters")
+        raise ApiError(obj.get("error_code") or r.status, obj.get("description"),
+                       p.get("retry_after") if isinstance(p, dict) else None)
+
+    def close(self):
+        try:
+            self.client.close()
+        except Exception:
+            pass
+
+
+def _client(base, timeout_s):
+    from mimi.net import http
+
+    # ca=None: the client verifies against the board's root bundle (limits.CA_BUNDLE)
+    return http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s,
+                            bufsize=limits.TG_RECV_BUF)
+
+
+def allowed(chat_id):
+    return str(chat_id) in cfg.get("tg_allow").split(",")
+
+
+def _update_id(pre):
+    """The update_id from the first bytes of an update ('{"update_id":123,...'), or None."""
+    i = pre.find(b'"update_id"')
+    if i < 0:
+        return None
+    i += 11
+    while i < len(pre) and pre[i] in b" :\t\r\n":
+        i += 1
+    j = i
+    while j < len(pre) and 48 <= pre[j] <= 57:
+        j += 1
+    return int(pre[i:j]) if j > i else None
+
+
+class Updates:
+    """A getUpdates answer read as it arrives (the HTTP client's sink): each update of
+    "result" is copied into one buffer (grown as an update needs, up to `most`: what
+    the heap spares) and decoded and classified alone, so a batch never sits in RAM
+    whole. An update bigger than that, or one that does not decode, is skipped by its
+    update_id (read from its first bytes); once the text kept for the agent passes
+    `budget`, the rest is left for the next poll (not confirmed, so nothing is lost).
+    The empty answer of an idle poll is taken here; any other is read by
+    updates.py, loaded for it and dropped after the poll."""
+
+    def __init__(self, bot, most, budget):
+        self.bot = bot
+        self.most = most
+        self.budget = budget
+        self.head = b""  # the first bytes of the body: an error answer is read from them
+        self.acts = []  # [(update_id, action or None)] in order
+        self.full = False
+        self.seen = False  # a "result" array was there
+        self.idle = True  # nothing but the start of _EMPTY so far (the decoder's state: tgupdates.start)
+
+    def __call__(self, mv):
+        b = bytes(mv)
+        if self.idle:  # so far the start of the empty answer: no decoder needed yet
+            self.head += b
+            if _EMPTY.startswith(self.head):
+                self.seen = self.head == _EMPTY
+                return
+            self.idle = False
+            b, self.head = self.head, b""  # the decoder reads it all from the start
+            self.seen = False
+            channels.load("telegram.updates").start(self)
+        channels.load("telegram.updates").feed(self, b)
+
+
+class Telegram:
+    def __init__(self):
+        self.poll_api = None
+        self.send_api = None
+        self.token = None
+        self.bot_id = None
+        self.username = None
+        self.offset = 0
+        self.saved_offset = 0
+        self.unsaved = 0  # updates taken since the offset was last written
+        self.limit = limits.TG_POLL_LIMIT  # updates asked for (fewer after a batch cut short)
+        self.recent = []  # keys (small ints) of the (chat, message_id) pairs handled last
+        self.strangers = {}  # chat id -> time told (tgsend)
+        self.typing = {}  # chat id -> renewal task (tgsend)
+        self.paused = False  # the poller is waiting for WiFi
+        self.changed = asyncio.ThreadSafeFlag()
+        cfg.watch(self._on_config)
+        self.llm = asyncio.ThreadSafeFlag()  # set when the agent's LLM call starts or ends
+        self.cut = False
+        tls.watch(self.llm.set)
+
+    def _on_config(self, keys):
+        if "tg_token" in keys or "tg_api_base" in keys or "proxy_host" in keys:
+            self.changed.set()
+
+    # ---------------------------------------------------------------- state
+    def _save_offset(self):
+        if self.offset == self.saved_offset:
+            return
+        try:
+            fs.write_atomic(limits.TG_OFFSET_PATH, json.dumps({"bot": self.bot_id, "offset": self.offset}))
+            self.saved_offset = self.offset
+            self.unsaved = 0
+        except OSError as e:
+            log.error(TAG, "saving the update offset failed: %s", e)
+
+    def _close(self):
+        for api in (self.poll_api, self.send_api):
+            if api:
+                api.close()
+        self.poll_api = self.send_api = None
+        self.token = None
+
+    def _network_lost(self):
+        for api in (self.poll_api, self.send_api):
+            if api:
+                api.stale = True
+
+    async def _online(self):
+        """Wait for WiFi (at once when online); after an outage, reconnect first."""
+        if wifi.online():
+            return
+        self._network_lost()
+        await wifi.wait_online()
+
+    async def _wait_change(self, seconds):
+        """Sleep up to `seconds`; returns early when the Telegram settings change."""
+        try:
+            await asyncio.wait_for(self.changed.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    # ---------------------------------------------------------------- polling
+    async def run(self):
+        backoff = limits.TG_BACKOFF_MIN_S
+        conflict = limits.TG_CONFLICT_MIN_S
+        idle_logged = False
+        while True:
+            token = cfg.get("tg_token")
+            if not token:
+                self._close()
+                if not idle_logged:
+                    log.info(TAG, "no bot token; Telegram idle until set_tg_token(...)")
+                    idle_logged = True
+                await self._wait_change(3600)
+                continue
+            idle_logged = False
+            if not wifi.online():
+                self.paused = True
+                log.info(TAG, "WiFi offline; polling paused")
+                await self._online()
+                log.info(TAG, "WiFi back; polling resumes")
+                self.paused = False
+                backoff = limits.TG_BACKOFF_MIN_S
+                continue  # the settings may have changed meanwhile
+            if not ntp.clock_ready():
+                # The board boots at 2000-01-01: mbedTLS checks certificate dates
+                # (MBEDTLS_HAVE_TIME_DATE), so every handshake fails until SNTP ran.
+                log.info(TAG, "waiting for the clock (SNTP) before HTTPS")
+                await ntp.wait_valid()
+                continue
+            try:
+                if token != self.token or self.poll_api is None or self.poll_api.base != cfg.get("tg_api_base"):
+                    mimi.run("channels.telegram.connect", "connect", self, token)
+                if self.username is None:
+                    me = await self.poll_api.call("getMe")
+                    self.username = me.get("username") or ""
+                    self.bot_id = str(me.get("id") or self.bot_id)
+                    log.info(TAG, "bot @%s ready, polling", self.username)
+                batch = Updates(self, *self._room())
+                if not await self._poll({
+                        "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
+                        "limit": self.limit, "allowed_updates": ["message"]}, batch):
+                    continue  # cut for the agent's LLM call: its updates come with the next poll
+                wifi.healthy()
+                backoff = limits.TG_BACKOFF_MIN_S
+                conflict = limits.TG_CONFLICT_MIN_S
+                # a batch cut short: that many next time; else back up towards the most
+                self.limit = max(1, len(batch.acts)) if batch.full else min(2 * self.limit, limits.TG_POLL_LIMIT)
+                acts, stuck = batch.acts, batch.full
+                batch = None
+                before = self.offset
+                await self._batch(acts)
+                if (acts or stuck) and self.offset == before:  # none taken: not at once again
+                    log.warning(TAG, "no update taken from a batch (%s); retry in %d s",
+                                "no room in the heap" if stuck else "no usable update_id", backoff)
+                    await asyncio.sleep(backoff)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # Telegram's refusals, network, TLS, timeouts (connect.py)
+                wait, on_change, backoff, conflict = mimi.run("channels.telegram.connect", "failed", self, e,
+                                                              backoff, conflict)
+                if on_change:
+                    await self._wait_change(wait)
+                elif wait:
+                    await asyncio.sleep(wait)
+
+    async def _poll(self, params, batch):
+        """getUpdates into batch -> True; unless the agent's LLM call needs the memory for
+        its TLS connection (net/tls.py: a board without room for two): then no poll
+        starts, and one in flight is cut, with the idle send connection -> False (its
+        updates come with the next poll)."""
+        while tls.must_yield():
+            await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
+        self.cut = False
+        poll = asyncio.create_task(self.poll_api.call(
+            "getUpdates", params, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S, batch))
+        guard = asyncio.create_task(self._guard(poll))
+        try:
+            await poll
+            return True
+        except asyncio.CancelledError:
+            if not self.cut:  # the poller itself is being stopped
+                poll.cancel()
+                raise
+            self.poll_api.close()  # the request was cut: the connection is out of step
+            return False
+        finally:
+            guard.cancel()
+            mimi.drop("channels.telegram.updates")  # (loaded when the answer had updates)
+
+    async def _guard(self, poll):
+        while True:
+            await self.llm.wait()
+            if tls.must_yield():
+                if self.send_api and not self.send_api.lock.locked():
+                    self.send_api.client.close()
+                self.cut = True
+                poll.cancel()
+                return
+
+    def _room(self):
+        """(bytes of the biggest update taken, text bytes kept for the agent) for the
+        next batch: what the heap can spare now."""
+        free = gc.mem_free()
+        if free < 3 * limits.TG_UPDATE_MAX:  # garbage counts as used until a collection:
+            gc.collect()  # a figure taken just before one skipped (lost) a 280-byte message
+            free = gc.mem_free()
+        return min(limits.TG_UPDATE_MAX, free // 3), free // 4
+
+    async def _batch(self, acts):
+        """Handle one getUpdates batch ([(update_id, action)]). The offset is saved
+        BEFORE any message is handed to the agent: after a crash an update is lost
+        rather than answered twice (a second LLM turn and a duplicate reply are worse
+        than asking again). Batches with nothing for the agent are not written every
+        time (flash wear, and a stranger must not be able to make the board write)."""
+        todo = []
+        for uid, act in acts:
+            if uid is None or uid < self.offset:
+                continue
+            self.offset = uid + 1
+            if act is not None and act[0] != "ignore":
+                todo.append(act)
+        self.unsaved += len(acts)
+        if any(a[0] in ("agent", "reset") for a in todo) or self.unsaved >= limits.TG_OFFSET_SAVE_EVERY:
+            self._save_offset()
+        for a in todo:
+            if a[4] in self.recent:
+                continue  # Telegram sent it again (an offset lost): handled once
+            self.recent.append(a[4])
+            if len(self.recent) > limits.TG_DEDUP:
+                self.recent.pop(0)
+            try:
+                await self._act(a)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.exception(TAG, "handling an update failed", e)
+
+    async def _act(self, a):
+        what, chat_id, text, meta, _ = a
+        if what == "agent":
+            if bus.inbound.put(bus.Msg(CHANNEL, chat_id, text, meta=meta)):
+                return
+            log.warning(TAG, "inbound queue full; chat %s told to retry", chat_id)
+            what = "busy"
+        await channels.load("telegram.send").act(self, what, chat_id, text)
+
+    async def send(self, msg):
+        """The dispatcher's sender for channel "telegram": only to chats in tg_allow (a
+        cron.json written by hand could name another)."""
+        if not allowed(msg.chat_id):
+            log.error(TAG, "not sent to chat %s, which is not in tg_allow: %s", msg.chat_id,
+                      (msg.content or "")[:60])
+            return
+        await channels.load("telegram.send").send(self, msg)
+
+
+bot = None
+
+
+def install():
+    """Create the channel (once)."""
+    global bot
+    if bot is None:
+        bot = Telegram()
+    return bot
+
+
+def run():
+    """The poller task (started by dispatch.start())."""
+    return install().run()
+
+
+async def send(msg):
+    """The dispatcher's sender (registered by dispatch.start())."""
+    await install().send(msg)

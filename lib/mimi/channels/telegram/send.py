@@ -1,0 +1,222 @@
+# Telegram's sending side, loaded at the first message out (channels/telegram/poller.py is
+# the resident poller): replies as Telegram HTML in parts, the answers to commands
+# and to strangers, "typing", and retries that cannot duplicate a message.
+#
+# The send connection is opened at the first message and closed once a reply (or
+# an answer) is out and no chat waits with "typing": between turns only the long
+# poll's connection is open (one TLS session at rest, no second client buffer), and
+# this module and the formatter are dropped (loaded again for the next message).
+import time
+import asyncio
+import mimi
+from mimi import limits, log, bus, channels
+from mimi.channels.telegram import poller as tg
+from mimi.services import wifi
+
+TAG = tg.TAG
+ANSWERS = {
+    "/start": (
+        "Hi, I'm MimiClaw, a small AI assistant living on a microcontroller.\n\n"
+        "Just write to me. I can answer questions, search the web, tell the time, keep "
+        "notes and long-term memory, read and write files on my flash, schedule reminders "
+        "(cron) and switch GPIO pins.\n\n"
+        "/help - what I understand\n/reset - forget this conversation"),
+    "/help": (
+        "Commands:\n"
+        "/start - introduction\n"
+        "/help - this list\n"
+        "/reset - clear this chat's conversation history\n"
+        "/usage - LLM calls, tokens and cost so far, and the limits\n\n"
+        "Anything else you write goes to the assistant. Text only for now."),
+}
+TEXT_ONLY = "I can only read text messages for now."
+BUSY = "I'm busy with other messages, try again shortly."
+RESET_DONE = "Conversation cleared. Let's start fresh."
+STRANGER = ("This bot is private. Your chat id is %s.\n"
+            "Its owner can allow you on the board's REPL with: allow_chat(%s)")
+
+
+def _api(bot):
+    """The send connection (None without a bot token)."""
+    if bot.send_api is None and bot.poll_api is not None:
+        bot.send_api = tg.Api(bot.poll_api.base, bot.token, limits.TG_SEND_TIMEOUT_S)
+    return bot.send_api
+
+
+def _rest(bot):
+    """A message is out: unless a chat still waits, close the send connection and drop
+    this module (loaded again for the next message)."""
+    if not bot.typing:
+        if bot.send_api is not None:
+            bot.send_api.close()
+            bot.send_api = None
+        mimi.drop("channels.telegram.send")
+        mimi.drop("channels.telegram.status")
+        mimi.drop("channels.sending")
+
+
+def _refused(e):
+    """Did Telegram (or its gateway) answer that it did not take the message?"""
+    return isinstance(e, tg.ApiError) and (e.code == 429 or e.code in (502, 503, 504))
+
+
+async def _send(bot, params, hold=False):
+    """One sendMessage (channels/sending.py: retries that cannot duplicate; hold keeps a
+    reply through an outage); raises the last error."""
+    from mimi.channels import sending
+
+    async def attempt():
+        api = _api(bot)
+        if api is None:
+            raise tg.ApiError(0, "no connection to Telegram (no bot token)")
+        return await api.call("sendMessage", params)
+
+    return await sending.deliver(attempt, _refused, hold, TAG, bot._online, bot._network_lost)
+
+
+async def plain(bot, chat_id, text):
+    """One line of ours, as plain text, not held through an outage. -> sent?"""
+    try:
+        await _send(bot, {"chat_id": chat_id, "text": text})
+        return True
+    except Exception as e:
+        log.error(TAG, "sending to %s failed: %s", chat_id, e)
+        return False
+
+
+async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
+    """Markdown -> HTML parts in order; a part whose entities Telegram refuses is
+    sent again as plain text; any other failure is logged, never re-sent (hold: see
+    _send). status: the turn's status.Status, whose message (when shown) becomes the
+    first part. -> True when every part went out."""
+    if _api(bot) is None:
+        log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
+        return False
+    parts = channels.load("telegram.format").split(markdown or "", limits.TG_MSG_MAX)
+    mimi.drop("channels.telegram.format")  # loaded for each reply, not kept between them
+    ok = True
+    for html, plain_ in parts:
+        if status is not None:
+            status, st = None, status
+            if await st.finish(_api(bot), html, plain_):
+                reply_to = None
+                continue
+        params = {"chat_id": chat_id, "text": html, "parse_mode": "HTML"}
+        if reply_to:
+            params["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
+            reply_to = None
+        try:
+            await _send(bot, params, hold)
+            continue
+        except tg.ApiError as e:
+            if not e.entities:
+                log.error(TAG, "sending to %s failed: %s", chat_id, e)
+                ok = False
+                continue
+            log.warning(TAG, "Telegram refused the HTML (%s); sending plain text", e.description)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.error(TAG, "sending to %s failed: %s %s", chat_id, type(e).__name__, e)
+            ok = False
+            continue
+        params.pop("parse_mode")
+        params["text"] = plain_
+        try:
+            await _send(bot, params, hold)
+        except Exception as e:
+            log.error(TAG, "plain-text resend to %s failed: %s", chat_id, e)
+            ok = False
+    return ok
+
+
+async def act(bot, what, chat_id, arg=None):
+    """The poller's answers: "stranger", "text_only", "busy", "reset", "usage", "reply"
+    (arg: the command)."""
+    if what == "stranger":
+        if not channels.tell_again(bot.strangers, chat_id, limits.TG_STRANGER_S, limits.TG_STRANGERS_MAX):
+            return
+        log.info(TAG, "message from chat %s, which is not in tg_allow", chat_id)
+        await plain(bot, chat_id, STRANGER % (chat_id, chat_id))
+    elif what == "text_only":
+        await plain(bot, chat_id, TEXT_ONLY)
+    elif what == "busy":
+        await plain(bot, chat_id, BUSY)
+    elif what == "reply":
+        await text(bot, chat_id, ANSWERS[arg])
+    elif what == "usage":
+        await plain(bot, chat_id, channels.usage_text())
+    elif what == "reset":
+        from mimi.memory import sessions
+
+        key = bus.session_key(tg.CHANNEL, chat_id)
+        sessions.clear(key)
+        log.info(TAG, "session %s cleared by /reset", key)
+        await plain(bot, chat_id, RESET_DONE)
+    _rest(bot)
+
+
+async def _action(bot, chat_id):
+    try:
+        await _api(bot).call("sendChatAction", {"chat_id": chat_id, "action": "typing"})
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        log.warning(TAG, "typing for %s failed: %s", chat_id, e)
+
+
+async def _typing(bot, st):
+    """While a turn runs: "typing" renewed (Telegram drops it after 5 s) and, once the
+    turn is slow, its progress message (status.py)."""
+    try:
+        while time.ticks_diff(time.ticks_ms(), st.start) < limits.TG_TYPING_MAX_S * 1000:
+            await asyncio.sleep(limits.TG_TYPING_S)
+            if bot.poll_api is None:
+                break
+            if wifi.online():
+                async with st.lock:
+                    await _action(bot, st.chat_id)
+                    await st.update(_api(bot))
+    finally:
+        if bot.typing.get(st.chat_id) is st:
+            del bot.typing[st.chat_id]
+
+
+async def send(bot, msg):
+    """The dispatcher's messages for an allowed chat: "typing" for a status, the answer
+    so far while it streams (the turn's status message, at once, edited at most every
+    TG_STREAM_EDIT_S, TG_EDIT_MIN_S in a group; a version over TG_MSG_MAX is left out:
+    the final one is split), the reply (held through an outage, never dropped; in a
+    group, a reply to the message; its first part in place of the status message)."""
+    chat_id = msg.chat_id
+    meta = msg.meta or {}
+    reply_to = meta.get("message_id") if meta.get("group") else None
+    st = bot.typing.get(chat_id)
+    if msg.kind == bus.PARTIAL:  # (UTF-8 bytes are never fewer than Telegram's UTF-16 units)
+        if st is not None and len(memoryview(msg.content)) <= limits.TG_MSG_MAX:
+            st.delay, st.every = 0, limits.TG_EDIT_MIN_S if meta.get("group") else limits.TG_STREAM_EDIT_S
+            st.say(msg.content)
+            if not st.lock.locked() and wifi.online():
+                async with st.lock:
+                    await st.update(_api(bot))
+        return
+    if msg.kind == bus.STATUS:
+        if st is not None:  # a step of the running turn: its progress message says it
+            if "step" in meta:
+                st.step(meta["step"], meta.get("detail"))
+                if st.message_id is not None and not st.lock.locked():
+                    async with st.lock:
+                        await st.update(_api(bot))
+            return
+        if not wifi.online() or _api(bot) is None:
+            return
+        await _action(bot, chat_id)  # awaited: typing shows before a fast reply
+        st = bot.typing[chat_id] = channels.load("telegram.status").Status(chat_id, reply_to)
+        st.task = asyncio.create_task(_typing(bot, st))
+        return
+    if st is not None:
+        del bot.typing[chat_id]
+        await st.lock.acquire()  # its calls are done: the task is cancelled between them
+        st.task.cancel()  # (never released: nothing else uses it)
+    await text(bot, chat_id, msg.content, reply_to, hold=True, status=st)
+    _rest(bot)

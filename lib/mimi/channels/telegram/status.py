@@ -1,0 +1,117 @@
+# One editable status message per Telegram turn (loaded with send.py, which keeps a
+# Status per chat while a turn runs and renews "typing" with it). A turn still running
+# after TG_PROGRESS_AFTER_S shows ONE short message ("searching the web: weather
+# Lisbon…"), edited as the agent's steps go by (at most one edit per TG_EDIT_MIN_S, the
+# latest text wins), and the answer's first part is edited into its place (or it is
+# deleted and the answer sent as usual). Anything else that wants a message it edits
+# as a turn goes (streamed text) uses the same object: say(text), update(api),
+# finish(api, html, plain), delete(api). Calls on one Status hold its `lock`.
+import time
+import asyncio
+from mimi import limits, log
+from mimi.channels.telegram import poller as tg
+
+STEPS = {"web_search": "searching the web", "get_current_time": "checking the time",
+         "read_file": "reading a file", "write_file": "writing a file",
+         "edit_file": "editing a file", "list_dir": "looking at the files",
+         "cron_add": "scheduling", "cron_list": "reading the schedule",
+         "cron_remove": "changing the schedule", "gpio_write": "switching a pin",
+         "gpio_read": "reading a pin", "gpio_read_all": "reading the pins"}
+
+
+class Status:
+    def __init__(self, chat_id, reply_to=None):
+        self.chat_id = chat_id
+        self.reply_to = reply_to  # a group's message the turn answers
+        self.start = time.ticks_ms()
+        # ms into the turn before the message shows: a slow turn's progress; 0 for
+        # text that should show at once (an answer streaming in)
+        self.delay = limits.TG_PROGRESS_AFTER_S * 1000
+        self.every = limits.TG_EDIT_MIN_S  # s between edits (less for an answer streaming in)
+        self.text = "thinking\u2026"  # what it should say
+        self.shown = None  # what it says
+        self.message_id = None  # None: not sent (yet)
+        self.after = 0  # ticks_ms before which it is not sent or edited again
+        self.gave_up = False  # Telegram refused it: no more tries this turn
+        self.lock = asyncio.Lock()
+        self.task = None  # the "typing" task that goes with it (tgsend.py)
+
+    def step(self, step, detail=""):
+        """An agent step (a tool and what it works on) as the message's text."""
+        words = STEPS.get(step, "working on " + step)
+        self.say("%s: %s\u2026" % (words, detail) if detail else words + "\u2026")
+
+    def say(self, text):
+        self.text = text
+
+    def due(self):
+        now = time.ticks_ms()
+        return not self.gave_up and self.text != self.shown and \
+            time.ticks_diff(now, self.start) >= self.delay and \
+            time.ticks_diff(now, self.after) >= 0
+
+    async def update(self, api):
+        """Send the message, or edit it to the latest text, when that is due. Never raises:
+        progress is a nicety, and a refused one is not tried again this turn."""
+        if api is None or not self.due():
+            return
+        text = self.text
+        wait = self.every
+        try:
+            if self.message_id is None:
+                p = {"chat_id": self.chat_id, "text": text}
+                if self.reply_to:
+                    p["reply_parameters"] = {"message_id": self.reply_to,
+                                             "allow_sending_without_reply": True}
+                self.message_id = (await api.call("sendMessage", p))["message_id"]
+            else:
+                await api.call("editMessageText", {"chat_id": self.chat_id,
+                                                   "message_id": self.message_id, "text": text})
+            self.shown = text
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: B902 - a progress line never fails a turn
+            if isinstance(e, tg.ApiError) and e.code == 429:
+                wait = min(e.retry_after or wait, limits.TG_RETRY_AFTER_MAX_S)
+            else:
+                self.gave_up = True
+            log.warning(tg.TAG, "progress message for %s: %s", self.chat_id, e)
+        self.after = time.ticks_add(time.ticks_ms(), wait * 1000)
+
+    async def finish(self, api, html, plain):
+        """The answer's first part (Telegram HTML, and its plain text for when the
+        entities are refused) in place of the message. -> True when it is there; False
+        when there was none or the edit failed (then it is deleted: send the part)."""
+        if self.message_id is None or api is None:
+            return False
+        p = {"chat_id": self.chat_id, "message_id": self.message_id, "text": html,
+             "parse_mode": "HTML"}
+        for _ in range(2):
+            try:
+                await api.call("editMessageText", p)
+                self.message_id = None
+                return True
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: B902 - sent the usual way instead
+                if isinstance(e, tg.ApiError) and "not modified" in e.description:
+                    self.message_id = None
+                    return True
+                if not (isinstance(e, tg.ApiError) and e.entities) or "parse_mode" not in p:
+                    log.warning(tg.TAG, "answer into the progress message for %s: %s", self.chat_id, e)
+                    break
+                del p["parse_mode"]
+                p["text"] = plain
+        await self.delete(api)
+        return False
+
+    async def delete(self, api):
+        if self.message_id is None or api is None:
+            return
+        try:
+            await api.call("deleteMessage", {"chat_id": self.chat_id, "message_id": self.message_id})
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: B902 - left behind: only a stale line
+            log.warning(tg.TAG, "deleting the progress message for %s: %s", self.chat_id, e)
+        self.message_id = None

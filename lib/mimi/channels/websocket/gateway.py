@@ -1,0 +1,99 @@
+# The WebSocket gateway (SPEC §7): an RFC 6455 server on the asyncio loop, plus the
+# chat page on a plain GET /. This module is what stays loaded: the listener, the
+# state every connection shares and the dispatcher's sender. A connection's code
+# (the HTTP part, the client's frames: connection.py, with net/wsproto.py and
+# net/httpserver.py) is loaded when one arrives and dropped when the last one ends,
+# so a board nobody chats with over WebSocket does not hold it.
+import sys
+import json
+import asyncio
+import mimi
+from mimi import limits, log, bus, board, net, channels
+from mimi.config import settings as config
+
+CHANNEL = "websocket"
+
+port = None  # the port actually listening (ws_port 0 picks one)
+clients = []  # connection.Client of every upgraded connection
+_conns = []  # [address, task, upgraded] of every open connection, oldest first
+_fails = {}  # address -> (wrong tokens in a row, ticks_ms until which it is refused)
+
+
+def text(obj):
+    """obj as the JSON of a text message, never invalid UTF-8 (RFC 6455 makes a client
+    fail the connection on that): what slipped through elsewhere goes out as U+FFFD."""
+    from mimi.utf8 import clean
+
+    return clean(json.dumps(obj))
+
+
+def _forget(client):
+    if client in clients:
+        clients.remove(client)
+        log.info("ws", "client %s disconnected (%d left)", client.chat_id, len(clients))
+
+
+async def send(msg):
+    """Dispatcher target: a status or reply to every client on msg.chat_id."""
+    if msg.kind == bus.STATUS:
+        obj = {"type": "status", "content": msg.content, "chat_id": msg.chat_id}
+        if isinstance(msg.meta, dict) and "step" in msg.meta:  # the tool running, what on
+            obj["step"], obj["detail"] = msg.meta["step"], msg.meta.get("detail") or ""
+    else:  # a partial's content is the answer so far (README, WebSocket)
+        obj = {"type": "response" if msg.kind == bus.REPLY else "partial", "content": msg.content,
+               "chat_id": msg.chat_id}
+    data = None
+    n = 0
+    for c in list(clients):  # push() may drop a client from the list
+        if c.chat_id == msg.chat_id and not c.dead:
+            if data is None:
+                data = text(obj)
+            n += c.push(data, status=msg.kind != bus.REPLY)
+    if not n and msg.kind == bus.REPLY:
+        log.info("ws", "no client on chat %s; the reply stays in its session", msg.chat_id)
+
+
+async def _connection(sr, sw):
+    wsconn = channels.load("websocket.connection")
+
+    try:
+        await wsconn.serve(sr, sw)
+    finally:
+        wsconn = None
+        if not _conns:  # the last one: its code goes (the codec and the HTTP parts too,
+            mimi.drop("channels.websocket.connection")  # unless the WebSocket client or the portal use them)
+            if "mimi.net.wsclient" not in sys.modules:
+                mimi.drop("net.wsproto")
+            if "mimi.services.portal" not in sys.modules:
+                mimi.drop("net.httpserver")
+
+
+async def run():
+    """The gateway task (started by dispatch.start(), which registers send())."""
+    global port
+    host = board.BIND_ADDR
+    from mimi.net import listen
+
+    try:
+        server, port = await listen.on_port(config.cfg.get("ws_port"),
+                                            lambda p: asyncio.start_server(_connection, host, p),
+                                            limits.WS_PORT_ANY, limits.WS_PORT_TRIES)
+    except OSError as e:
+        log.error("ws", "gateway could not listen on %s:%s: %s (port taken? pick another with "
+                  "config_set('ws_port', N), or tools/sim --set ws_port=N)", host, config.cfg.get("ws_port"),
+                  net.explain(e))
+        return
+    listen = None
+    mimi.drop("net.listen")  # used once
+    # Tests find the port from this line: "gateway listening on HOST:PORT".
+    log.info("ws", "gateway listening on %s:%d", host, port)
+    if not config.cfg.get("ws_token"):
+        log.warning("ws", "gateway auth is OFF (ws_token is empty): anyone who can reach "
+                    "port %d can use the agent", port)
+    try:
+        while True:
+            await asyncio.sleep(3600)
+    finally:
+        server.close()
+        for c in clients:
+            c.drop()

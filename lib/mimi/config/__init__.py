@@ -1,0 +1,1 @@
+# Settings (/config.json): settings.py, what each accepts (rules.py), first-boot default files (defaults.py).
