@@ -3,7 +3,9 @@
 # reads of a request, its head parsed (query strings and forms decoded), a whole
 # response, and which connection a server short of sockets lets go; the listening
 # port (a fixed one, or a free random one) is net/listen.py.
+import time
 import socket
+from mimi import limits
 from mimi.net.listen import on_port  # noqa: F401 - the portal takes it from here
 
 
@@ -15,11 +17,14 @@ class Reader:
         self.s = stream
         self.buf = b""
         self.got = 0  # bytes received: 0 = the client has not begun its request
+        self.first = None  # ticks_ms of the first
 
     async def _more(self, n):
         d = await self.s.read(n)
         if not d:
             raise EOFError
+        if not self.got:
+            self.first = time.ticks_ms()
         self.got += len(d)
         self.buf += d
 
@@ -126,34 +131,50 @@ def peer(stream):
         return bytes(a)
 
 
-def shed(conns, me, most, per_peer):
+def shed(conns, me, most, per_peer, recent):
     """Make room for connection `me`, the newest of `conns`: records [address, task,
     done, Reader or None], oldest first, `done` once its request is read (or upgraded).
-    An address with per_peer unfinished connections besides `me` loses its oldest one;
-    past `most` in all, the address holding the most unfinished connections loses its
-    oldest that has sent nothing yet, never one that has begun its request (a slow
-    client) or is done. A connection shed is cancelled. -> does `me` fit?"""
+    An address with per_peer unfinished connections besides `me` loses its oldest one.
+    Past `most` in all, one unfinished connection goes: never one that is sending its
+    request (begun less than HTTP_HEAD_GRACE_MS ago: a slow client), from the address
+    holding the most unfinished ones, among those first an address shed lately
+    (`recent`, the server's list: one that keeps coming back), then the oldest. A
+    connection shed is cancelled. -> does `me` fit?"""
     mine = [c for c in conns if c[0] == me[0] and not c[2] and c is not me]
     if len(mine) >= per_peer:
-        _drop(conns, mine[0])
+        _drop(conns, mine[0], recent)
     if len(conns) > most:
         count = {}
         for c in conns:
             if not c[2]:
                 count[c[0]] = count.get(c[0], 0) + 1
-        best = None
-        for c in conns:  # oldest first: the oldest of the address with the most wins
-            if (c is not me and not c[2] and not (c[3] and c[3].got)
-                    and (best is None or count[c[0]] > count[best[0]])):
-                best = c
+        now = time.ticks_ms()
+        best = worst = None
+        for c in conns:  # oldest first: the oldest of the same rank goes
+            rd = c[3]
+            if c is me or c[2] or rd and rd.got and time.ticks_diff(now, rd.first) < limits.HTTP_HEAD_GRACE_MS:
+                continue
+            rank = (count[c[0]], c[0] in recent)
+            if best is None or rank > worst:
+                best, worst = c, rank
         if best:
-            _drop(conns, best)
+            _drop(conns, best, recent)
     return len(conns) <= most
 
 
-def _drop(conns, c):
+def _drop(conns, c, recent):
     conns.remove(c)
     c[1].cancel()
+    remember(recent, c[0])
+
+
+def remember(recent, addr):
+    """addr to the end of a server's list of addresses shed lately (SHED_RECENT at most)."""
+    if addr in recent:
+        recent.remove(addr)
+    recent.append(addr)
+    if len(recent) > limits.SHED_RECENT:
+        recent.pop(0)
 
 
 def has_token(value, word):

@@ -71,6 +71,7 @@ class Portal:
         self.ip = None
         self.ssid = None
         self.conns = []  # [address, task, request read, Reader] (net/httpserver.shed())
+        self.shed = []  # addresses whose connections were shed lately
         self.saves = 0
         self.fails = 0  # wrong current secrets in a row
         self.wait_until = None  # ticks_ms: no secret looked at before then
@@ -142,7 +143,7 @@ class Portal:
         me = [hs.peer(w), asyncio.current_task(), False, None]
         self.conns.append(me)
         try:
-            if not hs.shed(self.conns, me, limits.PORTAL_CLIENTS, limits.PORTAL_PEER_PENDING):
+            if not hs.shed(self.conns, me, limits.PORTAL_CLIENTS, limits.PORTAL_PEER_PENDING, self.shed):
                 resp = self.response("503 Service Unavailable", "busy, try again")
             else:
                 try:

@@ -5,12 +5,12 @@
 # slow client holds up nobody.
 # Guards the C gateway lacked: token auth with a per-address back-off after wrong
 # tokens, a browser Origin check (a web page the user visits must not drive the
-# board), frame and message caps, client masking, a connection cap where sockets not
-# upgraded yet (an upgrade deadline, at most WS_PEER_PENDING per address) are shed
-# first, and slots freed on every kind of disconnect.
+# board), frame and message caps, client masking, a connection cap where sockets not upgraded yet (an
+# upgrade deadline, at most WS_PEER_PENDING per address) are shed, from the address
+# holding the most, never one sending its request, and slots freed on every kind of
+# disconnect.
 import json
 import time
-import socket
 import asyncio
 import mimi
 from mimi import limits, log, bus, board, net, channels
@@ -320,45 +320,18 @@ def _failed(peer):
     _fails[peer] = (n, time.ticks_add(time.ticks_ms(), wait * 1000))
 
 
-def _peer(sw):
-    """The client's address (the port left out), as a dict key."""
-    a = sw.get_extra_info("peername")
-    if isinstance(a, tuple):  # lwIP: ("1.2.3.4", port)
-        return a[0]
-    try:  # the unix port: a raw sockaddr
-        return bytes(socket.sockaddr(a)[1])
-    except Exception:
-        return bytes(a)
-
-
-def _shed(c):
-    """Close a connection that has not upgraded yet (its slot goes to a newer one)."""
-    _conns.remove(c)
-    c[1].cancel()
-
-
 def _admit(me):
-    """Make room for connection `me` (already in _conns): an address keeps at most
-    WS_PEER_PENDING connections before their upgrade (its oldest goes) and WS_PEER_CONN
-    in all; when the gateway is full, the oldest one not upgraded yet goes. Upgraded
-    clients are never shed. -> False when there is no room."""
-    peer = me[0]
-    mine = [c for c in _conns if c[0] == peer]
-    waiting = [c for c in mine if not c[2] and c is not me]
-    if len(waiting) >= limits.WS_PEER_PENDING:
-        _shed(waiting[0])
-    elif len(mine) > limits.WS_PEER_CONN and waiting:
-        _shed(waiting[0])
-    if len(_conns) > limits.WS_MAX_CONN:
-        for c in _conns:
-            if not c[2] and c is not me:
-                _shed(c)
-                break
-    return len(_conns) <= limits.WS_MAX_CONN and len([c for c in _conns if c[0] == peer]) <= limits.WS_PEER_CONN
+    """Make room for connection `me` (already in _conns; net/httpserver.shed()): an
+    address keeps at most WS_PEER_PENDING connections before their upgrade and
+    WS_PEER_CONN in all; upgraded clients and one sending its request are never shed.
+    -> False when there is no room."""
+    return (hs.shed(_conns, me, limits.WS_MAX_CONN, limits.WS_PEER_PENDING, gw._shed_lately)
+            and len([c for c in _conns if c[0] == me[0]]) <= limits.WS_PEER_CONN)
 
 
 async def serve(sr, sw):
-    me = [_peer(sw), asyncio.current_task(), False]
+    rd = hs.Reader(sr)
+    me = [hs.peer(sw), asyncio.current_task(), False, rd]  # address, task, upgraded, reader
     _conns.append(me)
     client = None
     net.nodelay(sw.s)  # the "working" frame and the reply must not wait on delayed ACKs
@@ -369,9 +342,12 @@ async def serve(sr, sw):
             await _respond(sw, "503 Service Unavailable", "too many connections to the board; "
                            "close a chat tab or try again later\n", extra=("Retry-After: 10",))
             return
-        rd = hs.Reader(sr)
-        if not await asyncio.wait_for(_handshake(rd, sw, me), limits.WS_HANDSHAKE_TIMEOUT_S):
-            return
+        try:
+            if not await asyncio.wait_for(_handshake(rd, sw, me), limits.WS_HANDSHAKE_TIMEOUT_S):
+                return
+        except asyncio.TimeoutError:  # silent past the deadline: goes first among equals next time
+            hs.remember(gw._shed_lately, me[0])
+            raise
         client = Client(rd, sw, new_chat_id())
         if len(clients) >= limits.WS_MAX_CLIENTS:
             log.warning("ws", "client limit (%d) reached; refused one", limits.WS_MAX_CLIENTS)
