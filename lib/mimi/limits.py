@@ -160,7 +160,8 @@ SHED_RECENT = const(32)  # addresses shed lately, remembered: theirs go first am
 WS_TOKEN_MIN = const(12)  # characters of a ws_token (empty = auth off)
 WS_AUTH_BACKOFF_S = const(1)  # a wrong token: that address is refused (429) this long, doubling
 WS_AUTH_BACKOFF_MAX_S = const(300)  # ... up to this, until a right token
-WS_AUTH_PEERS = const(16)  # addresses whose failed tokens are remembered
+WS_AUTH_PEERS = const(16)  # addresses whose failed tokens are remembered; the others share one back-off
+WS_AUTH_FORGET_S = const(300)  # an address's back-off ended this long ago: forgotten
 WS_PING_S = const(60)  # a silent client is pinged; silent this long again, dropped
 WS_FRAME_TIMEOUT_S = const(30)  # a started frame must be complete this soon
 WS_WRITE_TIMEOUT_S = const(20)

@@ -1,7 +1,9 @@
 # Attacks on the WebSocket gateway from many client addresses (127.0.x.y: the whole
-# 127/8 is loopback, so each is an address of its own for the gateway): idle sockets
-# from many addresses against a slow client (issue 25, item 12).
+# 127/8 is loopback, so each is an address of its own for the gateway): token guessing
+# that rotates through more addresses than the back-off table holds (issue 25, item
+# 11), and idle sockets from many addresses against a slow client (item 12).
 # tests/host/test_gateway_attacks.py makes the same attacks on the simulator.
+import time
 import socket
 import asyncio
 from mimi import limits
@@ -60,6 +62,40 @@ async def opened(src):
 
 async def upgrade(src, path="/?token=" + TOKEN):
     return await (await opened(src)).status(path)
+
+
+async def test_rotating_addresses_share_one_back_off():
+    # 17+ addresses in turn had every wrong token looked at: the table of 16 forgot
+    # the one about to come back. Once it is full, the others share one back-off.
+    limits.WS_AUTH_BACKOFF_S = 30  # no back-off ends while the test runs
+    await start()
+    for i in range(limits.WS_AUTH_PEERS):
+        assert await upgrade("127.0.4.%d" % (i + 1), "/?token=wrong-token-1") == 401
+    assert await upgrade("127.0.5.1", "/?token=wrong-token-2") == 401  # the shared one's first
+    for i in range(2, 40):  # every other address now waits with it, the right token too
+        assert await upgrade("127.0.5.%d" % i, "/?token=wrong-token-3") == 429, i
+    assert await upgrade("127.0.6.1") == 429
+    for i in range(limits.WS_AUTH_PEERS):  # the table's own keep their own back-off
+        assert await upgrade("127.0.4.%d" % (i + 1), "/?token=wrong-token-4") == 429
+    assert len(gateway._fails) == limits.WS_AUTH_PEERS + 1
+    # the shared back-off over: the next wrong one is looked at and doubles it
+    n, _ = gateway._fails["*"]
+    gateway._fails["*"] = (n, time.ticks_ms())
+    assert await upgrade("127.0.7.1", "/?token=wrong-token-5") == 401
+    assert gateway._fails["*"][0] == 2
+    assert await upgrade("127.0.7.2") == 429
+
+
+async def test_forgotten_only_long_after_the_back_off():
+    limits.WS_AUTH_FORGET_S = 0
+    limits.WS_AUTH_BACKOFF_S = 1
+    await start()
+    assert await upgrade("127.0.4.1", "/?token=wrong-token-1") == 401
+    assert await upgrade("127.0.4.1", "/?token=wrong-token-2") == 429  # its back-off runs
+    await asyncio.sleep_ms(1100)
+    assert await upgrade("127.0.4.2", "/?token=wrong-token-3") == 401  # ended: forgotten
+    assert list(gateway._fails) == [bytes([127, 0, 4, 2])]
+    assert await upgrade("127.0.4.1") == 101
 
 
 async def squat(addrs, per):

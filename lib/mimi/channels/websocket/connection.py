@@ -4,8 +4,9 @@
 # reader (this connection's task) and a sender task with a bounded outbox, so one
 # slow client holds up nobody.
 # Guards the C gateway lacked: token auth with a per-address back-off after wrong
-# tokens, a browser Origin check (a web page the user visits must not drive the
-# board), frame and message caps, client masking, a connection cap where sockets not upgraded yet (an
+# tokens (shared by every other address once WS_AUTH_PEERS have one), a browser
+# Origin check (a web page the user visits must not drive the board), frame and
+# message caps, client masking, a connection cap where sockets not upgraded yet (an
 # upgrade deadline, at most WS_PEER_PENDING per address) are shed, from the address
 # holding the most, never one sending its request, and slots freed on every kind of
 # disconnect.
@@ -19,6 +20,8 @@ from mimi.net import httpserver as hs
 from mimi.net import wsproto as wp
 from mimi.channels.websocket import gateway as gw
 from mimi.channels.websocket.gateway import CHANNEL, clients, _conns, _fails, text, _forget
+
+_SHARED = "*"  # _fails key of the back-off shared by addresses without their own
 
 _ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
@@ -305,19 +308,34 @@ async def _handshake(rd, w, me):
     return True
 
 
+def _entry(peer):
+    """The key of the back-off `peer` answers to: its own entry, or, once the table
+    holds WS_AUTH_PEERS others, the one every address without an entry shares (a
+    global rate: rotating through more addresses than the table holds buys nothing).
+    Entries whose back-off ended WS_AUTH_FORGET_S ago are forgotten first."""
+    now = time.ticks_ms()
+    for k in [k for k in _fails if time.ticks_diff(now, _fails[k][1]) > limits.WS_AUTH_FORGET_S * 1000]:
+        del _fails[k]
+    if peer in _fails or len(_fails) - (_SHARED in _fails) < limits.WS_AUTH_PEERS:
+        return peer
+    return _SHARED
+
+
 def _backoff(peer):
-    """Seconds `peer` must still wait after its wrong tokens (0: none)."""
-    f = _fails.get(peer)
+    """Seconds `peer` must still wait after wrong tokens (0: none)."""
+    f = _fails.get(_entry(peer))
     left = time.ticks_diff(f[1], time.ticks_ms()) if f else 0
     return (left + 999) // 1000 if left > 0 else 0
 
 
 def _failed(peer):
-    n = _fails.pop(peer, (0, 0))[0] + 1
-    if len(_fails) >= limits.WS_AUTH_PEERS:  # the one whose refusal ended first goes
-        del _fails[min(_fails, key=lambda k: _fails[k][1])]
+    key = _entry(peer)
+    n = _fails.get(key, (0, 0))[0] + 1
+    if key == _SHARED and n == 1:
+        log.warning("ws", "wrong gateway tokens from more than %d addresses: the others now share "
+                    "one back-off", limits.WS_AUTH_PEERS)
     wait = min(limits.WS_AUTH_BACKOFF_S << min(n - 1, 16), limits.WS_AUTH_BACKOFF_MAX_S)
-    _fails[peer] = (n, time.ticks_add(time.ticks_ms(), wait * 1000))
+    _fails[key] = (n, time.ticks_add(time.ticks_ms(), wait * 1000))
 
 
 def _admit(me):
