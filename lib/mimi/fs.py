@@ -71,8 +71,13 @@ def isdir(path):
 
 
 def size(path):
+    """A file's size in bytes; -1 when it is missing or a folder. Found by opening it:
+    LittleFS looks the path up once, where os.stat() looks it up twice (the entry, then
+    its mtime attribute), each a walk of every folder's metadata log on the way: in a
+    folder written to often (/spiffs/memory) ~130 flash reads a look-up."""
     try:
-        return os.stat(path)[6]
+        with open(path, "rb") as f:
+            return f.seek(0, 2)
     except OSError:
         return -1
 
@@ -80,6 +85,8 @@ def size(path):
 def makedirs(path):
     cur = ""
     with lock:
+        if isdir(path):  # (the usual case: one look-up, not one for each folder on the way)
+            return
         for part in path.split("/"):
             if not part:
                 continue
@@ -129,7 +136,7 @@ def append(path, parts):
     made with its folders when missing, as one change. Returns the file's size after."""
     parts = [encode(p) if isinstance(p, str) else p for p in parts]
     with lock:
-        if not exists(path):  # LittleFS commits a new file empty first: a cut then left
+        if size(path) < 0:  # LittleFS commits a new file empty first: a cut then left
             write_atomic(path, parts)  # a note without its header; renamed in whole
             return size(path)
         with open(path, "ab") as f:
@@ -147,10 +154,15 @@ def read_head(path, limit):
     """The first `limit` bytes of a file (all of a shorter one). OSError if missing.
     MicroPython's read(n) allocates n bytes up front: asking for the 12 KB a cap allows
     to read a 300-byte file costs a 12 KB block, which a fragmented heap may not have."""
+    return read_sized(path, limit)[0]
+
+
+def read_sized(path, limit):
+    """(read_head(path, limit), the file's size): one look-up of the path for both."""
     with lock, open(path, "rb") as f:
         size = f.seek(0, 2)
         f.seek(0)
-        return f.read(min(limit, size))
+        return f.read(min(limit, size)), size
 
 
 def read_text(path, limit=None):

@@ -102,14 +102,15 @@ def read_file(args, ctx):
     p, err = check_path(args.get("path"))
     if err:
         return err
-    size = fs.size(p)
-    if size < 0:
-        return "Error: file not found: %s" % p
-    try:
-        text = fs.read_text(p, READ_CAP)
-    except OSError as e:  # (a folder is asked about only now: each look-up reads the flash)
+    try:  # (one look-up of the path: each reads the flash)
+        raw, size = fs.read_sized(p, READ_CAP)
+        text = fs.decode(fs.utf8_cut(raw, READ_CAP))
+        raw = None
+    except OSError as e:  # (a folder or a missing file is asked about only now)
         if fs.isdir(p):
             return "Error: %s is a directory (use list_dir)" % p
+        if not fs.exists(p):
+            return "Error: file not found: %s" % p
         return "Error: cannot read %s (%s)" % (p, e)
     if size > READ_CAP:
         text += "\n[cut: %s is %d bytes; showed the first %d]" % (p, size, len(text.encode()))
