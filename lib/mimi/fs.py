@@ -112,15 +112,17 @@ def encode(text):
     return data
 
 
-def write_atomic(path, data):
+def write_atomic(path, data, dirs=True):
     """Write all of `data` (str, checked by encode(), or bytes; or a list of them,
     written one after the other) to `path`; a power cut leaves old or new. A failed
-    write leaves no temporary file."""
+    write leaves no temporary file. dirs=False: the caller knows its folder is there
+    (each look-up reads the flash)."""
     parts = data if isinstance(data, list) else [data]
     parts = [encode(p) if isinstance(p, str) else p for p in parts]
     tmp = path + ".tmp"
     with lock:
-        makedirs(parent(path))
+        if dirs:
+            makedirs(parent(path))
         try:
             with open(tmp, "wb") as f:
                 for p in parts:
