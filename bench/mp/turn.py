@@ -160,13 +160,14 @@ def turns():
     react.run_turn = spy
     from mimi.tools.registry import Registry
 
-    tool_errors = [0]
+    tool_errors = [0, None]  # count, the first one's text
     call = Registry.call
 
     def counted(self, *a, **kw):  # a tool that failed (out of memory...) fails the turn here
         out = call(self, *a, **kw)
         if out.startswith("Error"):
             tool_errors[0] += 1
+            tool_errors[1] = tool_errors[1] or "%s: %s" % (a[0] if a else "?", out[:120])
         return out
 
     Registry.call = counted
@@ -229,6 +230,7 @@ def turns():
         del samples[:]
         del seen[:]
         net[0] = tool_errors[0] = 0
+        tool_errors[1] = None
         if A.get("alloc"):
             gc.disable()
         if fc:
@@ -254,7 +256,8 @@ def turns():
                "heap_base": base, "heap_after": gc.mem_alloc(),
                "heap_peak": max(samples) if samples else None,
                "heap_samples": list(samples), "alloc": alloc if A.get("alloc") else None, "net_us": net[0],
-               "tool_errors": tool_errors[0], "failed": failed, "flash": flash,
+               "tool_errors": tool_errors[0], "tool_error": tool_errors[1], "failed": failed,
+               "flash": flash,
                "heap_total": gc.mem_alloc() + gc.mem_free()}
         rec.update(_counts())
         if A.get("largest"):
