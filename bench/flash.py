@@ -7,8 +7,8 @@ it to the turn's phase, the file-system operation and its path).
 
 Two turns: the reference turn of §3 (Anthropic, 16 KB prompt, 20 stored messages,
 get_current_time, list_dir, read_file) and the peer's turn of §2a (OpenAI: list_dir,
-read_file, write_file into /spiffs/memory/). The figures are the last of n warm turns
-(the peer's turn writes a file each time: that folder's metadata grows).
+read_file, write_file into /spiffs/memory/): the cold turn, and the median, fewest and
+most of n warm turns; each cause's median over the warm turns.
 """
 import tempfile
 
@@ -50,33 +50,40 @@ def counted(kind, workload, script, mp, n):
             svc.close()
     if rc or len(recs) != n + 1 or not minheap.ok(recs, (4, 3)):
         raise RuntimeError("flash turns failed:\n" + out[-3000:])
-    last = recs[-1]["flash"]
-    by = dict.fromkeys(CAUSES, 0)
-    for phase, op, path, k in last:
-        by[cause(phase, op, path)] += k
-    top = sorted(((k, "%s: %s %s" % (phase, op, path)) for phase, op, path, k in last), reverse=True)
+    warm = [r["flash"] for r in recs[1:]] or [recs[0]["flash"]]
+    by = {c: median([sum(k for ph, op, path, k in t if cause(ph, op, path) == c) for t in warm])
+          for c in CAUSES}
+    paths = {}
+    for t in warm:
+        for phase, op, path, k in t:
+            what = "%s: %s %s" % (phase, op, path)
+            paths[what] = paths.get(what, 0) + k
+    top = sorted(((k / len(warm), what) for what, k in paths.items()), reverse=True)
     totals = [sum(x[3] for x in r["flash"]) for r in recs]
     return by, totals, top
 
 
 def tables(n=None):
     n = n or 10
-    t = Table("Flash block reads per warm turn, by cause (the simulated LittleFS, "
-              "turn %d)" % (n + 1),
-              ["interpreter", "turn", "total", "cold turn", "median warm"] + list(CAUSES))
+    t = Table("Flash block reads per turn, by cause (the simulated LittleFS, %d warm turns)" % n,
+              ["interpreter", "turn", "cold turn", "warm: median", "fewest", "most"]
+              + ["%s (median)" % c for c in CAUSES])
     heavy = []
     for label, mp in interpreters()[:1]:  # (the counts do not depend on the word size)
         for name, kind, workload, script in (("reference (§3)", "anthropic", "full", SCRIPT),
                                              ("peer (§2a)", "openai", "peer", PEER_SCRIPT)):
             by, totals, top = counted(kind, workload, script, mp, n)
-            t.add(label, name, totals[-1], totals[0], median(totals[1:]),
+            warm = totals[1:] or totals
+            t.add(label, name, totals[0], median(warm), min(warm), max(warm),
                   *[by[c] for c in CAUSES])
             heavy.append("%s, %s: %s" % (label, name, "; ".join(
-                "%s %d" % (what, k) for k, what in top[:8])))
+                "%s %.0f" % (what, k) for k, what in top[:8])))
     t.notes = ("readblocks() calls of the LittleFS block device (VfsLfs2 with MicroPython's "
                "defaults: 32-byte reads, 128-byte cache) during worker.run_message(); cold = "
-               "the first turn, imports included. The heaviest (phase: operation path): "
-               + " | ".join(heavy))
+               "the first turn, imports included; warm = the others (the peer's turn writes "
+               "into /spiffs/memory/ each time: that folder's metadata log grows until "
+               "LittleFS compacts it, so its turns differ). The heaviest per warm turn "
+               "(phase: operation path, mean): " + " | ".join(heavy))
     return [t]
 
 
