@@ -156,23 +156,40 @@ def read_head(path, limit):
     """The first `limit` bytes of a file (all of a shorter one). OSError if missing.
     MicroPython's read(n) allocates n bytes up front: asking for the 12 KB a cap allows
     to read a 300-byte file costs a 12 KB block, which a fragmented heap may not have."""
-    return read_sized(path, limit)[0]
-
-
-def read_sized(path, limit):
-    """(read_head(path, limit), the file's size): one look-up of the path for both."""
     with lock, open(path, "rb") as f:
         size = f.seek(0, 2)
         f.seek(0)
-        return f.read(min(limit, size)), size
+        return f.read(min(limit, size))
 
 
 def read_text(path, limit=None):
     """The file's text, at most `limit` bytes (cut on a UTF-8 boundary). OSError if missing."""
-    if limit:
-        return decode(utf8_cut(read_head(path, limit), limit))
+    return read_sized_text(path, limit)[0]
+
+
+def read_sized_text(path, limit=None, piece=1024):
+    """(read_text(path, limit), the file's size), from one look-up of the path. Read and
+    decoded `piece` bytes at a time: the only block as big as the text is the text
+    itself (bytes then str needed two, and a 5 KB file's second one was what a short
+    heap lacked, bench/longrun.py)."""
     with lock, open(path, "rb") as f:
-        return decode(f.read())
+        size = f.seek(0, 2)
+        f.seek(0)
+        left = size if limit is None else min(limit, size)
+        out, carry = [], b""
+        while left > 0:
+            raw = f.read(min(piece, left))
+            if not raw:
+                break
+            left -= len(raw)
+            if carry:
+                raw = carry + raw
+            # a character split by the read waits for the next piece; at the cap, it goes
+            text = utf8_cut(raw, len(raw)) if left > 0 or limit is not None else raw
+            carry = raw[len(text):] if left > 0 else b""
+            out.append(decode(text))
+            raw = text = None
+    return (out[0] if len(out) == 1 else "".join(out)), size
 
 
 def decode(data):

@@ -103,9 +103,7 @@ def read_file(args, ctx):
     if err:
         return err
     try:  # (one look-up of the path: each reads the flash)
-        raw, size = fs.read_sized(p, READ_CAP)
-        text = fs.decode(fs.utf8_cut(raw, READ_CAP))
-        raw = None
+        text, size = fs.read_sized_text(p, READ_CAP)
     except OSError as e:  # (a folder or a missing file is asked about only now)
         if fs.isdir(p):
             return "Error: %s is a directory (use list_dir)" % p
