@@ -1,4 +1,4 @@
-# Flash block reads counted per cause (bench/flash.py through bench/mp/turn.py "flash"):
+# Flash block reads counted per cause (bench/flashreads.py through bench/mp/turn.py "flash"):
 # the image is mounted as VfsLfs2 on a block device that counts its readblocks() calls
 # (each a read of the flash chip on the board), behind a VFS that names the path and the
 # operation of every call. Reads made while a call runs are charged to it; reads made

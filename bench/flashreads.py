@@ -3,7 +3,7 @@ image, as the board mounts it, without the host's locked wrapper) counts every
 readblocks() call, each one flash read on the board (bench/mp/flashcount.py charges
 it to the turn's phase, the file-system operation and its path).
 
-  .venv/bin/python bench/flash.py [-n TURNS]
+  .venv/bin/python bench/flashreads.py [-n TURNS]
 
 Two turns: the reference turn of §3 (Anthropic, 16 KB prompt, 20 stored messages,
 get_current_time, list_dir, read_file) and the peer's turn of §2a (OpenAI: list_dir,
