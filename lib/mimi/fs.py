@@ -5,6 +5,7 @@ import os
 import _thread
 
 _DIR = 0x4000
+_ENOENT = 2
 
 
 class _Lock:
@@ -138,10 +139,17 @@ def append(path, parts):
     made with its folders when missing, as one change. Returns the file's size after."""
     parts = [encode(p) if isinstance(p, str) else p for p in parts]
     with lock:
-        if size(path) < 0:  # LittleFS commits a new file empty first: a cut then left
-            write_atomic(path, parts)  # a note without its header; renamed in whole
+        try:  # (an existing file opened without creating: one look-up of the path)
+            f = open(path, "r+b")
+        except OSError as e:
+            if e.args[0] != _ENOENT:
+                raise
+            # LittleFS commits a new file empty first: a cut then left a note without
+            # its header; renamed in whole
+            write_atomic(path, parts)
             return size(path)
-        with open(path, "ab") as f:
+        with f:
+            f.seek(0, 2)
             for p in parts:
                 f.write(p)
             return f.tell()
