@@ -27,13 +27,9 @@ def _alive():
 
 
 def _system_prompt(channel, chat_id, encoded, group):
-    import gc
     from mimi.agent import context
 
-    tight = short(True)
-    if tight:  # (garbage counts as used until collected)
-        gc.collect()
-        tight = short(True)
+    tight = short(True)  # (collected first when it looks short)
     try:
         if encoded:  # each section JSON-escaped once for the whole turn: in RAM, or on
             # the flash when the heap is short (each call reads it from there)

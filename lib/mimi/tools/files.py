@@ -102,14 +102,13 @@ def read_file(args, ctx):
     p, err = check_path(args.get("path"))
     if err:
         return err
-    size = fs.size(p)
-    if size < 0:
-        return "Error: file not found: %s" % p
-    try:
-        text = fs.read_text(p, READ_CAP)
-    except OSError as e:  # (a folder is asked about only now: each look-up reads the flash)
+    try:  # (one look-up of the path: each reads the flash)
+        text, size = fs.read_sized_text(p, READ_CAP)
+    except OSError as e:  # (a folder or a missing file is asked about only now)
         if fs.isdir(p):
             return "Error: %s is a directory (use list_dir)" % p
+        if not fs.exists(p):
+            return "Error: file not found: %s" % p
         return "Error: cannot read %s (%s)" % (p, e)
     if size > READ_CAP:
         text += "\n[cut: %s is %d bytes; showed the first %d]" % (p, size, len(text.encode()))
@@ -118,15 +117,16 @@ def read_file(args, ctx):
 
 def _write(p, data):
     global _used
-    if fs.isdir(p):
-        return "Error: %s is a directory" % p
-    if len(data) > limits.FILE_WRITE_MAX:
-        return "Error: content too large (%d bytes; max %d)" % (len(data), limits.FILE_WRITE_MAX)
     with fs.lock:  # quota check, write and running total as one change
+        size = fs.size(p)  # (-1: missing or a folder; each look-up reads the flash)
+        if size < 0 and fs.isdir(p):
+            return "Error: %s is a directory" % p
+        if len(data) > limits.FILE_WRITE_MAX:
+            return "Error: content too large (%d bytes; max %d)" % (len(data), limits.FILE_WRITE_MAX)
         used, cap = usage()
-        size = fs.size(p)
         need = _cost(len(data)) - (_cost(size) if size >= 0 else 0)
         par = fs.parent(p)
+        dirs = False  # a folder to make on the way
         while len(par) > len(limits.SPIFFS):
             if fs.isdir(par):  # (the usual case first: one look-up)
                 pass
@@ -134,6 +134,7 @@ def _write(p, data):
                 return "Error: %s is a file, not a directory" % par
             else:
                 need += DIR_COST
+                dirs = True
             par = fs.parent(par)
         if need > 0 and used + need > cap and cap == _room:
             _used = None  # files may have gone since the count: count again
@@ -142,7 +143,7 @@ def _write(p, data):
             why = "files_quota_kb" if cap < _room else "what the flash leaves beside the system's files"
             return QUOTA_ERR % (used >> 10, max(cap, 0) >> 10, why, need >> 10)
         try:
-            fs.write_atomic(p, data)
+            fs.write_atomic(p, data, dirs or fs.parent(p) == limits.SPIFFS)
         except OSError as e:
             _used = None  # the flash changed under the count: count again
             log.exception("files", "write " + p, e)
@@ -175,10 +176,10 @@ def edit_file(args, ctx):
 
 
 def _edit(p, old, new):
-    if fs.isdir(p):
-        return "Error: %s is a directory" % p
-    size = fs.size(p)
+    size = fs.size(p)  # (-1: missing or a folder; each look-up reads the flash)
     if size < 0:
+        if fs.isdir(p):
+            return "Error: %s is a directory" % p
         return "Error: file not found: %s" % p
     if size == 0:
         return "Error: old_string not found in %s" % p
