@@ -299,6 +299,11 @@ OTA_CHUNK = const(4096)
 OTA_TRIAL_BOOTS = const(2)  # a new version that fails to come up this often is rolled back
 OTA_DEADLINE_S = const(900)  # a whole download (bundle or image), redirects included
 OTA_IDLE_S = const(30)  # one wait this long fails a download (< WDT_TIMEOUT_MS: ota_update holds the loop)
+OTA_STATE = "/ota/state.json"  # the update state (update/boot.py)
+OTA_CONFIRM = "/ota/confirm.json"  # a trial boot's state as confirmed: confirming renames it in (no big allocation)
+OTA_CHECK_TRIES = const(3)  # a version on trial whose check finds no room in the heap is checked this often,
+OTA_CHECK_RETRY_S = const(20)  # ... this far apart, then confirmed on what it showed (never rolled back for it)
+OTA_CHECK_AGENT_S = const(300)  # the agent thread does its part of the check within this (a turn may run first)
 
 # Watchdog and safe mode
 WDT_TIMEOUT_MS = const(60000)  # hardware watchdog: no feed this long resets the board

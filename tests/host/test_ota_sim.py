@@ -1,7 +1,8 @@
 """Over-the-air updates through the simulator, as a user runs them: the firmware
-runs from the image's /lib, so an installed bundle is what the next boot runs, a
-bundle that fails at import is rolled back by the boot guard, and ota_rollback()
-puts the previous version back by hand."""
+runs from the image's /lib, so an installed bundle is what the next boot runs and is
+confirmed once it passed its check; a bundle that fails at import, or cannot do its
+job, is rolled back by the boot guard, and ota_rollback() puts the previous version
+back by hand."""
 import re
 import subprocess
 import sys
@@ -88,6 +89,12 @@ def test_update_runs_the_new_version_then_rollback_by_hand(tmp_path, llm, www):
         mark = len(sim.output())
         sim.send("ota_status()\r")
         sim.wait_for(r"version 9\.9\.9; update state: trial", start=mark)
+        # its check passed (update/check.py, the agent's part included): kept after 60 s
+        sim.wait_for(r"I ota: version 9\.9\.9 confirmed", start=mark, timeout=180)
+        assert "cannot do its job" not in sim.output()
+        mark = len(sim.output())
+        sim.send("ota_status()\r")
+        sim.wait_for(r"version 9\.9\.9; update state: ok", start=mark)
 
         sim.send("ota_rollback()\r")
         sim.wait_for(r"OK: previous version restored", start=mark)
@@ -134,3 +141,29 @@ def test_sim_start_replaces_an_installed_update(tmp_path, www):
         sim.send("ota_status()\r")
         sim.wait_for(r"update state: none", start=mark)
     assert Path(tmp_path / "fs.img").exists()
+
+
+@pytest.mark.parametrize("module", ["update/ota", "agent/react"])
+def test_version_that_cannot_do_its_job_is_rolled_back_not_confirmed(tmp_path, llm, www, module):
+    """Issue 25, items 4 and 5: a version whose update code (update/ota.py: what
+    ota_update(), ota_status() and make deploy load) or whose ReAct loop raises at
+    import still boots and runs; it was confirmed after 60 s, and then no update and
+    no rollback could reach it again, or every message got "Sorry". It must show it
+    can do its job before it is confirmed; failing that twice, it is rolled back."""
+    srv, folder = www
+    make_bundle(folder, "broken.bundle", "6.6.7",
+                {"/lib/mimi/%s.mpy" % module: "raise ImportError('%s of this version is broken')\n" % module})
+    with Sim.start(tmp_path, "ws_port=0", "ws_token=" + TOKEN, *llm_settings(llm), console=True) as sim:
+        _, old = boot_from(sim, 0)
+        mark = len(sim.output())
+        sim.send("ota_update(%r)\r" % (srv["base"] + "/broken.bundle"))
+        sim.wait_for(r"OK: version 6\.6\.7 installed", start=mark)
+        # before the fix: "I ota: version 6.6.7 confirmed" 60 s after the first boot
+        m = sim.wait_for(r"version 6\.6\.7 confirmed|restoring " + re.escape(old), start=mark, timeout=400)
+        log = sim.output()[mark:m.end()]
+        assert "restoring" in m.group(0), log
+        assert log.count("%s of this version is broken" % module) >= 2, log  # the reason, each trial boot
+        out, version = boot_from(sim, m.end())
+        assert version == old, out
+        assert "SAFE MODE" not in sim.output()[mark:]
+        assert chat(sim, "back again") == "Echo: back again"

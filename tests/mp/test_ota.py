@@ -59,6 +59,10 @@ def test_good_bundle_applied_and_confirmed():
     assert not fs.exists("/lib/mimi/oldonly.py")
     with Capture():
         safemode.boot_start(reboot=False)
+    assert safemode.trial
+    safemode.healthy()  # not before it passed its check
+    assert ota._state()["state"] == "trial"
+    safemode.checked = True
     safemode.healthy()
     assert ota._state()["state"] == "ok"
     for _ in range(3):  # later crash-boots no longer roll a confirmed version back
@@ -168,11 +172,17 @@ def test_interrupted_swap_finished_at_boot():
 def test_manual_rollback():
     from mimi.update import ota
 
+    from mimi import safemode
+    from mimi.update import boot
+
     keyed()
     ota.install(ota.fetch(srv()["base"] + "/good.bundle"))
-    ota.mark_healthy()
     with Capture():
-        raises(SystemExit, ota.ota_rollback)
+        assert ota.boot_check(reboot=False) == "trial"
+    safemode.confirm()
+    assert ota._state()["state"] == "ok"
+    with Capture():
+        raises(SystemExit, boot.ota_rollback)
     assert_old()
     e = raises(ota.OTAError, ota.rollback)
     assert "no previous version" in str(e)
@@ -194,7 +204,9 @@ def test_firmware_to_next_slot():
 
     assert binascii.hexlify(hashlib.sha256(bytes(slot[:n])).digest()).decode() == srv()["fw_sha256"]
     assert not P.valid
-    ota.mark_healthy()
+    from mimi import safemode
+
+    safemode.healthy()  # a boot that is not an app update's trial: the slot kept
     assert P.valid
 
 

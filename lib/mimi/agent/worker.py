@@ -17,6 +17,10 @@ failures = 0
 
 _started = False
 _stop = False
+# update/check.py asks (check = ASKED) for the agent's part of an update's check; the
+# thread answers (why not or None, whether the heap ran out): agent/selftest.py
+ASKED = "asked"
+check = None
 TOO_BIG = ("Sorry, this turn did not fit in the board's free memory (prompt, history and "
            "tools). Try again, or send /reset to start the chat afresh.")
 
@@ -213,6 +217,17 @@ def _put_out(msg, timeout_ms=None):
     return True
 
 
+def _self_check():
+    import mimi
+
+    try:
+        return mimi.run("agent.selftest", "run"), False
+    except MemoryError as e:
+        return str(e) or "MemoryError", True
+    except Exception as e:  # whatever it is, the version cannot do its job
+        return "%s: %s" % (type(e).__name__, e), False
+
+
 def handle(msg):
     """Status, turn, reply: what the thread does with one inbound message."""
     log.info("agent", "turn for %s (%d chars)", msg.session, len(msg.content or ""))
@@ -227,10 +242,13 @@ def handle(msg):
 
 
 def _loop():
-    global _started
+    global _started, check
     log.info("agent", "agent thread running")
     try:
         while not _stop:
+            if check is ASKED:
+                check = _self_check()
+                _alive()
             msg = bus.inbound.get_blocking(1000)
             _alive()
             ledger = sys.modules.get("mimi.usage.ledger")  # loaded by the first turn

@@ -8,8 +8,9 @@
 # file (size and SHA-256, nothing extra) and install() swaps it in by renaming directories; the
 # old version waits in /ota/prev. A reset before the swap leaves the running
 # version untouched; one during the swap is finished at boot. The new version is
-# on trial: if it fails to come up healthy OTA_TRIAL_BOOTS times, the boot guard
-# puts the old one back.
+# on trial: it is confirmed once it showed it can do its job (update/check.py); if it
+# fails to OTA_TRIAL_BOOTS times, the boot guard puts the old one back (update/boot.py,
+# which also holds rollback() and the REPL's ota_status() and ota_rollback()).
 # Firmware updates (optional): the MicroPython app image written to the next OTA
 # slot through esp32.Partition, for boards flashed with firmware/'s table.
 #
@@ -23,15 +24,11 @@ from mimi import limits, log, fs, board
 from mimi.config import settings as config
 from mimi.services import watchdog
 from mimi.net import secrets_equal
-from mimi.update.boot import (NEW, PREV, STATE, rmtree, _state, _finish_swap, _finish_rollback,  # noqa: F401
-                          _save_state, boot_check, mark_healthy)
+from mimi.update.boot import (NEW, PREV, STATE, OTAError, rmtree, _state, _finish_swap,  # noqa: F401
+                              _finish_rollback, _save_state, boot_check, rollback)
 
 MAGIC = b"MIMIOTA1\n"
 MANIFEST = NEW + "/manifest.json"
-
-
-class OTAError(Exception):
-    pass
 
 
 # --- HMAC-SHA256 (MicroPython has hashlib.sha256 but no hmac module) -----------
@@ -252,16 +249,6 @@ def install(m):
     log.info("ota", "version %s installed; previous %s kept in %s", st["version"], st["prev"], PREV)
 
 
-def rollback(reboot=True):
-    """Put the previous version back (after a confirmed update)."""
-    st = _state()
-    if not st or st.get("state") not in ("ok", "trial") or not fs.isdir(PREV):
-        raise OTAError("no previous version to go back to")
-    _finish_rollback(st)
-    if reboot:
-        board.reset()
-
-
 # --- firmware updates (boards flashed with firmware/'s OTA partition table) -----
 def update_firmware(url, sha256=None, reboot=True):
     """Write the MicroPython app image at url to the next OTA slot and boot it.
@@ -371,26 +358,3 @@ def ota_firmware(url, sha256=None):
     print("OK: firmware written; restarting into it.")
     board.reset()
 
-
-def ota_status():
-    import mimi
-
-    st = _state() or {}
-    print("version %s; update state: %s" % (mimi.VERSION, st.get("state", "none")))
-    if st.get("prev"):
-        print("previous version %s kept in %s" % (st["prev"], PREV))
-    try:
-        with open(limits.OTA_DIR + "/last.json") as f:
-            print("last rollback:", f.read())
-    except OSError:
-        pass
-
-
-def ota_rollback():
-    try:
-        rollback(reboot=False)
-    except OTAError as e:
-        print("Error:", e)
-        return
-    print("OK: previous version restored; restarting.")
-    board.reset()
