@@ -47,7 +47,7 @@ HTTP_SINK_MAX = const(64 * 1024 * 1024)  # a body handed to a sink piece by piec
 HTTP_RECV_BUF = const(2048)  # per client: receive buffer (a longer header line is dropped)
 TG_RECV_BUF = const(1024)  # ... Telegram's: held the whole time by the long poll; JSON read piece by piece
 HTTP_PIECES_COLLECT = const(16 * 1024)  # a chunked body's pieces: gc.collect() this often
-HTTP_REDIRECTS = const(3)  # followed by httpstream.open_url (OTA downloads)
+HTTP_REDIRECTS = const(3)  # followed by OTA downloads (update/download.py)
 
 # Usage ledger (usage/ledger.py, usage/file.py) and its caps' defaults (SPEC §5)
 USAGE_PATH = "/usage.jsonl"  # outside /spiffs: no file tool reaches it
@@ -298,7 +298,10 @@ OTA_BUNDLE_MAX = const(4 * 1024 * 1024)
 OTA_CHUNK = const(4096)
 OTA_TRIAL_BOOTS = const(2)  # a new version that fails to come up this often is rolled back
 OTA_DEADLINE_S = const(900)  # a whole download (bundle or image), redirects included
-OTA_IDLE_S = const(30)  # one wait this long fails a download (< WDT_TIMEOUT_MS: ota_update holds the loop)
+OTA_IDLE_S = const(30)  # nothing received this long: the download ends (the server stalled)
+OTA_RATE_WINDOW_S = const(30)  # a download's pace is judged over this long:
+OTA_RATE_MIN = const(512)  # ... fewer bytes/s, or a pace that cannot end within OTA_DEADLINE_S, ends it
+OTA_PACE_MS = const(250)  # how often a download's pace is looked at
 OTA_STATE = "/ota/state.json"  # the update state (update/boot.py)
 OTA_CONFIRM = "/ota/confirm.json"  # a trial boot's state as confirmed: confirming renames it in (no big allocation)
 OTA_CHECK_TRIES = const(3)  # a version on trial whose check finds no room in the heap is checked this often,

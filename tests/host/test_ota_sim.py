@@ -167,3 +167,25 @@ def test_version_that_cannot_do_its_job_is_rolled_back_not_confirmed(tmp_path, l
         assert version == old, out
         assert "SAFE MODE" not in sim.output()[mark:]
         assert chat(sim, "back again") == "Echo: back again"
+
+
+def test_a_stalled_download_does_not_stop_the_firmware(tmp_path, llm, www):
+    """Issue 25, item 6: ota_update() from a server that stalls mid-download held the
+    asyncio loop (gateway, Telegram, Feishu, cron) until the 30 s idle limit, then
+    blamed "no answer within 900 s". A chat sent during the stall is answered while the
+    download still waits (before: only after the update had failed), and the update
+    ends saying the server stalled; the running version stays."""
+    srv, folder = www
+    make_bundle(folder, "good.bundle", "9.9.9", {})
+    with Sim.start(tmp_path, "ws_port=0", "ws_token=" + TOKEN, *llm_settings(llm), console=True) as sim:
+        _, old = boot_from(sim, 0)
+        mark = len(sim.output())
+        sim.send("ota_update(%r)\r" % (srv["base"] + "/stall/good.bundle"))
+        assert chat(sim, "while it downloads") == "Echo: while it downloads"
+        answered = len(sim.output())
+        m = sim.wait_for(r"Error: .*", start=mark, timeout=120)
+        assert "stalled" in m.group(0) and "900" not in m.group(0), m.group(0)
+        assert m.start() >= answered, sim.output()[mark:]  # the reply came first
+        mark = len(sim.output())
+        sim.send("ota_status()\r")
+        sim.wait_for(r"version %s; update state: none" % re.escape(old), start=mark)

@@ -143,6 +143,9 @@ def ota_status():
 
     st = _state() or {}
     print("version %s; update state: %s" % (mimi.VERSION, st.get("state", "none")))
+    d = getattr(mimi, "downloading", None)  # (update/download.py)
+    if d is not None:
+        print("downloading %s: %s so far" % (d.url, d.text()))
     if st.get("prev"):
         print("previous version %s kept in %s" % (st["prev"], PREV))
     try:
