@@ -139,6 +139,8 @@ WS_PORT = const(18789)
 WS_MAX_CLIENTS = const(4)
 WS_FRAME_MAX = const(16 * 1024)  # one frame, and a whole fragmented message
 WS_FRAGMENTS_MAX = const(64)  # frames of one fragmented message (gateway and client)
+WS_BIG_MAX = const(1024 * 1024)  # the client: a frame over its limit, up to this, can be read in pieces ...
+WS_BIG_PIECE = const(2048)  # ... this big (net/wsclient.py recv(big=...): Feishu's long events)
 # open TCP connections (clients, handshakes, page loads): what the socket budget leaves
 WS_MAX_CONN = const(LWIP_SOCKETS - 1 - SOCK_TELEGRAM - SOCK_AGENT - SOCK_UDP)
 WS_HEADER_MAX = const(4096)  # HTTP request head
@@ -202,6 +204,11 @@ FEISHU_MSG_MAX = const(8 * 1024)  # UTF-8 bytes of one reply part
 FEISHU_RICH_MAX = const(30 * 1024)  # Feishu's cap on a post/card request body; a bigger part goes as text
 FEISHU_FRAME_MAX = const(16 * 1024)  # one WebSocket message of the long connection
 FEISHU_PAYLOAD_MAX = const(32 * 1024)  # an event joined from several frames (header sum > 1)
+# An event over those (a message of 9,000 CJK characters is 27 KB) is read in pieces and
+# its sender told it was too long (channels/feishu/big.py): its JSON kept without the strings
+FEISHU_LONG_STRING = const(512)  # ... longer than this (the text; ids and types are short),
+FEISHU_LONG_KEPT = const(8 * 1024)  # ... at most this much of it,
+FEISHU_HEADERS_MAX = const(1024)  # ... and each other field of its frame up to this
 FEISHU_PARTS = const(8)  # frames one event may be split into
 FEISHU_PARTS_WAIT_S = const(5)  # the frames of one event arrive within this, or are dropped
 FEISHU_DEDUP = const(64)  # recent message ids remembered: a redelivered event is dropped
