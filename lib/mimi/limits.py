@@ -188,7 +188,6 @@ TG_CONFLICT_MIN_S = const(5)  # 409 (another instance or a webhook): retried slo
 TG_CONFLICT_MAX_S = const(60)  # the wait doubling up to this
 TG_BAD_TOKEN_S = const(300)  # 401/404: token refused; re-checked this often or on change
 TG_RETRY_AFTER_MAX_S = const(300)  # a 429 retry_after is honoured up to this (every call for that chat waits it)
-TG_QUIET_MAX = const(16)  # chats whose 429 is remembered
 TG_TYPING_S = const(4)  # "typing" lasts ~5 s on Telegram: renewed this often
 TG_PROGRESS_AFTER_S = const(10)  # a turn running this long shows a progress message (channels/telegram/status.py)
 TG_EDIT_MIN_S = const(3)  # ... edited at most this often (Telegram's edit rate limits)

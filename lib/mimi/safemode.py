@@ -117,7 +117,7 @@ def confirm():
             gc.collect()
         except OSError as e:
             if e.args[0] != 2:  # ENOENT: nothing on trial (confirmed already)
-                log.error("ota", "confirming version %s failed: %s", mimi.VERSION, e)
+                log.error("ota", "confirming: %s", e)
             break
     _firmware_valid()
 
@@ -147,8 +147,7 @@ def update(fn, *args, **kw):
         except MemoryError:
             raise
         except Exception as e:
-            log.error("ota", "this version's update code does not load (%s: %s); using the previous "
-                      "version's", type(e).__name__, e)
+            log.error("ota", "update code does not load (%r): the previous version's runs", e)
             mod = _previous(fn)
         return getattr(mod, fn)(*args, **kw)
     finally:
@@ -182,14 +181,21 @@ def _previous(fn):
 
 
 async def guard():
-    """Loop task: a version on trial takes its check (it resets when it fails); the
-    boot counts as healthy once the loop has run long enough."""
+    """Loop task: a version on trial takes its check (update/check.py trial(), which
+    resets when it fails); the boot counts as healthy once the loop has run long enough."""
+    global checked
     import time
     import asyncio
 
     t0 = time.ticks_ms()
     if trial and not active:
-        await _check()
+        try:
+            checked = await mimi.run("update.check update", "trial")
+        except Exception as e:  # the check does not load: this version's (no room: not)
+            checked = isinstance(e, MemoryError)
+            if not checked:
+                log.error("ota", "version %s: its check does not load: %s", mimi.VERSION, e)
+                board.reset()
     left = limits.HEALTHY_AFTER_S * 1000 - time.ticks_diff(time.ticks_ms(), t0)
     if left > 0:
         await asyncio.sleep_ms(left)
@@ -198,33 +204,3 @@ async def guard():
 
     gc.collect()  # the heap a settled firmware holds, with nobody at the console yet
     log.info("safemode", "up %d s: boot marked healthy (heap in use %d)", limits.HEALTHY_AFTER_S, gc.mem_alloc())
-
-
-async def _check():
-    """update/check.py on this version (loaded for it): passed, or reset. Without the
-    room in the heap to finish it, it is tried again, then the version is kept on
-    what it showed: lack of memory is not a broken version."""
-    global checked
-    import asyncio
-
-    for n in range(limits.OTA_CHECK_TRIES):
-        try:
-            why = await mimi.run("update.check update", "run")
-        except MemoryError as e:  # (the check's own answer when the heap had no room for a part)
-            log.warning("ota", "version %s: no room in the heap to finish its check (%s; try %d of %d)",
-                        mimi.VERSION, e, n + 1, limits.OTA_CHECK_TRIES)
-            await asyncio.sleep(limits.OTA_CHECK_RETRY_S)
-            continue
-        except Exception as e:  # the check itself does not load: that is this version's
-            why = "its check does not load: %s: %s" % (type(e).__name__, e)
-        if why is None:
-            checked = True
-            return
-        log.error("ota", "version %s cannot do its job: %s", mimi.VERSION, why)
-        print("OTA: version %s failed its check; resetting (after %d failed boots the previous "
-              "version comes back)." % (mimi.VERSION, limits.OTA_TRIAL_BOOTS))
-        board.reset()
-        return
-    log.warning("ota", "version %s confirmed on what its check could show (the heap had no room "
-                "for the rest)", mimi.VERSION)
-    checked = True

@@ -34,7 +34,7 @@ def state():
 
 
 class FakeCheck:
-    """Stands in for update/check.py: run() answers `answer` (an exception is raised)."""
+    """Stands in for update/check.py's run(): answers `answer` (an exception is raised)."""
 
     def __init__(self, answer):
         self.answer = answer
@@ -50,7 +50,9 @@ class FakeCheck:
 def guard_with(check):
     import asyncio
 
-    sys.modules["mimi.update.check"] = check
+    from mimi.update import check as real
+
+    run, real.run = real.run, check.run
     limits.HEALTHY_AFTER_S = 0  # module constants, shortened for the test
     limits.OTA_CHECK_RETRY_S = 0
     try:
@@ -61,7 +63,7 @@ def guard_with(check):
             except SystemExit as e:
                 code = e.args[0]
     finally:
-        del sys.modules["mimi.update.check"]
+        real.run = run
     return code, c.text
 
 
@@ -123,9 +125,10 @@ def test_the_real_check_passes_and_leaves_nothing_loaded():
         worker.stop()
     assert why is None, why
     left = sorted(m for m in sys.modules if m not in before)
-    # what this test imported, and what the firmware holds anyway (cron, the watchdog)
-    assert left == ["mimi.services", "mimi.services.cron", "mimi.services.watchdog", "mimi.update",
-                    "mimi.update.check"], left
+    # what this test imported, and what the firmware holds anyway (cron, the watchdog,
+    # the console's package)
+    assert left == ["mimi.console", "mimi.services", "mimi.services.cron", "mimi.services.watchdog",
+                    "mimi.update", "mimi.update.check"], left
     assert worker.check is None
 
 

@@ -5,6 +5,7 @@
 import sys
 import time
 import _thread
+import mimi
 from mimi import limits, log, bus, channels, short, unload
 from mimi.config import settings as config
 
@@ -217,17 +218,6 @@ def _put_out(msg, timeout_ms=None):
     return True
 
 
-def _self_check():
-    import mimi
-
-    try:
-        return mimi.run("agent.selftest", "run"), False
-    except MemoryError as e:
-        return str(e) or "MemoryError", True
-    except Exception as e:  # whatever it is, the version cannot do its job
-        return "%s: %s" % (type(e).__name__, e), False
-
-
 def handle(msg):
     """Status, turn, reply: what the thread does with one inbound message."""
     log.info("agent", "turn for %s (%d chars)", msg.session, len(msg.content or ""))
@@ -247,7 +237,10 @@ def _loop():
     try:
         while not _stop:
             if check is ASKED:
-                check = _self_check()
+                try:
+                    check = (mimi.run("agent.selftest", "run"), False)
+                except Exception as e:  # whatever it is, the version cannot do its job
+                    check = ("%s: %s" % (type(e).__name__, e), isinstance(e, MemoryError))
                 _alive()
             msg = bus.inbound.get_blocking(1000)
             _alive()

@@ -4,7 +4,8 @@
 # version whose ReAct loop did not import answered every message "Sorry", one whose
 # update code did not load could be neither updated nor rolled back again. It must show
 #   - the update path loads: what ota_update(), ota_status(), ota_rollback() and
-#     make deploy run (update/staging.py, ota.py, boot.py);
+#     make deploy run (update/staging.py, ota.py, download.py, boot.py), and the REPL's
+#     commands with the settings' rules (how a person fixes the board);
 #   - every module of each running channel's package loads (a reply's code, say, is
 #     loaded only when one goes out);
 #   - the agent thread builds a turn's prompt and LLM request and reads a canned answer
@@ -17,8 +18,40 @@ from mimi import limits
 
 UPDATE = (("mimi.update", ()),
           ("mimi.update.boot", ("boot_check", "rollback", "ota_status", "ota_rollback")),
-          ("mimi.update.ota", ("fetch", "verify", "install", "ota_update", "ota_firmware")),
+          ("mimi.update.download", ("get", "start")),
+          ("mimi.update.ota", ("download", "verify", "install", "ota_update", "ota_firmware")),
           ("mimi.update.staging", ("begin_deploy", "finish_deploy")))
+# the REPL's commands and the settings' rules: how a person fixes the board
+REPL = (("mimi.console.commands", ("config_set", "config_show", "set_wifi", "restart")),
+        ("mimi.config.rules", ()))
+
+
+async def trial():
+    """The check of a version on trial, as safemode.guard() runs it: -> True to confirm
+    it; a version that fails is logged and the board reset (the boot check rolls it
+    back after OTA_TRIAL_BOOTS such boots). No room in the heap to finish the check is
+    tried again, then not held against the version."""
+    import asyncio
+    from mimi import log, board
+
+    for n in range(limits.OTA_CHECK_TRIES):
+        try:
+            why = await run()
+        except MemoryError as e:
+            log.warning("ota", "version %s: no room in the heap to finish its check (%s; try %d of %d)",
+                        mimi.VERSION, e, n + 1, limits.OTA_CHECK_TRIES)
+            await asyncio.sleep(limits.OTA_CHECK_RETRY_S)
+            continue
+        if why is None:
+            return True
+        log.error("ota", "version %s cannot do its job: %s", mimi.VERSION, why)
+        print("OTA: version %s failed its check; resetting (after %d failed boots the previous "
+              "version comes back)." % (mimi.VERSION, limits.OTA_TRIAL_BOOTS))
+        board.reset()
+        return False
+    log.warning("ota", "version %s kept on what its check could show (the heap had no room for "
+                "the rest)", mimi.VERSION)
+    return True
 
 
 async def run():
@@ -27,6 +60,9 @@ async def run():
     why = _load(UPDATE)
     if why:
         return "the update code: " + why
+    why = _load(REPL)
+    if why:
+        return "the REPL: " + why
     for pkg, names in _channels():
         await asyncio.sleep_ms(0)  # imports hold the loop: one package at a time
         why = _load([(pkg, ())] + [(pkg + "." + n, ()) for n in names])
@@ -36,7 +72,8 @@ async def run():
 
 
 # what those modules load on the way that a settled firmware does not hold (stateless)
-DROP = ("mimi.update", "mimi.channels.", "mimi.net.")
+DROP = ("mimi.update", "mimi.channels.", "mimi.net.", "mimi.console.commands", "mimi.config.rules",
+        "mimi.devices.pins")
 
 
 def _load(mods):

@@ -55,15 +55,6 @@ def quiet(chat_id):
     return left
 
 
-def _hold(chat_id, seconds):
-    now = time.ticks_ms()
-    for k in [k for k, t in _quiet.items() if time.ticks_diff(t, now) <= 0]:
-        del _quiet[k]
-    if len(_quiet) >= limits.TG_QUIET_MAX:
-        _quiet.pop(next(iter(_quiet)))
-    _quiet[str(chat_id)] = time.ticks_add(now, min(seconds or 1, limits.TG_RETRY_AFTER_MAX_S) * 1000)
-
-
 class Api:
     """Bot API calls over one keep-alive AsyncClient. A call for a chat that Telegram
     answered 429 waits out its retry_after first (quiet())."""
@@ -107,8 +98,8 @@ class Api:
         p = obj.get("parameters")
         e = ApiError(obj.get("error_code") or r.status, obj.get("description"),
                      p.get("retry_after") if isinstance(p, dict) else None)
-        if e.code == 429 and chat is not None:
-            _hold(chat, e.retry_after)
+        if e.code == 429 and chat is not None:  # (tg_allow's chats only: few)
+            _quiet[str(chat)] = time.ticks_add(time.ticks_ms(), min(e.retry_after or 1, limits.TG_RETRY_AFTER_MAX_S) * 1000)
         raise e
 
     def close(self):
