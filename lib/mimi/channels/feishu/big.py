@@ -7,7 +7,7 @@
 # grows past FEISHU_PAYLOAD_MAX goes through Strings too. Loaded for such an event
 # and dropped after (channels/feishu/longconn.py).
 from mimi import limits
-from mimi.channels.feishu.frame import Frame, _fields, _int32, _text, _STR
+from mimi.channels.feishu.frame import Frame, _set, _whole
 
 
 class Strings:
@@ -132,8 +132,6 @@ class Reader:
     def _field(self, num, wt):
         if wt not in (0, 1, 2, 5):
             raise ValueError("unsupported wire type %d" % wt)
-        if num <= 9 and (wt == 0) != (num <= 4):
-            raise ValueError("field %d has the wrong wire type" % num)
         self.key = (num, wt)
         if wt in (1, 5):  # fixed width: skipped
             self.left = 8 if wt == 1 else 4
@@ -145,29 +143,12 @@ class Reader:
         if wt in (1, 5):
             return
         self.seen |= 1 << num
-        f = self.f
-        if num == 1:
-            f.seq = v
-        elif num == 2:
-            f.log = v
-        elif num == 3:
-            f.service = _int32(v)
-        elif num == 4:
-            f.method = _int32(v)
-        elif num == 5:
-            kv = ["", ""]
-            for n, w, x in _fields(v):
-                if n in (1, 2) and w == 2:
-                    kv[n - 1] = _text(x)
-            f.headers.append(kv)
-        elif num in _STR:
-            setattr(f, _STR[num], _text(v))
+        if num != 8 or wt != 2:  # (the payload went to its taker)
+            _set(self.f, num, wt, v)
 
     def frame(self):
         """The frame, its payload what `payload` made of it."""
         if self.key is not None or self.left or self.shift:
             raise ValueError("the frame ends inside a field")
-        if self.seen & 0x1E != 0x1E:
-            raise ValueError("a required field (SeqID, LogID, service, method) is missing")
         self.f.payload = self.payload.result()
-        return self.f
+        return _whole(self.f, self.seen)
