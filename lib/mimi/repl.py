@@ -27,7 +27,8 @@ def _command(name):
             from mimi import safemode  # update code does not load (the previous one's then)
 
             return safemode.update(name, *args, **kw)
-        where = "update.ota update.boot update" if name[:4] == "ota_" else "console.heapinfo" if name == "heap_info" \
+        where = "update.ota update.download update.boot update" if name[:4] == "ota_" \
+            else "console.heapinfo" if name == "heap_info" \
             else "usage.report usage.file" if name == "usage" else "devices.sim.parts" if name[:4] == "sim_" \
             else "console.commands"
         return mimi.run(where, name, *args, **kw)

@@ -124,6 +124,10 @@ def test_a_stalled_download_holds_nothing_and_ends_as_stalled():
     assert "stalled" in err and "nothing received for 2 s" in err, err
     assert n >= 10, (n, err)  # the loop ran on while the server stalled (before: 0 ticks)
     assert_old()
+    import sys
+
+    left = [m for m in sys.modules if m.startswith("mimi.update")]
+    assert left == [], left  # the background update let its code go
 
 
 def test_a_trickling_download_ends_early_as_too_slow():

@@ -173,9 +173,24 @@ def start(coro):
     if not looping():
         asyncio.run(coro)
         return
-    asyncio.create_task(coro)
+    asyncio.create_task(_then_drop(coro, set(sys.modules)))
     print("Downloading; the firmware keeps running. What happens is printed here and logged "
           "(log_tail()); ota_status() shows how far it got.")
+
+
+async def _then_drop(coro, before):
+    """A background update; what it loaded is let go when it ends without a reset: the
+    update package (nobody keeps it loaded; the REPL command's mimi.run() dropped it
+    when the command returned, and this task loaded it again) and the loop's HTTP
+    client if it was not loaded before (stateless; not the TLS or DNS state others share)."""
+    import mimi
+
+    try:
+        await coro
+    finally:
+        for m in [m for m in sys.modules if m.startswith("mimi.update")
+                  or (m == "mimi.net.asynchttp" and m not in before)]:
+            mimi.unload(m)
 
 
 class busy:
