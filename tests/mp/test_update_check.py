@@ -154,3 +154,32 @@ def test_the_agents_part_fails_when_a_turn_cannot_be_built():
         worker.stop()
         pkg.__path__ = real
     assert why == "the agent: ImportError: this react.py is broken", why
+
+
+def test_the_check_with_devices_keeps_their_state():
+    # The agent's part builds the prompt's ## Devices part and loads every tool's code,
+    # the device tools' included, then drops what it loaded: never devices/state.py,
+    # which holds what must last (an actuator's value, a button's presses).
+    import asyncio
+    from mimi import app, board
+    from mimi.agent import worker
+    from mimi.channels import dispatch
+    from mimi.tools.registry import registry
+
+    fs.write_atomic(limits.DEVICES_PATH, json.dumps({"devices": [{"name": "lamp", "type": "relay", "pin": 21}]}))
+    config.cfg.set("gpio_allow", "21")
+    app.devices_off()  # the boot pass: the table checked and kept in devices/state.py
+    assert registry.call("device_set", {"name": "lamp", "value": "on"}) == "OK: lamp = on"
+    state = sys.modules["mimi.devices.state"]
+    dispatch._started.append("websocket")
+    assert worker.start()
+    try:
+        from mimi.update import check
+
+        why = asyncio.run(check.run())
+    finally:
+        worker.stop()
+    assert why is None, why
+    assert sys.modules["mimi.devices.state"] is state
+    assert board.SIM_PINS[21]["level"] == 1
+    assert registry.call("device_read", {"name": "lamp"}) == "lamp = on"
