@@ -13,6 +13,7 @@ def boot():
 
 
 async def run():
+    global looping
     from mimi import bus
     from mimi.services import loopwatch
 
@@ -21,10 +22,12 @@ async def run():
     for coro in mimi.run("startup", "tasks", stop):
         asyncio.create_task(coro)
     log.info("app", "ready")
+    looping = True
     await _stop.wait()
 
 
 _stop = asyncio.Event()
+looping = False  # the loop runs: a REPL command may start loop tasks (an update's download)
 
 
 def stop():
@@ -61,6 +64,7 @@ def devices_off():
 
 
 def main():
+    global looping
     collect_often()
     devices_off()
     from mimi import safemode
@@ -76,6 +80,7 @@ def main():
     except KeyboardInterrupt:
         log.info("app", "loop stopped (Ctrl-C); REPL commands are available, restart() to boot again")
     finally:
+        looping = False
         from mimi.services import watchdog
 
         watchdog.release()  # the REPL stays usable: nothing may reset it now

@@ -47,7 +47,7 @@ HTTP_SINK_MAX = const(64 * 1024 * 1024)  # a body handed to a sink piece by piec
 HTTP_RECV_BUF = const(2048)  # per client: receive buffer (a longer header line is dropped)
 TG_RECV_BUF = const(1024)  # ... Telegram's: held the whole time by the long poll; JSON read piece by piece
 HTTP_PIECES_COLLECT = const(16 * 1024)  # a chunked body's pieces: gc.collect() this often
-HTTP_REDIRECTS = const(3)  # followed by httpstream.open_url (OTA downloads)
+HTTP_REDIRECTS = const(3)  # followed by OTA downloads (update/download.py)
 
 # Usage ledger (usage/ledger.py, usage/file.py) and its caps' defaults (SPEC §5)
 USAGE_PATH = "/usage.jsonl"  # outside /spiffs: no file tool reaches it
@@ -147,6 +147,8 @@ WS_PORT = const(18789)
 WS_MAX_CLIENTS = const(4)
 WS_FRAME_MAX = const(16 * 1024)  # one frame, and a whole fragmented message
 WS_FRAGMENTS_MAX = const(64)  # frames of one fragmented message (gateway and client)
+WS_BIG_MAX = const(1024 * 1024)  # the client: a frame over its limit, up to this, can be read in pieces ...
+WS_BIG_PIECE = const(2048)  # ... this big (net/wsclient.py recv(big=...): Feishu's long events)
 # open TCP connections (clients, handshakes, page loads): what the socket budget leaves
 WS_MAX_CONN = const(LWIP_SOCKETS - 1 - SOCK_TELEGRAM - SOCK_AGENT - SOCK_UDP)
 WS_HEADER_MAX = const(4096)  # HTTP request head
@@ -198,7 +200,7 @@ TG_BACKOFF_MAX_S = const(60)
 TG_CONFLICT_MIN_S = const(5)  # 409 (another instance or a webhook): retried slowly,
 TG_CONFLICT_MAX_S = const(60)  # the wait doubling up to this
 TG_BAD_TOKEN_S = const(300)  # 401/404: token refused; re-checked this often or on change
-TG_RETRY_AFTER_MAX_S = const(300)  # a 429 retry_after is honoured up to this
+TG_RETRY_AFTER_MAX_S = const(300)  # a 429 retry_after is honoured up to this (every call for that chat waits it)
 TG_TYPING_S = const(4)  # "typing" lasts ~5 s on Telegram: renewed this often
 TG_PROGRESS_AFTER_S = const(10)  # a turn running this long shows a progress message (channels/telegram/status.py)
 TG_EDIT_MIN_S = const(3)  # ... edited at most this often (Telegram's edit rate limits)
@@ -215,6 +217,11 @@ FEISHU_MSG_MAX = const(8 * 1024)  # UTF-8 bytes of one reply part
 FEISHU_RICH_MAX = const(30 * 1024)  # Feishu's cap on a post/card request body; a bigger part goes as text
 FEISHU_FRAME_MAX = const(16 * 1024)  # one WebSocket message of the long connection
 FEISHU_PAYLOAD_MAX = const(32 * 1024)  # an event joined from several frames (header sum > 1)
+# An event over those (a message of 9,000 CJK characters is 27 KB) is read in pieces and
+# its sender told it was too long (channels/feishu/big.py): its JSON kept without the strings
+FEISHU_LONG_STRING = const(512)  # ... longer than this (the text; ids and types are short),
+FEISHU_LONG_KEPT = const(8 * 1024)  # ... at most this much of it,
+FEISHU_HEADERS_MAX = const(1024)  # ... and each other field of its frame up to this
 FEISHU_PARTS = const(8)  # frames one event may be split into
 FEISHU_PARTS_WAIT_S = const(5)  # the frames of one event arrive within this, or are dropped
 FEISHU_DEDUP = const(64)  # recent message ids remembered: a redelivered event is dropped
@@ -332,7 +339,15 @@ OTA_BUNDLE_MAX = const(4 * 1024 * 1024)
 OTA_CHUNK = const(4096)
 OTA_TRIAL_BOOTS = const(2)  # a new version that fails to come up this often is rolled back
 OTA_DEADLINE_S = const(900)  # a whole download (bundle or image), redirects included
-OTA_IDLE_S = const(30)  # one wait this long fails a download (< WDT_TIMEOUT_MS: ota_update holds the loop)
+OTA_IDLE_S = const(30)  # nothing received this long: the download ends (the server stalled)
+OTA_RATE_WINDOW_S = const(30)  # a download's pace is judged over this long:
+OTA_RATE_MIN = const(512)  # ... fewer bytes/s, or a pace that cannot end within OTA_DEADLINE_S, ends it
+OTA_PACE_MS = const(250)  # how often a download's pace is looked at
+OTA_STATE = "/ota/state.json"  # the update state (update/boot.py)
+OTA_CONFIRM = "/ota/confirm.json"  # a trial boot's state as confirmed: confirming renames it in (no big allocation)
+OTA_CHECK_TRIES = const(3)  # a version on trial whose check finds no room in the heap is checked this often,
+OTA_CHECK_RETRY_S = const(20)  # ... this far apart, then confirmed on what it showed (never rolled back for it)
+OTA_CHECK_AGENT_S = const(300)  # the agent thread does its part of the check within this (a turn may run first)
 
 # Watchdog and safe mode
 WDT_TIMEOUT_MS = const(60000)  # hardware watchdog: no feed this long resets the board

@@ -10,7 +10,9 @@ What the firmware talks to, in Feishu's real wire formats:
         1, headers type=event, message_id, sum, seq, trace_id), answered by the client's
         ACK (the same frame with payload {"code":200} and a biz_rt header); the client's
         ping control frames (method 0, type=ping) answered with a pong carrying the
-        ClientConfig. The library itself pings at the RFC 6455 level too.
+        ClientConfig. The library itself pings at the RFC 6455 level too. With
+        configure(redeliver=True) the frames of an event not ACKed are sent again when the
+        client connects anew, as Feishu does.
   POST /open-apis/auth/v3/tenant_access_token/internal -> {"code":0,"msg":"ok",
         "tenant_access_token":"t-..","expire":N} (10014 for a wrong secret)
   GET  /open-apis/bot/v3/info -> {"code":0,"msg":"ok","bot":{..,"open_id":BOT}}
@@ -164,6 +166,9 @@ class FakeFeishu:
             self.long_connection = True
             self.names = {}  # open_id -> display name; None: no contact permission
             self.seq = 0
+            self.redeliver = False  # events not ACKed are sent again on the next connection
+            self.unacked = {}  # frame message id -> its frames (while redeliver is on)
+            self.redelivered = 0
 
     def configure(self, **kw):
         with self.lock:
@@ -202,6 +207,7 @@ class FakeFeishu:
                 "sent": self.sent, "acks": self.acks, "pings": self.pings,
                 "connections": self.connections, "open": self.open,
                 "endpoint_calls": self.endpoint_calls, "token_calls": self.token_calls,
+                "redelivered": self.redelivered,
                 "events": self.events, "violations": self.violations, "calls": self.calls}))
 
     def wait(self, pred, timeout=30.0):
@@ -380,11 +386,17 @@ class FakeFeishu:
                                              ("sum", str(parts)), ("seq", str(i)), ("trace_id", trace)],
                     "payload": data[i * size:(i + 1) * size]}))
             self.events.append({"frame_id": fid, "parts": parts})
+            if self.redeliver:
+                self.unacked[fid] = frames
         ws = self.ws
         if ws is None:
             raise AssertionError("no long connection is open")
         for f in frames:
-            asyncio.run_coroutine_threadsafe(ws.send(f), self.loop).result(10)
+            try:
+                asyncio.run_coroutine_threadsafe(ws.send(f), self.loop).result(10)
+            except Exception:  # noqa: BLE001 - the client dropped the connection: redelivered
+                if not self.redeliver:
+                    raise
         return fid
 
     def event(self, *args, parts=1, **kw):
@@ -405,7 +417,11 @@ class FakeFeishu:
             self.connections += 1
             self.open += 1
             self.ws = ws
+            again = [f for frames in self.unacked.values() for f in frames]
+            self.redelivered += len(again)
         try:
+            for f in again:  # as Feishu does after a reconnect
+                await ws.send(f)
             async for msg in ws:
                 if not isinstance(msg, bytes):
                     self.violation("text WebSocket message from the client: %r" % msg[:80])
@@ -438,6 +454,7 @@ class FakeFeishu:
                     if header(f, "biz_rt") is None or not header(f, "biz_rt").isdigit():
                         self.violation("ACK without biz_rt")
                     with self.lock:
+                        self.unacked.pop(header(f, "message_id"), None)
                         self.acks.append({"frame_id": header(f, "message_id"), "seq": header(f, "seq"),
                                           "SeqID": f["SeqID"], "LogID": f["LogID"], "code": (answer or {}).get("code"),
                                           "type": header(f, "type")})

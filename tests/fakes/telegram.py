@@ -8,7 +8,10 @@ unknown or unbalanced tags -> 400 "Bad Request: can't parse entities: ...", text
 sendChatAction, editMessageText (the bot's own messages: text checked like sendMessage;
 400 "message is not modified" for the same text, "message to edit not found") and
 deleteMessage. Everything the bot sends is recorded; an edit changes the recorded
-message ("edits" counts them) and a deletion marks it "deleted".
+message ("edits" counts them) and a deletion marks it "deleted". Flood control as
+Telegram's: after a 429 with retry_after for a chat, every call for that chat is
+refused (429, the time left) until it has passed, and recorded as a violation
+(configure flood_control=False: not enforced).
 
 Scripting, in-process (tests) or over HTTP (MicroPython tests, the simulator):
   POST /_control/update  one or a list of update specs -> {"update_ids": [...]}
@@ -23,7 +26,7 @@ Scripting, in-process (tests) or over HTTP (MicroPython tests, the simulator):
                           "delay_s": 0, "if_parse_mode": true,
                           "body": "not JSON" (sent as is with the status),
                           "cut": true (the answer's length announced, half sent, closed)}
-  POST /_control/config  {"ensure_ascii": true, "max_poll_s": 30, "username": "..",
+  POST /_control/config  {"ensure_ascii": true, "max_poll_s": 30, "username": "..", "flood_control": true,
                           "retain": false (true: confirmed updates are kept and sent again
                           to a getUpdates with an older offset, as if a bot lost its offset)}
   POST /_control/reset
@@ -248,13 +251,17 @@ class FakeTelegram:
             self.max_poll_s = 30.0
             self.username = USERNAME
             self.retain = False  # keep confirmed updates: a bot that forgot its offset gets them again
+            self.flood = {}  # chat id -> time.time() until which its 429's retry_after holds
+            self.flood_control = True
             self.cond.notify_all()
 
     def configure(self, **kw):
         with self.cond:
-            for k in ("ensure_ascii", "max_poll_s", "username", "retain"):
+            for k in ("ensure_ascii", "max_poll_s", "username", "retain", "flood_control"):
                 if k in kw:
                     setattr(self, k, kw[k])
+            if not self.flood_control:
+                self.flood.clear()
 
     def fail(self, method, status, description=None, retry_after=None, times=1, delay_s=0,
              if_parse_mode=False, body=None, cut=False):
@@ -379,8 +386,18 @@ class FakeTelegram:
             else:
                 self.violations.append("%s: unexpected Content-Type %r" % (method, ctype))
         with self.cond:
-            self.calls.append({"method": method, "params": params, "t": time.time()})
+            now = time.time()
+            self.calls.append({"method": method, "params": params, "t": now})
+            chat = str(params.get("chat_id")) if params.get("chat_id") is not None else None
+            left = self.flood.get(chat, 0) - now
+            if left > 0:  # Telegram refuses the chat until its retry_after has passed
+                self.violations.append("%s to chat %s %.1f s before the retry_after of a 429 had "
+                                       "passed" % (method, chat, left))
+                return _err(429, "Too Many Requests: retry after %d" % -(-left // 1),
+                            retry_after=int(-(-left // 1)))
             rule = self._take_fail(method, params)
+            if rule and rule["status"] == 429 and rule["retry_after"] and chat and self.flood_control:
+                self.flood[chat] = now + rule["retry_after"]
         if rule:
             if rule["delay_s"]:
                 time.sleep(rule["delay_s"])

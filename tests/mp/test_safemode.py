@@ -75,3 +75,23 @@ def test_safe_mode_boot_runs_no_channels_and_no_agent():
                 "mimi.services.cron", "mimi.services.heartbeat"):
         assert mod not in sys.modules, mod
     assert "mimi.services.wifi" in sys.modules  # the portal's code loads only when it opens
+
+
+def test_a_good_version_is_confirmed_on_a_short_heap():
+    # Issue 25 (item 13's update part): at 224-256 KB "confirming the update failed:
+    # MemoryError" (the update code was loaded to confirm), the good version stayed
+    # on trial and the next reboots rolled it back. Confirming takes no big block.
+    import json
+    import support
+    from mimi import fs
+
+    fs.makedirs(limits.OTA_DIR + "/prev")
+    fs.write_atomic(limits.OTA_DIR + "/state.json", json.dumps(
+        {"state": "trial", "version": "9.9.9", "prev": "0.1.0", "tops": ["lib/mimi"], "boots": 0}))
+    boot()  # trial boot 1
+    safemode.checked = True  # it showed it can do its job (update/check.py)
+    ballast = support.leave_holes(4, 512)  # no free block over 512 bytes
+    safemode.healthy()
+    del ballast
+    with open(limits.OTA_DIR + "/state.json") as f:
+        assert json.load(f)["state"] == "ok"

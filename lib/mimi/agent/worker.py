@@ -5,6 +5,7 @@
 import sys
 import time
 import _thread
+import mimi
 from mimi import limits, log, bus, channels, short, unload
 from mimi.config import settings as config
 
@@ -17,6 +18,10 @@ failures = 0
 
 _started = False
 _stop = False
+# update/check.py asks (check = ASKED) for the agent's part of an update's check; the
+# thread answers (why not or None, whether the heap ran out): agent/selftest.py
+ASKED = "asked"
+check = None
 TOO_BIG = ("Sorry, this turn did not fit in the board's free memory (prompt, history and "
            "tools). Try again, or send /reset to start the chat afresh.")
 
@@ -223,10 +228,16 @@ def handle(msg):
 
 
 def _loop():
-    global _started
+    global _started, check
     log.info("agent", "agent thread running")
     try:
         while not _stop:
+            if check is ASKED:
+                try:
+                    check = (mimi.run("agent.selftest", "run"), False)
+                except Exception as e:  # whatever it is, the version cannot do its job
+                    check = ("%s: %s" % (type(e).__name__, e), isinstance(e, MemoryError))
+                _alive()
             msg = bus.inbound.get_blocking(1000)
             _alive()
             ledger = sys.modules.get("mimi.usage.ledger")  # loaded by the first turn

@@ -11,6 +11,7 @@
 # once the supervisor is online again.
 import gc
 import json
+import time
 import asyncio
 import mimi
 from mimi import limits, log, bus, fs, jsonutil, channels
@@ -37,8 +38,26 @@ class ApiError(Exception):
         return self.code == 400 and "can't parse entities" in self.description
 
 
+_quiet = {}  # chat id (str) -> ticks_ms until which Telegram refuses calls for it (a 429)
+
+
+def quiet(chat_id):
+    """ms left before Telegram takes calls for chat_id again (0: now): a 429's
+    retry_after holds for every method on that chat."""
+    key = str(chat_id)
+    t = _quiet.get(key)
+    if t is None:
+        return 0
+    left = time.ticks_diff(t, time.ticks_ms())
+    if left <= 0:
+        del _quiet[key]
+        return 0
+    return left
+
+
 class Api:
-    """Bot API calls over one keep-alive AsyncClient."""
+    """Bot API calls over one keep-alive AsyncClient. A call for a chat that Telegram
+    answered 429 waits out its retry_after first (quiet())."""
 
     def __init__(self, base, token, timeout_s, client=None):
         self.base = base
@@ -50,6 +69,10 @@ class Api:
     async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None):
         """-> the result; ApiError for Telegram's refusals. sink (getUpdates): an Updates
         that reads the answer as it arrives; None is returned when it took it."""
+        chat = params.get("chat_id") if params else None
+        if chat is not None:
+            while quiet(chat):
+                await asyncio.sleep_ms(quiet(chat))
         body = json.dumps(params or {}).encode()
         async with self.lock:
             if self.stale:  # after an outage a request on the old socket would time out
@@ -73,8 +96,11 @@ class Api:
         if r.status == 200 and obj.get("ok"):
             return obj.get("result")
         p = obj.get("parameters")
-        raise ApiError(obj.get("error_code") or r.status, obj.get("description"),
-                       p.get("retry_after") if isinstance(p, dict) else None)
+        e = ApiError(obj.get("error_code") or r.status, obj.get("description"),
+                     p.get("retry_after") if isinstance(p, dict) else None)
+        if e.code == 429 and chat is not None:  # (tg_allow's chats only: few)
+            _quiet[str(chat)] = time.ticks_add(time.ticks_ms(), min(e.retry_after or 1, limits.TG_RETRY_AFTER_MAX_S) * 1000)
+        raise e
 
     def close(self):
         try:

@@ -157,6 +157,8 @@ async def act(bot, what, chat_id, arg=None):
 
 
 async def _action(bot, chat_id):
+    if tg.quiet(chat_id):  # Telegram holds the chat off (a 429): no typing until it is over
+        return
     try:
         await _api(bot).call("sendChatAction", {"chat_id": chat_id, "action": "typing"})
     except asyncio.CancelledError:
