@@ -20,6 +20,7 @@ made = None  # the (board, gpio_allow) settings it was made with
 i2c_ids = {}  # (sda, scl) -> the I2C controller (0 or 1) those pins have
 locks = {}  # a device's or a bus's name -> its lock (one measurement, one transfer at a time)
 presses = {}  # button name -> [presses since the last reading, ticks of the last edge]
+pressed = None  # fn(name) told of each press as it happens (the rules' `pressed`), or None
 _DEBOUNCE_MS = 50
 _KEEP = ("mimi.devices.state", "mimi.devices.sim")  # never dropped (the simulator's parts)
 
@@ -43,6 +44,8 @@ def counter(name):
         now = time.ticks_ms()
         if time.ticks_diff(now, c[1]) >= _DEBOUNCE_MS:
             c[0] += 1
+            if pressed:
+                pressed(name)
         c[1] = now
 
     return edge
@@ -87,6 +90,11 @@ def drop():
         import gc
 
         gc.collect()  # the code's room whole again before the turn goes on
+
+
+def logging():
+    """[(name, log_min)] of the devices whose readings the history keeps."""
+    return [(r[0], r[2]["log_min"]) for r in rows or () if not r[10] and r[2].get("log_min")]
 
 
 def fresh():

@@ -64,6 +64,10 @@ class Out:
     def _state(self, on):
         return (("", 1 if on else 0, "on" if on else "off"),)
 
+    def check(self, value):
+        """Fault unless set(value) would take it (a rule's value, checked before it is kept)."""
+        onoff(self.dev.name, value)
+
     def set(self, value):
         on = onoff(self.dev.name, value)
         want = on ^ self.inv
