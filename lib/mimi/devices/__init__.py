@@ -36,6 +36,39 @@ def saved(exists):
     """The table wrote (True) or removed (False) the device file."""
     global _file
     _file = exists
+    changed()
+
+
+_later = None  # set: the first device was added (the rules' loop starts then)
+
+
+def changed():
+    """The devices or the rules changed (any thread): the loop of the rules and the
+    history (services/rules/engine.py) takes them again, or starts."""
+    import sys
+
+    e = sys.modules.get("mimi.services.rules.engine")
+    if e:
+        e.changed()
+    elif _later:
+        _later.set()
+
+
+async def body():
+    """The loop task of the rules and the history (startup.tasks()): it runs while
+    devices or rules exist; before the first device it only waits for one."""
+    global _later
+    from mimi import fs
+
+    if not attached() and not fs.exists(limits.RULES_PATH):
+        import asyncio
+
+        _later = asyncio.ThreadSafeFlag()
+        await _later.wait()
+        _later = None
+    from mimi.services.rules import engine
+
+    await engine.run()
 
 
 def use():
