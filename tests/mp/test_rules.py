@@ -97,7 +97,7 @@ async def test_a_button_press_reaches_the_chat_through_its_interrupt():
     parts.set("button@4", pressed=1)
     time.sleep_ms(5)  # (the pin's soft IRQ runs)
     parts.set("button@4", pressed=0)
-    assert e._presses == ["door"]
+    assert e.presses == ["door"]
     await clock.step(e)
     assert sent() == [("websocket", "home", "door was pressed")]
 

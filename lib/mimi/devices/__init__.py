@@ -54,18 +54,30 @@ def changed():
         _later.set()
 
 
-async def body():
-    """The loop task of the rules and the history (startup.tasks()): it runs while
-    devices or rules exist; before the first device it only waits for one."""
-    global _later
+def _body():
+    """Is there work for the rules' loop: a rule file, or a device that logs?"""
     from mimi import fs
 
-    if not attached() and not fs.exists(limits.RULES_PATH):
-        import asyncio
+    if fs.exists(limits.RULES_PATH):
+        return True
+    if not attached():
+        return False
+    from mimi.devices import state  # (loaded with the table at boot: app.devices_off)
 
+    return bool(state.logging())
+
+
+async def body():
+    """The loop task of the rules and the history (startup.tasks()): the rules' loop
+    (services/rules/engine.py) once there is a rule or a device that logs; until then
+    it only waits for one (a change wakes it), and holds nothing else."""
+    global _later
+    import asyncio
+
+    while not _body():
         _later = asyncio.ThreadSafeFlag()
         await _later.wait()
-        _later = None
+    _later = None
     from mimi.services.rules import engine
 
     await engine.run()

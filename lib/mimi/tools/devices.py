@@ -80,5 +80,5 @@ def device_remove(args, ctx):
         except OSError as e:
             return "Error: not saved (%s); nothing changed" % fs.why(e)
     if fs.isdir(limits.HISTORY_DIR):  # its readings go with it
-        mimi.run("services.history.store", "remove", dev.name)
+        mimi.run("services.history.store services.history", "remove", dev.name)
     return "OK: removed %s%s" % (dev.label(), " (left off)" if dev.kind == "out" else "")

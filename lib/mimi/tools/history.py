@@ -19,8 +19,8 @@ def device_history(args, ctx):
         return "Error: 'hours' is a number from 1 to 2400 (24 if not given)"
     from mimi.config.settings import tz_s
 
-    out = mimi.run("services.history.summary services.history.query services.history.store", "answer",
-                   args.get("name"), hours, tz_s())
+    out = mimi.run("services.history.summary services.history.query services.history.store services.history",
+                   "answer", args.get("name"), hours, tz_s())
     if args.get("chart") and not out.startswith("Error"):
         out += "\n" + send_chart(ctx, args["name"], hours)
     return out

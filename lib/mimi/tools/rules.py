@@ -19,8 +19,8 @@ def rule_add(args, ctx):
 
 
 def rule_list(args, ctx):
-    e = sys.modules.get("mimi.services.rules.engine")
-    return mimi.run("services.rules.book", "listing", e.states() if e else None)
+    running = "mimi.services.rules.engine" in sys.modules  # (their state: the loop's)
+    return mimi.run("services.rules.book", "listing", mimi.run("services.rules.check", "states") if running else None)
 
 
 def rule_remove(args, ctx):

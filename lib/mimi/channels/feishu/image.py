@@ -10,17 +10,16 @@ import json
 import mimi
 from mimi import log
 
+_HISTORY = "mimi.services.history"  # the chart's code: loaded for it, dropped after
+
 TAG = "feishu"
 IMAGES = "/open-apis/im/v1/images"
 NO_SCOPE = (99991672, 99991679)  # access denied: the app lacks a permission (scope)
-_CODE = ("services.history.chart", "services.history.png", "services.history.font",
-         "services.history.summary", "services.history.query", "services.history.store",
-         "channels.feishu.image")
 
 
 async def chart(bot, rid, want):
     """want: the command's text ("/chart living_temp 48") or [name, hours]."""
-    new = [m for m in _CODE if "mimi." + m not in sys.modules]
+    had = [m for m in sys.modules if m.startswith(_HISTORY)]
     try:
         from mimi.services.history import query
 
@@ -33,8 +32,9 @@ async def chart(bot, rid, want):
     finally:
         if bot.api:
             bot.api.close()
-        for m in new:
-            mimi.drop(m)
+        for m in [m for m in sys.modules if m.startswith(_HISTORY) and m not in had]:
+            mimi.unload(m)  # the chart's code, loaded for it
+        mimi.drop("channels.feishu.image")
 
 
 async def _send(bot, rid, name, hours):

@@ -9,13 +9,12 @@ import mimi
 from mimi import log
 from mimi.channels.telegram import send as out
 
-_CODE = ("services.history.chart", "services.history.png", "services.history.font",
-         "services.history.query", "services.history.store", "channels.telegram.photo")
+_HISTORY = "mimi.services.history"  # the chart's code: loaded for it, dropped after
 
 
 async def chart(bot, chat_id, want):
     """want: the command's text ("/chart living_temp 48") or [name, hours]."""
-    new = [m for m in _CODE if "mimi." + m not in sys.modules]
+    had = [m for m in sys.modules if m.startswith(_HISTORY)]
     try:
         from mimi.services.history import query
 
@@ -26,8 +25,9 @@ async def chart(bot, chat_id, want):
             return
         await _send(bot, chat_id, name, hours)
     finally:
-        for m in new:
-            mimi.drop(m)
+        for m in [m for m in sys.modules if m.startswith(_HISTORY) and m not in had]:
+            mimi.unload(m)  # the chart's code, loaded for it
+        mimi.drop("channels.telegram.photo")
 
 
 async def _send(bot, chat_id, name, hours):

@@ -63,7 +63,8 @@ async def send(msg):
 
 def chart(want):
     """A chart's data for the page ({"type":"chart",...}; services/history/summary.py)."""
-    return mimi.run("services.history.summary services.history.query services.history.store", "page", want)
+    return mimi.run("services.history.summary services.history.query services.history.store services.history",
+                    "page", want)
 
 
 async def _connection(sr, sw):

@@ -88,9 +88,10 @@ def request(text):
 
 def units(name):
     """(unit, second unit) of device `name` from its last reading ("21.5 °C" -> "°C")."""
-    from mimi.devices import state
+    import sys
 
-    last = state.last.get(name)
+    state = sys.modules.get("mimi.devices.state")  # (not loaded: no device has read)
+    last = state.last.get(name) if state else None
     out = ["", ""]
     for k, item in enumerate(last[0][:2] if last else ()):
         t = item[2].split()
