@@ -207,8 +207,17 @@ def value(key, v):
 
 
 def check(changes):
-    """{key: value} -> the values as stored; ValueError for the first one refused."""
-    return {k: value(k, v) for k, v in changes.items()}
+    """{key: value} -> the values as stored; ValueError for the first one refused.
+    A new ca_file must hold roots (not checked at load: the file may change later)."""
+    out = {k: value(k, v) for k, v in changes.items()}
+    if out.get("ca_file"):
+        import mimi
+
+        try:
+            mimi.run("net.tlsroots", "check", out["ca_file"])
+        except ValueError as e:
+            raise ValueError("ca_file: %s: %s" % (out["ca_file"], e))
+    return out
 
 
 def parse(path, raw):
