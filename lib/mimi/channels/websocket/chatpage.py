@@ -65,8 +65,8 @@ $('go').onclick=connect;
 $('f').onsubmit=e=>{e.preventDefault();const t=$('t').value.trim();
  if(!t)return;if(!ws||ws.readyState!=1){add('e','Not connected');return;}
  if(t=='/usage'){ws.send('{"type":"usage"}');$('t').value='';return;}
- const c=t.match(/^\/chart\s+(\S+)(?:\s+([\d.]+))?\s*$/);
- if(c){ws.send(JSON.stringify({type:'chart',name:c[1],hours:c[2]?+c[2]:24}));add('u',t);$('t').value='';return;}
+ const g=t.match(/^\/chart\s+(\S+)(?:\s+([\d.]+))?\s*$/);
+ if(g){ws.send(JSON.stringify({type:'chart',name:g[1],hours:g[2]?+g[2]:24}));add('u',t);$('t').value='';return;}
  const m={type:'message',content:t},c=cid();if(c)m.chat_id=c;
  ws.send(JSON.stringify(m));add('u',t);$('t').value='';};
 $('t').onkeydown=e=>{if(e.key=='Enter'&&!e.shiftKey){e.preventDefault();$('f').requestSubmit();}};

@@ -152,7 +152,8 @@ async def _sample(name, now):
         b = eng.bad.setdefault(name, [0, False])
         b[0] += 1
         for r in rs:
-            r[_NEXT] = time.ticks_add(now, min(r[_EVERY] << min(b[0], 16), limits.RULE_BACKOFF_MAX_S * 1000))
+            back = min(r[_EVERY] << min(b[0], 16), limits.RULE_BACKOFF_MAX_S * 1000)
+            r[_NEXT] = time.ticks_add(now, max(back, r[_EVERY]))
         if lg:
             lg[1] = time.ticks_add(now, lg[0])
             _once(name, "read", why)
@@ -231,6 +232,8 @@ async def _fire(r, on, text, now):
             try:
                 got = await t.adrive(r[_TARGET], to)
                 log.info(TAG, "rule %d: %s %s: %s = %s", r[_ID], r[_DEV], text, r[_TARGET], t.text(got))
+                if r[_TARGET] not in (x[_DEV] for x in eng.rules):  # (a watched one's state is its reads')
+                    eng.bad.pop(r[_TARGET], None)
             except Exception as e:
                 d = t.find(r[_TARGET])
                 why = t.said(d, e) if d else "no device %s" % r[_TARGET]
