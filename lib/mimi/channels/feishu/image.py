@@ -5,12 +5,9 @@
 # as an image message. Without that permission (Feishu answers 99991672) the chart
 # comes as a text summary (min, max, mean and a dozen points: what device_history
 # says). Loaded for a chart and dropped after it, with the chart's code.
-import sys
 import json
 import mimi
-from mimi import log
-
-_HISTORY = "mimi.services.history"  # the chart's code: loaded for it, dropped after
+from mimi import log, channels
 
 TAG = "feishu"
 IMAGES = "/open-apis/im/v1/images"
@@ -19,21 +16,13 @@ NO_SCOPE = (99991672, 99991679)  # access denied: the app lacks a permission (sc
 
 async def chart(bot, rid, want):
     """want: the command's text ("/chart living_temp 48") or [name, hours]."""
-    had = [m for m in sys.modules if m.startswith(_HISTORY)]
     try:
-        from mimi.services.history import query
-
-        try:
-            name, hours = query.request(want) if isinstance(want, str) else (want[0], float(want[1]))
-        except ValueError as e:
-            await bot.send_text(rid, str(e))
-            return
-        await _send(bot, rid, name, hours)
+        await channels.load("charts").chart(want, lambda name, hours: _send(bot, rid, name, hours),
+                                            lambda why: bot.send_text(rid, why))
     finally:
         if bot.api:
             bot.api.close()
-        for m in [m for m in sys.modules if m.startswith(_HISTORY) and m not in had]:
-            mimi.unload(m)  # the chart's code, loaded for it
+        mimi.drop("channels.charts")
         mimi.drop("channels.feishu.image")
 
 

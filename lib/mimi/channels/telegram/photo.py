@@ -4,29 +4,18 @@
 # (Chart.size()) and the PNG goes out as it is drawn, a few rows at a time between
 # writes (http.Pieces), so the 29 KB picture is never held and the loop runs between
 # them. Loaded for a chart and dropped after it, with the chart's code.
-import sys
 import mimi
-from mimi import log
+from mimi import log, channels
 from mimi.channels.telegram import send as out
-
-_HISTORY = "mimi.services.history"  # the chart's code: loaded for it, dropped after
 
 
 async def chart(bot, chat_id, want):
     """want: the command's text ("/chart living_temp 48") or [name, hours]."""
-    had = [m for m in sys.modules if m.startswith(_HISTORY)]
     try:
-        from mimi.services.history import query
-
-        try:
-            name, hours = query.request(want) if isinstance(want, str) else (want[0], float(want[1]))
-        except ValueError as e:
-            await out.plain(bot, chat_id, str(e))
-            return
-        await _send(bot, chat_id, name, hours)
+        await channels.load("charts").chart(want, lambda name, hours: _send(bot, chat_id, name, hours),
+                                            lambda why: out.plain(bot, chat_id, why))
     finally:
-        for m in [m for m in sys.modules if m.startswith(_HISTORY) and m not in had]:
-            mimi.unload(m)  # the chart's code, loaded for it
+        mimi.drop("channels.charts")
         mimi.drop("channels.telegram.photo")
 
 
