@@ -145,7 +145,8 @@ def test_chart_on_telegram_is_a_png_a_real_decoder_reads(tmp_path, fake_telegram
         st = tg.wait(lambda s: sum(x.get("kind") == "photo" for x in s["sent"]) == 2 and
                      any(x["visible"] == "Here is the last two days." for x in s["sent"]), 90)
         out = tool_results(llm.requests[1])[-1]
-        assert out.startswith("room, last 48 h (") and "576 readings" in out and "min 20 \u00b0C" in out, out
+        # the seeded readings, and the one the logger took when the device was added
+        assert out.startswith("room, last 48 h (") and "577 readings" in out and "min 20 \u00b0C" in out, out
         assert out.endswith("The chart was sent to the chat."), out
         assert parse(tg.fake.photos[1])[:2] == (480, 240)
 
@@ -169,7 +170,7 @@ def test_chart_on_feishu_and_on_the_chat_page(tmp_path, fake_feishu, fake_anthro
         fs.event("/chart room 12", open_id=user)
         st = fs.wait(lambda s: any("im:resource" in m["visible"] for m in s["sent"]), 60)
         text = [m["visible"] for m in st["sent"] if "im:resource" in m["visible"]][0]
-        assert text.startswith("room, last 12 h (") and "144 readings" in text, text
+        assert text.startswith("room, last 12 h (") and "145 readings" in text, text  # (and the logger's)
         assert fs.state()["violations"] == [] and llm.requests == []
 
         async def page():
@@ -181,6 +182,6 @@ def test_chart_on_feishu_and_on_the_chat_page(tmp_path, fake_feishu, fake_anthro
                 return a, b
 
         a, b = asyncio.run(page())
-        assert a["type"] == "chart" and a["name"] == "room" and a["count"] == 288 and a["unit"] == "\u00b0C"
+        assert a["type"] == "chart" and a["name"] == "room" and a["count"] == 289 and a["unit"] == "\u00b0C"
         assert len(a["lo"]) == len(a["hi"]) == 160 and a["min"][0] == 20 and a["max"][0] == 25.88
         assert b == {"type": "error", "content": "No history for 'attic' (devices with a history: room)"}
