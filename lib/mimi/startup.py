@@ -98,6 +98,7 @@ def tasks(stop):
         from mimi import devices
 
         ts.append(w("rules", devices.body()))  # the rules and the history (SPEC §14)
+    ts += board.tasks()  # the simulator's Ctrl-C (board/host.py)
     if board.CONSOLE:
         from mimi.console import serial as console
 
