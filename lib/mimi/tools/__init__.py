@@ -54,14 +54,16 @@ TOOLS = (
     ("gpio_read_all", "gpio", "Read every allowed GPIO pin without changing outputs.", _NONE),
     # The device tools (SPEC §13), worded tight: every request carries them. Offered only
     # where they can do something (NEEDS); the handlers check what a schema leaves out.
-    ("device_list", "devices", "Devices and last readings.", '{"type":"object","properties":{}}'),
+    # i2c_scan's optional sda/scl are named in its words, not as properties: with none
+    # attached the three must stay within +600 bytes in the OpenAI shape too (each tool's
+    # wrapper there is 27 bytes longer than Anthropic's).
+    ("device_list", "devices", "Devices, last readings.", '{"type":"object"}'),
     ("device_add", "devices",
-     "Add a part. type: digital_in button analog_in ntc ldr soil ds18b20 dht11 dht22 sht3x "
-     "aht20 bme280 bh1750 hcsr04 digital_out relay pwm servo rgb_led buzzer; and pin, or sda scl "
-     "addr; log_min N: log every N min",
+     "type: digital_in button analog_in ntc ldr soil ds18b20 dht11 dht22 sht3x aht20 bme280 "
+     "bh1750 hcsr04 digital_out relay pwm servo rgb_led buzzer; pin or sda scl addr; log_min: "
+     "minutes per log",
      '{"type":"object","properties":{"name":{},"type":{}}}'),
-    ("i2c_scan", "i2c", "Addresses answering on I2C (SDA 8 SCL 9 if none given).",
-     '{"type":"object","properties":{"sda":{},"scl":{}}}'),
+    ("i2c_scan", "i2c", "I2C addresses that answer; sda scl default 8 9.", '{"type":"object"}'),
     ("device_read", "devices", "Read a device.", _NAME),
     ("device_set", "devices", "Set: on/off, 0-100, angle, colour (red, #ff8000, blue 30%), "
      "tone (440 300).", '{"type":"object","properties":{"name":{},"value":{}}}'),
