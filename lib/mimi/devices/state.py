@@ -35,14 +35,15 @@ def lock_of(key):
     return lk
 
 
-def counter(name):
-    """A button's pin interrupt handler: presses counted, an edge within 50 ms of the
-    last one taken for a bounce."""
+def counter(name, active):
+    """A button's pin interrupt handler, on both edges: a press is an edge after 50 ms
+    without one, the pin then at its pressed level `active`; an edge within 50 ms of the
+    last one is a bounce. (Falling edges alone counted a release's bounces as a press.)"""
     c = presses.setdefault(name, [0, 0])
 
     def edge(pin):
         now = time.ticks_ms()
-        if time.ticks_diff(now, c[1]) >= _DEBOUNCE_MS:
+        if time.ticks_diff(now, c[1]) >= _DEBOUNCE_MS and pin.value() == active:
             c[0] += 1
             if pressed:
                 pressed(name)
