@@ -114,6 +114,7 @@ async def test_a_flapping_input_is_held_by_the_cooldown():
         time.sleep_ms(60)
         parts.set("button@4", pressed=0)
         time.sleep_ms(60)
+        assert e.presses == ["door"], e.presses  # debounced: its bounces are one press
         await clock.step(e, 5)
         got += sent()
     assert got == [HOME + ("ding",)] * 2, got  # at 5 s and 35 s (30 s apart)
@@ -254,3 +255,52 @@ async def test_the_hourly_ceiling_sums_up_the_rest():
     await clock.step(e, 3600)
     got = sent()
     assert got[0][2].startswith("(5 more not shown"), got
+
+
+class Model:
+    """An LLM that answers at once (tests/mp/test_usage.py's way: provider.from_config)."""
+    name = "openai"
+    model = "gpt-5-mini"
+    calls = 0
+
+    def chat(self, system, messages, tools):
+        from mimi.llm import provider
+
+        self.calls += 1
+        self.asked = messages[-1]["content"]
+        return provider.Reply("Open a window.", [], {"input": 100, "output": 10, "cache_read": 0, "cache_write": 0})
+
+
+async def test_an_ask_rule_is_a_turn_in_its_chat_and_the_spend_caps_count_it():
+    import mimi
+    from mimi.agent import worker
+    from mimi.llm import provider
+
+    warm_room()
+    out = call("rule_add", ("telegram", "42"), name="hot", device="room", when="above", value=28, every_s=1,
+               cooldown_s=10, then="ask", prompt="{name} is {value}: what should I do?")
+    assert out.startswith("OK: rule 1: when room above 28, checked every 1 s: ask the agent "
+                          "\"{name} is {value}: what should I do?\" (at most every 10 s)"), out
+    mimi.drop("usage.ledger")
+    cfg.set("max_calls_day", 1)
+    model = Model()
+    provider.from_config = lambda c: model
+    e = engine()
+    clock = Ticks()
+    asked = []
+    for temp in (29, 27, 29.5):  # above, cleared, above again after the cooldown
+        parts.set("sht3x@0x44", temp=temp)
+        await clock.step(e, 11)
+        m = bus.inbound.get_nowait()
+        if m is not None:
+            asked.append(m)
+    assert len(asked) == 2 and model.calls == 0, asked  # the rule asks; the agent thread answers
+    m = asked[0]
+    assert (m.channel, m.chat_id, m.meta) == ("telegram", "42", {"rule": 1}), m
+    assert m.content == "[rule 1 'hot': room 29 \u00b0C] room is 29 \u00b0C: what should I do?", m.content
+    assert worker.run_message(m) == "Open a window." and model.calls == 1
+    # the day's cap (max_calls_day 1) counted that turn: the next ask makes no LLM call and
+    # nothing goes to the chat (a rule's turn, like cron's, is dropped quietly)
+    assert worker.run_message(asked[1]) == "" and model.calls == 1
+    assert any("turn refused: the daily limit of 1 LLM calls" in line for line in log.recent(20))
+    cfg.set("max_calls_day", 0)
