@@ -15,7 +15,7 @@ from websockets.asyncio.client import connect
 
 from simproc import Sim, llm_settings
 from test_chart_png import parse
-from test_devices_e2e import call, console, tool_results, tools_offered
+from test_devices_e2e import ask, call, console, tool_results, tools_offered
 
 TOKEN = "rules-e2e-token"
 PARTS = ["sht3x:sda=8,scl=9,addr=0x44,temp=25", "relay:pin=21", "button:pin=4,bounce=2"]
@@ -102,6 +102,45 @@ def test_telegram_rules_act_without_the_llm_and_survive_a_restart(tmp_path, fake
         sim.wait_for(r"2 cool: when room above 28 \(hysteresis 1\), checked every 1 s: set fan to on, "
                      r"otherwise off; to telegram 42; holds now")
         assert len(llm.requests) == calls
+
+
+def test_websocket_chat_makes_a_rule_and_its_notice_comes_on_the_page(tmp_path, fake_anthropic):
+    llm = fake_anthropic
+    with Sim.start(tmp_path, "ws_port=0", "ws_token=" + TOKEN, *llm_settings(llm), console=True,
+                   parts=PARTS) as sim:
+        devices(sim)
+
+        async def chat():
+            async with connect(sim.url + "?token=" + TOKEN) as ws:
+                llm.script({"text": "", "tool_calls": [
+                    call("rule_add", name="too warm", device="room", when="above", value=28, hysteresis=0.5,
+                         every_s=1, then="notify", text="{name} is {value}, open a window")]},
+                    {"text": "I will tell you when the room is over 28 \u00b0C."})
+                said = [await ask(ws, "tell me when the room gets over 28")]
+                console(sim, "sim_set('sht3x@0x44', temp=29.5)", "HOT")
+                while True:  # the notice, with no LLM call, on the page that made the rule
+                    f = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                    if f["type"] == "response":
+                        said.append(f["content"])
+                        break
+                llm.script({"text": "", "tool_calls": [call("rule_list")]}, {"text": "One rule."},
+                           {"text": "", "tool_calls": [call("rule_remove", id=1)]}, {"text": "Removed."})
+                said.append(await ask(ws, "which rules are there?"))
+                said.append(await ask(ws, "remove it"))
+                return said
+
+        said = asyncio.run(chat())
+        assert said == ["I will tell you when the room is over 28 \u00b0C.", "room is 29.5 \u00b0C, open a window",
+                        "One rule.", "Removed."], said
+        reqs = llm.requests
+        assert len(reqs) == 6 and llm.violations == []  # 2 per turn; the notice asked nothing
+        assert tool_results(reqs[1])[-1].startswith("OK: rule 1: when room above 28 (hysteresis 0.5), checked "
+                                                    "every 1 s: notify"), tool_results(reqs[1])
+        listed = tool_results(reqs[3])[-1]
+        assert listed.startswith("1 too warm: when room above 28 (hysteresis 0.5)") and "holds now" in listed, listed
+        assert tool_results(reqs[5])[-1] == "OK: removed rule 1 (too warm)"
+        sim.send("rules()\r")
+        sim.wait_for(r"No rules\. rule_add makes one")
 
 
 def seed(sim, name="room", hours=48):
