@@ -123,3 +123,28 @@ async def test_log_min_is_checked_and_removing_the_device_removes_its_history():
     assert call("device_remove", name="room").startswith("OK: removed room")
     assert not [p for p, _, _ in fs.entries(limits.HISTORY_DIR) if "room" in p]
     assert call("device_history", name="room").startswith("Error: no history for room")
+
+
+async def test_the_history_is_the_system_s_space_not_the_file_tools():
+    from mimi.services.rules import engine
+    from mimi.tools import files
+
+    parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=22)
+    call("device_add", name="room", type="sht3x")  # (the device file: before the first count)
+    cfg.set("files_quota_kb", 0)  # no quota: the file tools may take the flash's room
+    files.recount()
+    used0, room0 = files.usage()
+    call("device_remove", name="room")
+    call("device_add", name="room", type="sht3x", log_min=1)
+    await run(90, 1)
+    engine.flush()
+    kept = sum(n for p, d, n in fs.entries(limits.HISTORY_DIR) if not d)
+    assert kept > 0
+    files.recount()
+    used1, room1 = files.usage()
+    assert used1 == used0  # its files are not the file tools'
+    # the file tools leave the room the history may still grow into: its whole cap (a
+    # block a segment of both tiers, and one a new segment briefly adds), less what it took
+    cap = (limits.HISTORY_SEGMENTS + 1 + limits.HISTORY_FINE_SEGMENTS + 1) * limits.BLOCK_SIZE
+    assert cap - 2 * limits.BLOCK_SIZE <= room0 - room1 <= cap + 2 * limits.BLOCK_SIZE, (room0 - room1, cap)
+    assert call("write_file", path="/spiffs/big.md", content="x" * 100).startswith("OK")
