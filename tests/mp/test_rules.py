@@ -304,3 +304,22 @@ async def test_an_ask_rule_is_a_turn_in_its_chat_and_the_spend_caps_count_it():
     assert worker.run_message(asked[1]) == "" and model.calls == 1
     assert any("turn refused: the daily limit of 1 LLM calls" in line for line in log.recent(20))
     cfg.set("max_calls_day", 0)
+
+
+async def test_a_rule_made_on_the_repl_tells_the_owner_and_goes_with_rule_remove():
+    from mimi.console import commands
+
+    cfg.update({"tg_token": "123456789:AAbbccddeeffgghhiijjkkllmmnnoopp", "tg_allow": "42,7"})
+    warm_room()
+    commands.rule_add("hot", "room", "above", "notify", value=28, every_s=1, text="{name} at {value}")
+    assert "to the owner" in call("rule_list")
+    e = engine()
+    clock = Ticks()
+    await clock.step(e)
+    parts.set("sht3x@0x44", temp=29)
+    await clock.step(e, 1)
+    assert sent() == [("telegram", "42", "room at 29 \u00b0C")]  # the first id of the first allow-list
+    commands.rule_remove(1)
+    assert call("rule_list").startswith("No rules.")
+    e.load()
+    assert e.rules == []
