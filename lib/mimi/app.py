@@ -85,6 +85,7 @@ def main():
 
         watchdog.release()  # the REPL stays usable: nothing may reset it now
         asyncio.new_event_loop()
+        mimi.close()  # what waits in RAM (the history's readings) to the flash
         ledger = sys.modules.get("mimi.usage.ledger")
         if ledger:  # what the usage ledger counted since its last save
             ledger.tick(True)

@@ -108,26 +108,6 @@ SESSION_READ_BLOCK = const(1024)  # tail reads go backwards in blocks this big
 SESSION_PENDING_MAX = const(8 * 1024)  # buffered appends flushed at this size
 SESSION_NAME_MAX = const(64)  # chars of a session key used in its file name
 
-# Sensor history (services/history/: the store's format and rules are at the top of store.py)
-HISTORY_DIR = "/history"  # outside /spiffs: the system's own space, not the file tools' quota
-HISTORY_STEP_S = const(300)  # the long tier's resolution: readings more often are averaged per slot
-HISTORY_SEGMENTS = const(8)  # long-tier segment files kept per device (7 full: >= 8.2 days at 5 min)
-HISTORY_FINE_SEGMENTS = const(5)  # ... and of the short tier, kept only when log_min < 5 (>= 22 h at 1 min)
-# A tier's readings wait in RAM until this many (30 minutes' at log_min 1) ...
-HISTORY_BATCH = const(30)
-HISTORY_FLUSH_S = const(3600)  # ... or the oldest is this old (at the next reading): each flush
-# rewrites a file's last block, so at 5 minutes it is an hour's 12 (24 flushes a day)
-HISTORY_PENDING_MAX = const(60)  # readings kept per tier while the flash refuses them; then the oldest go
-HISTORY_BACK_S = const(300)  # a reading up to this much older than the last kept one (the clock
-# stepped back) is kept at that time; an older one is dropped
-HISTORY_DEVICES = const(16)  # devices whose history the cap below makes room for
-# Its own cap: every device's segments (each file one flash block) at most
-HISTORY_CAP = const(HISTORY_DEVICES * (HISTORY_SEGMENTS + HISTORY_FINE_SEGMENTS) * BLOCK_SIZE)
-HISTORY_READ_CHUNK = const(512)  # bytes read per open while a range is streamed
-HISTORY_POINTS = const(12)  # points in time a summary gives (device_history)
-CHART_W = const(480)  # the PNG chart's size in pixels
-CHART_H = const(240)
-CHART_COLUMNS = const(160)  # columns of a chart's JSON form (the chat page draws the SVG)
 
 # Sockets. lwIP on the board has LWIP_SOCKETS for everything at once (TCP, UDP,
 # listeners); one more fails with ENFILE (errno 23), and a connection the gateway
@@ -255,6 +235,43 @@ HCSR04_TIMEOUT_US = const(18000)  # an echo waited for at most this (~3 m; time_
 ADC_SAMPLES = const(16)  # read_uv() samples averaged per reading
 BUZZER_MAX_MS = const(5000)  # the longest tone
 DEVICE_STACK = const(8 * 1024)  # the short thread a slow read (DHT, HC-SR04) runs on for the loop
+
+# Sensor history (services/history/: the store's format and rules are at the top of store.py)
+HISTORY_DIR = "/history"  # outside /spiffs: the system's own space, not the file tools' quota
+HISTORY_STEP_S = const(300)  # the long tier's resolution: readings more often are averaged per slot
+HISTORY_SEGMENTS = const(8)  # long-tier segment files kept per device (7 full: >= 8.2 days at 5 min)
+HISTORY_FINE_SEGMENTS = const(5)  # ... and of the short tier, kept only when log_min < 5 (>= 22 h at 1 min)
+# A tier's readings wait in RAM until this many (30 minutes' at log_min 1) ...
+HISTORY_BATCH = const(30)
+HISTORY_FLUSH_S = const(3600)  # ... or the oldest is this old (at the next reading): each flush
+# rewrites a file's last block, so at 5 minutes it is an hour's 12 (24 flushes a day)
+HISTORY_PENDING_MAX = const(60)  # readings kept per tier while the flash refuses them; then the oldest go
+HISTORY_BACK_S = const(300)  # a reading up to this much older than the last kept one (the clock
+# stepped back) is kept at that time; an older one is dropped
+HISTORY_DEVICES = const(DEVICES_MAX)  # devices whose history the cap below makes room for (all of them)
+# Its own cap: every device's segments (each file one flash block) at most
+HISTORY_CAP = const(HISTORY_DEVICES * (HISTORY_SEGMENTS + HISTORY_FINE_SEGMENTS) * BLOCK_SIZE)
+HISTORY_READ_CHUNK = const(512)  # bytes read per open while a range is streamed
+HISTORY_POINTS = const(12)  # points in time a summary gives (device_history)
+CHART_W = const(480)  # the PNG chart's size in pixels
+CHART_H = const(240)
+CHART_COLUMNS = const(160)  # columns of a chart's JSON form (the chat page draws the SVG)
+LOG_MIN_MAX = const(1440)  # a device's log_min (minutes between logged readings; 0: not logged)
+
+# Rules (SPEC §14: services/rules/): the body acting on its own, no LLM call unless "ask"
+RULES_PATH = "/rules.json"  # outside /spiffs: changed only by the rule tools and the REPL
+RULES_BAD = "/rules.bad.json"  # where a corrupt rule file is moved aside
+RULES_MAX = const(16)
+RULES_FILE_MAX = const(16 * 1024)  # a bigger rule file is treated as corrupt
+RULE_NAME_MAX = const(32)
+RULE_TEXT_MAX = const(200)  # a notice's text, an ask's prompt
+RULE_EVERY_S = const(10)  # how often a rule reads its device when not told
+RULE_EVERY_MAX_S = const(86400)
+RULE_COOLDOWN_S = const(60)  # a notify or ask rule fires at most this often (unless told)
+RULE_COOLDOWN_MIN_S = const(10)  # ... and never more often than this
+RULE_NOTICES_HOUR = const(20)  # notices and asks of all rules in one hour; the rest summed up
+RULE_HELD_MAX = const(8)  # notices kept while offline (the rest counted and summed up)
+RULE_BACKOFF_MAX_S = const(300)  # a device that fails to read is retried at most this far apart
 
 # Cron / heartbeat
 CRON_MAX_JOBS = const(16)

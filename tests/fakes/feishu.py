@@ -22,7 +22,11 @@ What the firmware talks to, in Feishu's real wire formats:
         tokens checked (99991661 missing, 99991663 invalid or expired), content checked
         per msg_type (text, post, interactive; 230001 when malformed), 230025 over the
         size caps (text 150 KB, post/card 30 KB), rate limits injected with fail():
-        HTTP 429 + code 99991400 + x-ogw-ratelimit-reset, or 230020.
+        HTTP 429 + code 99991400 + x-ogw-ratelimit-reset, or 230020; msg_type image with
+        the image_key of an upload
+  POST /open-apis/im/v1/images  multipart/form-data (RFC 7578): image_type=message and
+        the image file -> data.image_key (kept in .images); configure(image_scope=False):
+        99991672 "Access denied", as an app without im:resource
 
 In-process helpers (the Service object): event(...), state(), wait(pred), fail(...),
 configure(...), drop() (the server closes the long connection), expire_tokens().
@@ -165,6 +169,8 @@ class FakeFeishu:
             self.reconnect_nonce = 0
             self.long_connection = True
             self.names = {}  # open_id -> display name; None: no contact permission
+            self.images = {}  # image_key -> the PNG bytes uploaded
+            self.image_scope = True  # False: the app lacks im:resource (uploads refused)
             self.seq = 0
             self.redeliver = False  # events not ACKed are sent again on the next connection
             self.unacked = {}  # frame message id -> its frames (while redeliver is on)
@@ -299,6 +305,36 @@ class FakeFeishu:
             return _err(41050, "no user authority error")
         return {"code": 0, "msg": "success", "data": {"user": {"open_id": oid, "name": names[oid]}}}
 
+    def upload_image(self, req):
+        """POST /open-apis/im/v1/images: multipart/form-data with image_type and image."""
+        from fakes import multipart
+
+        bad = self._auth(req)
+        if bad:
+            self._log(req, json.loads(bad.body)["code"])
+            return bad
+        if not self.image_scope:
+            self._log(req, 99991672)
+            return _err(99991672, "Access denied. One of the following scopes is required: "
+                                  "[im:resource, im:resource:upload]. ", 400)
+        try:
+            form = multipart.parse(req.headers.get("content-type"), req.body)
+            if form["image_type"]["value"] not in (b"message", b"avatar"):
+                raise multipart.Malformed("image_type %r" % form["image_type"]["value"])
+            data = form["image"]["value"]
+            if form["image"]["filename"] is None:
+                raise multipart.Malformed("image is not a file part")
+            multipart.png_size(data)
+        except (KeyError, multipart.Malformed) as e:
+            self.violation("image upload: %s" % e)
+            self._log(req, 234001)
+            return _err(234001, "Invalid request param.")
+        key = "img_v3_" + secrets.token_hex(12)
+        with self.lock:
+            self.images[key] = data
+        self._log(req, 0)
+        return {"code": 0, "msg": "success", "data": {"image_key": key}}
+
     def messages(self, req):
         bad = self._auth(req)
         if bad:
@@ -327,7 +363,7 @@ class FakeFeishu:
             return _err(230025, "The length of the message content reaches its limit.")
         try:
             content = json.loads(body.get("content"))
-            visible = _visible(msg_type, content)
+            visible = _visible(msg_type, content, self.images)
         except (TypeError, ValueError, KeyError) as e:
             self.violation("bad %s content: %s" % (msg_type, e))
             self._log(req, 230001)
@@ -505,8 +541,12 @@ class FakeFeishu:
         self.thread.join(10)
 
 
-def _visible(msg_type, c):
+def _visible(msg_type, c, images=()):
     """The text a person sees (markdown as written); ValueError when malformed."""
+    if msg_type == "image":
+        if c.get("image_key") not in images:
+            raise ValueError("image_key %r was not uploaded" % c.get("image_key"))
+        return "[image %s]" % c["image_key"]
     if msg_type == "text":
         if not isinstance(c.get("text"), str):
             raise ValueError("text content needs a string 'text'")
@@ -553,6 +593,7 @@ class Service(dict):
         srv.route("GET", "/open-apis/bot/v3/info", fake.bot_info)
         srv.route("GET", "/open-apis/contact/v3/users/*", fake.user)
         srv.route("POST", "/open-apis/im/v1/messages", fake.messages)
+        srv.route("POST", "/open-apis/im/v1/images", fake.upload_image)
         srv.route("GET", "/_control/state", lambda req: fake.state())
         srv.route("POST", "/_control/event", lambda req: {"message_id": fake.event(**req.json())})
         srv.route("POST", "/_control/push", lambda req: {"frame_id": fake.push(**req.json())})

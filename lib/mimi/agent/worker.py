@@ -80,7 +80,7 @@ def _refused(msg):
         return None
     log.warning("agent", "%s: turn refused: %s", msg.session, why)
     meta = msg.meta if isinstance(msg.meta, dict) else {}
-    if not channels.get(msg.channel).label or "cron" in meta or "heartbeat" in meta:
+    if not channels.get(msg.channel).label or "cron" in meta or "heartbeat" in meta or "rule" in meta:
         return ""
     return "Sorry, %s." % why
 

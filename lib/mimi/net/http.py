@@ -13,8 +13,8 @@
 # path, or PEM/DER bytes. proxy: ("http"|"socks5", host, port). body: bytes, str, a
 # dict/list sent as JSON, or a tuple of parts written one after the other without
 # ever being joined (str/bytes/memoryview, nested tuples, and lists whose items are
-# written comma-separated: the LLM request, net/httpbody.py) and Regions of files read as
-# they are sent. Errors: HTTPError > Timeout,
+# written comma-separated: the LLM request, net/httpbody.py), Regions of files read as
+# they are sent and Pieces made as they are sent (a chart's PNG). Errors: HTTPError > Timeout,
 # TooLarge, TLSFailure, ConnectFailure (the request never reached the server: safe
 # to resend), ProtocolError.
 # Counters: connects (TCP connections), handshakes (TLS handshakes started).
@@ -493,8 +493,8 @@ def __getattr__(name):
         from mimi.net.asynchttp import AsyncClient
 
         return AsyncClient
-    if name == "Region":  # (net/httpbody.py: tuple bodies, the LLM request's)
-        from mimi.net.httpbody import Region
+    if name in ("Region", "Pieces"):  # (net/httpbody.py: tuple bodies, the LLM request's)
+        from mimi.net import httpbody
 
-        return Region
+        return getattr(httpbody, name)
     raise AttributeError(name)

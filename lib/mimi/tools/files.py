@@ -74,17 +74,41 @@ def _cost(size):
     return (size // limits.BLOCK_SIZE + 1) * limits.BLOCK_SIZE
 
 
+def recount():
+    """Count again at the next use (the devices that log changed)."""
+    global _used
+    _used = None
+
+
+def _history_room(hist):
+    """Flash the history of the devices that log may still grow into: each one's cap
+    (services/history/store.py: its long tier, and its short one when read more often
+    than every 5 minutes, a block a segment plus the one a new segment briefly adds)
+    minus what its files take already (hist: device -> bytes)."""
+    import sys
+
+    state = sys.modules.get("mimi.devices.state")  # (not loaded: no devices)
+    room = 0
+    for name, m in state.logging() if state else ():
+        segs = limits.HISTORY_SEGMENTS + 1 + (limits.HISTORY_FINE_SEGMENTS + 1 if m * 60 < limits.HISTORY_STEP_S else 0)
+        room += max(0, segs * limits.BLOCK_SIZE - hist.get(name, 0))
+    return room
+
+
 def usage():
-    """(bytes the file tools' files take, bytes they may take). Counted once (each boot),
-    then kept as a running total by the tools' writes; the cap is files_quota_kb, never
-    more than the flash free at the count minus FILES_RESERVE and room for an OTA copy
-    of the code."""
+    """(bytes the file tools' files take, bytes they may take). Counted once (each boot,
+    and when the devices that log change), then kept as a running total by the tools'
+    writes; the cap is files_quota_kb, never more than the flash free at the count minus
+    FILES_RESERVE, room for an OTA copy of the code and the room the history of the
+    devices that log may still grow into (not the whole history cap up front)."""
     global _used, _room
     from mimi.config.settings import cfg
 
     with fs.lock:
         if _used is None:
             used = code = dirs = 0
+            hist = {}
+            top = limits.HISTORY_DIR + "/"
             for p, d, n in fs.entries("/"):
                 c = DIR_COST if d else _cost(n)
                 dirs += d
@@ -92,7 +116,10 @@ def usage():
                     used += 0 if _reserved(p) else c
                 elif p[1:].split("/", 1)[0] in limits.OTA_TOPS:
                     code += c  # an update stages a copy of it
-            _room = used + fs.info(dirs)["free"] - limits.FILES_RESERVE - code
+                elif p.startswith(top) and not d:
+                    k = p[len(top):].partition(".")[0]
+                    hist[k] = hist.get(k, 0) + c
+            _room = used + fs.info(dirs)["free"] - limits.FILES_RESERVE - code - _history_room(hist)
             _used = used
     q = cfg.get("files_quota_kb") * 1024
     return _used, min(q, _room) if q else _room

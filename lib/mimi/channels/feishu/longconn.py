@@ -83,11 +83,11 @@ class Api:
             self.client.close()
             self.client = None
 
-    async def call(self, method, path, body=None, auth=True):
+    async def call(self, method, path, body=None, auth=True, ctype="application/json; charset=utf-8"):
         """-> the answer (a dict with code 0); ApiError otherwise. When Feishu calls
         the token invalid it is renewed and the call made once more."""
         for again in (False, True):
-            headers = {"Content-Type": "application/json; charset=utf-8"}
+            headers = {"Content-Type": ctype}
             if auth:
                 headers["Authorization"] = "Bearer " + await self.tenant_token()
             r = await self._client().request(method, path, headers, body)
@@ -503,6 +503,8 @@ class Feishu:
         text = text.strip()
         if text.lower() == "/usage":
             return ("usage", chat, None, meta)
+        if text.lower().startswith("/chart"):
+            return ("chart", chat, text, meta)
         return ("agent", chat, text, meta) if text else ignore
 
     async def _act(self, what, chat, text, meta):
@@ -521,6 +523,9 @@ class Feishu:
             from mimi import channels
 
             _tell(chat, channels.usage_text())
+        elif what == "chart":  # drawn and sent by the sender (channels/feishu/image.py)
+            if not bus.outbound.put(bus.Msg(CHANNEL, chat, text, meta={"chart": text})):
+                _tell(chat, BUSY)
         else:
             if meta["group"]:
                 meta["sender"] = await self._name(meta["open_id"])
@@ -606,8 +611,12 @@ class Feishu:
         if msg.meta is not _OURS and msg.chat_id not in cfg.get("feishu_allow").split(","):
             log.error(TAG, "not sent to %s, which is not in feishu_allow: %s", msg.chat_id, (msg.content or "")[:60])
             return
-        # hold: an outage delays the reply (the lane keeps the ones behind it), never drops it
-        await self.send_text(msg.chat_id, msg.content, hold=True)
+        if isinstance(msg.meta, dict) and "chart" in msg.meta:  # /chart, or the agent's device_history
+            from mimi import channels
+
+            await channels.load("feishu.image").chart(self, msg.chat_id, msg.meta["chart"])
+        else:  # hold: an outage delays the reply (the lane keeps the ones behind it), never drops it
+            await self.send_text(msg.chat_id, msg.content, hold=True)
         if self.api:
             self.api.close()  # one TLS session at rest: the long connection's
 

@@ -66,14 +66,15 @@ class Api:
         self.stale = False  # the network went away: the keep-alive socket is dead
         self.lock = asyncio.Lock()  # the reconnect below must not cut a call in flight
 
-    async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None):
+    async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None, form=None):
         """-> the result; ApiError for Telegram's refusals. sink (getUpdates): an Updates
-        that reads the answer as it arrives; None is returned when it took it."""
+        that reads the answer as it arrives; None is returned when it took it. form:
+        (Content-Type, body) sent instead of params as JSON (a photo: telegram/photo.py)."""
         chat = params.get("chat_id") if params else None
         if chat is not None:
             while quiet(chat):
                 await asyncio.sleep_ms(quiet(chat))
-        body = json.dumps(params or {}).encode()
+        ctype, body = form or ("application/json", json.dumps(params or {}).encode())
         async with self.lock:
             if self.stale:  # after an outage a request on the old socket would time out
                 self.stale = False
@@ -84,7 +85,7 @@ class Api:
                     await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
             r = await self.client.request(
                 "POST", "/bot%s/%s" % (self.token, method),
-                headers={"Content-Type": "application/json"}, body=body, deadline_s=deadline_s, sink=sink)
+                headers={"Content-Type": ctype}, body=body, deadline_s=deadline_s, sink=sink)
         if sink is not None and r.status == 200 and sink.seen:
             return None
         try:

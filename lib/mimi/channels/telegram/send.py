@@ -26,7 +26,8 @@ ANSWERS = {
         "/start - introduction\n"
         "/help - this list\n"
         "/reset - clear this chat's conversation history\n"
-        "/usage - LLM calls, tokens and cost so far, and the limits\n\n"
+        "/usage - LLM calls, tokens and cost so far, and the limits\n"
+        "/chart NAME [hours] - a device's history as a picture\n\n"
         "Anything else you write goes to the assistant. Text only for now."),
 }
 TEXT_ONLY = "I can only read text messages for now."
@@ -146,6 +147,8 @@ async def act(bot, what, chat_id, arg=None):
         await text(bot, chat_id, ANSWERS[arg])
     elif what == "usage":
         await plain(bot, chat_id, channels.usage_text())
+    elif what == "chart":
+        await channels.load("telegram.photo").chart(bot, chat_id, arg)
     elif what == "reset":
         from mimi.memory import sessions
 
@@ -194,6 +197,10 @@ async def send(bot, msg):
     meta = msg.meta or {}
     reply_to = meta.get("message_id") if meta.get("group") else None
     st = bot.typing.get(chat_id)
+    if "chart" in meta:  # a chart the agent sends (device_history): a picture, the turn goes on
+        await channels.load("telegram.photo").chart(bot, chat_id, meta["chart"])
+        _rest(bot)
+        return
     if msg.kind == bus.PARTIAL:  # (UTF-8 bytes are never fewer than Telegram's UTF-16 units)
         if st is not None and len(memoryview(msg.content)) <= limits.TG_MSG_MAX:
             st.delay, st.every = 0, limits.TG_EDIT_MIN_S if meta.get("group") else limits.TG_STREAM_EDIT_S
