@@ -235,7 +235,7 @@ async def _threaded(fn, *args):
 
 def done(dev, r):
     """A driver's answer kept as the device's last reading (and params it changed saved)."""
-    r = shape(r)
+    r = r if dev.mod else shape(r)
     state.last[dev.name] = (r, time.ticks_ms())
     if dev.dirty:
         dev.dirty = False
@@ -247,22 +247,27 @@ def done(dev, r):
 
 
 def shape(r):
-    """A driver's answer as a reading. The built-in drivers return readings; a /drivers/
-    one may return a number, (number, unit), a text, or a list of (label, number or
-    text, unit)."""
-    if isinstance(r, tuple) and r and isinstance(r[0], tuple):
-        return r
-    if isinstance(r, list):
-        return tuple(_one(*q) for q in r)
+    """A /drivers/ read's answer as a reading: a number, (number, unit), a text, or a list
+    of (label, number or text, unit); bounded (READING_ITEMS, each text READING_TEXT),
+    since it is kept and goes into every prompt."""
+    if isinstance(r, list) or isinstance(r, tuple) and r and isinstance(r[0], (tuple, list)):
+        return tuple(_one(*q[:3]) if isinstance(q, (tuple, list)) and 2 <= len(q) else _one("", q)
+                     for q in r[:limits.READING_ITEMS]) or (_one("", ""),)
     if isinstance(r, tuple) and len(r) == 2:
         return (_one("", *r),)
-    return (_one("", r, ""),)
+    return (_one("", r),)
+
+
+def _cut(s, n):
+    s = str(s)
+    return s if len(s) <= n else s[:n] + "..."
 
 
 def _one(label, v, unit=""):
+    label, unit = _cut(label, limits.DEVICE_NAME_MAX), _cut(unit, 16)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return qty(str(label), v, str(unit))
-    return (str(label), None, str(v))
+        return qty(label, v, unit)
+    return (label, None, _cut(v, limits.READING_TEXT) + (" " + unit if unit else ""))
 
 
 def read(name):

@@ -11,9 +11,8 @@ _DEFAULT_SDA, _DEFAULT_SCL = 8, 9  # MicroPython's I2C defaults on the ESP32-S3
 def _bus(t, args):
     """(the I2C bus of args' sda/scl, whether a device uses it) after the pin checks;
     ValueError saying why not."""
-    sda = args.get("sda", _DEFAULT_SDA)
-    scl = args.get("scl", _DEFAULT_SCL)
-    mimi.run("devices.types", "check_bus", sda, scl, t.listed())
+    sda, scl = mimi.run("devices.types", "check_bus", args.get("sda", _DEFAULT_SDA),
+                        args.get("scl", _DEFAULT_SCL), t.listed())
     from mimi.devices import bus
 
     used = any(d.bus == ("i2c", sda, scl) for d in t.listed())
