@@ -273,6 +273,28 @@ def test_tools_offered():
     assert "led (rgb_led on GPIO48)" in call("device_list")
 
 
+def test_atoms3_lite_led_on_gpio35():
+    # GPIO35 is refused on every board for octal PSRAM (N8R8/N16R8 modules), but the
+    # AtomS3 Lite's ESP32-S3FN8 has no PSRAM and its WS2812 is on 35: the board setting
+    # had no AtomS3 Lite, and no way to name its LED
+    from mimi.devices.sim import parts
+
+    parts.clear()
+    parts.attach("rgb_led", pin=35, n=1)
+    cfg.set("board", "atoms3_lite")
+    assert "led (rgb_led on GPIO35): off (as at boot)" in call("device_list")
+    assert call("device_set", name="led", value="green 20 %") == "OK: led = green (#00ff00) at 20 %"
+    assert parts.get("rgb_led@35") == [(0, 51, 0)]
+    # the board's own part only: 35 stays refused for anything else, and so do 33-37
+    for pin in (35, 33, 37):
+        out = call("device_add", name="r", type="relay", pin=pin)
+        assert out == "Error: GPIO%d is refused: octal PSRAM bus (N16R8/N8R8 modules)" % pin, out
+    assert call("i2c_scan", sda=35, scl=9).startswith("Error: GPIO35 is refused")
+    assert call("gpio_write", pin=35, state=1).startswith("Error: pin 35 is not in allowed list")
+    cfg.set("board", "devkitc1")  # another board: 35 is no LED's
+    assert "GPIO35" not in call("device_list")
+
+
 def test_gpio_tools_leave_devices_pins_alone():
     call("device_add", name="pump", type="relay", pin=5, inverted=True)
     call("device_set", name="pump", value="on")

@@ -172,14 +172,15 @@ def allowed():
 
 
 def pin_refusal(pin, allow):
-    """Why `pin` may not be used, or None."""
+    """Why `pin` may not be used, or None. `allow` holds no refused pin but a board's own
+    part's that the board frees (devices/boards.py FREED)."""
+    if pin in allow:
+        return None
     if pin in gpio_policy.NEVER:
         return "GPIO%d is refused: %s" % (pin, gpio_policy.NEVER[pin])
     if pin not in gpio_policy.EXISTING:
         return "GPIO%d does not exist on the ESP32-S3" % pin
-    if pin not in allow:
-        return "GPIO%d is not in gpio_allow (the pins the owner allows)" % pin
-    return None
+    return "GPIO%d is not in gpio_allow (the pins the owner allows)" % pin
 
 
 def _value(typ, key, v, rule, args, allow):
@@ -314,9 +315,10 @@ def load(entries, board_name):
     if board_name:
         from mimi.devices import boards
 
+        mine = allow + boards.freed(board_name)  # its own parts' pins (the AtomS3 Lite's 35)
         for name, typ, params in boards.parts(board_name):
             try:
-                d = make(name, typ, params, devs, allow)
+                d = make(name, typ, params, devs, mine)
             except ValueError as why:
                 log.warning("devices", "the board's %s is not added: %s", name, why)
                 continue
