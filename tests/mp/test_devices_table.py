@@ -295,6 +295,40 @@ def test_atoms3_lite_led_on_gpio35():
     assert "GPIO35" not in call("device_list")
 
 
+def test_hand_edited_file_taken_by_devices():
+    # /devices.json edited by hand (or copied with mpremote) was seen only after a
+    # restart: the tools went on with the table as it was. devices() reads it again: a
+    # device gone or changed lets go of its pins (left off), a new actuator is off at
+    # once, the unchanged ones keep their state
+    import json
+    from support import Capture
+    from mimi import repl
+
+    call("device_add", name="fan", type="relay", pin=21)
+    call("device_add", name="lamp", type="relay", pin=6)
+    call("device_add", name="heat", type="relay", pin=7)
+    for name in ("fan", "lamp", "heat"):
+        call("device_set", name=name, value="on")
+    data = json.loads(fs.read_text(limits.DEVICES_PATH))
+    data["devices"] = [e for e in data["devices"] if e["name"] != "lamp"]  # lamp removed
+    data["devices"][1]["pin"] = 8  # heat moved to GPIO8
+    data["devices"].append({"name": "pump", "type": "relay", "pin": 5, "inverted": True})
+    fs.write_atomic(limits.DEVICES_PATH, json.dumps(data))
+    assert call("device_read", name="lamp") == "lamp = on"  # the tools do not look at the file
+    with Capture() as out:
+        repl.devices()
+    assert out.lines[0] == "Read /devices.json again: added pump; removed lamp; changed heat\n", out.text
+    assert "fan (relay on GPIO21): on\n" in out.text and "pump (relay on GPIO5): off\n" in out.text, out.text
+    assert "heat (relay on GPIO8): off\n" in out.text and "lamp" not in out.lines[1], out.text
+    pins = board.SIM_PINS
+    assert pins[21]["level"] == 1 and pins[6]["level"] == 0 and pins[7]["level"] == 0 and pins[5]["level"] == 1
+    assert call("device_read", name="lamp").startswith("Error: no device named 'lamp'")
+    with Capture() as out:
+        repl.devices()  # nothing changed: nothing said, nothing switched
+    assert out.lines[0].startswith("fan (relay on GPIO21): on"), out.text
+    assert pins[21]["level"] == 1
+
+
 def test_gpio_tools_leave_devices_pins_alone():
     call("device_add", name="pump", type="relay", pin=5, inverted=True)
     call("device_set", name="pump", value="on")

@@ -282,7 +282,7 @@ USAGE = (
     ("cron_list()", "scheduled jobs (cron_remove via tool_exec)"),
     ("heartbeat_trigger()", "check /spiffs/HEARTBEAT.md now"),
     ("web_search(query)", "search the web with the configured key"),
-    ("devices()", "the parts wired to the board and their last readings (README: Hardware)"),
+    ("devices()", "the parts wired to the board and their last readings; reads a hand-edited /devices.json again"),
     ("device_add(name, type, **params)", "add one, e.g. device_add('fan', 'relay', pin=21, inverted=True)"),
     ("device_remove(name)", "remove one (an actuator is left off)"),
     ("device_read(name)", "read one now"),
@@ -309,6 +309,16 @@ def _device_tool(name, args):
 
 
 def devices():
+    """The devices, /devices.json read again first: one edited by hand or copied with
+    mpremote is taken without a restart."""
+    import mimi
+    from mimi import devices as pkg
+
+    with pkg.use():
+        added, removed, changed = mimi.run("devices.edit", "reload")
+    said = [w + " " + ", ".join(n) for w, n in (("added", added), ("removed", removed), ("changed", changed)) if n]
+    if said:
+        print("Read %s again: %s" % (limits.DEVICES_PATH, "; ".join(said)))
     _device_tool("device_list", {})
 
 
