@@ -188,6 +188,10 @@ def test_aiorepl_raw_repl_holds_the_watchdog():
         def task(g):
             return "task"
 
+        @staticmethod
+        async def execute(code, g, s):
+            return None
+
     sys.modules["aiorepl"] = FakeAiorepl
     try:
         assert console.task() == "task"
@@ -259,3 +263,48 @@ async def test_a_slow_device_read_typed_on_the_console_never_holds_the_loop():
     with Capture() as c:
         repl.device_read("w")
     assert c.lines == ["w = 19.5 °C\n"], c.lines
+
+
+async def test_a_device_read_typed_on_aiorepl_is_awaited_too():
+    # aiorepl (micropython-lib, when installed) evaluates a line on the loop as our
+    # console does: device_read() there slept the DS18B20's conversion on the loop
+    import sys
+    from support import Capture, Ticker
+    from mimi import board
+    from mimi.config.settings import cfg
+    from mimi.devices.sim import parts
+
+    cfg.load()
+    parts.clear()
+    board.SIM_PINS.clear()
+    parts.attach("ds18b20", pin=4, temp=19.5)
+
+    class Aiorepl:  # its execute() as micropython-lib's runs a line without "await "
+        @staticmethod
+        async def execute(code, g, s):
+            try:
+                return eval(code, g)
+            except SyntaxError:
+                return exec(code, g)
+
+        @staticmethod
+        def task(g):
+            return "task"
+
+        raw_repl = None
+
+    import __main__
+
+    sys.modules["aiorepl"] = Aiorepl
+    try:
+        assert console.task() == "task"
+        g = __main__.__dict__
+        with Capture() as c:
+            await Aiorepl.execute("device_add('w', 'ds18b20', pin=4)", g, None)
+            ticks = Ticker()
+            r = await Aiorepl.execute("device_read('w')", g, None)
+            ticks.stop()
+    finally:
+        del sys.modules["aiorepl"]
+    assert r is None and c.lines[-1] == "w = 19.5 °C\n", c.lines
+    assert ticks.count >= 30, ticks.count  # the loop ran through the 750 ms conversion

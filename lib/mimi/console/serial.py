@@ -207,7 +207,33 @@ def task(stop=None):
     from mimi.console import raw as consoleraw
 
     consoleraw.hold_during_raw(aiorepl)
+    _settle_after(aiorepl)
     commands(_namespace())
     return aiorepl.task(_namespace())
+
+
+def _settle_after(aiorepl):
+    """aiorepl evaluates a line on the loop too: what its commands leave (later) is
+    awaited before it shows the line's result, as our console does."""
+    run = aiorepl.execute
+    if getattr(run, "settles", False):
+        return
+
+    async def execute(code, g, s):
+        global later
+        later = []
+        try:
+            r = await run(code, g, s)
+        finally:
+            todo, later = later, None
+        for coro in todo:
+            try:
+                await coro
+            except Exception as e:
+                sys.print_exception(e)
+        return r
+
+    execute.settles = True
+    aiorepl.execute = execute
 
 
