@@ -33,7 +33,7 @@ def fresh(load=True):
 
     for m in [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith("mimi.devices.sim")]:
         mimi.unload(m)
-    devices._file, devices.problem = None, None
+    devices._file = devices.problem = devices.rows = None
     return table() if load else None
 
 

@@ -116,8 +116,8 @@ def reload():
     boot; the others keep their drivers and state."""
     with t._lock:
         old = {d.name: d for d in t.listed()}
-        state.rows = None  # checked again, not taken as kept
-        t._load(state.made)
+        pkg.rows = None  # checked again, not taken as kept
+        t._load(pkg.made)
         new = {d.name: d for d in t.listed()}
     gone = [d for n, d in old.items() if new.get(n) is not d]
     for d in gone:

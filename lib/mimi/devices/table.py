@@ -21,6 +21,7 @@ import time
 import _thread
 import mimi
 from mimi import limits, log
+import mimi.devices as pkg
 from mimi.devices import state
 from mimi.devices.lines import text, line_of  # noqa: F401  (the tools' too)
 
@@ -115,12 +116,13 @@ def _load(made):
     the device layer, else as state.rows kept them: the code dropped on a short heap
     comes back without reading and checking everything again."""
     global _devs, _made
-    if state.rows is not None and state.made == made:
+    rows = state.rows if pkg.made == made else None
+    if rows is not None:
         new = []
-        for row in state.rows:
+        for row in rows:
             d = Device(*row[:5])
             for k, v in zip(_FIELDS[5:], row[5:]):
-                setattr(d, k, v)
+                setattr(d, k, tuple(v) if isinstance(v, list) else v)  # JSON made the tuples lists
             new.append(d)
     else:
         from mimi.devices import store
@@ -132,13 +134,15 @@ def _load(made):
         if o and not o.err and not d.err and o.type == d.type and o.params == d.params:
             new[i] = o
     _set(new)
-    _made = state.made = made
+    _made = pkg.made = made
 
 
 def _set(devs):
     global _devs
+    import json
+
     _devs = devs
-    state.rows = [_row(d) for d in devs]
+    pkg.rows = json.dumps([_row(d) for d in devs])
 
 
 def _row(d):
