@@ -240,7 +240,7 @@ def fresh_devices():
 
     for m in [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith("mimi.devices.sim")]:
         mimi.unload(m)
-    devices._file = devices.problem = None
+    devices._file = devices.problem = devices.rows = None
     with devices.use() as t:
         pass
     assert devices.problem is None, devices.problem  # a cut never leaves a torn device file

@@ -188,6 +188,10 @@ def test_aiorepl_raw_repl_holds_the_watchdog():
         def task(g):
             return "task"
 
+        @staticmethod
+        async def execute(code, g, s):
+            return None
+
     sys.modules["aiorepl"] = FakeAiorepl
     try:
         assert console.task() == "task"
@@ -213,3 +217,94 @@ def test_commands_join_the_namespace_on_first_use():
     con, out = make(raw)
     feed(con, b"\r\x01config_show\x04\x02")  # mpremote's exec, through the raw REPL
     assert callable(raw["ota_status"])
+
+
+async def test_a_slow_device_read_typed_on_the_console_never_holds_the_loop():
+    # device_read("w") typed on the firmware's console ran on the loop and slept a
+    # DS18B20's 750 ms conversion there (the gateway, Telegram, the rules all stopped);
+    # and while the rules' loop was reading that device it waited for its lock on the
+    # loop's own thread: forever. Now the console awaits it, the loop running meanwhile
+    import asyncio
+    from support import Capture, Ticker
+    from mimi import board
+    from mimi.config.settings import cfg
+    from mimi.devices.sim import parts
+    import mimi.devices as devices
+
+    cfg.load()
+    parts.clear()
+    board.SIM_PINS.clear()
+    parts.attach("ds18b20", pin=4, temp=19.5)
+    parts.attach("relay", pin=21)
+    con, out = make()
+    with Capture() as c:
+        await console.take(con, b"device_add('w', 'ds18b20', pin=4)\r")
+        await console.take(con, b"device_add('fan', 'relay', pin=21)\r")
+    assert "OK: added w (ds18b20 on GPIO4): w = 19.5 °C" in c.text, c.text
+    with devices.use() as t:
+        busy = asyncio.create_task(t.aread("w"))  # the rules' loop reading it
+        await asyncio.sleep_ms(50)
+        ticks = Ticker()
+        out.clear()
+        with Capture() as c:
+            await console.take(con, b"device_read('w'); device_set('fan', 'on')\r")
+        ticks.stop()
+        await busy
+    assert c.lines == ["w = 19.5 °C\n", "OK: fan = on\n"], c.lines
+    assert out[-1] == console.PROMPT, out
+    assert ticks.count >= 60, ticks.count  # 10 ms ticks through two conversions (~1.5 s)
+    with Capture() as c:
+        await console.take(con, b"device_set('fan', None); device_read('nope')\r")
+    assert c.lines[0] == "Error: 'value' required: on/off, a number, an angle or a colour\n", c.lines
+    assert c.lines[1].startswith("Error: no device named 'nope'"), c.lines
+    # the board's own REPL (no console running): as before, it blocks
+    from mimi import repl
+
+    with Capture() as c:
+        repl.device_read("w")
+    assert c.lines == ["w = 19.5 °C\n"], c.lines
+
+
+async def test_a_device_read_typed_on_aiorepl_is_awaited_too():
+    # aiorepl (micropython-lib, when installed) evaluates a line on the loop as our
+    # console does: device_read() there slept the DS18B20's conversion on the loop
+    import sys
+    from support import Capture, Ticker
+    from mimi import board
+    from mimi.config.settings import cfg
+    from mimi.devices.sim import parts
+
+    cfg.load()
+    parts.clear()
+    board.SIM_PINS.clear()
+    parts.attach("ds18b20", pin=4, temp=19.5)
+
+    class Aiorepl:  # its execute() as micropython-lib's runs a line without "await "
+        @staticmethod
+        async def execute(code, g, s):
+            try:
+                return eval(code, g)
+            except SyntaxError:
+                return exec(code, g)
+
+        @staticmethod
+        def task(g):
+            return "task"
+
+        raw_repl = None
+
+    import __main__
+
+    sys.modules["aiorepl"] = Aiorepl
+    try:
+        assert console.task() == "task"
+        g = __main__.__dict__
+        with Capture() as c:
+            await Aiorepl.execute("device_add('w', 'ds18b20', pin=4)", g, None)
+            ticks = Ticker()
+            r = await Aiorepl.execute("device_read('w')", g, None)
+            ticks.stop()
+    finally:
+        del sys.modules["aiorepl"]
+    assert r is None and c.lines[-1] == "w = 19.5 °C\n", c.lines
+    assert ticks.count >= 30, ticks.count  # the loop ran through the 750 ms conversion

@@ -325,7 +325,7 @@ def test_repl_commands():
 
     for m in [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith("mimi.devices.sim")]:
         mimi.unload(m)
-    devices._file = None
+    devices._file = devices.rows = None
     with Capture() as out:
         repl.devices()
     assert "Note: /devices.json was corrupt" in out.text and "moved to /devices.bad.json" in out.text, out.text

@@ -23,7 +23,7 @@ def fresh(load=True):
 
     for m in [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith("mimi.devices.sim")]:
         mimi.unload(m)
-    devices._file = None
+    devices._file = devices.rows = None
     devices.problem = None
     devices.scanned = False
     return table() if load else None
@@ -231,11 +231,12 @@ def test_outputs_off_at_boot():
     assert board.SIM_PINS[7]["mode"] == board.Pin.OUT and board.SIM_PINS[7]["level"] == 0
     assert 45 not in board.SIM_PINS and 4 not in board.SIM_PINS
     assert board.SIM_PINS[8]["level"] == 0 and board.SIM_PINS[9]["level"] == 0
-    # the code all dropped; what the table found kept, with the two it refuses
-    assert [m for m in sys.modules if m.startswith("mimi.devices.")] == ["mimi.devices.state"]
-    from mimi.devices import state
+    # the code all dropped, devices/state.py too (it loads with the first use of a device);
+    # what the table found kept in the package, with the two it refuses
+    assert [m for m in sys.modules if m.startswith("mimi.devices.")] == []
+    import json
 
-    assert [r[0] for r in state.rows if r[10]] == ["bad", "twin"]  # (err)
+    assert [r[0] for r in json.loads(devices.rows) if r[10]] == ["bad", "twin"]  # (err)
     assert "W devices: twin is unusable: GPIO5 is already used by pump" in "\n".join(log.recent(10))
 
 
@@ -271,6 +272,62 @@ def test_tools_offered():
     cfg.set("board", "devkitc1")
     assert "device_read" in names()
     assert "led (rgb_led on GPIO48)" in call("device_list")
+
+
+def test_atoms3_lite_led_on_gpio35():
+    # GPIO35 is refused on every board for octal PSRAM (N8R8/N16R8 modules), but the
+    # AtomS3 Lite's ESP32-S3FN8 has no PSRAM and its WS2812 is on 35: the board setting
+    # had no AtomS3 Lite, and no way to name its LED
+    from mimi.devices.sim import parts
+
+    parts.clear()
+    parts.attach("rgb_led", pin=35, n=1)
+    cfg.set("board", "atoms3_lite")
+    assert "led (rgb_led on GPIO35): off (as at boot)" in call("device_list")
+    assert call("device_set", name="led", value="green 20 %") == "OK: led = green (#00ff00) at 20 %"
+    assert parts.get("rgb_led@35") == [(0, 51, 0)]
+    # the board's own part only: 35 stays refused for anything else, and so do 33-37
+    for pin in (35, 33, 37):
+        out = call("device_add", name="r", type="relay", pin=pin)
+        assert out == "Error: GPIO%d is refused: octal PSRAM bus (N16R8/N8R8 modules)" % pin, out
+    assert call("i2c_scan", sda=35, scl=9).startswith("Error: GPIO35 is refused")
+    assert call("gpio_write", pin=35, state=1).startswith("Error: pin 35 is not in allowed list")
+    cfg.set("board", "devkitc1")  # another board: 35 is no LED's
+    assert "GPIO35" not in call("device_list")
+
+
+def test_hand_edited_file_taken_by_devices():
+    # /devices.json edited by hand (or copied with mpremote) was seen only after a
+    # restart: the tools went on with the table as it was. devices() reads it again: a
+    # device gone or changed lets go of its pins (left off), a new actuator is off at
+    # once, the unchanged ones keep their state
+    import json
+    from support import Capture
+    from mimi import repl
+
+    call("device_add", name="fan", type="relay", pin=21)
+    call("device_add", name="lamp", type="relay", pin=6)
+    call("device_add", name="heat", type="relay", pin=7)
+    for name in ("fan", "lamp", "heat"):
+        call("device_set", name=name, value="on")
+    data = json.loads(fs.read_text(limits.DEVICES_PATH))
+    data["devices"] = [e for e in data["devices"] if e["name"] != "lamp"]  # lamp removed
+    data["devices"][1]["pin"] = 8  # heat moved to GPIO8
+    data["devices"].append({"name": "pump", "type": "relay", "pin": 5, "inverted": True})
+    fs.write_atomic(limits.DEVICES_PATH, json.dumps(data))
+    assert call("device_read", name="lamp") == "lamp = on"  # the tools do not look at the file
+    with Capture() as out:
+        repl.devices()
+    assert out.lines[0] == "Read /devices.json again: added pump; removed lamp; changed heat\n", out.text
+    assert "fan (relay on GPIO21): on\n" in out.text and "pump (relay on GPIO5): off\n" in out.text, out.text
+    assert "heat (relay on GPIO8): off\n" in out.text and "lamp" not in out.lines[1], out.text
+    pins = board.SIM_PINS
+    assert pins[21]["level"] == 1 and pins[6]["level"] == 0 and pins[7]["level"] == 0 and pins[5]["level"] == 1
+    assert call("device_read", name="lamp").startswith("Error: no device named 'lamp'")
+    with Capture() as out:
+        repl.devices()  # nothing changed: nothing said, nothing switched
+    assert out.lines[0].startswith("fan (relay on GPIO21): on"), out.text
+    assert pins[21]["level"] == 1
 
 
 def test_gpio_tools_leave_devices_pins_alone():

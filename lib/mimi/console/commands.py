@@ -282,7 +282,7 @@ USAGE = (
     ("cron_list()", "scheduled jobs (cron_remove via tool_exec)"),
     ("heartbeat_trigger()", "check /spiffs/HEARTBEAT.md now"),
     ("web_search(query)", "search the web with the configured key"),
-    ("devices()", "the parts wired to the board and their last readings (README: Hardware)"),
+    ("devices()", "the parts wired to the board and their last readings; reads a hand-edited /devices.json again"),
     ("device_add(name, type, **params)", "add one, e.g. device_add('fan', 'relay', pin=21, inverted=True)"),
     ("device_remove(name)", "remove one (an actuator is left off)"),
     ("device_read(name)", "read one now"),
@@ -309,6 +309,16 @@ def _device_tool(name, args):
 
 
 def devices():
+    """The devices, /devices.json read again first: one edited by hand or copied with
+    mpremote is taken without a restart."""
+    import mimi
+    from mimi import devices as pkg
+
+    with pkg.use():
+        added, removed, changed = mimi.run("devices.edit", "reload")
+    said = [w + " " + ", ".join(n) for w, n in (("added", added), ("removed", removed), ("changed", changed)) if n]
+    if said:
+        print("Read %s again: %s" % (limits.DEVICES_PATH, "; ".join(said)))
     _device_tool("device_list", {})
 
 
@@ -321,12 +331,40 @@ def device_remove(name):
     _device_tool("device_remove", {"name": name})
 
 
+def _on_loop(fn, args, *value):
+    """A device read or set typed on the firmware's console, which runs on the asyncio
+    loop: left for the console to await (console/serial.py later), so a slow part (a
+    DS18B20's 750 ms) never holds the loop, and a device the rules' loop is reading is
+    waited for, not deadlocked on. Elsewhere (the board's own REPL once the firmware
+    stopped, aiorepl, mpremote's raw REPL, which holds the loop anyway) it blocks."""
+    s = sys.modules.get("mimi.console.serial")
+    if s is None or s.later is None:
+        return False
+    mine = "mimi.tools.devices" not in sys.modules
+    from mimi.tools import devices as tools
+
+    async def work():
+        try:
+            print(fn == "drive" and tools.no_value(args) or await tools.aact(args, fn, *value))
+        finally:
+            if mine:
+                import mimi
+
+                mimi.unload("mimi.tools.devices")
+
+    s.later.append(work())
+    return True
+
+
 def device_read(name):
-    _device_tool("device_read", {"name": name})
+    if not _on_loop("read", {"name": name}):
+        _device_tool("device_read", {"name": name})
 
 
 def device_set(name, value):
-    _device_tool("device_set", {"name": name, "value": value})
+    args = {"name": name, "value": value}
+    if not _on_loop("drive", args, value):
+        _device_tool("device_set", args)
 
 
 def device_history(name, hours=24):

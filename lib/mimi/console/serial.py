@@ -18,6 +18,7 @@ RAW_BANNER = b"raw REPL; CTRL-B to exit\r\n>"
 PROMPT = b"mimi> "
 FRIENDLY, RAW, PASTE, DRAIN = 0, 1, 2, 3  # DRAIN: a refused paste, read away until its end
 STOP = "stop"
+later = None  # while a friendly line runs: [coroutine] a command leaves for the loop to await
 
 
 class Console:
@@ -32,6 +33,7 @@ class Console:
         self.line = bytearray()  # None: a raw command grew past CONSOLE_RAW_MAX
         self.last = 0
         self.left = 0  # raw paste: bytes until the next window is granted
+        self.pending = None  # the line's commands' coroutines (later), awaited before the prompt
 
     def write(self, b):
         self.out(b)
@@ -70,7 +72,8 @@ class Console:
             self.write(b"\r\n")
             if src.strip():
                 self._exec_line(src.decode())
-            self.write(self.prompt)
+            if not self.pending:
+                self.write(self.prompt)
         elif c == 8 or c == 127:
             if self.line:
                 # drop a whole UTF-8 character (MicroPython's bytearray has no pop)
@@ -84,8 +87,21 @@ class Console:
             self.write(bytes((c,)))
         return None
 
+    async def settle(self):
+        """Await what the line's commands left for the loop (a device read: its waits
+        awaited, the loop running meanwhile), then the prompt."""
+        todo, self.pending = self.pending, None
+        for coro in todo:
+            try:
+                await coro
+            except Exception as e:
+                sys.print_exception(e)
+        self.write(self.prompt)
+
     def _exec_line(self, src):
+        global later
         commands(self.ns)
+        later = []
         try:
             try:
                 code = compile(src, "<stdin>", "eval")
@@ -101,6 +117,19 @@ class Console:
             raise
         except BaseException as e:  # noqa: B902
             sys.print_exception(e)
+        finally:
+            self.pending, later = later or None, None
+
+
+async def take(con, data):
+    """Bytes into the console; a line's awaited work (Console.pending) is done before the
+    next byte is taken."""
+    for c in data:
+        if con.feed(c) == STOP:
+            return STOP
+        if con.pending:
+            await con.settle()
+    return None
 
 
 def commands(ns):
@@ -159,11 +188,10 @@ async def serve(namespace=None, stop=None):
                 data = await _read(reader)
             if not data:
                 return  # stdin closed (host without a console)
-            for c in data:
-                if con.feed(c) == STOP:
-                    if stop is not None:
-                        stop()
-                    return
+            if await take(con, data) == STOP:
+                if stop is not None:
+                    stop()
+                return
     finally:
         log.mute = False
         if kbd is not None:
@@ -179,7 +207,33 @@ def task(stop=None):
     from mimi.console import raw as consoleraw
 
     consoleraw.hold_during_raw(aiorepl)
+    _settle_after(aiorepl)
     commands(_namespace())
     return aiorepl.task(_namespace())
+
+
+def _settle_after(aiorepl):
+    """aiorepl evaluates a line on the loop too: what its commands leave (later) is
+    awaited before it shows the line's result, as our console does."""
+    run = aiorepl.execute
+    if getattr(run, "settles", False):
+        return
+
+    async def execute(code, g, s):
+        global later
+        later = []
+        try:
+            r = await run(code, g, s)
+        finally:
+            todo, later = later, None
+        for coro in todo:
+            try:
+                await coro
+            except Exception as e:
+                sys.print_exception(e)
+        return r
+
+    execute.settles = True
+    aiorepl.execute = execute
 
 

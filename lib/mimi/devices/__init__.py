@@ -9,6 +9,13 @@ from mimi import limits
 _file = None  # does limits.DEVICES_PATH exist (None: not looked yet)
 scanned = False  # an i2c_scan found something this boot: the raw I2C tool is offered
 problem = None  # what happened to a device file that could not be read (the REPL says it)
+# The devices as the table last checked them (devices/table.py _FIELDS), as the JSON text
+# of their rows (half the heap of the tuples), and the (board, gpio_allow) settings they
+# were checked with: what the prompt's ## Devices part, the GPIO tools and the rules'
+# loop need (devices/lines.py reads them), here so that nothing else of the device
+# layer stays loaded until a device is read or driven (devices/state.py then).
+rows = None
+made = None
 
 
 def attached():
@@ -60,11 +67,9 @@ def _body():
 
     if fs.exists(limits.RULES_PATH):
         return True
-    if not attached():
-        return False
-    from mimi.devices import state  # (loaded with the table at boot: app.devices_off)
+    import mimi
 
-    return bool(state.logging())
+    return attached() and bool(mimi.run("devices.lines", "logging"))
 
 
 async def body():

@@ -107,3 +107,33 @@ def close(dev):
             log.exception(TAG, "%s: closing failed" % dev.name, e)
     if dev.bus and dev.bus[0] == "i2c" and not any(d.bus == dev.bus for d in t.listed() if d is not dev):
         state.i2c_ids.pop(dev.bus[1:], None)
+
+
+def reload():
+    """The device file read and checked again (one edited by hand, copied with mpremote)
+    -> (added, removed, changed) names. A device that went or changed lets go of its
+    driver (an actuator left off); a new actuator is set to its off level at once, as at
+    boot; the others keep their drivers and state."""
+    with t._lock:
+        old = {d.name: d for d in t.listed()}
+        pkg.rows = None  # checked again, not taken as kept
+        t._load(pkg.made)
+        new = {d.name: d for d in t.listed()}
+    gone = [d for n, d in old.items() if new.get(n) is not d]
+    for d in gone:
+        with d.lock:
+            close(d)
+        forget(d.name)
+    added = []
+    for n, d in new.items():
+        if old.get(n) is d:
+            continue
+        added.append(n)
+        if d.kind == "out" and not d.err:
+            try:
+                _first(d)
+            except Exception as e:
+                log.warning(TAG, "%s: %s", n, t.said(d, e))
+    changed = [n for n in added if n in old]
+    return ([n for n in added if n not in old], [d.name for d in gone if d.name not in new], changed)
+

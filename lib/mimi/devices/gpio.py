@@ -47,12 +47,9 @@ def owned():
 
     if not devices.attached():
         return {}
-    from mimi.devices import state
+    import mimi
 
-    if not state.fresh():
-        with devices.use():
-            pass
-    return {p: row[0] for row in state.rows for p in row[6]}
+    return mimi.run("devices.lines", "owned")
 
 
 def write(pin, state):

@@ -1,8 +1,48 @@
 # What people and the model read of the devices: a reading's text, a device's line, and
-# the ## Devices part of the system prompt (agent/context.py), made from what
-# devices/state.py keeps, without the table's code. Loaded for that and dropped.
+# the ## Devices part of the system prompt (agent/context.py), made from the checked
+# rows (mimi.devices.rows) and the readings devices/state.py keeps (no reading yet while
+# it is not loaded), without the table's code. Loaded for that and dropped.
+import sys
 import time
-from mimi.devices import state
+import mimi.devices as pkg
+
+
+def kept():
+    """[row, ...] of mimi.devices.rows (lists where the table has tuples); [] before the
+    table is loaded."""
+    import json
+
+    return json.loads(pkg.rows or "[]")
+
+
+def fresh():
+    """Are the rows kept those of the table the settings make now?"""
+    from mimi.config.settings import cfg
+
+    return pkg.rows is not None and pkg.made == (cfg.get("board"), cfg.get("gpio_allow"))
+
+
+def _checked():
+    """kept(), the table loaded first when the rows are not those of the settings."""
+    if not fresh():
+        with pkg.use():
+            pass
+    return kept()
+
+
+def logging():
+    """[(name, log_min)] of the devices whose readings the history keeps."""
+    return [(r[0], r[2]["log_min"]) for r in kept() if not r[10] and r[2].get("log_min")]
+
+
+def owned():
+    """{pin: device name} of the pins devices use."""
+    return {p: row[0] for row in _checked() for p in row[6]}
+
+
+def _last(name):
+    state = sys.modules.get("mimi.devices.state")
+    return state.last.get(name) if state else None
 
 DEVICES = ("Parts wired to this board, with their last readings (device_read reads one now, "
            "device_set drives one). A pin the tools refuse stays refused: tell the user.\n")
@@ -13,7 +53,7 @@ def text(reading):
 
 
 def ago(name):
-    r = state.last.get(name)
+    r = _last(name)
     if r is None:
         return "not read yet"
     s = time.ticks_diff(time.ticks_ms(), r[1]) // 1000
@@ -29,7 +69,7 @@ def line_of(row):
     if err:
         return "%s (%s): unusable: %s" % (name, typ, err)
     head = "%s (%s%s)" % (name, typ, where)
-    r = state.last.get(name)
+    r = _last(name)
     if r is None:
         return head + (": off (as at boot)" if kind == "out" else ": not read yet")
     if kind == "out":
@@ -39,14 +79,9 @@ def line_of(row):
 
 def part(cap):
     """The `## Devices` text: one line a device, at most `cap` bytes."""
-    import mimi.devices as devices
-
-    if not state.fresh():
-        with devices.use():
-            pass
     out = [DEVICES]
     n = len(DEVICES)
-    for row in state.rows:
+    for row in _checked():
         line = "- %s\n" % line_of(row)
         b = len(line.encode())
         if n + b > cap:

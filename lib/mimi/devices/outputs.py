@@ -5,7 +5,7 @@
 # pin low, LEDs dark. Only pins the policy allows (devices/pins.py, gpio_allow): a
 # hand-edited file is no back door. It drives the pins itself, with no table or driver
 # code; then the table checks every device (and logs what it refuses) and what it found
-# is kept (devices/state.py), its code dropped. /drivers/ types are left alone.
+# is kept (mimi.devices.rows), its code dropped. /drivers/ types are left alone.
 from mimi import limits, log
 from mimi.devices import pins as gpio_policy
 
@@ -45,11 +45,15 @@ def at_boot():
             log.exception("devices", "GPIO%d: could not set its off level at boot" % pin, x)
     if done:
         log.info("devices", "off at boot: GPIO%s", ", GPIO".join(str(p) for p in done))
-    # the table checked now, while the heap is whole, and kept (devices/state.py): the first
-    # turn's prompt lists the devices without loading their code in the middle of a turn
+    # the table checked now, while the heap is whole, its rows kept (mimi.devices.rows): the
+    # first turn's prompt lists the devices without loading their code in the middle of a
+    # turn; the rest goes, devices/state.py too (nothing is in it yet: it loads again
+    # when a device is read or driven)
+    import mimi
     import mimi.devices as devices
     from mimi.devices import state
 
     with devices.use():
         pass
     state.drop()
+    mimi.unload("mimi.devices.state")

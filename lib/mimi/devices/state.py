@@ -4,8 +4,10 @@
 # again from the flash by the next; what must outlive them lives here: the drivers'
 # state (an actuator's value, a sensor's last measurement time, a found ROM...), the
 # last readings (the ## Devices part of the prompt is made from them and the rows
-# without the table: devices/lines.py), the I2C controllers' pins, the locks, a button's presses (its pin
-# interrupt's handler is here, so it outlives the driver).
+# without the table: devices/lines.py), the I2C controllers' pins, the locks, a button's
+# presses (its pin interrupt's handler is here, so it outlives the driver). The checked
+# rows themselves are the package's (mimi.devices.rows), so this module loads only when
+# a device is used: the boot pass (devices/outputs.py) drops it.
 import sys
 import time
 import _thread
@@ -15,14 +17,26 @@ lock = _thread.allocate_lock()  # users, and loading/dropping the code
 users = 0
 mem = {}  # device name -> its driver's state (a dict)
 last = {}  # device name -> (reading, time.ticks_ms())
-rows = None  # the devices of the table last loaded, as checked (devices/table.py _FIELDS)
-made = None  # the (board, gpio_allow) settings it was made with
 i2c_ids = {}  # (sda, scl) -> the I2C controller (0 or 1) those pins have
 locks = {}  # a device's or a bus's name -> its lock (one measurement, one transfer at a time)
 presses = {}  # button name -> [presses since the last reading, ticks of the last edge]
 pressed = None  # fn(name) told of each press as it happens (the rules' `pressed`), or None
 _DEBOUNCE_MS = 50
 _KEEP = ("mimi.devices.state", "mimi.devices.sim")  # never dropped (the simulator's parts)
+
+
+def __getattr__(name):
+    if name == "rows":  # the package's rows parsed (mimi.devices.rows): [row, ...] (lists
+        import json  # for tuples) or None
+
+        text = sys.modules["mimi.devices"].rows  # (the package holds this module: no import)
+        return None if text is None else json.loads(text)
+    raise AttributeError(name)
+
+
+def logging():
+    """[(name, log_min)] of the devices whose readings the history keeps (devices/lines.py)."""
+    return mimi.run("devices.lines", "logging")
 
 
 def lock_of(key):
@@ -93,13 +107,3 @@ def drop():
         gc.collect()  # the code's room whole again before the turn goes on
 
 
-def logging():
-    """[(name, log_min)] of the devices whose readings the history keeps."""
-    return [(r[0], r[2]["log_min"]) for r in rows or () if not r[10] and r[2].get("log_min")]
-
-
-def fresh():
-    """Are `rows` those of the table the settings make now?"""
-    from mimi.config.settings import cfg
-
-    return rows is not None and made == (cfg.get("board"), cfg.get("gpio_allow"))

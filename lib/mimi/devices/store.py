@@ -17,7 +17,11 @@ def read():
             raise ValueError("bigger than %d bytes" % limits.DEVICES_FILE_MAX)
         from mimi import jsonutil
 
-        data = jsonutil.loads(fs.read_head(path, limits.DEVICES_FILE_MAX))
+        text = fs.read_head(path, limits.DEVICES_FILE_MAX)
+        if text.count(b"{") + text.count(b"[") > limits.DEVICES_FILE_NODES:  # 8 KB of {} or [[[...
+            # would take more heap to parse and check than a board without PSRAM has
+            raise ValueError("more lists and objects than %d devices have" % limits.DEVICES_MAX)
+        data = jsonutil.loads(text)
         entries = data.get("devices") if isinstance(data, dict) else None
         if not isinstance(entries, list) or any(not isinstance(e, dict) for e in entries):
             raise ValueError('not {"devices": [{...}, ...]}')

@@ -21,6 +21,7 @@ import time
 import _thread
 import mimi
 from mimi import limits, log
+import mimi.devices as pkg
 from mimi.devices import state
 from mimi.devices.lines import text, line_of  # noqa: F401  (the tools' too)
 
@@ -115,12 +116,13 @@ def _load(made):
     the device layer, else as state.rows kept them: the code dropped on a short heap
     comes back without reading and checking everything again."""
     global _devs, _made
-    if state.rows is not None and state.made == made:
+    rows = state.rows if pkg.made == made else None
+    if rows is not None:
         new = []
-        for row in state.rows:
+        for row in rows:
             d = Device(*row[:5])
             for k, v in zip(_FIELDS[5:], row[5:]):
-                setattr(d, k, v)
+                setattr(d, k, tuple(v) if isinstance(v, list) else v)  # JSON made the tuples lists
             new.append(d)
     else:
         from mimi.devices import store
@@ -132,13 +134,15 @@ def _load(made):
         if o and not o.err and not d.err and o.type == d.type and o.params == d.params:
             new[i] = o
     _set(new)
-    _made = state.made = made
+    _made = pkg.made = made
 
 
 def _set(devs):
     global _devs
+    import json
+
     _devs = devs
-    state.rows = [_row(d) for d in devs]
+    pkg.rows = json.dumps([_row(d) for d in devs])
 
 
 def _row(d):
@@ -235,7 +239,7 @@ async def _threaded(fn, *args):
 
 def done(dev, r):
     """A driver's answer kept as the device's last reading (and params it changed saved)."""
-    r = shape(r)
+    r = r if dev.mod else shape(r)
     state.last[dev.name] = (r, time.ticks_ms())
     if dev.dirty:
         dev.dirty = False
@@ -247,22 +251,27 @@ def done(dev, r):
 
 
 def shape(r):
-    """A driver's answer as a reading. The built-in drivers return readings; a /drivers/
-    one may return a number, (number, unit), a text, or a list of (label, number or
-    text, unit)."""
-    if isinstance(r, tuple) and r and isinstance(r[0], tuple):
-        return r
-    if isinstance(r, list):
-        return tuple(_one(*q) for q in r)
+    """A /drivers/ read's answer as a reading: a number, (number, unit), a text, or a list
+    of (label, number or text, unit); bounded (READING_ITEMS, each text READING_TEXT),
+    since it is kept and goes into every prompt."""
+    if isinstance(r, list) or isinstance(r, tuple) and r and isinstance(r[0], (tuple, list)):
+        return tuple(_one(*q[:3]) if isinstance(q, (tuple, list)) and 2 <= len(q) else _one("", q)
+                     for q in r[:limits.READING_ITEMS]) or (_one("", ""),)
     if isinstance(r, tuple) and len(r) == 2:
         return (_one("", *r),)
-    return (_one("", r, ""),)
+    return (_one("", r),)
+
+
+def _cut(s, n):
+    s = str(s)
+    return s if len(s) <= n else s[:n] + "..."
 
 
 def _one(label, v, unit=""):
+    label, unit = _cut(label, limits.DEVICE_NAME_MAX), _cut(unit, 16)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return qty(str(label), v, str(unit))
-    return (str(label), None, str(v))
+        return qty(label, v, unit)
+    return (label, None, _cut(v, limits.READING_TEXT) + (" " + unit if unit else ""))
 
 
 def read(name):

@@ -11,6 +11,7 @@
 #   x:A|B  an I2C address among these        b  true/false
 #   i:LO:HI  a whole number                  f:LO:HI  a number
 #   c:A|B  one of these words                s:N  text of at most N characters
+#   h:N  N hex digits (or empty)
 # A parameter without a default is required.
 from mimi import limits, log
 from mimi.devices import pins as gpio_policy
@@ -28,7 +29,7 @@ TYPES = (
     ("ldr", "adc", "in", _ADC + "rfix=10000:f:100:1e7 r10=10000:f:100:1e7 gamma=0.7:f:0.3:1.5 "
      "vcc=3.3:f:1:5.5 inverted=0:b"),
     ("soil", "adc", "in", _ADC + "dry=2.3:f:0:3.3 wet=0.7:f:0:3.3"),
-    ("ds18b20", "ds18b20", "in", "pin:w rom=:s:16"),
+    ("ds18b20", "ds18b20", "in", "pin:w rom=:h:16"),
     ("dht11", "dht", "in", "pin:p"),
     ("dht22", "dht", "in", "pin:p"),
     ("sht3x", "sht3x", "in", _I2C + "addr=0x44:x:0x44|0x45"),
@@ -49,6 +50,9 @@ _NO_LOG = ("button", "rgb_led", "buzzer")  # presses, colours, tones: nothing to
 _RULE_WORDS = {"p": "a GPIO number", "a": "an ADC1 GPIO (1-10)", "d": "a GPIO number",
                "k": "a GPIO number", "w": "a GPIO number", "b": "true or false",
                "i": "a whole number", "f": "a number"}
+
+
+_BREAKS = "\x7f\x85\u2028\u2029"  # line breaks besides the control characters (a unit goes into the prompt)
 
 
 class Refused(ValueError):
@@ -134,10 +138,21 @@ def make(name, typ, given, others, allow=None):
         m = _value(typ, LOG, m, "i", "0:%d" % limits.LOG_MIN_MAX, allow)
         if m:
             out[LOG] = m
+    _together(typ, out)
     dev = Device(name, typ, out, mod, kind)
     dev.keys = tuple(known) + ((LOG,) if LOG in out else ())
     _place(dev, rules, others)
     return dev
+
+
+def _together(typ, p):
+    """The parameters that make sense only together: a soil probe's two calibrations
+    apart (a reading divides by their difference), analog_in's volts span to scale."""
+    if typ == "soil" and abs(p["dry"] - p["wet"]) < 0.1:
+        raise Refused("soil: 'dry' and 'wet' must be at least 0.1 V apart (the probe's volts in air "
+                      "and in water)")
+    if typ == "analog_in" and p["min"] != p["max"] and abs(p["vmax"] - p["vmin"]) < 0.01:
+        raise Refused("analog_in: 'vmin' and 'vmax' must differ to scale volts to min..max")
 
 
 def _rule(tok):
@@ -157,14 +172,15 @@ def allowed():
 
 
 def pin_refusal(pin, allow):
-    """Why `pin` may not be used, or None."""
+    """Why `pin` may not be used, or None. `allow` holds no refused pin but a board's own
+    part's that the board frees (devices/boards.py FREED)."""
+    if pin in allow:
+        return None
     if pin in gpio_policy.NEVER:
         return "GPIO%d is refused: %s" % (pin, gpio_policy.NEVER[pin])
     if pin not in gpio_policy.EXISTING:
         return "GPIO%d does not exist on the ESP32-S3" % pin
-    if pin not in allow:
-        return "GPIO%d is not in gpio_allow (the pins the owner allows)" % pin
-    return None
+    return "GPIO%d is not in gpio_allow (the pins the owner allows)" % pin
 
 
 def _value(typ, key, v, rule, args, allow):
@@ -231,8 +247,13 @@ def _value(typ, key, v, rule, args, allow):
         if w not in opts:
             raise Refused(bad + " or ".join(opts))
         return w
+    if rule == "h":
+        w = v.strip().lower() if isinstance(v, str) else None
+        if w is None or w and (len(w) != int(args) or any(c not in "0123456789abcdef" for c in w)):
+            raise Refused(bad + "%s hex digits" % args)
+        return w
     # s:N
-    if not isinstance(v, str) or len(v) > int(args) or any(ord(c) < 32 for c in v):
+    if not isinstance(v, str) or len(v) > int(args) or any(ord(c) < 32 or c in _BREAKS for c in v):
         raise Refused(bad + "text of at most %s characters" % args)
     return v
 
@@ -294,9 +315,10 @@ def load(entries, board_name):
     if board_name:
         from mimi.devices import boards
 
+        mine = allow + boards.freed(board_name)  # its own parts' pins (the AtomS3 Lite's 35)
         for name, typ, params in boards.parts(board_name):
             try:
-                d = make(name, typ, params, devs, allow)
+                d = make(name, typ, params, devs, mine)
             except ValueError as why:
                 log.warning("devices", "the board's %s is not added: %s", name, why)
                 continue
@@ -309,11 +331,11 @@ def load(entries, board_name):
 
 
 def check_bus(sda, scl, devs):
-    """i2c_scan / i2c_io on these pins: the pin policy, and pins no device other than
-    the parts on this very bus uses. Refused saying why."""
+    """i2c_scan / i2c_io on these pins -> (sda, scl) as numbers ("8" and 8.0 are GPIO8):
+    the pin policy, and pins no device other than the parts on this very bus uses.
+    Refused saying why."""
     allow = allowed()
-    for key, v in (("sda", sda), ("scl", scl)):
-        _value("i2c", key, v, "p", "", allow)
+    sda, scl = (_value("i2c", key, v, "p", "", allow) for key, v in (("sda", sda), ("scl", scl)))
     if sda == scl:
         raise Refused("SDA and SCL must be different pins")
     for d in devs:
@@ -322,3 +344,4 @@ def check_bus(sda, scl, devs):
         for x in (sda, scl):
             if x in d.pins:
                 raise Refused("GPIO%d is used by %s (%s%s)" % (x, d.name, d.type, d.where))
+    return sda, scl

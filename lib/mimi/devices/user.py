@@ -13,9 +13,10 @@
 #                       (a generator may yield ms to wait, as the built-in drivers do)
 #   def set(dev, value)  an actuator's
 # dev: .name, .params, .pin(key, *args) (a board.Pin of a pin parameter: the policy
-# checked it), .i2c (the bus of sda/scl: readfrom_mem, writeto ...; held locked while
-# the driver runs), .addr. A driver that raises is reported in the tool's result and
-# the log; it never stops the loop or the agent.
+# checked it), .i2c (the bus of sda/scl: readfrom_mem, writeto ...; each transfer holds
+# the bus's lock, so the driver's own waits between transfers hold no other part on
+# it), .addr. A driver that raises, or calls sys.exit(), is reported in the tool's
+# result and the log; it never stops the loop or the agent.
 from mimi import limits, fs
 from mimi.devices.table import Fault
 
@@ -49,7 +50,10 @@ def _load(typ):
         raise ValueError("%s is over %d bytes" % (path, limits.DRIVER_FILE_MAX))
     ns = {"__name__": "drivers." + typ}
     try:
-        exec(fs.read_text(path), ns)
+        try:
+            exec(fs.read_text(path), ns)
+        except SystemExit as e:  # no Exception: it would end the thread, or the loop
+            raise RuntimeError("it called sys.exit(%s)" % _code(e))
     except Exception as e:
         from mimi import log
 
@@ -59,6 +63,10 @@ def _load(typ):
             not callable(ns.get("read")):
         raise ValueError("%s needs KIND ('in' or 'out'), PARAMS (a string) and read(dev)" % path)
     return ns
+
+
+def _code(e):
+    return e.args[0] if e.args else ""
 
 
 def spec(typ):
@@ -100,7 +108,7 @@ class Driver:
             from mimi.devices import bus
 
             self.bus = bus.i2c(dev.bus[1], dev.bus[2])
-            self.d.i2c = self.bus.i2c
+            self.d.i2c = Locked(self.bus)
         else:
             self.bus = None
         self.m = dev.mem  # "ready": setup() has run (kept while the code comes and goes)
@@ -109,17 +117,36 @@ class Driver:
         if ns.get("set") is None:
             self.set = None
 
+    def _why(self, e):
+        """What a driver's exception is said as: sys.exit() a RuntimeError, the bus's
+        OSError (a part that did not answer, a stuck bus) a Fault."""
+        if isinstance(e, SystemExit):
+            return RuntimeError("%s/%s.py called sys.exit(%s)" % (limits.DRIVERS_DIR, self.dev.type, _code(e)))
+        if self.bus is not None and isinstance(e, OSError):
+            return _fault(e)
+        return e
+
     def _call(self, fn, *args):
-        if self.bus is None:
-            return fn(self.d, *args)
-        with self.bus.lock:
+        try:
+            r = fn(self.d, *args)
+        except BaseException as e:  # noqa: B902 - SystemExit too
+            raise self._why(e)
+        return self._steps(r) if hasattr(r, "send") else r
+
+    def _steps(self, gen):
+        """A driver generator's steps, its exceptions said as _call says them."""
+        while True:
             try:
-                r = fn(self.d, *args)
-            except OSError as e:  # the bus's: a part that did not answer, a stuck bus
-                raise _fault(e)
-            if hasattr(r, "send"):  # a generator: its steps take the lock themselves
-                return _locked(r, self.bus.lock)
-            return r
+                ms = next(gen)
+            except StopIteration as e:
+                return e.value
+            except BaseException as e:  # noqa: B902
+                raise self._why(e)
+            try:
+                yield ms
+            except GeneratorExit:  # cancelled while waiting: the driver's finally runs now
+                gen.close()
+                raise
 
     def _setup(self):
         if not self.m.get("ready"):
@@ -135,17 +162,21 @@ class Driver:
         return self._call(self.ns["set"], value)
 
 
-def _locked(gen, lock):
-    """A driver generator's steps each run with the bus locked, never its waits."""
-    try:
-        while True:
+class Locked:
+    """A driver's I2C: the bus's machine.I2C, each call holding the bus's lock."""
+
+    def __init__(self, b):
+        self._b = b
+
+    def __getattr__(self, key):
+        fn = getattr(self._b.i2c, key)
+        lock = self._b.lock
+
+        def locked(*args, **kw):
             with lock:
-                ms = next(gen)
-            yield ms
-    except StopIteration as e:
-        return e.value
-    except OSError as e:
-        raise _fault(e)
+                return fn(*args, **kw)
+
+        return locked
 
 
 def _fault(e):

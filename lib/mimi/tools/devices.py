@@ -28,25 +28,53 @@ def device_list(args, ctx):
 
 def _act(args, fn, *value):
     with devices.use() as t:
+        d = _named(t, args)
+        if isinstance(d, str):
+            return d
         try:
-            d = t.need(args.get("name"))
-        except t.Fault as e:
-            return "Error: %s" % e
-        try:
-            return "%s%s = %s" % ("OK: " if value else "", d.name, t.text(getattr(t, fn)(d.name, *value)))
+            return _answer(d, t, getattr(t, fn)(d.name, *value), value)
         except Exception as e:
             return t.said(d, e)
+
+
+async def aact(args, fn, *value):
+    """_act on the asyncio loop (the REPL's console): aread / adrive, whose waits are
+    awaited and whose locks are polled, so the loop runs on meanwhile."""
+    with devices.use() as t:
+        d = _named(t, args)
+        if isinstance(d, str):
+            return d
+        try:
+            return _answer(d, t, await getattr(t, "a" + fn)(d.name, *value), value)
+        except Exception as e:
+            return t.said(d, e)
+
+
+def _named(t, args):
+    try:
+        return t.need(args.get("name"))
+    except t.Fault as e:
+        return "Error: %s" % e
+
+
+def _answer(d, t, r, value):
+    return "%s%s = %s" % ("OK: " if value else "", d.name, t.text(r))
 
 
 def device_read(args, ctx):
     return _act(args, "read")
 
 
-def device_set(args, ctx):
+def no_value(args):
+    """device_set's error for a missing or unusable value, or None."""
     value = args.get("value")
     if value is None or isinstance(value, (list, dict)):
         return "Error: 'value' required: on/off, a number, an angle or a colour"
-    return _act(args, "drive", value)
+    return None
+
+
+def device_set(args, ctx):
+    return no_value(args) or _act(args, "drive", args["value"])
 
 
 def device_add(args, ctx):

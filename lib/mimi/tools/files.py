@@ -85,11 +85,10 @@ def _history_room(hist):
     (services/history/store.py: its long tier, and its short one when read more often
     than every 5 minutes, a block a segment plus the one a new segment briefly adds)
     minus what its files take already (hist: device -> bytes)."""
-    import sys
+    import mimi
 
-    state = sys.modules.get("mimi.devices.state")  # (not loaded: no devices)
     room = 0
-    for name, m in state.logging() if state else ():
+    for name, m in mimi.run("devices.lines", "logging"):
         segs = limits.HISTORY_SEGMENTS + 1 + (limits.HISTORY_FINE_SEGMENTS + 1 if m * 60 < limits.HISTORY_STEP_S else 0)
         room += max(0, segs * limits.BLOCK_SIZE - hist.get(name, 0))
     return room

@@ -14,7 +14,9 @@ OFF = ("0", "off", "false", "low", "no", "close", "closed")
 
 def onoff(name, value):
     """on/off, 1/0, true/false -> bool; Fault for anything else."""
-    w = str(int(value) if isinstance(value, (bool, float)) and value == int(value) else value).strip().lower()
+    if isinstance(value, float) and -2 < value < 2 and value == int(value):  # 1.0, -0.0 (inf, nan: refused)
+        value = int(value)
+    w = str(int(value) if isinstance(value, bool) else value).strip().lower()
     if w in ON:
         return True
     if w in OFF:

@@ -4,7 +4,7 @@
 # brightness, which never exceeds the device's cap `max` (%): a full-white LED draws
 # 60 mA and is blinding at arm's length. rgbw: SK6812 with a white channel (left dark).
 from mimi import board
-from mimi.devices.table import Fault
+from mimi.devices.table import Fault, num
 from mimi.devices.drivers.digital import ON, OFF
 
 # (name, 0xRRGGBB), in the order they are listed to people
@@ -34,6 +34,28 @@ def _name(rgb):
         if v == rgb:
             return "%s (#%06x)" % (k, rgb)
     return "#%06x" % rgb
+
+
+def _split(name, w):
+    """(colour words, brightness % or None) of a value as people write it: "red 20 %",
+    "red, 20%", "20% red", "red at 20 %", "50 %"."""
+    w = w.replace(",", " ")
+    if w.count("%") > 1:
+        raise Fault("value", "%s: brightness given twice: one percentage, e.g. red 30%%" % name)
+    head, pc, tail = w.partition("%")
+    if not pc:
+        return w.strip(), None
+    words = head.split()
+    try:
+        bright = float(words.pop())
+    except (IndexError, ValueError):
+        raise Fault("value", "%s: brightness is a percentage, e.g. 30%%" % name)
+    if not 0 <= bright <= 100:  # nan too
+        raise Fault("value", "%s: brightness is 0 to 100 %%, not %s%%" % (name, num(bright)))
+    words += tail.split()
+    if words and words[-1] == "at":
+        words.pop()
+    return " ".join(words), bright
 
 
 class Rgb:
@@ -72,17 +94,7 @@ class Rgb:
     def set(self, value, show=True):
         name = self.dev.name
         cap = self.dev.params["max"]
-        w = str(value).strip().lower()
-        bright = None
-        words = w.split()
-        if words and words[-1].endswith("%"):
-            try:
-                bright = float(words[-1][:-1])
-            except ValueError:
-                raise Fault("value", "%s: brightness is a percentage, e.g. 30%%" % name)
-            if not 0 <= bright <= 100:
-                raise Fault("value", "%s: brightness is 0 to 100 %%, not %s" % (name, words[-1]))
-            w = " ".join(words[:-1])
+        w, bright = _split(name, str(value).lower())
         if w in OFF[1:] or w == "black":
             if show:
                 self._show(0, 0)
