@@ -132,7 +132,7 @@ def test_tools_not_listed_and_fixed_part_the_same_whatever_was_imported():
     import mimi.tools.cron  # noqa: F401
     from mimi.tools.registry import registry
 
-    assert len(registry.names()) == 19  # SPEC §10 and §13 (+ i2c_io)
+    assert len(registry.names()) == 23  # SPEC §10, §13 and §14 (+ i2c_io)
     for name in registry.names():
         assert "- %s:" % name not in f1, name
     board.set_unix(NOW + 999)
