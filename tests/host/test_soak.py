@@ -184,12 +184,19 @@ def test_soak(tmp_path, fake_anthropic, fake_telegram, tag, mp):
                 await soak.round(sent_, n)
                 sent_ += n
                 curve.append((soak.done, await soak.heap(curve[-1][1])))
+            if abs(curve[-1][1] - curve[0][1]) > HEAP_SLACK:
+                # A block only a stale word (an idle thread's stack, a register: the GC is
+                # conservative) still points at goes once that word is written again; a
+                # leak stays. One more message each, and the figure after it is the one judged.
+                await soak.round(sent_, 1)
+                sent_ += 1
+                curve.append((soak.done, await soak.heap(curve[-1][1])))
             mods = await soak.modules()
             soak.mods = (sorted(mods - soak.mods), sorted(soak.mods - mods))
-            return curve
+            return curve, sent_
 
         try:
-            curve = asyncio.run(main())
+            curve, sent = asyncio.run(main())
         finally:
             out = sim.output()
             if sys.exc_info()[0]:
@@ -201,13 +208,13 @@ def test_soak(tmp_path, fake_anthropic, fake_telegram, tag, mp):
           "%d, after the run %d (%+d); curve %s; gone while read on %s" % (
               tag or "64-bit", HEAPS[tag], soak.done, chats, soak.requests // 2, took, before,
               after, after - before, curve, soak.transients))
-    assert soak.done == chats * (WARMUP + per_chat)
+    assert soak.done == chats * sent
     assert "MemoryError" not in out and "Traceback" not in out, out[-3000:]
     assert soak.violations == []
     st = tg.state()
     assert st["violations"] == []
     for c in TG_CHATS:  # each message answered once
-        assert len([m for m in st["sent"] if m["chat_id"] == c]) == WARMUP + per_chat
+        assert len([m for m in st["sent"] if m["chat_id"] == c]) == sent
     # every turn: a tool call, then the answer
     assert soak.requests == 2 * soak.done, soak.requests
     assert abs(after - before) <= HEAP_SLACK, (curve, "modules loaded, dropped since warm-up:", soak.mods)
