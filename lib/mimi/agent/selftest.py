@@ -87,8 +87,11 @@ def _turn():
         llm = provider.from_config(_Settings(cfg), client=client)
     client.name = llm.name
     enc = getattr(llm, "message", None)
-    system = worker._system_prompt("websocket", CHAT, enc is not None, False)
-    history = sessions.load("ws_" + CHAT, enc)
+    from mimi import bus, channels
+
+    chan = [r.name for r in channels.TABLE if r.label][-1]  # a chat a person writes in
+    system = worker._system_prompt(chan, CHAT, enc is not None, False)
+    history = sessions.load(bus.session_key(chan, CHAT), enc)
     history.append({"role": "user", "content": "Are you there?"})
     reply = llm.chat(system, history, registry)
     if hasattr(llm, "forget"):
