@@ -108,14 +108,14 @@ def test_no_check_without_a_trial():
     assert code is None and check.runs == 0 and state() is None
 
 
-def test_the_real_check_passes_and_leaves_nothing_loaded():
+def _check_with_the_agent_running():
+    """The trial's check (update/check.py run()) with the agent thread and the WebSocket
+    channel running, as on a booted board; it must find nothing wrong."""
     import asyncio
     from mimi.agent import worker
     from mimi.channels import dispatch
-    from mimi.channels.websocket import gateway  # noqa: F401 - a running channel
 
     dispatch._started.append("websocket")
-    before = set(sys.modules)
     assert worker.start()
     try:
         from mimi.update import check
@@ -124,6 +124,16 @@ def test_the_real_check_passes_and_leaves_nothing_loaded():
     finally:
         worker.stop()
     assert why is None, why
+
+
+def test_the_real_check_passes_and_leaves_nothing_loaded():
+    import asyncio  # noqa: F401 - loaded before the count, as the helper loads them
+    from mimi.agent import worker  # noqa: F401
+    from mimi.channels import dispatch  # noqa: F401
+    from mimi.channels.websocket import gateway  # noqa: F401 - a running channel
+
+    before = set(sys.modules)
+    _check_with_the_agent_running()
     left = sorted(m for m in sys.modules if m not in before)
     # what this test imported, and what the firmware holds anyway (cron, the watchdog,
     # the console's package)
@@ -160,10 +170,7 @@ def test_the_check_with_devices_keeps_their_state():
     # The agent's part builds the prompt's ## Devices part and loads every tool's code,
     # the device tools' included, then drops what it loaded: never devices/state.py,
     # which holds what must last (an actuator's value, a button's presses).
-    import asyncio
     from mimi import app, board
-    from mimi.agent import worker
-    from mimi.channels import dispatch
     from mimi.tools.registry import registry
 
     fs.write_atomic(limits.DEVICES_PATH, json.dumps({"devices": [{"name": "lamp", "type": "relay", "pin": 21}]}))
@@ -171,15 +178,7 @@ def test_the_check_with_devices_keeps_their_state():
     app.devices_off()  # the boot pass: the table checked and kept in devices/state.py
     assert registry.call("device_set", {"name": "lamp", "value": "on"}) == "OK: lamp = on"
     state = sys.modules["mimi.devices.state"]
-    dispatch._started.append("websocket")
-    assert worker.start()
-    try:
-        from mimi.update import check
-
-        why = asyncio.run(check.run())
-    finally:
-        worker.stop()
-    assert why is None, why
+    _check_with_the_agent_running()
     assert sys.modules["mimi.devices.state"] is state
     assert board.SIM_PINS[21]["level"] == 1
     assert registry.call("device_read", {"name": "lamp"}) == "lamp = on"
