@@ -41,6 +41,7 @@ SSE_LINE_MAX = const(32 * 1024)  # one event of a streamed answer (a server may 
 # tool call in one: TOOL_ARGS_MAX, JSON-escaped, fits)
 STREAM_PARTIAL_MS = const(250)  # the text so far of a streamed answer goes out at most this often
 STREAM_PARTIAL_MAX = const(8 * 1024)  # ... while it is at most this long (each is a copy: the reply brings the rest)
+STREAM_PARTIAL_SHORT = const(2 * 1024)  # ... when the heap is short (mimi.short())
 HTTP_RESPONSE_MAX = const(256 * 1024)
 HTTP_HEADER_MAX = const(8 * 1024)  # a whole response head (lines are read one by one)
 HTTP_SINK_MAX = const(64 * 1024 * 1024)  # a body handed to a sink piece by piece (Telegram's updates)
@@ -174,6 +175,8 @@ SEND_HOLD_MAX_S = const(60)  # ... 1, 2, 4 ... up to this, for as long as it tak
 # Telegram (SPEC §8)
 TG_POLL_TIMEOUT_S = const(30)
 TG_MSG_MAX = const(4096)  # UTF-16 units of visible text (after entity parsing)
+TG_LINE_MAX = const(8 * 1024)  # a longer markdown line (a paragraph) is formatted in pieces this long, cut at
+# a space (emphasis open across a cut shows its marks): no block of the work is bigger
 TG_POLL_LIMIT = const(10)  # updates per getUpdates batch (fewer while the heap is short)
 TG_UPDATE_MAX = const(64 * 1024)  # bytes of one update taken (a third of the free heap at most); bigger: skipped
 TG_UPDATE_MIN = const(4096)  # ... unless the heap has no block this big: then the batch waits

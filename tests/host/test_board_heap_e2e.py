@@ -40,12 +40,22 @@ def test_frozen_whole_firmware_answers_in_192k(tmp_path, fake_anthropic, fake_te
                          frozen=True)
 
 
+def test_frozen_whole_firmware_answers_in_128k(tmp_path, fake_anthropic, fake_telegram,
+                                               fake_search):
+    mp, why = mp32_frozen_bin()
+    if not mp:
+        pytest.skip("needs the frozen 32-bit MicroPython: %s" % why)
+    whole_firmware_turns(tmp_path, fake_anthropic, fake_telegram, fake_search, mp, "128k",
+                         frozen=True)
+
+
 def whole_firmware_turns(tmp_path, llm, tg, fake_search, mp, heap, frozen=False):
     wholefw.prepare(tmp_path, llm["ca"])
     with Sim.start(tmp_path, *wholefw.settings(llm, tg), console=True, heap=heap,
                    micropython=mp) as sim:
         wholefw.ready(sim, fake_search)
         ws = wholefw.ws_turn(sim, llm)
+        long = wholefw.tg_long_turn(tg, llm)
         tg_text = wholefw.tg_turn(tg, llm)
         info = wholefw.heap(sim)
         if frozen:  # the firmware runs the frozen copy, not the image's /lib
@@ -55,17 +65,19 @@ def whole_firmware_turns(tmp_path, llm, tg, fake_search, mp, heap, frozen=False)
     assert info["free"] + info["alloc"] <= int(heap[:-1]) * 1024, info  # the cap holds
     assert info["contexts"] == 1, info  # one TLS context for both turns
     assert ws == wholefw.answer("ws"), out[-4000:]
+    assert len(long) >= 3 and all(len(t) <= 4096 for t in long), (long, out[-4000:])
+    assert [w for t in long for w in wholefw.words(t)] == wholefw.words(wholefw.long_answer("long"))
     assert tg_text == wholefw.answer("tg"), out[-4000:]
     assert "MemoryError" not in out and "Traceback" not in out, out[-4000:]
     reqs = llm.requests
-    assert len(reqs) == 8 and llm.violations == []
-    for first in (reqs[0], reqs[4]):  # each turn: the full prompt and 20 stored messages
+    assert len(reqs) == 12 and llm.violations == []
+    for first in (reqs[0], reqs[4], reqs[8]):  # each turn: the full prompt and 20 stored messages
         body = first["body"]
         system = "".join(b["text"] for b in body["system"]) if isinstance(body["system"], list) \
             else body["system"]
         assert len(system.encode()) > 15 * 1024, len(system.encode())
         assert len(body["messages"]) == wholefw.HISTORY + 1
-    for last in (reqs[3], reqs[7]):  # the three tools really ran
+    for last in (reqs[3], reqs[7], reqs[11]):  # the three tools really ran
         results = str(last["body"]["messages"][-6:])
         assert "Tavily result 1 for Lisbon weather" in results, results[:2000]
         assert "keep replies brief" in results and "UTC" in results, results[:2000]

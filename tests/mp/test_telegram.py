@@ -396,6 +396,30 @@ async def test_a_slow_turn_shows_one_progress_message_that_becomes_the_answer():
     task.cancel()
 
 
+async def test_a_long_answer_in_pieces_goes_out_as_the_whole_would():
+    # a long streamed answer is a tuple of str pieces (bus.pieces()): formatted, sent and
+    # its echo read in pieces (Telegram echoes each message whole: only message_id is
+    # kept), its first part edited into the progress message, and on an entity error its
+    # part goes again as plain text
+    b, task = await started()
+    para = ("Lorem *ipsum* dolor sit amet, consectetur adipiscing elit. " * 54).strip()
+    text = "\n\n".join(["**Part %d** " % i + para for i in range(3)])
+    pieces = tuple(text[i:i + 700] for i in range(0, len(text), 700))
+    st = await _progress_turn(b, pieces)
+    shown = [m for m in st["sent"] if not m.get("deleted")]
+    assert [m["visible"][:6] for m in shown] == ["Part 0", "Part 1", "Part 2"], st["sent"]
+    assert "".join(m["visible"] for m in shown).replace("\n", "") == \
+        text.replace("**", "").replace("*", "").replace("\n", "")
+    assert shown[0]["edited"] and all(m["parse_mode"] == "HTML" for m in shown)
+    await fail(method="sendMessage", status=400, if_parse_mode=True)
+    await b.send(bus.Msg("telegram", ALLOWED, pieces))
+    st = await state()
+    plain = [m for m in st["sent"] if not m.get("deleted")][3:]
+    assert plain[0]["parse_mode"] is None and plain[0]["visible"].startswith("Part 0 Lorem ipsum dolor")
+    assert [m["visible"][:6] for m in plain] == ["Part 0", "Part 1", "Part 2"]
+    task.cancel()
+
+
 async def test_a_progress_message_that_cannot_take_the_answer_is_deleted():
     b, task = await started()
     await fail(method="editMessageText", status=400, times=2,

@@ -504,6 +504,19 @@ async def test_reply_over_the_outbox_cap_arrives_whole():
     assert len(websocket.clients) == 1
 
 
+async def test_a_reply_in_pieces_arrives_as_one_message():
+    # a long streamed answer is a tuple of str pieces (bus.pieces()): each piece goes out
+    # as the frames of one message, the JSON never joined in one block
+    await start()
+    ws = await connect()
+    await ws.send({"type": "message", "content": "long", "chat_id": "pcs"})
+    await next_inbound()
+    pieces = ("Line \"one\"\n" * 80, "", "\u4e2d\u6587 and \U0001F389 " * 40, "\\end")
+    await put_out(bus.Msg("websocket", "pcs", pieces))
+    got = await ws.recv()
+    assert got == {"type": "response", "content": "".join(pieces), "chat_id": "pcs"}, got
+
+
 async def test_connection_code_is_loaded_only_while_connections_are_open():
     import sys
 

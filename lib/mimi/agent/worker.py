@@ -153,7 +153,9 @@ def run_message(msg):
         sessions.append(key, "user", text)
         sessions.append(key, "assistant", turn.text)
         err = sessions.flush()  # a chat that could not be saved is told so
-        return turn.text + "\n\n" + err if err else turn.text
+        if not err:
+            return turn.text
+        return turn.text + ("\n\n" + err,) if isinstance(turn.text, tuple) else turn.text + "\n\n" + err
     except MemoryError as e:  # say so: never a silently shorter prompt or history
         failures += 1
         log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)

@@ -69,7 +69,7 @@ def route(msg):
     if lane is None:  # a channel that is not running (not configured)
         if msg.kind == bus.REPLY:
             log.warning("dispatch", "%s is not running; reply to %s only logged: %s",
-                        msg.channel, msg.chat_id, (msg.content or "")[:128])
+                        msg.channel, msg.chat_id, bus.pieces(msg.content)[0][:128])
         return
     lane.push(msg)
 

@@ -516,6 +516,8 @@ class Feishu:
             return False
         path = MESSAGES + ("chat_id" if rid.startswith("oc_") else "open_id")
         ok = True
+        if isinstance(md, tuple):  # a long answer in pieces (bus.pieces()): this formatter
+            md = "".join(md)  # takes the text whole
         for part in fmt.split(md or "", limits.FEISHU_MSG_MAX):
             how = fmt.kind(part)
             while True:
@@ -545,7 +547,7 @@ class Feishu:
         if msg.kind != bus.REPLY:
             return
         if msg.meta is not _OURS and msg.chat_id not in cfg.get("feishu_allow").split(","):
-            log.error(TAG, "not sent to %s, which is not in feishu_allow: %s", msg.chat_id, (msg.content or "")[:60])
+            log.error(TAG, "not sent to %s, which is not in feishu_allow: %s", msg.chat_id, bus.pieces(msg.content)[0][:60])
             return
         # hold: an outage delays the reply (the lane keeps the ones behind it), never drops it
         await self.send_text(msg.chat_id, msg.content, hold=True)

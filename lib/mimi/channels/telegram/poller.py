@@ -48,9 +48,10 @@ class Api:
         self.lock = asyncio.Lock()  # the reconnect below must not cut a call in flight
 
     async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None):
-        """-> the result; ApiError for Telegram's refusals. sink (getUpdates): an Updates
-        that reads the answer as it arrives; None is returned when it took it."""
-        body = json.dumps(params or {}).encode()
+        """-> the result; ApiError for Telegram's refusals. params: a dict, or the body
+        made already (send.py: a text in pieces). sink: reads the answer as it arrives
+        (getUpdates' Updates, send.py's Echo); when it took it, its .result is returned."""
+        body = params if isinstance(params, tuple) else json.dumps(params or {}).encode()
         async with self.lock:
             if self.stale:  # after an outage a request on the old socket would time out
                 self.stale = False
@@ -62,8 +63,9 @@ class Api:
             r = await self.client.request(
                 "POST", "/bot%s/%s" % (self.token, method),
                 headers={"Content-Type": "application/json"}, body=body, deadline_s=deadline_s, sink=sink)
+        body = None
         if sink is not None and r.status == 200 and sink.seen:
-            return None
+            return getattr(sink, "result", None)
         try:
             obj = jsonutil.loads(r.body if sink is None else sink.head)
         except ValueError:
@@ -95,16 +97,21 @@ def allowed(chat_id):
     return str(chat_id) in cfg.get("tg_allow").split(",")
 
 
-def _update_id(pre):
-    """The update_id from the first bytes of an update ('{"update_id":123,...'), or None."""
-    i = pre.find(b'"update_id"')
+def after(pre, key):
+    """Where the value of `key` (b'"name"') starts in the first bytes of an answer, or -1."""
+    i = pre.find(key)
     if i < 0:
-        return None
-    i += 11
+        return -1
+    i += len(key)
     while i < len(pre) and pre[i] in b" :\t\r\n":
         i += 1
-    j = i
-    while j < len(pre) and 48 <= pre[j] <= 57:
+    return i
+
+
+def number(pre, key):
+    """The number `key` has in the first bytes of an answer ('{"update_id":123,...'), or None."""
+    i = j = after(pre, key)
+    while 0 <= j < len(pre) and 48 <= pre[j] <= 57:
         j += 1
     return int(pre[i:j]) if j > i else None
 
@@ -356,7 +363,7 @@ class Telegram:
         cron.json written by hand could name another)."""
         if not allowed(msg.chat_id):
             log.error(TAG, "not sent to chat %s, which is not in tg_allow: %s", msg.chat_id,
-                      (msg.content or "")[:60])
+                      bus.pieces(msg.content)[0][:60])
             return
         await channels.load("telegram.send").send(self, msg)
 

@@ -7,6 +7,7 @@
 # poll's connection is open (one TLS session at rest, no second client buffer), and
 # this module and the formatter are dropped (loaded again for the next message).
 import time
+import json
 import asyncio
 import mimi
 from mimi import limits, log, bus, channels
@@ -34,6 +35,38 @@ BUSY = "I'm busy with other messages, try again shortly."
 RESET_DONE = "Conversation cleared. Let's start fresh."
 STRANGER = ("This bot is private. Your chat id is %s.\n"
             "Its owner can allow you on the board's REPL with: allow_chat(%s)")
+
+
+class Echo:
+    """The answer to a message sent or edited, read as it arrives (Api.call's sink): its
+    first TG_ERROR_MAX bytes kept (an error, a short message); Telegram echoes the
+    message whole (4 KB of text and more), of which only message_id is used: seen when
+    the answer was longer and ok, its id in .result."""
+    seen = False
+    result = None
+
+    def __init__(self):
+        self.head = b""
+
+    def __call__(self, mv):
+        h = self.head
+        if len(h) < limits.TG_ERROR_MAX:
+            self.head = h = h + bytes(mv[:limits.TG_ERROR_MAX - len(h)])
+        if not self.seen and len(h) >= limits.TG_ERROR_MAX:
+            i = tg.after(h, b'"ok"')  # (no copy of the head: a short heap is short now)
+            self.seen = i >= 0 and h[i:i + 4] == b"true"
+            self.result = {"message_id": tg.number(h, b'"message_id"')}
+
+
+def call(api, method, params):
+    """api.call(method, params) for a message: a "text" made of pieces (a list of str,
+    format.py's) written piece by piece, never joined; the echo read by an Echo."""
+    text = params.get("text")
+    if isinstance(text, list):
+        head = json.dumps({k: v for k, v in params.items() if k != "text"})
+        params = (head[:-1], ', "text": "' if len(head) > 2 else '"text": "',
+                  tuple(memoryview(json.dumps(p))[1:-1] for p in text), '"}')
+    return api.call(method, params, sink=Echo())
 
 
 def _api(bot):
@@ -69,7 +102,7 @@ async def _send(bot, params, hold=False):
         api = _api(bot)
         if api is None:
             raise tg.ApiError(0, "no connection to Telegram (no bot token)")
-        return await api.call("sendMessage", params)
+        return await call(api, "sendMessage", params)
 
     return await sending.deliver(attempt, _refused, hold, TAG, bot._online, bot._network_lost)
 
@@ -85,23 +118,25 @@ async def plain(bot, chat_id, text):
 
 
 async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
-    """Markdown -> HTML parts in order; a part whose entities Telegram refuses is
-    sent again as plain text; any other failure is logged, never re-sent (hold: see
-    _send). status: the turn's status.Status, whose message (when shown) becomes the
-    first part. -> True when every part went out."""
+    """Markdown (a str, or a text in pieces: bus.pieces()) -> HTML parts in order, each
+    made and sent in pieces (format.parts(): no block as big as a part); a part whose
+    entities Telegram refuses is sent again as plain text; any other failure is logged,
+    never re-sent (hold: see _send). status: the turn's status.Status, whose message
+    (when shown) becomes the first part. -> True when every part went out."""
     if _api(bot) is None:
         log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
         return False
-    parts = channels.load("telegram.format").split(markdown or "", limits.TG_MSG_MAX)
-    mimi.drop("channels.telegram.format")  # loaded for each reply, not kept between them
+    fmt = channels.load("telegram.format")
     ok = True
-    for html, plain_ in parts:
+    for runs in fmt.parts(markdown or "", limits.TG_MSG_MAX):
+        html = fmt.render_html(runs)
         if status is not None:
             status, st = None, status
-            if await st.finish(_api(bot), html, plain_):
+            if await st.finish(_api(bot), html, lambda: fmt.render_plain(runs)):
                 reply_to = None
                 continue
         params = {"chat_id": chat_id, "text": html, "parse_mode": "HTML"}
+        html = None
         if reply_to:
             params["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
             reply_to = None
@@ -121,12 +156,14 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
             ok = False
             continue
         params.pop("parse_mode")
-        params["text"] = plain_
+        params["text"] = fmt.render_plain(runs)
         try:
             await _send(bot, params, hold)
         except Exception as e:
             log.error(TAG, "plain-text resend to %s failed: %s", chat_id, e)
             ok = False
+    fmt = None
+    mimi.drop("channels.telegram.format")  # loaded for each reply, not kept between them
     return ok
 
 

@@ -57,16 +57,18 @@ class Status:
             return
         text = self.text
         wait = self.every
+        from mimi.channels.telegram.send import call
+
         try:
             if self.message_id is None:
                 p = {"chat_id": self.chat_id, "text": text}
                 if self.reply_to:
                     p["reply_parameters"] = {"message_id": self.reply_to,
                                              "allow_sending_without_reply": True}
-                self.message_id = (await api.call("sendMessage", p))["message_id"]
+                self.message_id = (await call(api, "sendMessage", p))["message_id"]
             else:
-                await api.call("editMessageText", {"chat_id": self.chat_id,
-                                                   "message_id": self.message_id, "text": text})
+                await call(api, "editMessageText", {"chat_id": self.chat_id,
+                                                    "message_id": self.message_id, "text": text})
             self.shown = text
         except asyncio.CancelledError:
             raise
@@ -79,16 +81,19 @@ class Status:
         self.after = time.ticks_add(time.ticks_ms(), wait * 1000)
 
     async def finish(self, api, html, plain):
-        """The answer's first part (Telegram HTML, and its plain text for when the
-        entities are refused) in place of the message. -> True when it is there; False
-        when there was none or the edit failed (then it is deleted: send the part)."""
+        """The answer's first part (Telegram HTML, and a function making its plain text
+        for when the entities are refused; str or lists of str pieces) in place of the
+        message. -> True when it is there; False when there was none or the edit failed
+        (then it is deleted: send the part)."""
         if self.message_id is None or api is None:
             return False
+        from mimi.channels.telegram.send import call
+
         p = {"chat_id": self.chat_id, "message_id": self.message_id, "text": html,
              "parse_mode": "HTML"}
         for _ in range(2):
             try:
-                await api.call("editMessageText", p)
+                await call(api, "editMessageText", p)
                 self.message_id = None
                 return True
             except asyncio.CancelledError:
@@ -101,7 +106,7 @@ class Status:
                     log.warning(tg.TAG, "answer into the progress message for %s: %s", self.chat_id, e)
                     break
                 del p["parse_mode"]
-                p["text"] = plain
+                p["text"] = plain()
         await self.delete(api)
         return False
 

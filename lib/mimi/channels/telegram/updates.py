@@ -4,7 +4,7 @@
 # alone. Loaded when such an answer comes in and dropped after the poll, so an idle
 # bot (its long polls answered "no updates") holds none of this code.
 from mimi import limits, log, jsonutil
-from mimi.channels.telegram.poller import TAG, allowed, _update_id
+from mimi.channels.telegram.poller import TAG, allowed, number
 
 IGNORE = ("ignore", None, None, None, None)
 
@@ -90,7 +90,7 @@ def _take(u, b, a, z):
 def _done(u):
     if u.full:
         return  # not taken: it comes again with the next poll
-    uid = _update_id(u.pre)
+    uid = number(u.pre, b'"update_id"')
     act = None
     most, u.most = u.most, u.cap  # a failed growth skipped this one only
     if u.size > most:
@@ -99,7 +99,7 @@ def _done(u):
     else:
         try:
             upd = jsonutil.loads(memoryview(u.buf)[:u.size])
-            if not isinstance(upd["update_id"], int):  # uid stays what _update_id read
+            if not isinstance(upd["update_id"], int):  # uid stays what number() read
                 raise ValueError("update_id %r" % (upd["update_id"],))
             uid = upd["update_id"]
             act = classify(u.bot, upd)

@@ -23,6 +23,19 @@ from mimi.channels.websocket.gateway import CHANNEL, clients, _conns, _fails, te
 _ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 
+def pieces(obj):
+    """gateway.text() of an obj whose content is in pieces (bus.pieces()): the JSON as a
+    tuple of pieces, each escaped alone (the client's sender writes them as the frames of
+    one message), never one block as big as the text."""
+    from mimi.utf8 import clean
+
+    head = dict(obj)
+    del head["content"]
+    head = clean(json.dumps(head))
+    return (head[:-1] + ', "content": "',) + \
+        tuple(memoryview(clean(json.dumps(p)))[1:-1] for p in obj["content"]) + ('"}',)
+
+
 def new_chat_id():
     """A connection's chat id until it names one: random, so a new anonymous client
     never lands in an earlier one's session (a counter restarts at 1 every boot)."""
@@ -51,7 +64,9 @@ class Client:
         skipped). So one message of any size fits, and what waits behind it is capped."""
         if self.dead or self.closing:
             return False
-        n = len(memoryview(data))
+        n = 0
+        for p in data if isinstance(data, tuple) else (data,):  # (pieces: gateway.text())
+            n += len(memoryview(p))
         if op != wp.CLOSE and (len(self.out) >= limits.WS_CLIENT_OUTBOX or self.out_bytes -
                                (self.out[0][2] if self.out else 0) >= limits.WS_CLIENT_OUTBOX_BYTES):
             if status:
@@ -89,17 +104,20 @@ class Client:
                 op, data, n = self.out.pop(0)
                 self.out_bytes -= n
                 self.room.set()
-                mv = memoryview(data)  # a str too: its UTF-8 bytes, not copied
-                i = 0
-                while True:  # the frames of one message (RFC 6455 fragmentation)
-                    k = min(n - i, step)
-                    self.w.write(wp.header(op if i == 0 else wp.CONT, k, i + k >= n))
-                    self.w.write(mv[i:i + k])
-                    await asyncio.wait_for(self.w.drain(), limits.WS_WRITE_TIMEOUT_S)
-                    i += k
-                    if i >= n:
-                        break
-                mv = data = None
+                i = 0  # bytes of the message sent
+                for p in data if isinstance(data, tuple) else (data,):
+                    mv = memoryview(p)  # a str too: its UTF-8 bytes, not copied
+                    j = 0
+                    while j < len(mv) or not n:  # the frames of one message (RFC 6455 fragmentation)
+                        k = min(len(mv) - j, step)
+                        self.w.write(wp.header(op if i == 0 else wp.CONT, k, i + k >= n))
+                        self.w.write(mv[j:j + k])
+                        await asyncio.wait_for(self.w.drain(), limits.WS_WRITE_TIMEOUT_S)
+                        i += k
+                        j += k
+                        if not n:
+                            break
+                mv = p = data = None
                 if op == wp.CLOSE:
                     return
         except asyncio.CancelledError:

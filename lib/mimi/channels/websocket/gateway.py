@@ -21,7 +21,10 @@ _fails = {}  # address -> (wrong tokens in a row, ticks_ms until which it is ref
 
 def text(obj):
     """obj as the JSON of a text message, never invalid UTF-8 (RFC 6455 makes a client
-    fail the connection on that): what slipped through elsewhere goes out as U+FFFD."""
+    fail the connection on that): what slipped through elsewhere goes out as U+FFFD. A
+    content in pieces (bus.pieces()): a tuple of pieces (connection.py)."""
+    if isinstance(obj.get("content"), tuple):
+        return sys.modules["mimi.channels.websocket.connection"].pieces(obj)
     from mimi.utf8 import clean
 
     return clean(json.dumps(obj))
@@ -66,6 +69,7 @@ async def _connection(sr, sw):
                 mimi.drop("net.wsproto")
             if "mimi.services.portal" not in sys.modules:
                 mimi.drop("net.httpserver")
+                mimi.drop("net.listen")  # (httpserver's import)
 
 
 async def run():
