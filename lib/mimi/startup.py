@@ -96,7 +96,7 @@ def tasks(stop):
         ts.append(w("ntp", ntp.run()))
         ts.append(w("cron", cron.task()))
     if board.CONSOLE:
-        from mimi.console import serial as console
+        from mimi import app
 
-        ts.append(w("console", console.task(stop), quiet=True))  # holds the loop for mpremote
+        ts.append(w("console", app.console(stop), quiet=True))  # holds the loop for mpremote
     return ts
