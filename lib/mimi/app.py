@@ -85,6 +85,7 @@ def collect_often():
 
 def main():
     collect_often()
+    mimi.spare()  # low in the heap, before anything else
     from mimi import safemode
 
     safemode.boot_start()  # boot counter, update trial/rollback, safe mode

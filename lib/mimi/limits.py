@@ -78,6 +78,7 @@ NOTES_DAYS = const(3)
 SKILLS_MAX = const(2 * 1024)
 PROMPT_CHUNK = const(1024)  # the prompt (and a message's long text) is read and JSON-escaped in pieces this big
 HEAP_SHORT = const(96 * 1024)  # less free: a turn drops code after use (mimi.short())
+HEAP_SPARE = const(768)  # kept aside for telling a person that memory ran out (mimi.spare())
 PROMPT_SPILL = "/prompt.tmp"  # and escapes the prompt into this file (outside /spiffs)
 
 SKILL_TITLE_MAX = const(64)
@@ -175,11 +176,15 @@ SEND_HOLD_MAX_S = const(60)  # ... 1, 2, 4 ... up to this, for as long as it tak
 # Telegram (SPEC §8)
 TG_POLL_TIMEOUT_S = const(30)
 TG_MSG_MAX = const(4096)  # UTF-16 units of visible text (after entity parsing)
+TG_MSG_SHORT = const(1024)  # ... a part that found no room in the heap goes again in pieces this long
 TG_LINE_MAX = const(8 * 1024)  # a longer markdown line (a paragraph) is formatted in pieces this long, cut at
 # a space (emphasis open across a cut shows its marks): no block of the work is bigger
 TG_POLL_LIMIT = const(10)  # updates per getUpdates batch (fewer while the heap is short)
 TG_UPDATE_MAX = const(64 * 1024)  # bytes of one update taken (a third of the free heap at most); bigger: skipped
-TG_UPDATE_MIN = const(4096)  # ... unless the heap has no block this big: then the batch waits
+TG_UPDATE_MIN = const(4096)  # ... unless the heap has no block this big: then just its size, or the batch waits
+TG_UPDATE_HEAD = const(256)  # bytes of an update kept to name it (update_id, chat) when it cannot be taken
+TG_STUCK_TRIES = const(5)  # polls an update finds no room before it is skipped and its sender told
+TG_OWED_MAX = const(4)  # chats the poller tells that their reply found no room (at its next poll)
 TG_ERROR_MAX = const(1024)  # bytes of an error answer read
 TG_HTTP_SLACK_S = const(15)  # long poll deadline = poll timeout + this
 TG_SEND_TIMEOUT_S = const(20)  # sendMessage / sendChatAction / getMe deadline

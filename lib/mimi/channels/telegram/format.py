@@ -603,8 +603,13 @@ def parts(md, limit=limits.TG_MSG_MAX):
             units = sum(u16len(r[0]) for r in win)
             if part:
                 yield part
-    while win:
-        part, win = _cut(win, limit)
+    yield from recut(win, limit)
+
+
+def recut(runs, limit):
+    """Runs (a part's, or the window's end) -> each part's runs at most `limit` units."""
+    while runs:
+        part, runs = _cut(runs, limit)
         if part:
             yield part
 

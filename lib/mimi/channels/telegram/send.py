@@ -31,6 +31,10 @@ ANSWERS = {
         "Anything else you write goes to the assistant. Text only for now."),
 }
 TEXT_ONLY = "I can only read text messages for now."
+NO_ROOM = ("Sorry, the rest of my answer did not fit in the board's free memory to be sent. "
+           "It is saved in this chat: ask me to repeat it, shorter.")
+NOT_READ = ("Sorry, I could not read your message: the board is short of memory right now. "
+            "Please send it again in a minute.")
 BUSY = "I'm busy with other messages, try again shortly."
 RESET_DONE = "Conversation cleared. Let's start fresh."
 STRANGER = ("This bot is private. Your chat id is %s.\n"
@@ -58,15 +62,25 @@ class Echo:
             self.result = {"message_id": tg.number(h, b'"message_id"')}
 
 
-def call(api, method, params):
+async def call(api, method, params):
     """api.call(method, params) for a message: a "text" made of pieces (a list of str,
-    format.py's) written piece by piece, never joined; the echo read by an Echo."""
+    format.py's) written piece by piece, never joined; the echo read by an Echo. Out of
+    memory once the request went out: it was sent ({"message_id": None}), not again."""
     text = params.get("text")
     if isinstance(text, list):
         head = json.dumps({k: v for k, v in params.items() if k != "text"})
         params = (head[:-1], ', "text": "' if len(head) > 2 else '"text": "',
                   tuple(memoryview(json.dumps(p))[1:-1] for p in text), '"}')
-    return api.call(method, params, sink=Echo())
+    try:
+        return await api.call(method, params, sink=Echo())
+    except MemoryError:
+        buf = api.client._buf
+        if buf is None or not buf.sent:
+            raise
+        params = None
+        api.client.close()  # the answer was not read: the connection is out of step
+        log.warning(TAG, "%s went out; no room in the heap to read the answer", method)
+        return {"message_id": None}
 
 
 def _api(bot):
@@ -143,6 +157,13 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
         try:
             await _send(bot, params, hold)
             continue
+        except MemoryError:
+            params = html = None
+            if await _smaller(bot, chat_id, fmt, runs, hold):
+                continue
+            if not await plain(bot, chat_id, NO_ROOM):
+                bot.owe(chat_id)
+            return False
         except tg.ApiError as e:
             if not e.entities:
                 log.error(TAG, "sending to %s failed: %s", chat_id, e)
@@ -167,6 +188,21 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
     return ok
 
 
+async def _smaller(bot, chat_id, fmt, runs, hold):
+    """A part that found no room in the heap: the spare given back (mimi.spare()) and
+    what can be freed is, then the part goes again as plain text in pieces of
+    TG_MSG_SHORT. -> False when one of them found no room either (the rest is not sent)."""
+    mimi.spare(False)
+    try:
+        for part in fmt.recut(runs, limits.TG_MSG_SHORT):
+            await _send(bot, {"chat_id": chat_id, "text": fmt.render_plain(part)}, hold)
+        log.warning(TAG, "a part to %s sent in smaller pieces (no room in the heap)", chat_id)
+        return True
+    except MemoryError:
+        log.error(TAG, "no room in the heap for a reply to %s; the rest is in its session", chat_id)
+        return False
+
+
 async def act(bot, what, chat_id, arg=None):
     """The poller's answers: "stranger", "text_only", "busy", "reset", "usage", "reply"
     (arg: the command)."""
@@ -179,6 +215,8 @@ async def act(bot, what, chat_id, arg=None):
         await plain(bot, chat_id, TEXT_ONLY)
     elif what == "busy":
         await plain(bot, chat_id, BUSY)
+    elif what == "not_read":
+        await plain(bot, chat_id, NOT_READ)
     elif what == "reply":
         await text(bot, chat_id, ANSWERS[arg])
     elif what == "usage":

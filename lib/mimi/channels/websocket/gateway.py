@@ -56,9 +56,21 @@ async def send(msg):
         log.info("ws", "no client on chat %s; the reply stays in its session", msg.chat_id)
 
 
-async def _connection(sr, sw):
-    wsconn = channels.load("websocket.connection")
+NO_ROOM = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 38\r\nConnection: close\r\n\r\nthe board is out of memory; try again\n"
 
+
+async def _connection(sr, sw):
+    try:
+        wsconn = channels.load("websocket.connection")
+    except MemoryError:  # no room for a connection's code: said so, not left hanging
+        mimi.spare(False)
+        log.warning("ws", "no room in the heap for a connection; refused (503)")
+        try:
+            sw.write(NO_ROOM)
+            await sw.drain()
+        finally:
+            sw.close()
+        return
     try:
         await wsconn.serve(sr, sw)
     finally:
