@@ -13,7 +13,8 @@ from pathlib import Path
 
 import common
 
-DRIVERS = ("boot", "turn", "minheap", "longrun", "history", "prompt", "gateway", "stall", "stream", "readings")
+DRIVERS = ("boot", "turn", "minheap", "longrun", "history", "prompt", "gateway", "stall", "stream", "readings",
+           "devices")
 
 
 def main():

@@ -198,27 +198,14 @@ MPLIB_MODULES = {  # module -> its path in MicroPython v1.28.0's source tarball
 def micropython_lib():
     """The real onewire, ds18x20, dht and neopixel (micropython-lib at the commit v1.28.0
     pins, frozen into the official ESP32_GENERIC_S3 firmware), taken from MicroPython's
-    source tarball ($MP_SOURCE, default ../shared/micropython/micropython-1.28.0.tar.gz)
-    into build/mplib/, never into the repository: {"dir": path or None, "why": ...}."""
-    import os
-    import tarfile
+    source ($MPY_SRC, default ../shared/micropython/, as `make frozen` takes it) into
+    build/mplib/, never into the repository: {"dir": path or None, "why": ...}."""
+    import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    tarball = Path(os.environ.get("MP_SOURCE") or
-                   root.parent / "shared" / "micropython" / "micropython-1.28.0.tar.gz")
-    if not tarball.is_file():
-        return {"dir": None, "why": "MicroPython's source tarball is not at %s (MP_SOURCE=path)" % tarball}
-    out = root / "build" / "mplib"
-    out.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(tarball) as tar:
-        top = tar.next().name.split("/")[0]
-        for name, path in MPLIB_MODULES.items():
-            dst = out / (name + ".py")
-            if dst.exists() and dst.stat().st_mtime >= tarball.stat().st_mtime:
-                continue
-            data = tar.extractfile("%s/%s" % (top, path)).read()
-            tmp = dst.with_name("%s.%d.tmp" % (dst.name, os.getpid()))  # xdist workers at once
-            tmp.write_bytes(data)
-            os.replace(tmp, dst)
-    return {"dir": str(out), "why": None}
+    sys.path.insert(0, str(root / "tools"))
+    import mpbuild
+
+    out, why = mpbuild.copy_modules(MPLIB_MODULES, root / "build" / "mplib")
+    return {"dir": str(out) if out else None, "why": why}

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import simpty  # noqa: E402
 PORT_RE = re.compile(r"gateway listening on ([\d.]+):(\d+)")
 BOOT_S = 90  # a first boot builds the image and compiles: slow on a loaded machine
 STOP_S = 20
@@ -31,11 +33,12 @@ _running = set()
 
 
 class Sim:
-    def __init__(self, cmd, env=None, console=False):
+    def __init__(self, cmd, env=None, console=False, ctrl_c=None):
         if console:
             env = dict(env or {}, MIMI_CONSOLE="1")
         self.started = time.monotonic()
-        self.p = subprocess.Popen(
+        self.ctrl_c = ctrl_c  # the firmware itself (no tools/sim): its Ctrl-C pipe
+        self.p = (ctrl_c.start if ctrl_c else subprocess.Popen)(
             cmd, stdin=subprocess.PIPE if console else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             encoding="utf-8", errors="replace", start_new_session=True,
@@ -79,10 +82,11 @@ class Sim:
 
     @classmethod
     def boot(cls, image, *sets):
-        """The firmware straight from an existing image (tools/simboot.py, no tools/sim)."""
+        """The firmware straight from an existing image (tools/simboot.py, no tools/sim);
+        stop() sends it Ctrl-C as tools/sim does (tools/simpty.py CtrlC)."""
         return cls([str(Path(sys.executable).parent / "micropython"),
                     str(ROOT / "tools" / "simboot.py"), str(image), str(ROOT / "build" / "lib"),
-                    *sets])
+                    *sets], ctrl_c=simpty.CtrlC())
 
     def _read(self):
         for line in self.p.stdout:
@@ -95,7 +99,7 @@ class Sim:
 
     def send(self, text):
         """Type text on the console (console=True). A stop while a typed command still
-        runs interrupts that command, not the firmware: wait for its output first."""
+        runs waits for it to end (the firmware takes Ctrl-C on its loop)."""
         self.p.stdin.write(text)
         self.p.stdin.flush()
 
@@ -152,19 +156,14 @@ class Sim:
         return self._finish()
 
     def stop(self, sig=signal.SIGTERM, timeout=STOP_S):
-        """SIGTERM, or SIGINT to the whole group as Ctrl-C does, then wait(timeout).
-        SIGINT is repeated every second, as tools/sim does: the unix port raises Ctrl-C
-        wherever the firmware is, and one raised inside an import's stat is swallowed
-        by MicroPython (lib/mimi/board/host_vfs.py)."""
+        """SIGTERM, or SIGINT to the whole group as Ctrl-C in a terminal does (the
+        firmware's process has it blocked: tools/sim passes it on, tools/simpty.py CtrlC),
+        then wait(timeout). A Sim.boot() gets either as Ctrl-C on its pipe."""
         if self.p.poll() is None:
-            if sig == signal.SIGINT:
-                end = time.monotonic() + timeout
-                while self.p.poll() is None and time.monotonic() < end:
-                    os.killpg(self.p.pid, sig)
-                    try:
-                        self.p.wait(timeout=1)
-                    except subprocess.TimeoutExpired:
-                        pass
+            if self.ctrl_c:
+                self.ctrl_c.press()
+            elif sig == signal.SIGINT:
+                os.killpg(self.p.pid, sig)
             else:
                 self.p.send_signal(sig)
         return self.wait(timeout)
@@ -180,6 +179,8 @@ class Sim:
 
     def _finish(self):
         self._pump.join(10)  # the rest of the output
+        if self.ctrl_c:
+            self.ctrl_c.close()
         if self.p.stdin:
             self.p.stdin.close()
         _running.discard(self)

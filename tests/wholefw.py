@@ -4,15 +4,27 @@
     with Sim.start(tmp_path, *wholefw.settings(llm, tg), console=True, heap="192k",
                    micropython=mp32) as sim:
         wholefw.ready(sim, search)                      # booted; web_search on the fake
+        wholefw.attach_parts(sim)                       # the simulated SHT3x, button, relay, LED
         wholefw.ws_turn(sim, llm)                       # -> the answer's text
         wholefw.tg_turn(tg, llm)
+        wholefw.device_turn(sim, llm)                   # device_read of the SHT3x
 
 The image holds the oversized prompt files of bench/mp/turnprep.py's "full" workload
 (SOUL.md and USER.md ~14 KB each, so the system prompt is cut at its 16 KB cap), 20
 stored messages of ~520 bytes in both chats, a cron job, and the fake LLM's test CA as
 /my-ca.pem (trusted through the `ca_file` setting, besides the shipped roots).
 A turn is the reference turn's shape: 4 LLM calls, 3 tools (get_current_time,
-read_file, web_search on the fake Tavily), then the answer.
+read_file, web_search on the fake Tavily), then the answer. Four devices are attached
+(issue 23: an SHT3x, a button, a relay, the board's RGB LED in /devices.json, their
+simulated parts wired by attach_parts()), and a device turn reads the SHT3x (device_read).
+
+The simulated hardware is not the board's: on the host its code and state take the
+MicroPython heap (board/host_io.py, host_sys.py, hostlib/ and the four parts of
+mimi/devices/sim/: the smallest heap of the firmware without devices rises from 240 to
+268 KB on the 32-bit .mpy build once they are loaded), so a capped run with them gets
+HOST_HW_KB more than the board would need. The parts are wired on the console once the
+firmware is up (tools/sim --part wires them before boot, where loading their code leaves
+the boot heap in small pieces: no larger block than 5.9 KB at 288 KB).
 """
 import asyncio
 import json
@@ -35,6 +47,14 @@ HISTORY = 20
 LINE = "The user likes short answers and lives in Lisbon; keep replies brief. "
 CRON = {"jobs": [{"kind": "every", "interval_s": 3600, "message": "check the plants",
                   "channel": "telegram", "chat_id": str(TG_CHAT)}]}
+DEVICES = {"devices": [
+    {"name": "living_temp", "type": "sht3x", "sda": 8, "scl": 9, "addr": 0x44},
+    {"name": "doorbell", "type": "button", "pin": 4},
+    {"name": "fan", "type": "relay", "pin": 21, "inverted": True},
+    {"name": "led", "type": "rgb_led", "pin": 48}]}
+PARTS = ["sht3x:sda=8,scl=9,addr=0x44,temp=21.5,hum=40", "button:pin=4", "relay:pin=21,active_low=1",
+         "rgb_led:pin=48,n=1"]
+HOST_HW_KB = 32  # the simulated hardware's share of a capped heap (.mpy; frozen: in ROM)
 HEAP_RE = re.compile(r"^heap free\s+(\d+) bytes \(in use (\d+)\)\s*^largest block\s+(?:at least )?(\d+)",
                      re.M)
 TLS_RE = re.compile(r"^TLS (\{.*\})$", re.M)
@@ -59,6 +79,7 @@ def prepare(tmp, ca):
     for key in ("ws_" + WS_CHAT, "tg_%d" % TG_CHAT):
         files["/spiffs/sessions/%s.jsonl" % key] = _history(key)
     files["/spiffs/cron.json"] = json.dumps(CRON).encode()
+    files["/devices.json"] = json.dumps(DEVICES).encode()
     img = Path(tmp) / "fs.img"
     mkimage.build_image(img, "8M", files)
     return img
@@ -144,6 +165,25 @@ def ws_turn(sim, llm, tag="ws", timeout=120):
     """One WebSocket turn -> the response's text."""
     llm.script(*script(tag))
     return asyncio.run(_ws_ask(sim.port, "What is the weather where I live? (%s)" % tag, timeout))
+
+
+DEVICE_READING = "living_temp = 21.5 °C, humidity 40 %"
+
+
+def attach_parts(sim):
+    """Wire the simulated parts (PARTS) on the simulator's console."""
+    at = len(sim.output())
+    sim.send("from mimi.devices.sim import parts as P; [P.attach_spec(s) for s in %r]; del P; "
+             "print('parts', 'wired')\r" % PARTS)
+    sim.wait_for(r"parts wired", start=at)
+
+
+def device_turn(sim, llm, tag="dev", timeout=120):
+    """A WebSocket turn that reads the SHT3x (device_read, with the full prompt and its
+    ## Devices part) -> the response's text."""
+    llm.script({"tool_calls": [{"name": "device_read", "input": {"name": "living_temp"}}]},
+               {"text": answer(tag)})
+    return asyncio.run(_ws_ask(sim.port, "How warm is the living room? (%s)" % tag, timeout))
 
 
 def tg_turn(tg, llm, tag="tg", timeout=120):

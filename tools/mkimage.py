@@ -11,6 +11,7 @@ MicroPython registers for the flash size (from 0x200000 to the end of flash):
 a wrong block count makes the board refuse to mount the filesystem.
 """
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -85,12 +86,19 @@ def compile_tree(build, march=None):
     for old in (build / "lib").rglob("*.mpy") if (build / "lib").exists() else ():
         if old not in wanted:  # its source is gone: never let an import find it
             old.unlink(missing_ok=True)
+            old.with_name(old.name + ".src").unlink(missing_ok=True)
     for src in sources:
         rel = src.relative_to(ROOT)
         out = build / rel.with_suffix(".mpy")
         out.parent.mkdir(parents=True, exist_ok=True)
-        if again or not out.exists() or out.stat().st_mtime < src.stat().st_mtime or march:
+        # By content, not by time: a branch switch or a moved file can leave an .mpy
+        # newer than a source it was not compiled from.
+        digest = hashlib.sha1(src.read_bytes()).hexdigest()
+        seen = out.with_name(out.name + ".src")
+        if again or march or not out.exists() or not seen.exists() or seen.read_text() != digest:
             compile_module(src, out, march)
+            if not march:
+                seen.write_text(digest)
         files["/" + str(rel.with_suffix(".mpy"))] = out.read_bytes()
     if again:
         stamp.write_text(flags)

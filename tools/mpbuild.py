@@ -269,6 +269,28 @@ def mip_packages(src=None):
         return None, str(e)
 
 
+def copy_modules(modules, out, src=None):
+    """Plain .py files of the source ({name: path in the source}) copied to out/NAME.py
+    -> (out, None), or (None, why not): micropython-lib's drivers the board's firmware
+    freezes, for the tests that run the real ones."""
+    try:
+        with _Lock():
+            tree, _ = source(src)
+            out.mkdir(parents=True, exist_ok=True)
+            for name, rel in modules.items():
+                py = tree / rel
+                if not py.is_file():
+                    raise Missing("%s has no %s (micropython-lib)" % (tree, rel))
+                dst = out / (name + ".py")
+                if not dst.is_file() or dst.read_bytes() != py.read_bytes():
+                    tmp = dst.with_name("%s.%d.tmp" % (dst.name, os.getpid()))
+                    shutil.copyfile(py, tmp)
+                    os.replace(tmp, dst)
+            return out, None
+    except Missing as e:
+        return None, str(e)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bits", type=int, action="append", choices=(32, 64),

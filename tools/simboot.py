@@ -84,8 +84,18 @@ if board.CONSOLE and stopped:
     _con = console.Console(globals(), prompt=b">>> ",
                            greeting=b"MicroPython REPL, firmware stopped: restart() or Ctrl-D boots it again\r\n")
     _con.write(b"\r\n" + _con.greeting + _con.prompt)
+    # tools/sim's Ctrl-C comes on a pipe (board/host.py), or as SIGINT where it did not start us
+    _line = getattr(board, "ctrl_c_line", lambda: None)()
+    if _line:
+        import select
+
+        _wait = select.poll()
+        _wait.register(sys.stdin, select.POLLIN)
+        _wait.register(_line, select.POLLIN)
     while True:
         try:
+            if _line and [1 for _s, _ev in _wait.poll() if _s is _line]:
+                break  # the simulator is being stopped
             _ch = sys.stdin.read(1)
         except KeyboardInterrupt:  # the simulator is being stopped
             break

@@ -37,6 +37,7 @@ import time
 import tty
 
 RESET_EXIT = 75  # limits.SIM_RESET_EXIT
+STOP_GRACE_S = 10  # a Ctrl-C that has not stopped the firmware by then: killed (CtrlC)
 PENDING_MAX = 256 * 1024  # output kept for a slow or absent reader, oldest dropped
 RAW_BANNER = b"raw REPL; CTRL-B to exit"
 UART_RING = 260  # the ESP32 port's stdin ring buffer (ports/esp32/mphalport.c)
@@ -107,7 +108,7 @@ def cook(data, last=b""):
     return out
 
 
-def _relay(child, master, uart=None):
+def _relay(child, master, uart=None, ctrl_c=None):
     """Pump bytes until the child exits. Returns its exit code."""
     out_fd = child.stdout.fileno()
     in_fd = child.stdin.fileno()
@@ -124,6 +125,8 @@ def _relay(child, master, uart=None):
             r, w, _ = select.select(rlist, wlist, [], uart.timeout(pending) if uart else 0.5)
         except InterruptedError:
             continue
+        if ctrl_c:
+            ctrl_c.check(child)
         if uart:
             try:
                 uart.deliver(in_fd)
@@ -176,6 +179,59 @@ def _relay(child, master, uart=None):
                     pass
 
 
+class CtrlC:
+    """Ctrl-C for the firmware as a byte on a pipe, not a signal. The unix port raises
+    KeyboardInterrupt straight from its SIGINT handler wherever the firmware is; one
+    inside a garbage collection leaves the heap locked for good ("MemoryError: memory
+    allocation failed, heap is locked", docs/internals.md). The firmware runs with
+    SIGINT blocked (a terminal's Ctrl-C reaches it and does nothing), reads the pipe
+    (MIMI_SIM_CTRL_C) on its loop and raises the Ctrl-C there (board/host.py). One
+    that has not stopped it in STOP_GRACE_S (the loop held by a long command, a
+    firmware from before the pipe) ends with a kill."""
+
+    def __init__(self):
+        self.w = None
+        self.since = None  # when the first Ctrl-C for this child was sent
+        self.killed = False
+
+    def start(self, cmd, **kw):
+        """subprocess.Popen(cmd, **kw), SIGINT blocked, the pipe's read end given."""
+        self.close()
+        r, self.w = os.pipe()
+        os.set_blocking(self.w, False)
+        self.since = None
+        env = dict(kw.pop("env", None) or os.environ, MIMI_SIM_CTRL_C=str(r))
+        try:
+            return subprocess.Popen(cmd, env=env, pass_fds=(r,), preexec_fn=_block_sigint, **kw)
+        finally:
+            os.close(r)
+
+    def press(self):
+        if self.since is None:
+            self.since = time.monotonic()
+        try:
+            os.write(self.w, b"\x03")
+        except OSError:  # the child has gone, or has plenty unread
+            pass
+
+    def check(self, child):
+        """Kill child if a Ctrl-C sent STOP_GRACE_S ago has not stopped it."""
+        if self.since is not None and time.monotonic() - self.since > STOP_GRACE_S and child.poll() is None:
+            print("sim: the firmware did not stop within %d s of Ctrl-C: killed" % STOP_GRACE_S,
+                  file=sys.stderr)
+            self.killed = True
+            child.kill()
+
+    def close(self):
+        if self.w is not None:
+            os.close(self.w)
+            self.w = None
+
+
+def _block_sigint():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
 class ResetButton:
     """SIGUSR1 to the simulator presses the board's RESET: the firmware is killed
     where it stands (no clean-up, like a reset or a power cut) and boots again."""
@@ -207,30 +263,34 @@ def run(cmd, link=None, baud=None):
     env = dict(os.environ, MIMI_CONSOLE="1")
     child = None
     button = ResetButton()
+    ctrl_c = CtrlC()
     uart = Uart(baud) if baud else None
 
     def on_term(signum, frame):
         if child and child.poll() is None:
-            child.send_signal(signal.SIGINT)
+            ctrl_c.press()
 
     signal.signal(signal.SIGTERM, on_term)
     try:
         while True:
-            child = button.child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                                    stderr=subprocess.STDOUT, env=env, bufsize=0)
+            child = button.child = ctrl_c.start(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                stderr=subprocess.STDOUT, env=env, bufsize=0)
             while True:
                 try:
-                    rc = _relay(child, master, uart)
+                    rc = _relay(child, master, uart, ctrl_c)
                     break
                 except KeyboardInterrupt:
-                    continue  # the child got the same Ctrl-C and is shutting down
+                    ctrl_c.press()  # this terminal's Ctrl-C, for the firmware
             if button.released():
                 continue
             if rc == RESET_EXIT:
                 print("sim: board reset, booting again", file=sys.stderr)
                 continue
+            if ctrl_c.killed:
+                return 1
             return 0 if rc in (0, -signal.SIGINT, 130) else rc
     finally:
+        ctrl_c.close()
         if link:
             try:
                 os.unlink(link)

@@ -83,9 +83,22 @@ def collect_often():
         gc.threshold(limits.GC_THRESHOLD)
 
 
+def devices_off():
+    """With a device file, its actuators to their off levels (mimi/devices/outputs.py),
+    before anything else starts; a firmware without devices loads nothing for it."""
+    from mimi import fs, limits
+
+    if fs.exists(limits.DEVICES_PATH):
+        try:
+            mimi.run("devices.outputs devices.store devices.pins", "at_boot")
+        except Exception as e:  # never stands between the user and the firmware
+            log.exception("app", "devices at boot failed", e)
+
+
 def main():
     collect_often()
     mimi.spare()  # low in the heap, before anything else
+    devices_off()
     from mimi import safemode
 
     safemode.boot_start()  # boot counter, update trial/rollback, safe mode

@@ -69,6 +69,14 @@ TLS_CONN_ROOM = const(44 * 1024)
 TLS_ROOT_ROOM = const(8 * 1024)  # below this, a root that fails to parse = out of memory
 TLS_YIELD_WAIT_MS = const(2000)  # an LLM call waits at most this for the others to close
 TLS_YIELD_POLL_MS = const(50)
+TLS_RETRY_S = const(30)  # a context that could not be made is tried again after this (or a changed file)
+# The `ca_file` setting's roots (net/tlsroots.py): what the file and one certificate in it
+# may have (a root is 1-2 KB; the shipped bundle of 15 roots is 21 KB of PEM), the PEM
+# text read this much at a time, and how many skipped certificates the log names one by one.
+CA_FILE_MAX = const(32 * 1024)
+CA_CERT_MAX = const(4 * 1024)
+CA_LINE_MAX = const(128)
+CA_SKIPPED_NAMED = const(4)
 
 # System prompt (SPEC §11)
 PROMPT_MAX = const(16 * 1024)
@@ -147,10 +155,15 @@ WS_HEADER_MAX = const(4096)  # HTTP request head
 WS_HANDSHAKE_TIMEOUT_S = const(5)  # from accept to the upgrade (or the page): then the socket goes
 WS_PEER_PENDING = const(2)  # connections one address has open before their upgrade; its oldest goes
 WS_PEER_CONN = const(4)  # connections one address has open in all
+# A server short of sockets (gateway, portal: net/httpserver.shed()) never sheds a client
+# sending its request; one that began it this long ago and has not finished has stalled.
+HTTP_HEAD_GRACE_MS = const(2000)
+SHED_RECENT = const(32)  # addresses shed lately, remembered: theirs go first among equals
 WS_TOKEN_MIN = const(12)  # characters of a ws_token (empty = auth off)
 WS_AUTH_BACKOFF_S = const(1)  # a wrong token: that address is refused (429) this long, doubling
 WS_AUTH_BACKOFF_MAX_S = const(300)  # ... up to this, until a right token
-WS_AUTH_PEERS = const(16)  # addresses whose failed tokens are remembered
+WS_AUTH_PEERS = const(16)  # addresses whose failed tokens are remembered; the others share one back-off
+WS_AUTH_FORGET_S = const(300)  # an address's back-off ended this long ago: forgotten
 WS_PING_S = const(60)  # a silent client is pinged; silent this long again, dropped
 WS_FRAME_TIMEOUT_S = const(30)  # a started frame must be complete this soon
 WS_WRITE_TIMEOUT_S = const(20)
@@ -226,6 +239,24 @@ FEISHU_STRANGER_S = const(3600)  # an id outside feishu_allow is told its id onc
 FEISHU_STRANGERS_MAX = const(32)  # ids remembered for that
 FEISHU_NAMES_MAX = const(32)  # group members' display names remembered
 
+# Devices (SPEC §13: mimi/devices/)
+DEVICES_PATH = "/devices.json"  # outside /spiffs: changed only by the device tools and the REPL
+DEVICES_BAD = "/devices.bad.json"  # where a corrupt device file is moved aside
+DEVICES_MAX = const(16)
+DEVICE_NAME_MAX = const(24)
+DEVICES_FILE_MAX = const(8 * 1024)  # a bigger device file is treated as corrupt
+DEVICES_PROMPT_MAX = const(1024)  # the system prompt's `## Devices`
+DRIVERS_DIR = "/drivers"  # a user's own part types (outside /spiffs: mpremote only)
+DRIVER_FILE_MAX = const(16 * 1024)
+I2C_FREQ = const(100000)  # the S3's ~45 kOhm internal pull-ups are too weak for 400 kHz
+I2C_TIMEOUT_US = const(10000)  # a stuck bus holds the caller (the loop too) at most this
+I2C_RAW_MAX = const(32)  # bytes one i2c_io call reads or writes
+RGB_LED_MAX = const(150)  # LEDs of one rgb_led strip (60 mA each at full white: its own supply)
+HCSR04_TIMEOUT_US = const(18000)  # an echo waited for at most this (~3 m; time_pulse_us holds its caller)
+ADC_SAMPLES = const(16)  # read_uv() samples averaged per reading
+BUZZER_MAX_MS = const(5000)  # the longest tone
+DEVICE_STACK = const(8 * 1024)  # the short thread a slow read (DHT, HC-SR04) runs on for the loop
+
 # Cron / heartbeat
 CRON_MAX_JOBS = const(16)
 CRON_TICK_S = const(60)  # longest sleep of the scheduler between checks
@@ -279,6 +310,9 @@ PORTAL_DRAIN_MAX = const(16 * 1024)  # a larger refused body is not read away
 PORTAL_HEADER_MAX = const(2048)
 PORTAL_CLIENTS = const(LWIP_SOCKETS - 1 - WS_MAX_CONN - 2)  # the socket budget's rest while onboarding
 PORTAL_READ_TIMEOUT_S = const(10)
+PORTAL_PEER_PENDING = const(2)  # requests one address may have unfinished; its oldest goes
+PORTAL_AUTH_BACKOFF_S = const(1)  # a wrong current secret: none looked at for this long, doubling
+PORTAL_AUTH_BACKOFF_MAX_S = const(300)  # ... up to this, until a right one
 PORTAL_SCAN_MAX = const(20)
 PORTAL_SCAN_TTL_S = const(30)
 PORTAL_SCAN_POLL_MS = const(50)  # the loop looks this often whether the scan thread is done

@@ -15,7 +15,8 @@ _NAMES = (
     "allow_chat", "set_feishu_creds", "allow_feishu", "feishu_send", "heap_info", "log_tail",
     "restart", "memory_read", "memory_write", "session_list", "session_clear", "skill_list",
     "skill_show", "skill_search", "tool_exec", "ota_update", "ota_firmware", "ota_status",
-    "ota_rollback", "cron_list", "heartbeat_trigger", "web_search", "usage")
+    "ota_rollback", "cron_list", "heartbeat_trigger", "web_search", "usage",
+    "devices", "device_add", "device_remove", "device_read", "device_set")
 if sys.platform != "esp32":  # the simulator's parts (SPEC §13, mimi/devices/sim/parts.py)
     _NAMES += ("sim_set", "sim_get")
 

@@ -95,6 +95,7 @@ def tasks(stop):
         ts += dispatch.tasks()  # the configured channels (each watched), senders registered
         ts.append(w("ntp", ntp.run()))
         ts.append(w("cron", cron.task()))
+    ts += board.tasks()  # the simulator's Ctrl-C (board/host.py)
     if board.CONSOLE:
         from mimi import app
 

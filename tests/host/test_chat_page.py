@@ -18,6 +18,12 @@ from test_gateway_e2e import TOKEN
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 EVIL = '<img src=x onerror="window.__pwned=1"><b>bold?</b>'
+# Runs before the page's own script: the page's WebSocket also records what it receives.
+RECORD_FRAMES = """(() => { const W = window.WebSocket; window.__rx = [];
+  window.WebSocket = function (...a) { const s = new W(...a);
+    s.addEventListener('message', e => { try { window.__rx.push(JSON.parse(e.data)); } catch (x) {} });
+    return s; };
+  window.WebSocket.prototype = W.prototype; })()"""
 
 
 @pytest.fixture
@@ -96,14 +102,18 @@ def page_ws(devtools_url):
 
 
 def test_chat_page_in_chromium(tmp_path, browser, fake_anthropic):
+    # the answer streams at 4 words a second, so the page always shows partials first
     fake_anthropic.script({"text": "", "tool_calls": [
-        {"name": "read_file", "input": {"path": "/spiffs/config/SOUL.md"}}]}, {"text": EVIL})
+        {"name": "read_file", "input": {"path": "/spiffs/config/SOUL.md"}}]}, {"text": EVIL, "pace": 4})
     with Sim.start(tmp_path, "ws_port=0", "ws_token=" + TOKEN,
                    *llm_settings(fake_anthropic)) as sim:
         async def go():
             async with connect(page_ws(browser), max_size=None) as ws:
                 page = Page(ws)
                 await page.call("Page.enable")
+                # every message the page's WebSocket receives, in order: the test waits
+                # for the final response, not for the first partial the page shows
+                await page.call("Page.addScriptToEvaluateOnNewDocument", source=RECORD_FRAMES)
                 await page.call("Page.navigate",
                                 url="http://127.0.0.1:%d/?token=%s" % (sim.port, TOKEN))
                 await page.until("document.readyState == 'complete' && "
@@ -115,9 +125,13 @@ def test_chat_page_in_chromium(tmp_path, browser, fake_anthropic):
                       .observe(document.getElementById('st'), {childList: true, characterData: true, subtree: true});
                     document.getElementById('t').value = 'hello from chromium';
                     document.getElementById('f').requestSubmit(); true""")
-                reply = await page.until(
+                # a streamed answer shows its partial texts in the same bubble: read
+                # it once the response (or an error) has arrived, not before
+                await page.until("window.__rx.some(m => m.type == 'response' || m.type == 'error')")
+                reply = await page.eval(
                     "(() => { const a = document.querySelectorAll('.m.a, .m.e');"
                     " return a.length ? a[a.length - 1].textContent : null })()")
+                partials = await page.eval("window.__rx.filter(m => m.type == 'partial').length")
                 mine = await page.eval("document.querySelector('.m.u').textContent")
                 statuses = await page.eval("window.__st")
                 pwned = await page.eval("window.__pwned === 1 || !!document.querySelector('#log img')")
@@ -127,12 +141,13 @@ def test_chat_page_in_chromium(tmp_path, browser, fake_anthropic):
                 usage = await page.until(
                     "(() => { const a = document.querySelectorAll('.m.a');"
                     " const t = a[a.length - 1].textContent; return t.startsWith('LLM usage') ? t : null })()")
-                return reply, mine, statuses, pwned, usage
+                return reply, mine, statuses, pwned, usage, partials
 
-        reply, mine, statuses, pwned, usage = asyncio.run(go())
+        reply, mine, statuses, pwned, usage, partials = asyncio.run(go())
     assert mine == "hello from chromium"
     assert any("working" in s for s in statuses), statuses
     assert "MimiClaw is working: read_file \u2013 /spiffs/config/SOUL.md\u2026" in statuses, statuses
     assert "today " in usage and ": 2 calls" in usage and len(fake_anthropic.requests) == 2
+    assert partials >= 1  # streamed (at `pace`): the page showed partials before the reply
     assert reply == EVIL  # shown as text, exactly
     assert not pwned

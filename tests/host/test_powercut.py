@@ -1,8 +1,8 @@
 """Power cuts (issue 16 item 2): tests/mp/powercut.py drives the firmware's memory,
-notes, sessions, file tools, settings, cron, Telegram offset, sensor history and OTA code on a flash
-in RAM under MicroPython's own VfsLfs2, cuts power at a seeded random program or
-erase (half of them torn), boots each cut image and checks every file is its old or
-new content. Here some of those cut images also boot the real firmware, which must
+notes, sessions, file tools, settings, cron, Telegram offset, sensor history, OTA code and
+the device file on a flash in RAM under MicroPython's own VfsLfs2, cuts power at a seeded
+random program or erase (half of them torn), boots each cut image and checks every file is
+its old or new content. Here some of those cut images also boot the real firmware, which must
 answer a WebSocket message.
 
 `make test`: 60 cuts. `make powercut`: MIMI_POWERCUT_CUTS (1,200) cuts, every 50th

@@ -7,7 +7,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from mimi.tools import TOOLS  # noqa: E402  (plain data: CPython reads it as well)
+from mimi.tools import TOOLS, NEEDS  # noqa: E402  (plain data: CPython reads it as well)
 
 # SPEC §10: names and input schemas as MimiClaw's (+ this firmware's cron extensions)
 SPEC = {
@@ -18,6 +18,10 @@ SPEC = {
                  "chat_id", "time", "deliver"],
     "cron_list": [], "cron_remove": ["job_id"],
     "gpio_write": ["pin", "state"], "gpio_read": ["pin"], "gpio_read_all": [],
+    # SPEC §13 (device_add takes each type's parameters besides these; i2c_io is ours)
+    "device_list": [], "device_add": ["name", "type"], "i2c_scan": ["sda", "scl"],
+    "device_read": ["name"], "device_set": ["name", "value"], "device_remove": ["name"],
+    "i2c_io": ["addr", "reg", "write", "read", "sda", "scl"],
 }
 
 
@@ -26,7 +30,7 @@ def test_names_and_schemas_are_the_specs():
     for name, module, desc, schema in TOOLS:
         s = json.loads(schema)
         assert s["type"] == "object" and list(s["properties"]) == SPEC[name], name
-        assert all(r in s["properties"] for r in s["required"]), name
+        assert all(r in s["properties"] for r in s.get("required", [])), name
         assert json.dumps(s, separators=(",", ":")) == schema, name  # compact, as sent
 
 
@@ -42,8 +46,25 @@ def test_every_tool_has_its_handler():
         assert name in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}, name
 
 
+def _size(rows):
+    return sum(len('{"name":"%s","description":"%s","input_schema":%s},' % (n, d, s)) for n, _, d, s in rows)
+
+
+def _offered(have):
+    return [t for t in TOOLS if not NEEDS.get(t[0]) or NEEDS[t[0]] & have]
+
+
 def test_request_bytes_of_the_table():
     # what the tools cost in every request, Anthropic's shape; was 4.7-5 KB
-    size = sum(len('{"name":"%s","description":"%s","input_schema":%s},' % (n, d, s))
-               for n, _, d, s in TOOLS)
-    assert size < 3500, size
+    size = _size(_offered(0))
+    assert size < 3500 + 600, size
+
+
+def test_device_tools_cost_little():
+    # issue 23: with no device at most +600 bytes a request; all device, history and rule
+    # tools at most +1.6 KB: the device tools leave the others 500 of it
+    assert set(NEEDS) <= {t[0] for t in TOOLS} and all(t[1] in ("devices", "i2c") for t in TOOLS if t[0] in NEEDS)
+    base = _size([t for t in TOOLS if t[1] not in ("devices", "i2c")])
+    assert _size(_offered(0)) - base <= 600
+    assert _size(_offered(1)) - base <= 1100
+    assert _size(_offered(3)) - base <= 1350

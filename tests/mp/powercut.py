@@ -1,6 +1,6 @@
 # Power cuts (issue 16 item 2), the MicroPython side: the firmware's own code (memory,
 # daily notes, sessions, file tools, settings, cron, the Telegram offset, the usage
-# ledger, the sensor history, OTA staging and install) works on a flash chip kept in RAM under
+# ledger, the sensor history, OTA staging and install, the device file) works on a flash chip kept in RAM under
 # MicroPython's own VfsLfs2. For a workload step, one program or erase the step makes is picked at random (every one
 # equally likely) and the chip is copied as it was when power went at that moment,
 # half the time with that block torn (a program or erase that only got part way). The
@@ -209,6 +209,41 @@ class Work:
         ota.install(m)
 
 
+    def devices(self):
+        """A device added or removed through the tools: the device file rewritten (or
+        gone with its last device)."""
+        from mimi.tools.registry import registry
+
+        t = fresh_devices()
+        mine = [d for d in t.listed() if not d.builtin]
+        if mine and (len(mine) > 5 or self.rng.getrandbits(1)):
+            r = registry.call("device_remove", {"name": mine[self.rng.randint(0, len(mine) - 1)].name})
+        else:
+            used = [p for d in mine for p in d.pins]
+            pin = [p for p in range(4, 19) if p not in used][0]
+            typ = ("relay", "digital_in", "pwm")[self.rng.randint(0, 2)]
+            args = {"name": "dev%d_%s" % (self.n, "x" * self.rng.randint(0, 12)), "type": typ, "pin": pin}
+            if typ == "relay":
+                args["inverted"] = bool(self.rng.getrandbits(1))
+            r = registry.call("device_add", args)
+        assert r.startswith("OK"), r
+
+
+def fresh_devices():
+    """The device table read again from the flash mounted now, as a boot reads it."""
+    import mimi
+
+    import mimi.devices as devices
+
+    for m in [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith("mimi.devices.sim")]:
+        mimi.unload(m)
+    devices._file = devices.problem = None
+    with devices.use() as t:
+        pass
+    assert devices.problem is None, devices.problem  # a cut never leaves a torn device file
+    return t
+
+
 def board_exists(p):
     try:
         os.stat(p)
@@ -218,7 +253,7 @@ def board_exists(p):
 
 
 STEPS = (("memory", 3), ("note", 3), ("session", 5), ("file_tool", 3), ("setting", 2),
-         ("cron", 2), ("offset", 1), ("ledger", 2), ("history", 2), ("ota", 1))
+         ("cron", 2), ("offset", 1), ("ledger", 2), ("history", 2), ("ota", 1), ("devices", 2))
 
 
 def pick(rng):
@@ -238,6 +273,9 @@ def boot_repairs():
 
     if otaboot.boot_check(reboot=False) in ("swapped", "rolled back"):
         repairs["ota"] = repairs.get("ota", 0) + 1
+    from mimi import app
+
+    app.devices_off()  # app.main's first step: a device file's actuators off
     tmp = [p for p in files("/", ()) if p.endswith(".tmp")]
     startup.clean_tmp()
     repairs["tmp"] = repairs.get("tmp", 0) + len(tmp)
@@ -271,6 +309,7 @@ def loaders(work):
         assert times == sorted(times), name
     assert not [p for p in files("/") if p.endswith(".bad")], "a history file was damaged"
     mimi.unload("mimi.services.history.store")  # the live flash's again at the next step
+    fresh_devices()
 
 
 def allowed(path, before, after):
@@ -304,6 +343,7 @@ def check(snap, before, after, work):
     finally:
         vfs.mount(live, "/")
         work.cfg.load()  # the live settings again
+        fresh_devices()  # and the live devices
     bad = []
     for p in sorted(set(before) | set(after) | set(got)):
         if got.get(p) not in allowed(p, before, after):

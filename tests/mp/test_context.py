@@ -132,7 +132,7 @@ def test_tools_not_listed_and_fixed_part_the_same_whatever_was_imported():
     import mimi.tools.cron  # noqa: F401
     from mimi.tools.registry import registry
 
-    assert len(registry.names()) == 12
+    assert len(registry.names()) == 19  # SPEC §10 and §13 (+ i2c_io)
     for name in registry.names():
         assert "- %s:" % name not in f1, name
     board.set_unix(NOW + 999)
@@ -174,3 +174,31 @@ def test_fixed_instructions_match_the_tools():
     assert "every interval_s" in desc["cron_add"] and "at at_epoch" in desc["cron_add"]
     assert "daily at time HH:MM (local)" in desc["cron_add"] and "deliver=true" in desc["cron_add"]
     assert "an output keeps its level" in desc["gpio_read"]
+
+
+def test_devices_part_lists_them_within_the_caps():
+    import sys
+    from mimi.tools.registry import registry
+
+    small_files()
+    p = context.build_system_prompt("telegram", "1")
+    assert "## Devices" not in p
+    assert not [m for m in sys.modules if m.startswith("mimi.devices.")]  # nothing loaded without devices
+    assert registry.call("device_add", {"name": "lamp", "type": "relay", "pin": 21}).startswith("OK")
+    registry.call("device_set", {"name": "lamp", "value": "on"})
+    p = context.build_system_prompt("telegram", "1")
+    a = p.index("## Devices\n")
+    assert a < p.index("## Current Turn Context") and a > p.index("## Available Skills")
+    part = p[a:p.index("## Current Turn Context")]
+    assert "- lamp (relay on GPIO21): on\n" in part, part
+    assert "- chip_temp (chip_temp inside the chip): " in part
+    # 16 devices with long names, everything else oversized: within both caps
+    for i in range(15):
+        registry.call("device_add", {"name": "d%02d_%s" % (i, "x" * 20), "type": "digital_in", "pin": 1 + i + (i > 1)})
+    write("/spiffs/config/SOUL.md", "S" * 51200)
+    write("/spiffs/memory/MEMORY.md", "M" * 20000)
+    p = context.build_system_prompt("telegram", "1")
+    part = p[p.index("## Devices\n"):p.index("## Current Turn Context")]
+    assert nbytes(part) <= limits.DEVICES_PROMPT_MAX + 20, nbytes(part)
+    assert part.count("\n- ") >= 10
+    assert nbytes(p) <= limits.PROMPT_MAX, nbytes(p)

@@ -1,6 +1,7 @@
 # Fuzzing the tools (issue 16, item 3): every tool of the real table called through
 # the registry, as the model calls them, with mutated arguments (missing, wrong types,
-# huge, invalid UTF-8, JSON text cut short) and hostile paths for the file tools.
+# huge, invalid UTF-8, JSON text cut short) and hostile paths for the file tools; the
+# device tools change only /devices.json.
 # Each call must answer with a string (an "Error: ..." for bad input, never a tool's
 # crash caught by the registry), nothing outside /spiffs or reserved there may change,
 # no *.tmp is left, and the next sound call works. Seed and case count: tests/mp/fuzz.py.
@@ -19,6 +20,7 @@ FS_BLOCKS = 512
 SESSION = limits.SPIFFS + "/sessions/tg_42.jsonl"
 CRON = limits.SPIFFS + "/cron.json"
 KEEP = (limits.SPIFFS + "/fuzz/keep.md",)
+DEVICE_FILES = (limits.DEVICES_PATH[1:], limits.DEVICES_BAD[1:])
 
 SEGMENTS = ("", ".", "..", "...", "\u2024\u2024", "\uff0e", "sessions", "SESSIONS.", "Sessions",
             "cron.json", "CRON.JSON.", ".defaults.json", "memory", "MEMORY.md", "x.tmp", "a b", " a",
@@ -61,6 +63,16 @@ def sound(r, name):
         "gpio_write": {"pin": r.pick((2, 0, -1, 48, 2 ** 31, 19)), "state": r.pick((0, 1, 2, -1))},
         "gpio_read": {"pin": r.pick((2, 0, -1, 48, 2 ** 31, 19))},
         "gpio_read_all": {},
+        "device_list": {},
+        "device_add": {"name": r.pick(("fan", "t", "x" * 30, "Bad", "chip_temp")),
+                       "type": r.pick(("relay", "button", "digital_in", "sht3x", "nope", "chip_temp")),
+                       "pin": r.pick((2, 4, 0, 19, -1, 99, "4")), "inverted": r.pick((True, "maybe"))},
+        "device_read": {"name": r.pick(("fan", "t", "chip_temp", "nope"))},
+        "device_set": {"name": r.pick(("fan", "t", "chip_temp")), "value": r.pick(("on", "off", 5, "red", ""))},
+        "device_remove": {"name": r.pick(("fan", "t", "chip_temp", "nope"))},
+        "i2c_scan": {"sda": r.pick((8, 2, 0, "x")), "scl": r.pick((9, 4, 19))},
+        "i2c_io": {"addr": r.pick((0x44, 0x100, -1)), "read": r.pick((2, 0, 99)),
+                   "write": r.pick(("0102", "zz", "")), "reg": r.pick((5, 300)), "sda": 2, "scl": 4},
     }[name]
 
 
@@ -84,7 +96,7 @@ def snapshot():
     out = {}
     for p in ("/config.json", SESSION, limits.DEFAULTS_RECORD):
         out[p] = fs.read_head(p, 1 << 16) if fs.exists(p) else None
-    out["/"] = sorted(os.listdir("/"))
+    out["/"] = sorted(n for n in os.listdir("/") if n not in DEVICE_FILES)  # the device tools' own
     return out
 
 

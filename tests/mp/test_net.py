@@ -85,7 +85,9 @@ def test_parse_request_and_query():
     raises(ValueError, hs.parse_request, b"GARBAGE")
     raises(ValueError, hs.parse_request, b"GET / HTTP/1.1\r\nno colon here")
     raises(ValueError, hs.parse_request, b"GET / HTTP/1.1\r\nX: \xff\xfe")
-    assert hs.unquote("%E4%BD%A0%zz") == "\u4f60%zz"
+    assert hs.unquote("%E4%BD%A0+%2B") == "\u4f60 +"
+    for bad in ("%E4%BD%A0%zz", "%4", "ab%", "%FF%FE", "%ED%A0%80", "%C0%80"):  # never junk, never ""
+        raises(ValueError, hs.unquote, bad)
     assert hs.parse_query("a=1&b=x+y&&c") == {"a": "1", "b": "x y", "c": ""}
 
 

@@ -134,9 +134,10 @@ async def test_form_saves_settings_and_never_echoes_secrets():
             assert secret not in text, secret
     assert "Home &lt;Net&gt;" in after and "<Net>" not in after
     assert after.count("(set)") == 4 and 'value="cli_a1b2c3"' in after
-    # an empty secret field keeps the stored one; the box clears it
+    # an empty secret field keeps the stored one; the box clears it (set up now: with the key)
     status, _, page = await http(p, "POST", "/save", same_origin(p),
-                                 form({"api_key": "", "tg_token": "", "clear_tg_token": "1"}))
+                                 form({"api_key": "", "tg_token": "", "clear_tg_token": "1",
+                                       "current_secret": SECRETS["api_key"]}))
     assert status == 200
     assert cfg.get("api_key") == SECRETS["api_key"] and cfg.get("tg_token") == ""
     await p.close()
@@ -310,3 +311,190 @@ async def test_a_slow_scan_leaves_the_loop_running():
     assert host.SimWLAN.scans == before + 1
     assert t.count > start + 1  # the loop ran while the scan was under way
     assert await p.scan() is a  # cached now
+
+
+# --- a configured board, hostile clients and bad forms (issue 25, items 7-9) -------
+async def test_a_set_up_board_wants_its_key_for_anything_but_wifi():
+    # The AP opens whenever WiFi fails at boot: a stranger on it redirected the API key
+    # to a server of theirs and let their chat in, with no secret.
+    cfg.update({"api_key": SECRETS["api_key"], "tg_token": SECRETS["tg_token"], "tg_allow": "111",
+                "ws_token": "gateway-token-0123", "wifi_ssid": "Home"})
+    p = await opened()
+    before = read("/config.json")
+    _, _, page = await http(p, "GET", "/")
+    assert 'name="current_secret"' in page and 'name="api_base"' in page
+    evil = {"api_base": "http://10.9.9.9:8080/v1", "tg_allow": "111,666"}
+    status, _, page = await http(p, "POST", "/save", same_origin(p), form(evil))
+    assert status == 403 and "needs its current API key or gateway token" in page, (status, page)
+    assert read("/config.json") == before
+    status, _, page = await http(p, "POST", "/save", same_origin(p),
+                                 form(dict(evil, current_secret="not-the-key-00000")))
+    assert status == 403 and "wrong API key or gateway token" in page and read("/config.json") == before
+    # guessing is slowed down: right after a wrong one, not even the right one is looked at
+    status, _, page = await http(p, "POST", "/save", same_origin(p),
+                                 form(dict(evil, current_secret=SECRETS["api_key"])))
+    assert status == 429 and read("/config.json") == before, status
+    p.wait_until = None  # the back-off over
+    # the owner, with the key: saved, and the key is not handed to the new server
+    status, _, page = await http(p, "POST", "/save", same_origin(p),
+                                 form(dict(evil, current_secret=SECRETS["api_key"])))
+    assert status == 200 and "The stored API key was cleared" in page, page
+    assert cfg.get("api_base") == "http://10.9.9.9:8080/v1" and cfg.get("api_key") == ""
+    assert cfg.get("tg_allow") == "111,666"
+    # a new provider with a new key typed in keeps that one; the gateway token unlocks too
+    status, _, page = await http(p, "POST", "/save", same_origin(p), form(
+        {"provider": "openai", "api_key": "sk-new-key-123456", "current_secret": "gateway-token-0123"}))
+    assert status == 200 and cfg.get("provider") == "openai" and cfg.get("api_key") == "sk-new-key-123456"
+    # a new provider alone drops the stored key
+    status, _, page = await http(p, "POST", "/save", same_origin(p),
+                                 form({"provider": "anthropic", "current_secret": "sk-new-key-123456"}))
+    assert status == 200 and cfg.get("api_key") == "", page
+    # WiFi needs no secret: the router changed is what the AP is for
+    status, _, page = await http(p, "POST", "/save", same_origin(p),
+                                 form({"wifi_ssid": "New Router", "wifi_pass": "newpassword1"}))
+    assert status == 200 and cfg.get("wifi_ssid") == "New Router" and cfg.get("wifi_pass") == "newpassword1"
+    await p.close()
+
+
+async def test_a_set_up_board_with_no_secret_offers_wifi_only():
+    cfg.update({"api_base": "http://10.0.0.5:8080", "tg_allow": "111", "ws_token": "", "wifi_ssid": "Home"})
+    p = await opened()
+    _, _, page = await http(p, "GET", "/")
+    assert 'name="wifi_ssid"' in page and 'name="wifi_pass"' in page and "WiFi only" in page
+    for field in ("api_base", "api_key", "tg_allow", "tg_token", "provider", "current_secret"):
+        assert 'name="%s"' % field not in page, field
+    before = read("/config.json")
+    status, _, page = await http(p, "POST", "/save", same_origin(p), form({"tg_allow": "111,666"}))
+    assert status == 403 and "WiFi only" in page and read("/config.json") == before
+    status, _, _ = await http(p, "POST", "/save", same_origin(p), form({"wifi_ssid": "Other"}))
+    assert status == 200 and cfg.get("wifi_ssid") == "Other"
+    await p.close()
+
+
+async def test_a_first_setup_needs_no_secret():
+    # nothing set up yet but what every board has (a generated gateway token, the AP's password)
+    cfg.update({"ws_token": "gateway-token-0123"})
+    portal.ap_password()
+    p = await opened()
+    status, _, page = await http(p, "POST", "/save", same_origin(p), form(
+        {"api_key": "sk-first-key-000000", "api_base": "http://10.0.0.5:8080", "tg_allow": "111"}))
+    assert status == 200 and cfg.get("api_key") == "sk-first-key-000000", page
+    await p.close()
+
+
+def held(n, src):
+    """n connections from address src that send nothing (half-open requests)."""
+    out = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(socket.getaddrinfo(src, 0)[0][-1])
+        out.append(s)
+    return out
+
+
+async def accepted(p, last):
+    """Let the portal accept the connection just made: its record is the newest, not `last`."""
+    for _ in range(5000):
+        if p.conns and p.conns[-1] is not last:
+            return p.conns[-1]
+        await asyncio.sleep_ms(1)
+    raise AssertionError("the portal did not take the connection")
+
+
+async def test_half_open_connections_cannot_lock_the_page():
+    # 12 connections that never send a request made every client get 503 until the
+    # 10 s read timeout. The oldest that sent nothing goes, from the address holding most.
+    p = await opened()
+    addr = socket.getaddrinfo("127.0.0.1", p.http_port)[0][-1]
+    evil = []
+    slow = socket.socket()  # a person's browser that has begun its request and is slow
+    slow.bind(socket.getaddrinfo("127.0.0.3", 0)[0][-1])
+    slow.connect(addr)
+    slow.send(b"GET / HTTP/1.1\r\n")
+    last = await accepted(p, None)
+    for s in held(12, "127.0.0.2"):
+        s.connect(addr)
+        evil.append(s)
+        last = await accepted(p, last)
+        assert len(p.conns) <= limits.PORTAL_CLIENTS
+    assert p.conns[0][0] == bytes([127, 0, 0, 3]) and p.conns[0][3].got  # the slow one is still there
+    for _ in range(3):  # a person's page loads, again and again, while all of that is open
+        status, _, page = await http(p, "GET", "/")
+        assert status == 200 and "MimiClaw setup" in page
+    slow.send(b"Host: 127.0.0.1:%d\r\n\r\n" % p.http_port)
+    slow.setblocking(False)
+    got = b""
+    for _ in range(5000):
+        await asyncio.sleep_ms(1)
+        try:
+            d = slow.recv(4096)
+        except OSError:
+            continue
+        if not d:
+            break
+        got += d
+    assert got.startswith(b"HTTP/1.1 200"), got[:80]
+    # the shed connections were closed: each reads its end
+    closed = 0
+    for s in evil:
+        s.setblocking(False)
+        try:
+            closed += s.recv(10) == b""
+        except OSError:
+            pass
+    assert closed >= 12 - limits.PORTAL_CLIENTS, closed
+    for s in evil + [slow]:
+        s.close()
+    await p.close()
+
+
+async def test_bad_form_encoding_is_refused_not_saved():
+    # %FF%FE (not UTF-8) decoded to "" and cleared the setting; a cut %4 became byte 0x04
+    cfg.update({"wifi_ssid": "Home", "model": "m1"})
+    p = await opened()
+    before = read("/config.json")
+    for body in (b"wifi_ssid=%FF%FE", b"model=ab%4", b"model=%4", b"model=%zz",
+                 b"wifi_ssid=%ED%A0%80", b"wifi_ssid=%C0%80", b"wifi_ssid=\xed\xa0\x80"):
+        status, _, page = await http(p, "POST", "/save", same_origin(p), body)
+        assert status == 400 and "bad form" in page, (body, status, page)
+        assert read("/config.json") == before, (body, read("/config.json"), before)
+    status, _, _ = await http(p, "POST", "/save", same_origin(p), b"wifi_ssid=caf%C3%A9+x%2B1")
+    assert status == 200 and cfg.get("wifi_ssid") == "caf\u00e9 x+1"
+    await p.close()
+
+
+async def test_hostile_posts_change_nothing_but_wifi():
+    # a fuzz of item 7: posts of any fields, values, encodings and guessed secrets on a
+    # board already set up: nothing but WiFi ever changes, and the key never moves
+    import fuzz
+
+    cfg.update({"api_key": SECRETS["api_key"], "tg_token": SECRETS["tg_token"], "tg_allow": "111",
+                "ws_token": "gateway-token-0123", "wifi_ssid": "Home"})
+    p = await opened()
+    keep = {k: cfg.get(k) for k in config.SCHEMA if k not in ("wifi_ssid", "wifi_pass")}
+    guesses = ("", "x", SECRETS["api_key"][:-1], SECRETS["api_key"] + " ", SECRETS["api_key"].upper(),
+               "gateway-token-012", "%s" % SECRETS["tg_token"], "\u00e9" * 12)
+    keys = portal.FIELDS + ("current_secret", "clear_api_key", "clear_tg_token", "ap_pass", "ws_token")
+    values = ("http://10.9.9.9:8080/v1", "111,666", "openai", "sk-evil-0000000000", "", "1", "x" * 300)
+    statuses = {}
+    for n, r in fuzz.cases(60, "portal post"):
+        fields = {}
+        for _ in range(r.below(5) + 1):
+            k = r.pick(keys)
+            fields[k] = r.pick(guesses) if k == "current_secret" else r.pick(values)
+        body = form(fields)
+        if r.chance(20):
+            body = fuzz.garble(r, body)
+        p.wait_until = None  # every guess looked at
+        try:
+            status, _, page = await http(p, "POST", "/save", same_origin(p), body)
+        except Exception as e:  # noqa: B902
+            fuzz.crash("portal post", n, e, body)
+        statuses[status] = statuses.get(status, 0) + 1
+        now = {k: cfg.get(k) for k in keep}
+        if now != keep:
+            fuzz.fail("portal post", n, "changed %r" % [k for k in keep if now[k] != keep[k]], body)
+        if SECRETS["api_key"] in page:
+            fuzz.fail("portal post", n, "the key was shown", body)
+    assert 200 in statuses and 403 in statuses, statuses  # WiFi changes went through, the rest not
+    await p.close()

@@ -1,7 +1,7 @@
 # The system prompt, built fresh every turn (SPEC §11): fixed instructions, then
 # `## Personality`, `## User Info`, `## Long-term Memory`, `## Recent Notes`,
-# `## Available Skills`, `## Current Turn Context`. Every part has a byte cap and the
-# whole stays within PROMPT_MAX UTF-8 bytes whatever the files hold. The fixed part
+# `## Available Skills`, `## Devices` (when parts are attached), `## Current Turn
+# Context`. Every part has a byte cap and the whole stays within PROMPT_MAX UTF-8 bytes whatever the files hold. The fixed part
 # carries no time or chat id, so it is byte-identical between turns and a provider
 # can cache it (build_parts returns it separately). The tools are not listed here:
 # every request carries their names, descriptions and schemas (mimi/tools/).
@@ -171,6 +171,18 @@ def _turn(channel, chat_id, group):
                 channel, cid, GROUP if group else "", now, store.note_path()))
 
 
+def _devices():
+    """The `## Devices` text ("" when no device is attached: nothing of the device layer
+    is loaded then); devices/lines.py makes it, loaded for that and dropped."""
+    from mimi import devices
+
+    if not devices.attached():
+        return ""
+    import mimi
+
+    return mimi.run("devices.lines", "part", limits.DEVICES_PROMPT_MAX)
+
+
 def _build(channel, chat_id, enc, group=False):
     """(fixed, sections, turn): the fixed part and the turn context through enc(str),
     the sections (Personality, User Info, Memory, Notes, Skills) as a list of pieces of
@@ -190,6 +202,7 @@ def _build(channel, chat_id, enc, group=False):
                           limits.MEMORY_MAX, tail, enc)
     used += _section("Recent Notes", store.recent_notes(limits.NOTES_MAX), tail, enc)
     used += _section("Available Skills", skills.summary(limits.SKILLS_MAX), tail, enc)
+    used += _section("Devices", _devices(), tail, enc)
     room = limits.PROMPT_MAX - used
     head = len("## Personality\n\n") + len("\n\n")
     # SOUL and USER share what is left: each gets half, and what one leaves unused

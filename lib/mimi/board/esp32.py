@@ -72,6 +72,10 @@ def before_threads():
     pass  # the GIL keeps a dict whole while it grows
 
 
+def tasks():
+    return ()  # the board's own loop tasks: none (the VM raises Ctrl-C itself)
+
+
 _INTERNAL, _PSRAM = 0x804, 0x400  # MALLOC_CAP_INTERNAL | MALLOC_CAP_8BIT, MALLOC_CAP_SPIRAM
 
 

@@ -162,6 +162,38 @@ def reset():
     sys.exit(limits.SIM_RESET_EXIT)
 
 
+# Ctrl-C. The unix port (no GIL) raises KeyboardInterrupt straight from its SIGINT
+# handler, wherever the thread is; inside a garbage collection that leaves the heap
+# locked for good (every allocation after it: "MemoryError: memory allocation failed,
+# heap is locked"; docs/internals.md). So tools/sim starts the firmware with SIGINT
+# blocked and sends each Ctrl-C as a byte on a pipe (MIMI_SIM_CTRL_C: its fd), which
+# ctrl_c() raises on the loop, between two Python steps, where the board's VM raises
+# it. The pipe's end (tools/sim gone) is a Ctrl-C too.
+_line = None
+
+
+def ctrl_c_line():
+    """tools/sim's Ctrl-C pipe as a stream; None when started another way (SIGINT is
+    then the port's own Ctrl-C)."""
+    global _line
+    fd = os.getenv("MIMI_SIM_CTRL_C")
+    if _line is None and fd:
+        _line = vfs.VfsPosix().open(int(fd), "rb")
+    return _line
+
+
+def tasks():
+    """The board's own loop tasks: the simulator's Ctrl-C."""
+    return [ctrl_c()] if ctrl_c_line() else []
+
+
+async def ctrl_c():
+    import asyncio
+
+    await asyncio.StreamReader(ctrl_c_line()).read(1)
+    raise KeyboardInterrupt
+
+
 def heap():
     """Python heap: free, alloc, largest (free block, probed up to HEAP_PROBE_MAX)."""
     from mimi.board.heapblock import largest

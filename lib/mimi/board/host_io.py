@@ -339,29 +339,3 @@ def dht_readinto(pin, buf):
 def mcu_temperature():
     """esp32.mcu_temperature(): the die's °C as an int, the sensor set to -10..80."""
     return min(80, max(-10, round(SIM_CHIP["temp"])))
-
-
-def onewire(pin):
-    from mimi.board.hostlib import onewire
-
-    return onewire.OneWire(Pin(_pin(pin)))
-
-
-def ds18x20(pin):
-    from mimi.board.hostlib import ds18x20
-
-    return ds18x20.DS18X20(onewire(pin))
-
-
-def dht(pin, model):
-    from mimi.board.hostlib import dht
-
-    if model not in (11, 22):
-        raise ValueError("DHT model is 11 or 22")
-    return (dht.DHT11 if model == 11 else dht.DHT22)(Pin(_pin(pin)))
-
-
-def neopixel(pin, n, bpp=3, timing=1):
-    from mimi.board.hostlib import neopixel
-
-    return neopixel.NeoPixel(Pin(_pin(pin)), n, bpp=bpp, timing=timing)

@@ -163,10 +163,11 @@ def mount_image(path, block_count=None, mkfs=False):
 
 def __getattr__(name):
     """GPIO (board.Pin, SIM_PINS, sim_drive: host_pins.py), then the device drivers'
-    seam (board.I2C, ADC, ...: host_io.py), each loaded when first asked for."""
+    seam (board.I2C, ADC, ...: host_io.py) and the firmware's driver modules
+    (board.onewire, dht, ...: host_drivers.py), each loaded when first asked for."""
     if name[:1] == "_":
         raise AttributeError(name)
-    for mod in ("mimi.board.host_pins", "mimi.board.host_io"):
+    for mod in ("mimi.board.host_pins", "mimi.board.host_io", "mimi.board.host_drivers"):
         __import__(mod)
         mod = sys.modules[mod]
         if hasattr(mod, name):

@@ -5,8 +5,8 @@
 # around every call, file reads and writes included, as the board's GIL does for one
 # call. Multi-step changes hold the same lock in fs.py.
 # One cost: an import's stat now runs Python code, and MicroPython swallows any
-# exception raised inside it (extmod/vfs.c), so a Ctrl-C that the unix port raises
-# there is lost; tools/sim repeats its SIGINT until the simulator stops.
+# exception raised inside it (extmod/vfs.c), so a SIGINT Ctrl-C raised there is lost
+# (under tools/sim Ctrl-C comes on the loop instead: board/host.py).
 # Nothing from mimi is imported here: tools/simboot.py mounts the image with the
 # build's modules and then drops them, and these objects stay alive for the whole run
 # (with an import, that module's every function would too). The lock is handed in,

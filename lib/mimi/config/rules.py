@@ -175,7 +175,13 @@ def _gpio(v):
     return gpio_policy.normalize(v)
 
 
-_PLAIN = {"url": _url, "tg_token": _tg_token, "feishu_app_id": _feishu_app_id, "tz": _tz,
+def _board(v):
+    from mimi.devices import boards
+
+    return boards.check(v)
+
+
+_PLAIN = {"board": _board, "url": _url, "tg_token": _tg_token, "feishu_app_id": _feishu_app_id, "tz": _tz,
           "wifi_pass": _wifi_pass, "ap_pass": _ap_pass, "token": _token, "gpio": _gpio,
           "ws_token": _ws_token, "ca_file": _ca_file, "price": _price, "bool": _bool}
 
@@ -201,8 +207,17 @@ def value(key, v):
 
 
 def check(changes):
-    """{key: value} -> the values as stored; ValueError for the first one refused."""
-    return {k: value(k, v) for k, v in changes.items()}
+    """{key: value} -> the values as stored; ValueError for the first one refused.
+    A new ca_file must hold roots (not checked at load: the file may change later)."""
+    out = {k: value(k, v) for k, v in changes.items()}
+    if out.get("ca_file"):
+        import mimi
+
+        try:
+            mimi.run("net.tlsroots", "check", out["ca_file"])
+        except ValueError as e:
+            raise ValueError("ca_file: %s: %s" % (out["ca_file"], e))
+    return out
 
 
 def parse(path, raw):

@@ -50,6 +50,8 @@ SCHEMA = {
     "ota_key": ("", "token", True),  # shared secret: update bundles must carry its HMAC-SHA256
     # pins the GPIO tools may use ("4-18,21"; "" = none); devices/pins.py's DEFAULT
     "gpio_allow": ("1,2,4-18,21,38-42,47,48", "gpio", False),
+    # a known board whose own parts (its LED) are devices; devices/boards.py
+    "board": ("", "board", False),
     # what the file tools' files may take; 0: what the flash leaves (tools/files.py)
     "files_quota_kb": (0, "int:0:%d" % limits.FILES_QUOTA_MAX_KB, False),
     # spend caps (usage/ledger.py): LLM calls in a local hour, a local day; tokens a day; 0 = off
@@ -64,7 +66,7 @@ SCHEMA = {
 
 
 def _rules(fn, *args):
-    return mimi.run("config.rules devices.pins devices", fn, *args)
+    return mimi.run("config.rules devices.pins devices devices.boards", fn, *args)
 
 
 class Config:

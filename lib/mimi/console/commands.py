@@ -282,12 +282,46 @@ USAGE = (
     ("cron_list()", "scheduled jobs (cron_remove via tool_exec)"),
     ("heartbeat_trigger()", "check /spiffs/HEARTBEAT.md now"),
     ("web_search(query)", "search the web with the configured key"),
+    ("devices()", "the parts wired to the board and their last readings (README: Hardware)"),
+    ("device_add(name, type, **params)", "add one, e.g. device_add('fan', 'relay', pin=21, inverted=True)"),
+    ("device_remove(name)", "remove one (an actuator is left off)"),
+    ("device_read(name)", "read one now"),
+    ("device_set(name, value)", "drive one: 'on', 40, 90, 'red 30%', '440 300'"),
     ("restart()", "reboot the board (also leaves safe mode)"),
     ("ota_update(url)", "install an app update bundle (rolls back if it fails to boot)"),
     ("ota_status()", "version and update state"),
     ("ota_rollback()", "go back to the previous app version"),
     ("ota_firmware(url, sha256)", "optional: new MicroPython firmware (OTA partition table)"),
 )
+
+
+def _device_tool(name, args):
+    """A device tool's answer for a person (they run on the console's thread: a slow part,
+    a DS18B20's 750 ms, holds the console that long)."""
+    from mimi.tools.registry import registry
+
+    print(registry.call(name, args))
+
+
+def devices():
+    _device_tool("device_list", {})
+
+
+def device_add(name, type, **params):
+    params.update(name=name, type=type)
+    _device_tool("device_add", params)
+
+
+def device_remove(name):
+    _device_tool("device_remove", {"name": name})
+
+
+def device_read(name):
+    _device_tool("device_read", {"name": name})
+
+
+def device_set(name, value):
+    _device_tool("device_set", {"name": name, "value": value})
 
 
 def cron_list():

@@ -30,11 +30,29 @@ def allowed():
 def refusal(pin):
     """None when `pin` may be used, else the tool's error string."""
     if pin in allowed():
+        owner = owned().get(pin)
+        if owner:
+            return "Error: pin %d is device %s: use device_read / device_set" % (pin, owner)
         return None
     msg = "Error: pin %d is not in allowed list" % pin
     if pin in gpio_policy.NEVER:
         msg += " (%s)" % gpio_policy.NEVER[pin]
     return msg
+
+
+def owned():
+    """{pin: device name} of the pins devices use (devices/table.py): the GPIO tools leave
+    them alone (a read would make a relay's output an input)."""
+    from mimi import devices
+
+    if not devices.attached():
+        return {}
+    from mimi.devices import state
+
+    if not state.fresh():
+        with devices.use():
+            pass
+    return {p: row[0] for row in state.rows for p in row[6]}
 
 
 def write(pin, state):

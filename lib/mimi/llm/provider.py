@@ -188,7 +188,7 @@ def split_base(url):
 class Provider:
     name = ""
     path = ""
-    _sys = _sys_parts = _tools = _tools_parts = None  # this turn's encoded parts
+    _sys = _sys_parts = _tools = _tools_parts = _tools_key = None  # this turn's encoded parts
     # A function given the answer's text so far while it streams (llm/stream.py), set
     # for a turn someone watches; None: answers come whole.
     stream = None
@@ -214,8 +214,10 @@ class Provider:
         tools: a Registry (its table), a list of tool dicts, or None."""
         if system is not self._sys:  # the same prompt up to 10 times a turn: parts once
             self._sys, self._sys_parts = system, self.system_parts(prompt(system))
-        if tools is not self._tools:
-            self._tools, self._tools_parts = tools, self.tool_parts(_specs(tools)) if tools else None
+        key = tools.key() if hasattr(tools, "key") else None  # the tools offered changed
+        if tools is not self._tools or key != self._tools_key:
+            self._tools, self._tools_key = tools, key
+            self._tools_parts = self.tool_parts(_specs(tools)) if tools else None
         msgs = [self.message(m) if isinstance(m, dict) else m for m in messages]
         data = self.post(self.prefix + self.path + self.query, self.headers(),
                          self.body(self._sys_parts, msgs, self._tools_parts, self.stream is not None),

@@ -1,7 +1,11 @@
 # The small HTTP/1.1 server side shared by the WebSocket gateway
 # (channels/websocket/connection.py) and the onboarding portal (services/portal.py): buffered
 # reads of a request, its head parsed (query strings and forms decoded), a whole
-# response; the listening port (a fixed one, or a free random one) is net/listen.py.
+# response, and which connection a server short of sockets lets go; the listening
+# port (a fixed one, or a free random one) is net/listen.py.
+import time
+import socket
+from mimi import limits
 from mimi.net.listen import on_port  # noqa: F401 - the portal takes it from here
 
 
@@ -12,11 +16,16 @@ class Reader:
     def __init__(self, stream):
         self.s = stream
         self.buf = b""
+        self.got = 0  # bytes received: 0 = the client has not begun its request
+        self.first = None  # ticks_ms of the first
 
     async def _more(self, n):
         d = await self.s.read(n)
         if not d:
             raise EOFError
+        if not self.got:
+            self.first = time.ticks_ms()
+        self.got += len(d)
         self.buf += d
 
     async def fill(self, n=1):
@@ -54,22 +63,29 @@ class Reader:
 
 
 def unquote(s):
+    """A percent-encoded query or form value; ValueError when a % is not followed by
+    two hex digits or the bytes are not valid UTF-8 (junk must never become a value,
+    nor an empty one that clears a setting)."""
     if "%" not in s and "+" not in s:
         return s
-    s = s.replace("+", " ")
-    out = bytearray()
-    parts = s.split("%")
-    out += parts[0].encode()
+    parts = s.replace("+", " ").split("%")
+    out = bytearray(parts[0].encode())
     for p in parts[1:]:
-        try:
-            out.append(int(p[:2], 16))
-            out += p[2:].encode()
-        except ValueError:
-            out += ("%" + p).encode()
-    try:
-        return out.decode()
-    except UnicodeError:
-        return ""
+        h = p[:2]
+        if len(h) < 2 or not all(c in "0123456789abcdefABCDEF" for c in h):
+            raise ValueError("bad %%-escape %r" % ("%" + h))
+        out.append(int(h, 16))
+        out += p[2:].encode()
+    return text(out)
+
+
+def text(data):
+    """Bytes that must be strict UTF-8 -> str; ValueError if not."""
+    from mimi.utf8 import valid
+
+    if not valid(data):
+        raise ValueError("not valid UTF-8")
+    return str(data, "utf-8")
 
 
 def parse_query(qs):
@@ -102,6 +118,63 @@ def parse_request(head):
         headers[k] = headers[k] + ", " + v if k in headers else v
     path, _, qs = target.partition("?")
     return method, path, parse_query(qs), headers
+
+
+def peer(stream):
+    """The client's address (the port left out), as a dict key."""
+    a = stream.get_extra_info("peername")
+    if isinstance(a, tuple):  # lwIP: ("1.2.3.4", port)
+        return a[0]
+    try:  # the unix port: a raw sockaddr
+        return bytes(socket.sockaddr(a)[1])
+    except Exception:
+        return bytes(a)
+
+
+def shed(conns, me, most, per_peer, recent):
+    """Make room for connection `me`, the newest of `conns`: records [address, task,
+    done, Reader or None], oldest first, `done` once its request is read (or upgraded).
+    An address with per_peer unfinished connections besides `me` loses its oldest one.
+    Past `most` in all, one unfinished connection goes: never one that is sending its
+    request (begun less than HTTP_HEAD_GRACE_MS ago: a slow client), from the address
+    holding the most unfinished ones, among those first an address shed lately
+    (`recent`, the server's list: one that keeps coming back), then the oldest. A
+    connection shed is cancelled. -> does `me` fit?"""
+    mine = [c for c in conns if c[0] == me[0] and not c[2] and c is not me]
+    if len(mine) >= per_peer:
+        _drop(conns, mine[0], recent)
+    if len(conns) > most:
+        count = {}
+        for c in conns:
+            if not c[2]:
+                count[c[0]] = count.get(c[0], 0) + 1
+        now = time.ticks_ms()
+        best = worst = None
+        for c in conns:  # oldest first: the oldest of the same rank goes
+            rd = c[3]
+            if c is me or c[2] or rd and rd.got and time.ticks_diff(now, rd.first) < limits.HTTP_HEAD_GRACE_MS:
+                continue
+            rank = (count[c[0]], c[0] in recent)
+            if best is None or rank > worst:
+                best, worst = c, rank
+        if best:
+            _drop(conns, best, recent)
+    return len(conns) <= most
+
+
+def _drop(conns, c, recent):
+    conns.remove(c)
+    c[1].cancel()
+    remember(recent, c[0])
+
+
+def remember(recent, addr):
+    """addr to the end of a server's list of addresses shed lately (SHED_RECENT at most)."""
+    if addr in recent:
+        recent.remove(addr)
+    recent.append(addr)
+    if len(recent) > limits.SHED_RECENT:
+        recent.pop(0)
 
 
 def has_token(value, word):

@@ -6,7 +6,9 @@
 # - Roots loaded and skipped are logged with the reason. On the board a root that
 #   fails to parse for lack of memory raises the same ValueError as a bad one: a
 #   failed root is tried again after gc.collect(), and when memory is short the whole
-#   context fails (and is built again next time) instead of silently losing roots.
+#   context fails instead of silently losing roots. A context that failed is tried
+#   again after limits.TLS_RETRY_S or when a root file or the setting changes, never
+#   on every request. A bad or huge `ca_file` never costs the shipped roots.
 #   That code (net/tlsroots.py) is loaded while a context is made and dropped after.
 # - At most one TLS connection where the board cannot afford two: while the agent's
 #   LLM call is in flight (`priority()`), a client on the loop (Telegram's long poll)
@@ -20,9 +22,10 @@ import mimi
 from mimi import limits, board
 
 _lock = _thread.allocate_lock()
-_contexts = {}  # key (None: the shipped roots + ca_file) -> SSLContext
+_contexts = {}  # key (a tuple: the shipped roots + ca_file) -> SSLContext, or why it failed
 _watchers = []  # fn() called when an LLM call starts or ends
 made = 0  # SSLContexts made (roots parsed)
+failed = 0  # ... that could not be made
 handshakes = 0
 open_now = 0  # TLS connections open
 open_peak = 0
@@ -40,8 +43,9 @@ def _stamp(path):
 def context(ca=None):
     """The shared client context (None: the shipped roots and the `ca_file` setting), or
     one for a given root file or PEM/DER bytes (tests, a server with its own CA); made
-    once and kept. TLSFailure when there are no roots or no memory for them."""
-    global made
+    once and kept. TLSFailure when there are no roots or no memory for them; that too
+    is kept, for limits.TLS_RETRY_S or until the setting or a root file changes."""
+    global made, failed
     key = ca if ca is None or isinstance(ca, str) else bytes(ca)
     if ca is None:  # a changed setting or root file (OTA, the user's) makes a new one
         from mimi.config.settings import cfg
@@ -49,11 +53,21 @@ def context(ca=None):
         key = (None, cfg.get("ca_file"), _stamp(limits.CA_BUNDLE), _stamp(cfg.get("ca_file")))
     with _lock:
         ctx = _contexts.get(key)
+        if isinstance(ctx, tuple):  # (error class, message, when) of a failed one:
+            if time.ticks_diff(time.ticks_ms(), ctx[2]) < limits.TLS_RETRY_S * 1000:
+                raise ctx[0](ctx[1])  # not made again on every request
+            ctx = None
         if ctx is None:
             if ca is None:  # the old shared context goes with the old setting
                 for k in [k for k in _contexts if isinstance(k, tuple)]:
                     del _contexts[k]
-            ctx = _contexts[key] = mimi.run("net.tlsroots", "make", ca)
+            try:
+                ctx = mimi.run("net.tlsroots", "make", ca)
+            except Exception as e:
+                failed += 1
+                _contexts[key] = (type(e), str(e), time.ticks_ms())
+                raise
+            _contexts[key] = ctx
             made += 1
         return ctx
 
@@ -77,7 +91,7 @@ def closed():
 
 
 def stats():
-    return {"contexts": made, "handshakes": handshakes, "open": open_now, "open_peak": open_peak}
+    return {"contexts": made, "failed": failed, "handshakes": handshakes, "open": open_now, "open_peak": open_peak}
 
 
 def tight():

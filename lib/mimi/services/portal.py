@@ -6,10 +6,15 @@
 # Telegram and Feishu. Unlike MimiClaw's portal it is never open, never sends a stored secret
 # back, validates with the REPL's rules, refuses cross-origin posts, and closes the
 # access point once the board is online.
+# The AP also opens on a configured board whose WiFi failed at boot (a router
+# rebooting), so whoever joins it must not take the board over: there, any change
+# but WiFi needs the current API key or gateway token (none set: WiFi only), and a
+# new api_base or provider never inherits the stored API key. Half-open connections
+# cannot lock the page: the oldest that sent nothing goes (net/httpserver.shed()).
 import os
 import json
 import asyncio
-from mimi import limits, log, board, fs
+from mimi import limits, log, board, fs, net
 from mimi.config import settings as config
 from mimi.net import httpserver as hs, split_url, html_escape
 
@@ -17,6 +22,9 @@ TAG = "portal"
 cfg = config.cfg
 FIELDS = ("wifi_ssid", "wifi_pass", "provider", "api_key", "model", "api_base",
           "tg_token", "tg_allow", "feishu_app_id", "feishu_app_secret")
+WIFI = ("wifi_ssid", "wifi_pass")
+# settings a board has without anyone setting it up
+_NOT_SETUP = WIFI + ("ap_pass", "ws_token")
 PASS_CHARS = "abcdefghjkmnpqrstuvwxyz23456789"  # no 0/o, 1/l/i: read off a console
 current = None
 
@@ -36,8 +44,18 @@ def ap_password():
 
 
 def parse_form(body):
-    """application/x-www-form-urlencoded -> dict (UnicodeError on bad UTF-8)."""
-    return hs.parse_query(body.decode())
+    """application/x-www-form-urlencoded -> dict; ValueError when it is not strict
+    UTF-8, raw or percent-encoded, or an escape is cut short."""
+    return hs.parse_query(hs.text(body))
+
+
+def unlock_keys():
+    """What unlocks the settings besides WiFi: None on a board nobody has set up
+    (anyone on the AP sets everything), else the current API key and gateway token
+    that are set ([]: there is nothing to ask for, so WiFi only)."""
+    if not any(cfg.is_set(k) for k in config.SCHEMA if k not in _NOT_SETUP):
+        return None
+    return [v for v in (cfg.get("api_key"), cfg.get("ws_token")) if v]
 
 
 class Portal:
@@ -52,8 +70,11 @@ class Portal:
         self.is_open = False
         self.ip = None
         self.ssid = None
-        self.clients = 0
+        self.conns = []  # [address, task, request read, Reader] (net/httpserver.shed())
+        self.shed = []  # addresses whose connections were shed lately
         self.saves = 0
+        self.fails = 0  # wrong current secrets in a row
+        self.wait_until = None  # ticks_ms: no secret looked at before then
         self._http = None
         self._dns = None
         self._dns_task = None
@@ -119,13 +140,16 @@ class Portal:
 
     # --- HTTP ---------------------------------------------------------------
     async def _conn(self, r, w):
-        self.clients += 1
+        me = [hs.peer(w), asyncio.current_task(), False, None]
+        self.conns.append(me)
         try:
-            if self.clients > limits.PORTAL_CLIENTS:
+            if not hs.shed(self.conns, me, limits.PORTAL_CLIENTS, limits.PORTAL_PEER_PENDING, self.shed):
                 resp = self.response("503 Service Unavailable", "busy, try again")
             else:
                 try:
-                    req = await asyncio.wait_for(self._read(r), limits.PORTAL_READ_TIMEOUT_S)
+                    me[3] = hs.Reader(r)
+                    req = await asyncio.wait_for(self._read(me[3]), limits.PORTAL_READ_TIMEOUT_S)
+                    me[2] = True  # read: never shed from now on
                     if req[0] == "GET" and req[1] in ("/", "/index.html", "/scan"):
                         await self.scan(fresh=req[1] == "/scan")  # the page lists the networks
                     resp = self.handle(*req)
@@ -135,16 +159,16 @@ class Portal:
             await w.drain()
         except Exception as e:  # timeouts, resets: drop this client only
             log.info(TAG, "client dropped: %s", e)
-        finally:
-            self.clients -= 1
+        finally:  # also when shed (cancelled) for a newer one
+            if me in self.conns:
+                self.conns.remove(me)
             try:
                 w.close()
                 await w.wait_closed()
             except Exception:
                 pass
 
-    async def _read(self, r):
-        rd = hs.Reader(r)
+    async def _read(self, rd):
         try:
             head = await rd.read_head(limits.PORTAL_HEADER_MAX)
         except ValueError:
@@ -212,8 +236,8 @@ class Portal:
             return self.response("415 Unsupported Media Type", "form posts only")
         try:
             form = parse_form(body)
-        except (UnicodeError, ValueError):
-            return self.response("400 Bad Request", "bad form")
+        except ValueError as e:  # a UnicodeError is one too
+            return self.response("400 Bad Request", "bad form: %s" % e)
         changes = {}
         for key in FIELDS:
             if key not in form:
@@ -228,6 +252,13 @@ class Portal:
                 changes[key] = value
         if not changes:
             return self.response("200 OK", self.page(note="Nothing changed."), "text/html; charset=utf-8")
+        refused = self.unlock([k for k in changes if k not in WIFI], form.get("current_secret", ""))
+        if refused:
+            return self.response(refused[0], self.page(error=refused[1], form=form), "text/html; charset=utf-8")
+        cleared = ""
+        if ("api_base" in changes or "provider" in changes) and "api_key" not in changes and cfg.get("api_key"):
+            changes["api_key"] = ""  # the stored key never goes to a server it was not given for
+            cleared = " The stored API key was cleared: enter the key for the new server or provider."
         try:
             done = cfg.update(changes)
         except ValueError as e:
@@ -235,11 +266,38 @@ class Portal:
                                  "text/html; charset=utf-8")
         self.saves += 1
         log.info(TAG, "settings saved from the portal: %s", ", ".join(sorted(done)))
-        note = "Saved: %s." % ", ".join(sorted(done))
+        note = "Saved: %s.%s" % (", ".join(sorted(done)), cleared)
         if "wifi_ssid" in done or "wifi_pass" in done:
             note += " The board now joins %r; this access point closes once it is online." % (
                 cfg.get("wifi_ssid"))
         return self.response("200 OK", self.page(note=note), "text/html; charset=utf-8")
+
+    def unlock(self, keys, given):
+        """None when the changes of settings `keys` may be saved, else (status, why):
+        on a configured board they need its current API key or gateway token."""
+        need = unlock_keys()
+        if not keys or need is None:
+            return None
+        import time
+
+        if not need:
+            return ("403 Forbidden", "this board is already set up and has no API key or gateway "
+                    "token to ask for: this page changes its WiFi only (the rest: on the REPL)")
+        now = time.ticks_ms()
+        if self.wait_until is not None and time.ticks_diff(self.wait_until, now) > 0:
+            return ("429 Too Many Requests", "wrong API key or gateway token; try again in %d s"
+                    % ((time.ticks_diff(self.wait_until, now) + 999) // 1000))
+        if any(net.secrets_equal(given, k) for k in need):
+            self.fails, self.wait_until = 0, None
+            return None
+        if not given:  # not a guess: the field was left empty
+            return ("403 Forbidden", "changing %s on a board already set up needs its current API "
+                    "key or gateway token (ws_token)" % ", ".join(sorted(keys)))
+        self.fails += 1
+        wait = min(limits.PORTAL_AUTH_BACKOFF_S << min(self.fails - 1, 16), limits.PORTAL_AUTH_BACKOFF_MAX_S)
+        self.wait_until = time.ticks_add(now, wait * 1000)
+        log.warning(TAG, "a change of %s refused: wrong API key or gateway token", ", ".join(sorted(keys)))
+        return ("403 Forbidden", "wrong API key or gateway token")
 
     async def scan(self, fresh=False):
         """The networks around, strongest first (cached PORTAL_SCAN_TTL_S; fresh: a new
@@ -334,6 +392,16 @@ class Portal:
             out.append("<small>Nearby: %s</small>" % ", ".join(
                 "%s (%d dBm)" % (html_escape(n["ssid"]), n["rssi"]) for n in nets))
         secret("wifi_pass", "Password")
+        need = unlock_keys()
+        if need == []:
+            out.append('<p>This board is already set up: this page changes its WiFi only '
+                       '(the other settings: on the REPL).</p><p><button>Save</button></p>'
+                       '</form></body></html>')
+            return "".join(out)
+        if need:
+            out.append('<h2>Other settings</h2><label>Current API key or gateway token (ws_token)'
+                       '<input type="password" name="current_secret" value="" autocomplete="off">'
+                       '</label><small>needed for any change below; not for WiFi</small>')
         out.append("<h2>LLM</h2><label>Provider<select name=\"provider\">")
         cur = form.get("provider", cfg.get("provider"))
         for p in config.PROVIDERS:
@@ -341,7 +409,8 @@ class Portal:
         out.append("</select></label>")
         secret("api_key", "API key")
         text("model", "Model", "empty: the provider's default")
-        text("api_base", "API base URL", "empty: the provider's own; any OpenAI-compatible server")
+        text("api_base", "API base URL", "empty: the provider's own; any OpenAI-compatible server; "
+             "a new one (or provider) clears the stored API key")
         out.append("<h2>Telegram</h2>")
         secret("tg_token", "Bot token")
         text("tg_allow", "Allowed chat ids", "comma-separated; empty: nobody")

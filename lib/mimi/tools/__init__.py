@@ -7,6 +7,8 @@
 _PATH = '"path":{"type":"string","description":"Absolute path starting with /spiffs/"}'
 _NONE = '{"type":"object","properties":{},"required":[]}'
 _PIN = '"pin":{"type":"integer","description":"GPIO pin number"}'
+_STR = '{"type":"string"}'
+_NAME = '{"type":"object","properties":{"name":' + _STR + '}}'
 
 TOOLS = (
     ("web_search", "search",
@@ -50,5 +52,25 @@ TOOLS = (
     ("gpio_read", "gpio", "Read a GPIO pin's level (an output keeps its level).",
      '{"type":"object","properties":{' + _PIN + '},"required":["pin"]}'),
     ("gpio_read_all", "gpio", "Read every allowed GPIO pin without changing outputs.", _NONE),
+    # The device tools (SPEC §13), worded tight: every request carries them. Offered only
+    # where they can do something (NEEDS); the handlers check what a schema leaves out.
+    ("device_list", "devices", "Devices and last readings.", '{"type":"object","properties":{}}'),
+    ("device_add", "devices",
+     "Add a wired part. type: digital_in button analog_in ntc ldr soil ds18b20 dht11 dht22 sht3x "
+     "aht20 bme280 bh1750 hcsr04 digital_out relay pwm servo rgb_led buzzer; and pin, or sda scl addr",
+     '{"type":"object","properties":{"name":' + _STR + ',"type":' + _STR + '}}'),
+    ("i2c_scan", "i2c", "Addresses answering on I2C (SDA 8 SCL 9 if none given).",
+     '{"type":"object","properties":{"sda":{},"scl":{}}}'),
+    ("device_read", "devices", "Read a device.", _NAME),
+    ("device_set", "devices", "Set a device: on/off, 0-100, angle, colour (red, #ff8000, blue 30%), "
+     "tone (440 300).", '{"type":"object","properties":{"name":' + _STR + ',"value":{}}}'),
+    ("device_remove", "devices", "Remove a device.", _NAME),
+    ("i2c_io", "i2c", "Raw I2C to a part without a type: write hex, read n bytes, at register reg.",
+     '{"type":"object","properties":{"addr":{"type":"integer"},"reg":{},"write":{},"read":{},'
+     '"sda":{},"scl":{}}}'),
 )
+# Tools a request offers only when mimi.devices.offer() has their bit: 1 devices are
+# attached, 2 an I2C scan found parts this boot (PicoClaw #1184: hardware tools cost
+# tokens where there is nothing to use them on).
+NEEDS = {"device_read": 1, "device_set": 1, "device_remove": 1, "i2c_io": 2}
 

@@ -8,8 +8,9 @@
 #   33-37         octal PSRAM bus on N16R8/N8R8 modules
 #   43, 44        UART0 TX/RX, the serial console
 #
-# The pins themselves (what each was left as, read-back of outputs): devices/gpio.py.
-from mimi.devices.gpio import refusal, allowed, write, read
+# The pins themselves (what each was left as, read-back of outputs): devices/gpio.py. A
+# device's pin (devices/table.py) is the device's: refused here, left out of read_all.
+from mimi.devices.gpio import refusal, allowed, owned, write, read
 
 
 def _level(v):
@@ -48,5 +49,9 @@ def gpio_read_all(args, ctx):
     pins = allowed()
     if not pins:
         return "Error: no GPIO pins are allowed (setting gpio_allow is empty)"
-    return "GPIO states: " + ", ".join("%d=%s" % (p, _level(read(p))) for p in pins)
+    taken = owned()
+    out = "GPIO states: " + ", ".join("%d=%s" % (p, _level(read(p))) for p in pins if p not in taken)
+    if taken:
+        out += " (devices' pins left out: %s)" % ", ".join("%d=%s" % kv for kv in sorted(taken.items()))
+    return out
 

@@ -56,11 +56,25 @@ class Registry:
         s = self._tools[name][1]
         return jsonutil.loads(s) if isinstance(s, str) else s
 
+    def key(self):
+        """Changes when the tools offered change (devices attached, an I2C scan): a
+        provider that encoded them for this turn encodes them again."""
+        from mimi import devices
+
+        return devices.offer()
+
     def specs(self):
         """(name, description as JSON string content, schema as JSON text) of every
-        tool, for a provider to write into its request as they are."""
+        tool offered now (mimi/tools NEEDS), for a provider to write into its request
+        as they are."""
+        from mimi.tools import NEEDS
+
+        have = self.key()
         out = []
         for n in self._order:
+            need = NEEDS.get(n)
+            if need and not need & have:
+                continue
             d, s, _ = self._tools[n]
             if not isinstance(s, str):  # an add()ed tool: encoded here
                 import json  # (only then: each import of json looks for a json.py first)

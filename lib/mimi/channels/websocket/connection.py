@@ -4,13 +4,14 @@
 # reader (this connection's task) and a sender task with a bounded outbox, so one
 # slow client holds up nobody.
 # Guards the C gateway lacked: token auth with a per-address back-off after wrong
-# tokens, a browser Origin check (a web page the user visits must not drive the
-# board), frame and message caps, client masking, a connection cap where sockets not
-# upgraded yet (an upgrade deadline, at most WS_PEER_PENDING per address) are shed
-# first, and slots freed on every kind of disconnect.
+# tokens (shared by every other address once WS_AUTH_PEERS have one), a browser
+# Origin check (a web page the user visits must not drive the board), frame and
+# message caps, client masking, a connection cap where sockets not upgraded yet (an
+# upgrade deadline, at most WS_PEER_PENDING per address) are shed, from the address
+# holding the most, never one sending its request, and slots freed on every kind of
+# disconnect.
 import json
 import time
-import socket
 import asyncio
 import mimi
 from mimi import limits, log, bus, board, net, channels
@@ -19,6 +20,8 @@ from mimi.net import httpserver as hs
 from mimi.net import wsproto as wp
 from mimi.channels.websocket import gateway as gw
 from mimi.channels.websocket.gateway import CHANNEL, clients, _conns, _fails, text, _forget
+
+_SHARED = "*"  # _fails key of the back-off shared by addresses without their own
 
 _ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
@@ -323,60 +326,48 @@ async def _handshake(rd, w, me):
     return True
 
 
+def _entry(peer):
+    """The key of the back-off `peer` answers to: its own entry, or, once the table
+    holds WS_AUTH_PEERS others, the one every address without an entry shares (a
+    global rate: rotating through more addresses than the table holds buys nothing).
+    Entries whose back-off ended WS_AUTH_FORGET_S ago are forgotten first."""
+    now = time.ticks_ms()
+    for k in [k for k in _fails if time.ticks_diff(now, _fails[k][1]) > limits.WS_AUTH_FORGET_S * 1000]:
+        del _fails[k]
+    if peer in _fails or len(_fails) - (_SHARED in _fails) < limits.WS_AUTH_PEERS:
+        return peer
+    return _SHARED
+
+
 def _backoff(peer):
-    """Seconds `peer` must still wait after its wrong tokens (0: none)."""
-    f = _fails.get(peer)
+    """Seconds `peer` must still wait after wrong tokens (0: none)."""
+    f = _fails.get(_entry(peer))
     left = time.ticks_diff(f[1], time.ticks_ms()) if f else 0
     return (left + 999) // 1000 if left > 0 else 0
 
 
 def _failed(peer):
-    n = _fails.pop(peer, (0, 0))[0] + 1
-    if len(_fails) >= limits.WS_AUTH_PEERS:  # the one whose refusal ended first goes
-        del _fails[min(_fails, key=lambda k: _fails[k][1])]
+    key = _entry(peer)
+    n = _fails.get(key, (0, 0))[0] + 1
+    if key == _SHARED and n == 1:
+        log.warning("ws", "wrong gateway tokens from more than %d addresses: the others now share "
+                    "one back-off", limits.WS_AUTH_PEERS)
     wait = min(limits.WS_AUTH_BACKOFF_S << min(n - 1, 16), limits.WS_AUTH_BACKOFF_MAX_S)
-    _fails[peer] = (n, time.ticks_add(time.ticks_ms(), wait * 1000))
-
-
-def _peer(sw):
-    """The client's address (the port left out), as a dict key."""
-    a = sw.get_extra_info("peername")
-    if isinstance(a, tuple):  # lwIP: ("1.2.3.4", port)
-        return a[0]
-    try:  # the unix port: a raw sockaddr
-        return bytes(socket.sockaddr(a)[1])
-    except Exception:
-        return bytes(a)
-
-
-def _shed(c):
-    """Close a connection that has not upgraded yet (its slot goes to a newer one)."""
-    _conns.remove(c)
-    c[1].cancel()
+    _fails[key] = (n, time.ticks_add(time.ticks_ms(), wait * 1000))
 
 
 def _admit(me):
-    """Make room for connection `me` (already in _conns): an address keeps at most
-    WS_PEER_PENDING connections before their upgrade (its oldest goes) and WS_PEER_CONN
-    in all; when the gateway is full, the oldest one not upgraded yet goes. Upgraded
-    clients are never shed. -> False when there is no room."""
-    peer = me[0]
-    mine = [c for c in _conns if c[0] == peer]
-    waiting = [c for c in mine if not c[2] and c is not me]
-    if len(waiting) >= limits.WS_PEER_PENDING:
-        _shed(waiting[0])
-    elif len(mine) > limits.WS_PEER_CONN and waiting:
-        _shed(waiting[0])
-    if len(_conns) > limits.WS_MAX_CONN:
-        for c in _conns:
-            if not c[2] and c is not me:
-                _shed(c)
-                break
-    return len(_conns) <= limits.WS_MAX_CONN and len([c for c in _conns if c[0] == peer]) <= limits.WS_PEER_CONN
+    """Make room for connection `me` (already in _conns; net/httpserver.shed()): an
+    address keeps at most WS_PEER_PENDING connections before their upgrade and
+    WS_PEER_CONN in all; upgraded clients and one sending its request are never shed.
+    -> False when there is no room."""
+    return (hs.shed(_conns, me, limits.WS_MAX_CONN, limits.WS_PEER_PENDING, gw._shed_lately)
+            and len([c for c in _conns if c[0] == me[0]]) <= limits.WS_PEER_CONN)
 
 
 async def serve(sr, sw):
-    me = [_peer(sw), asyncio.current_task(), False]
+    rd = hs.Reader(sr)
+    me = [hs.peer(sw), asyncio.current_task(), False, rd]  # address, task, upgraded, reader
     _conns.append(me)
     client = None
     net.nodelay(sw.s)  # the "working" frame and the reply must not wait on delayed ACKs
@@ -387,9 +378,12 @@ async def serve(sr, sw):
             await _respond(sw, "503 Service Unavailable", "too many connections to the board; "
                            "close a chat tab or try again later\n", extra=("Retry-After: 10",))
             return
-        rd = hs.Reader(sr)
-        if not await asyncio.wait_for(_handshake(rd, sw, me), limits.WS_HANDSHAKE_TIMEOUT_S):
-            return
+        try:
+            if not await asyncio.wait_for(_handshake(rd, sw, me), limits.WS_HANDSHAKE_TIMEOUT_S):
+                return
+        except asyncio.TimeoutError:  # silent past the deadline: goes first among equals next time
+            hs.remember(gw._shed_lately, me[0])
+            raise
         client = Client(rd, sw, new_chat_id())
         if len(clients) >= limits.WS_MAX_CLIENTS:
             log.warning("ws", "client limit (%d) reached; refused one", limits.WS_MAX_CLIENTS)

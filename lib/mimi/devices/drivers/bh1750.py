@@ -1,0 +1,28 @@
+# ROHM BH1750FVI ambient light, I2C 0x23/0x5C: power on (0x01), one-time
+# high-resolution measurement (0x20: 180 ms at most, then the part powers down by
+# itself), 2 bytes big-endian; lux = count / 1.2 at the default measurement time. The
+# result is read 200 ms after the command: the datasheet's 180 ms at most, and a margin
+# (a read too early gets the previous result).
+from micropython import const
+from mimi.devices.drivers.i2cpart import Part
+from mimi.devices.table import qty
+
+_POWER_ON = b"\x01"
+_ONE_TIME_H = b"\x20"
+_WAIT_MS = const(200)
+
+
+def convert(data):
+    return (data[0] << 8 | data[1]) / 1.2
+
+
+class BH1750(Part):
+    def read(self):
+        yield from self.cmd(_POWER_ON)
+        self.send(_ONE_TIME_H)
+        yield _WAIT_MS
+        return (qty("", convert(self.recv(2)), "lx", 0),)
+
+
+def make(dev):
+    return BH1750(dev)

@@ -1,0 +1,337 @@
+# The device table: the devices of /devices.json (limits.DEVICES_PATH), a `board`
+# setting's parts and chip_temp, and reading and driving them by name from the agent
+# thread (blocking) or the asyncio loop (awaited). Loaded by `with devices.use() as t:`;
+# on a short heap dropped again after, so everything that must last is in
+# devices/state.py (readings, drivers' state, locks). Adding and removing devices is
+# devices/edit.py.
+#
+# A driver (mimi/devices/drivers/, or a user's /drivers/<type>.py) has read() and, for an
+# actuator, set(value). Either returns a reading, or is a generator that yields the ms to
+# wait (a conversion) and returns the reading: the agent thread sleeps them, the loop
+# awaits them, so a 750 ms DS18B20 conversion never holds the loop. A driver whose read
+# blocks inside one call (SLOW: DHT, HC-SR04) runs on a short thread for the loop. Each
+# device has a lock (one measurement at a time); each bus has its own (devices/bus.py),
+# held only around single transfers.
+#
+# A reading is a tuple of (label, value, text): ("", 21.5, "21.5 °C"), ("humidity", 40,
+# "40 %"); the first is the device's value (rules, history), the texts are what people
+# and the model read: `living_temp = 21.5 °C, humidity 40 %`.
+import sys
+import time
+import _thread
+import mimi
+from mimi import limits, log
+from mimi.devices import state
+from mimi.devices.lines import text, line_of  # noqa: F401  (the tools' too)
+
+TAG = "devices"
+
+
+class Fault(Exception):
+    """What went wrong with a part, for the person: kind "answer" (it did not answer),
+    "data" (it answered garbage: CRC), "range" (a reading outside what the part can
+    measure), "value" (a value it cannot take), "off" (the device cannot be used)."""
+
+    def __init__(self, kind, why):
+        super().__init__(why)
+        self.kind = kind
+
+
+class Device:
+    builtin = False  # chip_temp and a board's parts: not in the file
+    bus = None  # ("i2c", sda, scl) / ("ow", pin): shared with the parts on it
+    pins = ()
+    keys = ()  # the parameters, in the type's order (the file's)
+    pinkeys = ()  # the parameters that are pins
+    where = ""  # " at 0x44 on SDA 8 / SCL 9", " on GPIO5"
+    err = None  # why it cannot be used (loaded from a file entry that fails the checks)
+    raw = None  # that entry, kept as it was
+    drv = None
+    dirty = False  # the driver changed params (a calibration, a ROM found): saved after
+
+    def __init__(self, name, typ, params, mod, kind):
+        self.name, self.type, self.params, self.mod, self.kind = name, typ, params, mod, kind
+
+    def driver(self):
+        if self.err:
+            raise Fault("off", "%s is unusable: %s" % (self.name, self.err))
+        if self.drv is None:
+            if self.mod is None:  # a /drivers/ type
+                self.drv = mimi.run("devices.user", "make", self)
+            else:
+                name = "mimi.devices.drivers." + self.mod
+                __import__(name)
+                self.drv = sys.modules[name].make(self)
+        return self.drv
+
+    def label(self):
+        return "%s (%s%s)" % (self.name, self.type, self.where)
+
+    @property
+    def lock(self):
+        return state.lock_of(self.name)
+
+    @property
+    def mem(self):
+        """The driver's state, kept while the code comes and goes."""
+        return state.mem.setdefault(self.name, {})
+
+
+def num(v, dec=1):
+    """A number for people: `dec` decimals at most, no trailing zeros (40.0 -> "40")."""
+    if isinstance(v, int):
+        return str(v)
+    s = "%.*f" % (dec, v)
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return "0" if s == "-0" else s
+
+
+def qty(label, value, unit, dec=1):
+    return (label, value, num(value, dec) + (" " + unit if unit else ""))
+
+
+_devs = None  # [Device]: replaced whole on a change (readers never lock)
+_made = None  # (board, gpio_allow) the table was made with
+_lock = _thread.allocate_lock()  # one change of the table (and its file) at a time
+
+
+def get():
+    from mimi.config.settings import cfg
+
+    made = (cfg.get("board"), cfg.get("gpio_allow"))
+    if _devs is None or _made != made:
+        with _lock:
+            _load(made)
+    return sys.modules[__name__]
+
+
+_FIELDS = ("name", "type", "params", "mod", "kind", "where", "pins", "bus", "keys", "pinkeys",
+           "err", "raw", "builtin")
+
+
+def _load(made):
+    """The devices checked (devices/types.py) when the file or the settings are new to
+    the device layer, else as state.rows kept them: the code dropped on a short heap
+    comes back without reading and checking everything again."""
+    global _devs, _made
+    if state.rows is not None and state.made == made:
+        new = []
+        for row in state.rows:
+            d = Device(*row[:5])
+            for k, v in zip(_FIELDS[5:], row[5:]):
+                setattr(d, k, v)
+            new.append(d)
+    else:
+        from mimi.devices import store
+
+        new = mimi.run("devices.types devices.user devices.boards", "load", store.read(), made[0])
+    old = {d.name: d for d in _devs or ()}
+    for i, d in enumerate(new):  # a device that did not change keeps its driver
+        o = old.get(d.name)
+        if o and not o.err and not d.err and o.type == d.type and o.params == d.params:
+            new[i] = o
+    _set(new)
+    _made = state.made = made
+
+
+def _set(devs):
+    global _devs
+    _devs = devs
+    state.rows = [_row(d) for d in devs]
+
+
+def _row(d):
+    return tuple(getattr(d, k) for k in _FIELDS)
+
+
+def listed():
+    return _devs
+
+
+def find(name):
+    for d in _devs:
+        if d.name == name:
+            return d
+    return None
+
+
+def need(name):
+    if not isinstance(name, str):
+        raise Fault("off", "'name' required: a device's name (%s)" % ", ".join(x.name for x in _devs))
+    d = find(name)
+    if d is None:
+        raise Fault("off", "no device named '%s' (%s)" % (
+            str(name)[:32], "devices: " + ", ".join(x.name for x in _devs)))
+    return d
+
+
+# --- running a driver's steps -------------------------------------------------------
+
+def _steps(r):
+    return r if hasattr(r, "send") else None
+
+
+def run(r):
+    """A driver call's result, its waits slept (the agent thread, the REPL)."""
+    g = _steps(r)
+    if g is None:
+        return r
+    try:
+        while True:
+            time.sleep_ms(next(g))
+    except StopIteration as e:
+        return e.value
+
+
+async def arun(r):
+    """The same with its waits awaited (the asyncio loop)."""
+    import asyncio
+
+    g = _steps(r)
+    if g is None:
+        return r
+    try:
+        while True:
+            await asyncio.sleep_ms(next(g))
+    except StopIteration as e:
+        return e.value
+    except BaseException:  # cancelled while waiting: the driver's finally runs now
+        g.close()
+        raise
+
+
+async def _take(lock):
+    import asyncio
+
+    while not lock.acquire(0):
+        await asyncio.sleep_ms(5)
+
+
+async def _threaded(fn, *args):
+    """fn(*args) with its waits slept on a short thread; the loop polls for the result."""
+    import asyncio
+
+    box = []
+
+    def work():
+        try:
+            box.append((True, run(fn(*args))))
+        except BaseException as e:
+            box.append((False, e))
+
+    try:
+        _thread.stack_size(limits.DEVICE_STACK)
+        _thread.start_new_thread(work, ())
+    finally:
+        _thread.stack_size(0)
+    while not box:
+        await asyncio.sleep_ms(10)
+    ok, v = box[0]
+    if not ok:
+        raise v
+    return v
+
+
+def done(dev, r):
+    """A driver's answer kept as the device's last reading (and params it changed saved)."""
+    r = shape(r)
+    state.last[dev.name] = (r, time.ticks_ms())
+    if dev.dirty:
+        dev.dirty = False
+        try:
+            mimi.run("devices.edit", "save")
+        except OSError as e:
+            log.warning(TAG, "%s: its new settings were not saved: %s", dev.name, e)
+    return r
+
+
+def shape(r):
+    """A driver's answer as a reading. The built-in drivers return readings; a /drivers/
+    one may return a number, (number, unit), a text, or a list of (label, number or
+    text, unit)."""
+    if isinstance(r, tuple) and r and isinstance(r[0], tuple):
+        return r
+    if isinstance(r, list):
+        return tuple(_one(*q) for q in r)
+    if isinstance(r, tuple) and len(r) == 2:
+        return (_one("", *r),)
+    return (_one("", r, ""),)
+
+
+def _one(label, v, unit=""):
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return qty(str(label), v, str(unit))
+    return (str(label), None, str(v))
+
+
+def read(name):
+    """Read a device now (blocking: the agent thread, the REPL) -> reading; Fault or the
+    driver's exception when it fails."""
+    dev = need(name)
+    with dev.lock:
+        return done(dev, run(dev.driver().read()))
+
+
+async def aread(name):
+    """read() for the asyncio loop: conversions awaited, a blocking one on a thread."""
+    dev = need(name)
+    lk = dev.lock
+    await _take(lk)
+    try:
+        drv = dev.driver()
+        if getattr(drv, "SLOW", False):
+            return done(dev, await _threaded(drv.read))
+        return done(dev, await arun(drv.read()))
+    finally:
+        lk.release()
+
+
+def drive(name, value):
+    """Drive an actuator (blocking) -> its reading afterwards."""
+    dev = need(name)
+    with dev.lock:
+        return done(dev, run(_setter(dev)(value)))
+
+
+async def adrive(name, value):
+    dev = need(name)
+    lk = dev.lock
+    await _take(lk)
+    try:
+        return done(dev, await arun(_setter(dev)(value)))
+    finally:
+        lk.release()
+
+
+def _setter(dev):
+    fn = getattr(dev.driver(), "set", None)
+    if fn is None:
+        raise Fault("value", "%s is a sensor (%s): device_read it" % (dev.name, dev.type))
+    return fn
+
+
+def said(dev, e):
+    """An exception of `dev` as the tool's error text."""
+    if isinstance(e, Fault):
+        if e.kind == "answer":
+            hint = getattr(dev.drv, "HINT", None)
+            return "Error: %s did not answer: %s%s" % (dev.label(), e, ". Check " + hint if hint else "")
+        if e.kind in ("value", "off"):
+            return "Error: %s" % e
+        return "Error: %s: %s" % (dev.label(), e)
+    log.exception(TAG, "%s failed" % dev.name, e)  # a driver's bug: the log keeps its traceback
+    return "Error: %s failed: %s: %s" % (dev.label(), type(e).__name__, e)
+
+
+def line(dev):
+    """`living_temp (sht3x at 0x44 on SDA 8 / SCL 9): 21.5 °C, humidity 40 % (2 min ago)`"""
+    return line_of(_row(dev))
+
+
+def owner(pin):
+    """The device using GPIO `pin`, or None."""
+    for d in _devs:
+        if pin in d.pins:
+            return d
+    return None

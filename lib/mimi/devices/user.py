@@ -1,0 +1,158 @@
+# A user's own part types: /drivers/<type>.py (limits.DRIVERS_DIR, outside /spiffs: put
+# there with mpremote, never reachable by the model's file tools), loaded when a device
+# of that type is added or loaded, skipped in safe mode. What such a file holds
+# (docs/hardware.md has an example):
+#   KIND = "in"      "in" a sensor, "out" an actuator
+#   PARAMS = "..."   what device_add takes, in mimi/devices/types.py's words ("pin:p",
+#                    "sda=8:d scl=9:k addr=0x40:x:0x40|0x41", "gain=1:i:1:8" ...)
+#   HINT = "..."     optional: what to check when the part does not answer
+#   SLOW = True      optional: read() blocks inside one call for long (the loop runs
+#                    it on a short thread then)
+#   def setup(dev)   optional: once, before the first read or set
+#   def read(dev)    -> a number, (number, unit), a text, or [(label, value, unit), ...]
+#                       (a generator may yield ms to wait, as the built-in drivers do)
+#   def set(dev, value)  an actuator's
+# dev: .name, .params, .pin(key, *args) (a board.Pin of a pin parameter: the policy
+# checked it), .i2c (the bus of sda/scl: readfrom_mem, writeto ...; held locked while
+# the driver runs), .addr. A driver that raises is reported in the tool's result and
+# the log; it never stops the loop or the agent.
+from mimi import limits, fs
+from mimi.devices.table import Fault
+
+
+def types():
+    """The type names /drivers/ offers."""
+    import os
+
+    try:
+        names = os.listdir(limits.DRIVERS_DIR)
+    except OSError:
+        return []
+    return sorted(n[:-3] for n in names if n.endswith(".py") and _good(n[:-3]))
+
+
+def _good(t):
+    return 1 <= len(t) <= 24 and all("a" <= c <= "z" or "0" <= c <= "9" or c == "_" for c in t)
+
+
+def _load(typ):
+    """The driver file run in a namespace of its own -> that namespace; ValueError (the
+    device is refused or left unusable) when it is missing, in safe mode, or broken."""
+    from mimi import safemode
+
+    path = "%s/%s.py" % (limits.DRIVERS_DIR, typ)
+    if not _good(typ) or not fs.exists(path):
+        return None
+    if safemode.active:
+        raise ValueError("%s not loaded: safe mode skips %s/" % (path, limits.DRIVERS_DIR))
+    if fs.size(path) > limits.DRIVER_FILE_MAX:
+        raise ValueError("%s is over %d bytes" % (path, limits.DRIVER_FILE_MAX))
+    ns = {"__name__": "drivers." + typ}
+    try:
+        exec(fs.read_text(path), ns)
+    except Exception as e:
+        from mimi import log
+
+        log.exception("devices", "%s failed to load" % path, e)
+        raise ValueError("%s failed to load: %s: %s" % (path, type(e).__name__, e))
+    if not isinstance(ns.get("PARAMS", ""), str) or ns.get("KIND", "in") not in ("in", "out") or \
+            not callable(ns.get("read")):
+        raise ValueError("%s needs KIND ('in' or 'out'), PARAMS (a string) and read(dev)" % path)
+    return ns
+
+
+def spec(typ):
+    ns = _load(typ)
+    return (None, ns.get("KIND", "in"), ns.get("PARAMS", "")) if ns else None
+
+
+class Dev:
+    """What a /drivers/ file's functions get."""
+
+    def __init__(self, dev):
+        self.name, self.params = dev.name, dev.params
+        self.addr = dev.params.get("addr")
+        self.i2c = None
+        self._pins = dev.pinkeys
+
+    def pin(self, key, *args, **kw):
+        """board.Pin(the pin parameter `key`, ...): only pins PARAMS declares as pins,
+        which the pin policy checked."""
+        from mimi import board
+
+        if key not in self._pins:
+            raise ValueError("'%s' is not a pin parameter of PARAMS" % key)
+        return board.Pin(self.params[key], *args, **kw)
+
+
+class Driver:
+    def __init__(self, dev):
+        try:
+            ns = _load(dev.type)
+        except ValueError as e:
+            raise Fault("off", str(e))
+        if ns is None:
+            raise Fault("off", "%s/%s.py is gone" % (limits.DRIVERS_DIR, dev.type))
+        self.ns, self.dev, self.d = ns, dev, Dev(dev)
+        self.HINT = ns.get("HINT")
+        self.SLOW = bool(ns.get("SLOW"))
+        if dev.bus and dev.bus[0] == "i2c":
+            from mimi.devices import bus
+
+            self.bus = bus.i2c(dev.bus[1], dev.bus[2])
+            self.d.i2c = self.bus.i2c
+        else:
+            self.bus = None
+        self.m = dev.mem  # "ready": setup() has run (kept while the code comes and goes)
+        if "setup" not in ns:
+            self.m["ready"] = True
+        if ns.get("set") is None:
+            self.set = None
+
+    def _call(self, fn, *args):
+        if self.bus is None:
+            return fn(self.d, *args)
+        with self.bus.lock:
+            try:
+                r = fn(self.d, *args)
+            except OSError as e:  # the bus's: a part that did not answer, a stuck bus
+                raise _fault(e)
+            if hasattr(r, "send"):  # a generator: its steps take the lock themselves
+                return _locked(r, self.bus.lock)
+            return r
+
+    def _setup(self):
+        if not self.m.get("ready"):
+            self._call(self.ns["setup"])
+            self.m["ready"] = True
+
+    def read(self):
+        self._setup()
+        return self._call(self.ns["read"])
+
+    def set(self, value):
+        self._setup()
+        return self._call(self.ns["set"], value)
+
+
+def _locked(gen, lock):
+    """A driver generator's steps each run with the bus locked, never its waits."""
+    try:
+        while True:
+            with lock:
+                ms = next(gen)
+            yield ms
+    except StopIteration as e:
+        return e.value
+    except OSError as e:
+        raise _fault(e)
+
+
+def _fault(e):
+    from mimi.devices.drivers.i2cpart import fault
+
+    return fault(e)
+
+
+def make(dev):
+    return Driver(dev)

@@ -1,0 +1,76 @@
+# The device tools (SPEC §13): device_list, device_read, device_set, device_add,
+# device_remove (i2c_scan and i2c_io are tools/i2c.py).
+# The table (mimi/devices/table.py, edit.py) does the work; these shape the answers:
+# `living_temp = 21.5 °C, humidity 40 %`, `OK: ...`, `Error: ...` that says what to check.
+# Each holds the table only while it runs (`with devices.use() as t`): on a short heap the
+# device code goes after it, so its classes are t's (t.Fault), never imported here.
+import mimi
+from mimi import fs, devices
+
+_RELAY_NOTE = ("; most opto relay modules switch on when their IN is LOW: if it clicked on "
+               "just now, remove it and add it again with inverted=true")
+
+
+def device_list(args, ctx):
+    with devices.use() as t:
+        out = []
+        for d in t.listed():
+            if d.type == "chip_temp":
+                try:  # cheap and always there: read now
+                    t.read(d.name)
+                except Exception:
+                    pass
+            out.append(t.line(d))
+    if devices.problem:
+        out.append("Note: " + devices.problem)
+    return "\n".join(out)
+
+
+def _act(args, fn, *value):
+    with devices.use() as t:
+        try:
+            d = t.need(args.get("name"))
+        except t.Fault as e:
+            return "Error: %s" % e
+        try:
+            return "%s%s = %s" % ("OK: " if value else "", d.name, t.text(getattr(t, fn)(d.name, *value)))
+        except Exception as e:
+            return t.said(d, e)
+
+
+def device_read(args, ctx):
+    return _act(args, "read")
+
+
+def device_set(args, ctx):
+    value = args.get("value")
+    if value is None or isinstance(value, (list, dict)):
+        return "Error: 'value' required: on/off, a number, an angle or a colour"
+    return _act(args, "drive", value)
+
+
+def device_add(args, ctx):
+    params = dict(args)
+    name, typ = params.pop("name", None), params.pop("type", None)
+    if not isinstance(typ, str):
+        return "Error: 'type' required (string)"
+    with devices.use() as t:
+        try:
+            dev, r = mimi.run("devices.edit", "add", name, typ.strip().lower(), params)
+        except OSError as e:
+            return "Error: not saved (%s); nothing changed" % fs.why(e)
+        except Exception as e:  # Refused (ValueError) or the part's Fault: nothing was written
+            return "Error: %s" % e
+        note = _RELAY_NOTE if dev.type == "relay" and not dev.params["inverted"] else ""
+        return "OK: added %s: %s = %s%s" % (dev.label(), dev.name, t.text(r), note)
+
+
+def device_remove(args, ctx):
+    with devices.use() as t:
+        try:
+            dev = mimi.run("devices.edit", "remove", args.get("name"))
+        except t.Fault as e:
+            return "Error: %s" % e
+        except OSError as e:
+            return "Error: not saved (%s); nothing changed" % fs.why(e)
+        return "OK: removed %s%s" % (dev.label(), " (left off)" if dev.kind == "out" else "")
