@@ -48,3 +48,19 @@ def test_long_lines_are_sent_from_the_file_on_a_short_heap():
         assert m[0] == sessions._ROLE_JSON[role]
         assert json.loads(raw[m[1].start:m[1].start + m[1].n]) == text
     assert msgs[3][0] == "enc" and msgs[3][1] == "assistant" and msgs[3][2].endswith("x" * 2990)  # decoded
+
+
+def test_a_long_line_is_sent_from_the_file_on_any_heap():
+    # with room (not short) short messages are held as before, but a long one is sent
+    # from the file too: held, it needs a block its size (at 192 KB a 10 KB answer in the
+    # history failed its turn with "allocating 10438 bytes" while 100 KB were free)
+    import mimi
+    from mimi.net.http import Region
+
+    write(sessions.path("tg_room"), line("user", "a") + line("assistant", "word " * 2000) +
+          line("user", "b") + line("assistant", "short"))
+    mimi._short = False
+    msgs = sessions.load("tg_room", lambda m: ("enc", m["role"], m["content"]))
+    assert [m[0] for m in msgs] == ["enc", sessions._ROLE_JSON["assistant"], "enc", "enc"], msgs
+    assert isinstance(msgs[1][1], Region)
+    assert msgs[3] == ("enc", "assistant", "short")

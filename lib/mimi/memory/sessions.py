@@ -169,10 +169,11 @@ def _compact(p, keep=limits.SESSION_KEEP):
         fs.remove(tmp)
 
 
-def _tail(p, want, spans=False):
+def _tail(p, want, spans=False, far_ok=False):
     """Up to `want` valid messages from the end of file p, oldest first; with spans,
-    each plain one also says where its text sits in the file ("at"), and a line longer
-    than a block is never held: it is read from the file in blocks (_take_far)."""
+    each plain one also says where its text sits in the file ("at"); with far_ok (or
+    spans), a line longer than a block is never held: it is read from the file in
+    blocks (_take_far), sent from there."""
     out = []
     try:
         f = open(p, "rb")
@@ -213,7 +214,7 @@ def _tail(p, want, spans=False):
                     log.warning("session", "%s: line over %d bytes skipped", p, line_max)
                 carry = b""
                 skipping = True
-            elif spans and len(carry) > block and not skipping:
+            elif (spans or far_ok) and len(carry) > block and not skipping:
                 far = pos + len(carry)
                 carry = b""
         if pos == 0 and len(out) < want:
@@ -380,13 +381,16 @@ def load(key, encode=None, n=limits.HISTORY_MAX):
     With encode (a provider's message()), ready for a request instead: encode(message)
     each; when the heap is short (mimi.short()), a message whose text is stored as it
     goes out becomes parts that read it from the file when sent (net/http.py Region:
-    no copy in RAM, a read of the flash per call)."""
+    no copy in RAM, a read of the flash per call); on any heap, one longer than
+    limits.SESSION_READ_BLOCK does."""
     from mimi import short
 
     p = path(key)
     with _lock:
         _flush_key(key)
-        msgs = _tail(p, n, encode is not None and short())
+        # a long message (a 10 KB answer) is sent from the file on any heap: held, it
+        # would need a block its size, which a busy heap may not have even with room
+        msgs = _tail(p, n, encode is not None and short(), encode is not None)
         for data in _pending.get(key, ()):  # could not be written (flash full): still this chat's
             _take(b"".join(data) if isinstance(data, tuple) else data, msgs, p, -1)
     msgs = repair(msgs[-n:])
