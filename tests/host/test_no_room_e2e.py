@@ -18,15 +18,26 @@ from simproc import Sim
 
 SORRY = "Sorry"
 STUCK_TRIES = 5  # limits.TG_STUCK_TRIES
+NO_CONN_HEAP = "208k"  # (64-bit .mpy: it no longer boots at 192 KB with the device layer)
+TURN_HEAP = "224k"  # 32-bit .mpy: the turns find no room (192 KB in issue 25, before the device
+# layer: now the firmware itself has no room left there, not even for an apology)
 
 
 def _answered(got, tag):
-    return got == wholefw.answer(tag) or got.startswith(SORRY)
+    return got == 503 or got == wholefw.answer(tag) or got.startswith(SORRY)
+
+
+def _ws(sim, llm):
+    """A WebSocket turn -> its answer, or 503 (no room for a connection: refused)."""
+    try:
+        return wholefw.ws_turn(sim, llm, "ws", 60)
+    except websockets.exceptions.InvalidStatus as e:
+        return e.response.status_code
 
 
 def test_a_turn_with_no_room_is_answered_and_telegram_takes_the_next_update(
         tmp_path, fake_anthropic, fake_telegram, fake_search):
-    # 32-bit .mpy at 192 KB: the turns find no room. Before: the WebSocket turn was
+    # 32-bit .mpy at TURN_HEAP: the turns find no room. Before: the WebSocket turn was
     # apologised for, but Telegram then took no update ("no update taken from a batch
     # (no room in the heap); retry in 1 s" every second) and never answered again.
     mp32, why = mp32_bin()
@@ -34,20 +45,20 @@ def test_a_turn_with_no_room_is_answered_and_telegram_takes_the_next_update(
         pytest.skip("needs the 32-bit MicroPython: %s" % why)
     llm, tg = fake_anthropic, fake_telegram
     wholefw.prepare(tmp_path, llm["ca"])
-    with Sim.start(tmp_path, *wholefw.settings(llm, tg), console=True, heap="192k",
+    with Sim.start(tmp_path, *wholefw.settings(llm, tg), console=True, heap=TURN_HEAP,
                    micropython=mp32) as sim:
         wholefw.ready(sim, fake_search)
         got = []
         for tag in ("ws", "tg1", "tg2"):
             llm.reset()
             try:
-                got.append(wholefw.ws_turn(sim, llm, tag, 60) if tag == "ws"
-                           else wholefw.tg_turn(tg, llm, tag, 60))
+                got.append(_ws(sim, llm) if tag == "ws" else wholefw.tg_turn(tg, llm, tag, 60))
             except (AssertionError, TimeoutError) as e:
                 raise AssertionError("%s: %s\n%s" % (tag, e, sim.output()[-4000:])) from None
         out = sim.output()
     for text, tag in zip(got, ("ws", "tg1", "tg2")):
         assert _answered(text, tag), (tag, text, out[-3000:])
+    assert "no room in the heap" in out or "MemoryError" in out, out[-3000:]  # the case was met
     assert out.count("no update taken") <= STUCK_TRIES + 1, out[-3000:]
 
 
@@ -88,18 +99,19 @@ def test_an_update_with_no_room_is_skipped_and_its_sender_told(
 
 def test_a_websocket_connection_with_no_room_is_refused_not_left_hanging(
         tmp_path, fake_anthropic, fake_telegram, fake_search):
-    # 64-bit .mpy at 192 KB (its firmware needs more): the gateway has no room for a
+    # 64-bit .mpy at 208 KB (its firmware needs more): the gateway has no room for a
     # connection's code. Before: the client's opening handshake timed out, its socket
     # held; now a 503 (or, with room after all, a response: the answer or an apology).
     llm, tg = fake_anthropic, fake_telegram
     wholefw.prepare(tmp_path, llm["ca"])
     sets = [s for s in wholefw.settings(llm, tg) if not s.startswith("tg_")]
-    with Sim.start(tmp_path, *sets, console=True, heap="192k", micropython=micropython_bin()) as sim:
+    with Sim.start(tmp_path, *sets, console=True, heap=NO_CONN_HEAP,
+                   micropython=micropython_bin()) as sim:
         sim.wait_for(r"gateway listening", 120)
         port = sim.port
         outcome = asyncio.run(_ask(port, llm))
         out = sim.output()
-    assert outcome == 503 or _answered(outcome, "ws"), (outcome, out[-3000:])
+    assert _answered(outcome, "ws"), (outcome, out[-3000:])
 
 
 async def _ask(port, llm):
@@ -114,3 +126,5 @@ async def _ask(port, llm):
                     return frame["content"]
     except websockets.exceptions.InvalidStatus as e:
         return e.response.status_code
+    except websockets.exceptions.ConnectionClosed as e:  # without a word
+        return "closed: %s" % e
