@@ -217,6 +217,44 @@ async def test_reply_typing_split_and_order():
     task.cancel()
 
 
+async def test_a_reply_whose_rest_finds_no_room_is_not_sent_twice():
+    # the heap runs out while the second part is made (outside its sending): the first
+    # part went, so the reply is not handed back to the dispatcher (which would send it
+    # again whole, the first part twice); the chat is told that the rest did not fit
+    from mimi import channels
+
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    para = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 54).strip()
+    text = "\n\n".join(["**Part %d** " % i + para for i in range(3)])
+    fmt = channels.load("telegram.format")
+    render, calls = fmt.render_html, []
+
+    def failing(runs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise MemoryError("memory allocation failed, allocating 4097 bytes")
+        return render(runs)
+
+    fmt.render_html = failing
+    lane = dispatch.Lane("telegram", b.send, b.owe)
+    lane.start()
+    lane.push(bus.Msg("telegram", ALLOWED, text))
+    for _ in range(200):
+        st = await state()
+        if len(st["sent"]) >= 2:
+            break
+        await asyncio.sleep_ms(20)
+    await asyncio.sleep_ms(300)  # (nothing more comes)
+    st = await state()
+    seen = [m["visible"][:40] for m in st["sent"]]
+    assert len(st["sent"]) == 2 and st["sent"][0]["visible"].startswith("Part 0"), seen
+    assert st["sent"][1]["visible"].startswith("Sorry, the rest of my answer did not fit"), seen
+    lane.task.cancel()
+    task.cancel()
+
+
 async def test_entity_error_falls_back_to_plain_once():
     b, task = await started()
     await update(chat_id=ALLOWED, text="hi")

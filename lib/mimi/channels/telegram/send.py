@@ -141,6 +141,23 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
         log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
         return False
     fmt = channels.load("telegram.format")
+    went = [0]  # parts out
+    try:
+        return await _parts(bot, chat_id, fmt, markdown, reply_to, hold, status, went)
+    except MemoryError:
+        if not went[0]:
+            raise  # nothing of it went out: the dispatcher makes room and tries again
+        fmt = None  # part of the reply went out: sent again, it would repeat that
+        log.error(TAG, "no room in the heap for the rest of a reply to %s", chat_id)
+        if not await plain(bot, chat_id, NO_ROOM):
+            bot.owe(chat_id)
+        return False
+    finally:
+        fmt = None
+        mimi.drop("channels.telegram.format")  # loaded for each reply, not kept between them
+
+
+async def _parts(bot, chat_id, fmt, markdown, reply_to, hold, status, went):
     ok = True
     for runs in fmt.parts(markdown or "", limits.TG_MSG_MAX):
         html = fmt.render_html(runs)
@@ -148,6 +165,7 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
             status, st = None, status
             if await st.finish(_api(bot), html, lambda: fmt.render_plain(runs)):
                 reply_to = None
+                went[0] += 1
                 continue
         params = {"chat_id": chat_id, "text": html, "parse_mode": "HTML"}
         html = None
@@ -156,14 +174,13 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
             reply_to = None
         try:
             await _send(bot, params, hold)
+            went[0] += 1
             continue
-        except MemoryError:
+        except MemoryError as e:
             params = html = None
-            if await _smaller(bot, chat_id, fmt, runs, hold):
-                continue
-            if not await plain(bot, chat_id, NO_ROOM):
-                bot.owe(chat_id)
-            return False
+            if not await _smaller(bot, chat_id, fmt, runs, hold, went):
+                raise e  # text() says the rest did not fit (or the dispatcher tries again)
+            continue
         except tg.ApiError as e:
             if not e.entities:
                 log.error(TAG, "sending to %s failed: %s", chat_id, e)
@@ -183,23 +200,22 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
         except Exception as e:
             log.error(TAG, "plain-text resend to %s failed: %s", chat_id, e)
             ok = False
-    fmt = None
-    mimi.drop("channels.telegram.format")  # loaded for each reply, not kept between them
     return ok
 
 
-async def _smaller(bot, chat_id, fmt, runs, hold):
+async def _smaller(bot, chat_id, fmt, runs, hold, went):
     """A part that found no room in the heap: the spare given back (mimi.spare()) and
     what can be freed is, then the part goes again as plain text in pieces of
-    TG_MSG_SHORT. -> False when one of them found no room either (the rest is not sent)."""
+    TG_MSG_SHORT (each counted in went[0]). -> False when one of them found no room
+    either (the rest is not sent)."""
     mimi.spare(False)
     try:
         for part in fmt.recut(runs, limits.TG_MSG_SHORT):
             await _send(bot, {"chat_id": chat_id, "text": fmt.render_plain(part)}, hold)
+            went[0] += 1
         log.warning(TAG, "a part to %s sent in smaller pieces (no room in the heap)", chat_id)
         return True
     except MemoryError:
-        log.error(TAG, "no room in the heap for a reply to %s; the rest is in its session", chat_id)
         return False
 
 
