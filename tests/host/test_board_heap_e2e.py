@@ -37,22 +37,12 @@ def test_whole_firmware_answers_in_a_board_sized_heap(tmp_path, fake_anthropic, 
     whole_firmware_turns(tmp_path, fake_anthropic, fake_telegram, fake_search, mp32, HEAP)
 
 
-def test_frozen_whole_firmware_answers_in_192k(tmp_path, fake_anthropic, fake_telegram,
-                                               fake_search):
+@pytest.mark.parametrize("heap", [FROZEN_HEAP, FROZEN_SMALL_HEAP])
+def test_frozen_whole_firmware_answers(tmp_path, fake_anthropic, fake_telegram, fake_search, heap):
     mp, why = mp32_frozen_bin()
     if not mp:
         pytest.skip("needs the frozen 32-bit MicroPython: %s" % why)
-    whole_firmware_turns(tmp_path, fake_anthropic, fake_telegram, fake_search, mp, FROZEN_HEAP,
-                         frozen=True)
-
-
-def test_frozen_whole_firmware_answers_in_a_small_heap(tmp_path, fake_anthropic, fake_telegram,
-                                                       fake_search):
-    mp, why = mp32_frozen_bin()
-    if not mp:
-        pytest.skip("needs the frozen 32-bit MicroPython: %s" % why)
-    whole_firmware_turns(tmp_path, fake_anthropic, fake_telegram, fake_search, mp, FROZEN_SMALL_HEAP,
-                         frozen=True)
+    whole_firmware_turns(tmp_path, fake_anthropic, fake_telegram, fake_search, mp, heap, frozen=True)
 
 
 def whole_firmware_turns(tmp_path, llm, tg, fake_search, mp, heap, frozen=False):
