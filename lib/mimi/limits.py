@@ -350,6 +350,7 @@ WDT_AGENT_STALL_S = const(180)  # agent thread busy with no progress and no decl
 WDT_BLOCK_MARGIN_S = const(30)  # grace after a blocking call's own deadline
 SAFE_MODE_BOOTS = const(3)  # crash-boots in a row before safe mode
 HEALTHY_AFTER_S = const(60)  # up this long = the boot counts as good
+HEALTHY_RETRY_S = const(10)  # ... marked so again this often while the heap has no room for it
 
 # Stall detector (services/loopwatch.py)
 LOOP_STALL_MS = const(200)  # a loop step (or a late wake-up) this long is logged

@@ -89,6 +89,8 @@ def healthy():
         clear()
     try:
         mimi.run("update.boot update", "mark_healthy")
+    except MemoryError:
+        raise  # guard() tries again: a good version is never rolled back for want of room
     except Exception as e:
         log.exception("safemode", "confirming the update failed", e)
 
@@ -98,7 +100,15 @@ async def guard():
     import asyncio
 
     await asyncio.sleep(limits.HEALTHY_AFTER_S)
-    healthy()
+    while True:
+        try:
+            healthy()
+            break
+        except MemoryError:  # not counted as a crash-boot, nor rolled back, for want of room
+            mimi.spare(False)
+            log.warning("safemode", "no room in the heap to mark the boot healthy; again in %d s",
+                        limits.HEALTHY_RETRY_S)
+            await asyncio.sleep(limits.HEALTHY_RETRY_S)
     import gc
 
     gc.collect()  # the heap a settled firmware holds, with nobody at the console yet
