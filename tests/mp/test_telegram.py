@@ -255,6 +255,35 @@ async def test_a_reply_whose_rest_finds_no_room_is_not_sent_twice():
     task.cancel()
 
 
+async def test_a_message_that_found_no_room_before_it_went_is_not_taken_as_sent():
+    # the send connection's last request ("typing") went out; the next one finds no room
+    # before a byte of it is written: it must not be taken as sent (seen at 208 KB: the
+    # apology reported sent, Telegram never saw it)
+    from mimi import channels
+
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    tgsend = channels.load("telegram.send")
+    api = tgsend._api(b)
+    await api.call("sendChatAction", {"chat_id": ALLOWED, "action": "typing"})
+    request = api.client.request
+
+    async def no_room(*args, **kw):
+        raise MemoryError("memory allocation failed, allocating 216 bytes")
+
+    api.client.request = no_room
+    try:
+        await tgsend.call(api, "sendMessage", {"chat_id": ALLOWED, "text": "sorry"})
+        got = "taken as sent"
+    except MemoryError:
+        got = "raised"
+    finally:
+        api.client.request = request
+    assert got == "raised"
+    task.cancel()
+
+
 async def test_entity_error_falls_back_to_plain_once():
     b, task = await started()
     await update(chat_id=ALLOWED, text="hi")

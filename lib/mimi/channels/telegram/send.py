@@ -71,11 +71,14 @@ async def call(api, method, params):
         head = json.dumps({k: v for k, v in params.items() if k != "text"})
         params = (head[:-1], ', "text": "' if len(head) > 2 else '"text": "',
                   tuple(memoryview(json.dumps(p))[1:-1] for p in text), '"}')
+    buf = api.client._buf
+    if buf is not None:  # (what it says of the previous request on this connection)
+        buf.sent = False
     try:
         return await api.call(method, params, sink=Echo())
     except MemoryError:
         buf = api.client._buf
-        if buf is None or not buf.sent:
+        if buf is None or not buf.sent:  # it did not go: the caller may send it again
             raise
         params = None
         api.client.close()  # the answer was not read: the connection is out of step
