@@ -167,6 +167,7 @@ WS_AUTH_FORGET_S = const(300)  # an address's back-off ended this long ago: forg
 WS_PING_S = const(60)  # a silent client is pinged; silent this long again, dropped
 WS_FRAME_TIMEOUT_S = const(30)  # a started frame must be complete this soon
 WS_WRITE_TIMEOUT_S = const(20)
+WS_NO_ROOM_TRIES = const(4)  # a frame that found no room in the heap is tried again (after 50 ms, doubling)
 WS_CLOSE_WAIT_S = const(3)  # wait for the peer's close frame after ours
 WS_CLIENT_OUTBOX = const(32)  # frames queued for one client; a client this far behind is dropped
 WS_CLIENT_OUTBOX_BYTES = const(64 * 1024)  # ... or this many bytes behind

@@ -111,7 +111,7 @@ def test_a_websocket_connection_with_no_room_is_refused_not_left_hanging(
         port = sim.port
         outcome = asyncio.run(_ask(port, llm))
         out = sim.output()
-    assert _answered(outcome, "ws"), (outcome, out[-3000:])
+    assert _answered(outcome, "ws"), "%r\n%s" % (outcome, out[-3000:])
 
 
 async def _ask(port, llm):

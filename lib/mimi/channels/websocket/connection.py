@@ -45,6 +45,18 @@ def new_chat_id():
     return net.random_id(limits.WS_CHAT_ID_RANDOM)
 
 
+async def _no_room(wait):
+    """A frame's step found no room in the heap: the spare given back (mimi.spare()) and
+    `wait` ms given to whatever holds the heap -> the next wait (from 50 ms, doubling);
+    MemoryError after WS_NO_ROOM_TRIES."""
+    if wait >= 50 << limits.WS_NO_ROOM_TRIES:
+        raise MemoryError("no room in the heap for a frame")
+    mimi.spare(False)
+    wait = wait * 2 or 50
+    await asyncio.sleep_ms(wait)
+    return wait
+
+
 class Client:
     def __init__(self, rd, w, chat_id):
         self.rd = rd
@@ -113,9 +125,20 @@ class Client:
                     j = 0
                     while j < len(mv) or not n:  # the frames of one message (RFC 6455 fragmentation)
                         k = min(len(mv) - j, step)
-                        self.w.write(wp.header(op if i == 0 else wp.CONT, k, i + k >= n))
-                        self.w.write(mv[j:j + k])
-                        await asyncio.wait_for(self.w.drain(), limits.WS_WRITE_TIMEOUT_S)
+                        written = False
+                        wait = 0
+                        while True:  # a full heap (the agent's turn holds it for a moment): room
+                            try:  # made, a while given and the step again (made, or drained)
+                                if not written:
+                                    hdr, piece = wp.header(op if i == 0 else wp.CONT, k, i + k >= n), mv[j:j + k]
+                                    self.w.write(hdr)  # (the stream takes it whole or keeps
+                                    self.w.write(piece)  # it: no room only when it keeps some)
+                                    written = True
+                                    hdr = piece = None
+                                await asyncio.wait_for(self.w.drain(), limits.WS_WRITE_TIMEOUT_S)
+                                break
+                            except MemoryError:
+                                wait = await _no_room(wait)
                         i += k
                         j += k
                         if not n:
