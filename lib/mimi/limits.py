@@ -122,9 +122,9 @@ HISTORY_FLUSH_S = const(3600)  # ... or the oldest is this old (at the next read
 HISTORY_PENDING_MAX = const(60)  # readings kept per tier while the flash refuses them; then the oldest go
 HISTORY_BACK_S = const(300)  # a reading up to this much older than the last kept one (the clock
 # stepped back) is kept at that time; an older one is dropped
-HISTORY_DEVICES = const(16)  # devices whose history the cap below makes room for
+_HISTORY_DEVICES = const(16)  # devices whose history the cap below makes room for
 # Its own cap: every device's segments (each file one flash block) at most
-HISTORY_CAP = const(HISTORY_DEVICES * (HISTORY_SEGMENTS + HISTORY_FINE_SEGMENTS) * BLOCK_SIZE)
+HISTORY_CAP = const(_HISTORY_DEVICES * (HISTORY_SEGMENTS + HISTORY_FINE_SEGMENTS) * BLOCK_SIZE)
 HISTORY_READ_CHUNK = const(512)  # bytes read per open while a range is streamed
 HISTORY_POINTS = const(12)  # points in time a summary gives (device_history)
 CHART_W = const(480)  # the PNG chart's size in pixels
@@ -198,7 +198,6 @@ TG_UPDATE_MAX = const(64 * 1024)  # bytes of one update taken (a third of the fr
 TG_UPDATE_MIN = const(4096)  # ... unless the heap has no block this big: then just its size, or the batch waits
 TG_UPDATE_HEAD = const(256)  # bytes of an update kept to name it (update_id, chat) when it cannot be taken
 TG_STUCK_TRIES = const(5)  # polls an update finds no room before it is skipped and its sender told
-TG_OWED_MAX = const(4)  # chats the poller tells that their reply found no room (at its next poll)
 TG_ERROR_MAX = const(1024)  # bytes of an error answer read
 TG_HTTP_SLACK_S = const(15)  # long poll deadline = poll timeout + this
 TG_SEND_TIMEOUT_S = const(20)  # sendMessage / sendChatAction / getMe deadline
@@ -376,3 +375,8 @@ WIFI_SUSPECT_MAX = const(3)  # network failures reported while online before a f
 
 # Host simulator: exit code that asks tools/sim to boot again (machine.reset()).
 SIM_RESET_EXIT = const(75)
+
+# Each name here is an entry of this module's table, held by every boot: MicroPython
+# sizes a table by primes (..., 223, 293, 389), so 292 names take 293 slots and one
+# more takes 389 (+768 B). Numbers read only in this file: underscored (folded away).
+del const

@@ -342,7 +342,7 @@ class Telegram:
         (send.py's NO_ROOM did not go either): the poller says so itself before its next
         poll, on its own connection (its code resident, its buffer held), the poll in
         flight cut for it."""
-        if chat_id not in self.owed and len(self.owed) < limits.TG_OWED_MAX:
+        if chat_id not in self.owed:  # (one each: replies go only to the chats of tg_allow)
             self.owed.append(chat_id)
         if self.polling is not None:
             self.cut = True
