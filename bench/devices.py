@@ -19,7 +19,8 @@ def schema_table():
                else '{"name":"%s","description":"%s","input_schema":%s},')
         return sum(len(fmt % (n, d, s)) for n, _, d, s in rows)
 
-    base = [t for t in TOOLS if t[1] not in ("devices", "i2c")]
+    body = ("devices", "i2c", "history", "rules")  # SPEC §13 and §14's tools
+    base = [t for t in TOOLS if t[1] not in body]
     t = Table("Tool schemas each LLM request carries (bytes of JSON)",
               ["devices", "tools offered", "Anthropic shape", "+ over no device tools",
                "OpenAI shape", "+ over no device tools"])
@@ -29,9 +30,9 @@ def schema_table():
         t.add(label, ", ".join(extra), size(rows, False), size(rows, False) - size(base, False),
               size(rows, True), size(rows, True) - size(base, True))
     t.notes = ("All the firmware's tools are sent with every request (names, descriptions, input "
-               "schemas); the device tools are offered only where they can do something "
-               "(lib/mimi/tools/__init__.py NEEDS). Issue 23's budget: +600 bytes with no device; "
-               "+1.6 KB for all device, history and rule tools.")
+               "schemas); the device, history and rule tools are offered only where they can do "
+               "something (lib/mimi/tools/__init__.py NEEDS). Issue 23's budget: +600 bytes with no "
+               "device; +1.6 KB for all device, history and rule tools (issue 24).")
     return t
 
 

@@ -50,14 +50,19 @@ def ok(recs, calls):
                and not r["tool_errors"] for r in recs)
 
 
-def smallest(args, img, tmp, mp, hi, lo_kb=96, calls=(4, 3)):
+def smallest(args, img, tmp, mp, hi, lo_kb=96, calls=(4, 3), why=None):
     """(smallest -X heapsize in KB that completes one cold turn, largest that fails above
     it or None). Success is not monotonic in the heap size (where the big blocks land
     depends on fragmentation), so every STEP_KB from hi down to lo_kb is tried, then the
-    step below the smallest success is bisected to 1 KB."""
+    step below the smallest success is bisected to 1 KB. why: a dict that gets, per
+    failing size, what failed (the turn's error or its first tool error)."""
     def works(kb):
-        rc, recs, _ = run(args, img, tmp, mp, heap="%dk" % kb, turns=1, timeout=60)
-        return rc == 0 and len(recs) == 1 and ok(recs, calls)
+        rc, recs, out = run(args, img, tmp, mp, heap="%dk" % kb, turns=1, timeout=60)
+        good = rc == 0 and len(recs) == 1 and ok(recs, calls)
+        if not good and why is not None:
+            r = recs[0] if recs else {}
+            why[kb] = r.get("error") or r.get("tool_error") or (out.strip().splitlines() or ["?"])[-1][:120]
+        return good
 
     if smoke():  # one try, at the top
         if not works(hi):
@@ -89,7 +94,7 @@ def tables(n=None):
     t = Table("Smallest heap for the reference turn (16 KB prompt, 20 history messages, "
               "3 tools, HTTPS)",
               ["interpreter", "provider", "min heap KB (cold: imports + 1st turn)",
-               "largest failing above it",
+               "largest failing above it", "what fails 1 KB below",
                "live heap before 1st turn", "live after 1st turn", "live peak in 2nd turn",
                "TLS contexts made", "connections open at peak"])
     s = Table("Heap over %d turns (reference turn, HTTPS)" % turns,
@@ -105,12 +110,13 @@ def tables(n=None):
                     img, args, prep = prepare(svc, tmp, c["ca"], kind, "full", mp)
                     if prep["prompt_bytes"] < 16000 or prep["history"] != 20:
                         raise RuntimeError("prepare: %s" % prep)
-                    kb, fail = smallest(args, img, tmp, mp, HI_KB[label], LO_KB[label])
+                    why = {}
+                    kb, fail = smallest(args, img, tmp, mp, HI_KB[label], LO_KB[label], why=why)
                     rc, recs, out = run(args, img, tmp, mp, turns=2, sample=True)
                     if rc or len(recs) != 2 or not ok(recs, (4, 3)):
                         raise RuntimeError("sampled run failed:\n" + out[-3000:])
                     first, second = recs
-                    t.add(label, kind, kb, fail or "-", _kb(first["heap_base"]),
+                    t.add(label, kind, kb, fail or "-", why.get(kb - 1, "-"), _kb(first["heap_base"]),
                           _kb(second["heap_base"]),
                           _kb(second["heap_peak"]), second.get("contexts", "-"),
                           second.get("open_peak", "-"))
@@ -129,7 +135,8 @@ def tables(n=None):
     t.notes = ("min heap: every -X heapsize from %s down to %s KB in %d KB steps, then "
                "the step below the smallest success bisected to 1 KB; the turn must finish "
                "with 4 LLM calls, 3 tools, no error and no tool error (success is not "
-               "monotonic: the next column is the largest size above it that failed). "
+               "monotonic: the next column is the largest size above it that failed; then what "
+               "failed at 1 KB less: the turn's error or its first tool error). "
                "Live heap: gc.mem_alloc() after gc.collect(), before each "
                "turn and before/after each HTTP request (peak). The driver loads only the "
                "agent path (no gateway, Telegram or cron loop) plus the host's board and "

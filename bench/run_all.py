@@ -14,7 +14,7 @@ from pathlib import Path
 import common
 
 DRIVERS = ("boot", "turn", "minheap", "longrun", "history", "prompt", "gateway", "stall", "stream", "readings",
-           "devices")
+           "devices", "flashreads", "body")
 
 
 def main():

@@ -52,6 +52,17 @@ DEVICES = {"devices": [
     {"name": "doorbell", "type": "button", "pin": 4},
     {"name": "fan", "type": "relay", "pin": 21, "inverted": True},
     {"name": "led", "type": "rgb_led", "pin": 48}]}
+# issue 24's body at rest (prepare(body=True)): the SHT3x logged every minute and rules
+# checked every second; what they say goes to a WebSocket chat nobody has open (the
+# parts are wired after boot: until then the rules tell their chat the SHT3x does not answer)
+RULE_CHAT = {"channel": "websocket", "chat_id": "rules"}
+RULES = {"rules": [dict(r, **RULE_CHAT) for r in (
+    {"id": 1, "name": "cool", "device": "living_temp", "when": "above", "value": 28, "hysteresis": 1,
+     "every_s": 1, "cooldown_s": 0, "then": "set", "target": "fan", "to": "on", "otherwise": "off"},
+    {"id": 2, "name": "damp", "device": "living_temp.humidity", "when": "above", "value": 70, "every_s": 1,
+     "cooldown_s": 60, "then": "notify", "text": "damp: {value}"},
+    {"id": 3, "name": "bell", "device": "doorbell", "when": "pressed", "then": "notify", "text": "door",
+     "cooldown_s": 60})]}
 PARTS = ["sht3x:sda=8,scl=9,addr=0x44,temp=21.5,hum=40", "button:pin=4", "relay:pin=21,active_low=1",
          "rgb_led:pin=48,n=1"]
 HOST_HW_KB = 32  # the simulated hardware's share of a capped heap (.mpy; frozen: in ROM)
@@ -69,8 +80,9 @@ def _history(text):
     return ("\n".join(lines) + "\n").encode()
 
 
-def prepare(tmp, ca):
-    """tmp/fs.img: the code, the defaults and the workload's files (see above)."""
+def prepare(tmp, ca, body=False):
+    """tmp/fs.img: the code, the defaults and the workload's files (see above); body:
+    with RULES and the SHT3x logged every minute (issue 24)."""
     files = mkimage.image_files(ROOT / "build")
     files[CA_FILE] = Path(ca).read_bytes()
     files["/spiffs/config/SOUL.md"] = (LINE * 200).encode()
@@ -79,7 +91,11 @@ def prepare(tmp, ca):
     for key in ("ws_" + WS_CHAT, "tg_%d" % TG_CHAT):
         files["/spiffs/sessions/%s.jsonl" % key] = _history(key)
     files["/spiffs/cron.json"] = json.dumps(CRON).encode()
-    files["/devices.json"] = json.dumps(DEVICES).encode()
+    devices = json.loads(json.dumps(DEVICES))
+    if body:
+        devices["devices"][0]["log_min"] = 1
+        files["/rules.json"] = json.dumps(RULES).encode()
+    files["/devices.json"] = json.dumps(devices).encode()
     img = Path(tmp) / "fs.img"
     mkimage.build_image(img, "8M", files)
     return img

@@ -241,54 +241,56 @@ def ensure(bits, src=None, say=print):
         return None, str(e)
 
 
+def _from_source(modules, out, make, src=None):
+    """make(source .py, out, name) for each {name: path in the source}, under the build
+    lock -> ({name: what make returned}, None), or (None, why not)."""
+    try:
+        with _Lock():
+            tree, _ = source(src)
+            out.mkdir(parents=True, exist_ok=True)
+            done = {}
+            for name, rel in modules.items():
+                py = tree / rel
+                if not py.is_file():
+                    raise Missing("%s has no %s (micropython-lib)" % (tree, rel))
+                done[name] = make(py, out, name)
+            return done, None
+    except Missing as e:
+        return None, str(e)
+
+
 def mip_packages(src=None):
     """micropython-lib's logging and aiorepl from the source, compiled as mip installs
     them -> ({board path: local .mpy}, None), or (None, why not)."""
     sys.path.insert(0, str(ROOT / "tools"))
     import mkimage
 
-    try:
-        with _Lock():
-            tree, _ = source(src)
-            out = {}
-            MIP_OUT.mkdir(parents=True, exist_ok=True)
-            for name, rel in MIP.items():
-                py = tree / rel
-                if not py.is_file():
-                    raise Missing("%s has no %s (micropython-lib)" % (tree, rel))
-                mpy = MIP_OUT / (name + ".mpy")
-                tmp = MIP_OUT / (name + ".tmp%d.mpy" % os.getpid())
-                r = subprocess.run([mkimage.mpy_cross(), "-o", str(tmp), "-s", name + ".py", str(py)],
-                                   capture_output=True, text=True)
-                if r.returncode:
-                    raise RuntimeError("mpy-cross failed on %s:\n%s" % (py, r.stdout + r.stderr))
-                os.replace(tmp, mpy)
-                out["/lib/%s.mpy" % name] = str(mpy)
-            return out, None
-    except Missing as e:
-        return None, str(e)
+    def compile_one(py, out, name):
+        tmp = out / (name + ".tmp%d.mpy" % os.getpid())
+        r = subprocess.run([mkimage.mpy_cross(), "-o", str(tmp), "-s", name + ".py", str(py)],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError("mpy-cross failed on %s:\n%s" % (py, r.stdout + r.stderr))
+        os.replace(tmp, out / (name + ".mpy"))
+        return str(out / (name + ".mpy"))
+
+    done, why = _from_source(MIP, MIP_OUT, compile_one, src)
+    return ({"/lib/%s.mpy" % n: p for n, p in done.items()} if done else None), why
 
 
 def copy_modules(modules, out, src=None):
     """Plain .py files of the source ({name: path in the source}) copied to out/NAME.py
     -> (out, None), or (None, why not): micropython-lib's drivers the board's firmware
     freezes, for the tests that run the real ones."""
-    try:
-        with _Lock():
-            tree, _ = source(src)
-            out.mkdir(parents=True, exist_ok=True)
-            for name, rel in modules.items():
-                py = tree / rel
-                if not py.is_file():
-                    raise Missing("%s has no %s (micropython-lib)" % (tree, rel))
-                dst = out / (name + ".py")
-                if not dst.is_file() or dst.read_bytes() != py.read_bytes():
-                    tmp = dst.with_name("%s.%d.tmp" % (dst.name, os.getpid()))
-                    shutil.copyfile(py, tmp)
-                    os.replace(tmp, dst)
-            return out, None
-    except Missing as e:
-        return None, str(e)
+    def copy_one(py, out, name):
+        dst = out / (name + ".py")
+        if not dst.is_file() or dst.read_bytes() != py.read_bytes():
+            tmp = dst.with_name("%s.%d.tmp" % (dst.name, os.getpid()))
+            shutil.copyfile(py, tmp)
+            os.replace(tmp, dst)
+
+    done, why = _from_source(modules, out, copy_one, src)
+    return (out if done is not None else None), why
 
 
 def main(argv=None):

@@ -36,7 +36,11 @@ def apply_sets(sets):
     except Exception as e:  # noqa: B902 - e.g. a broken update: boot anyway
         print("sim: --set skipped, the image's config module does not import:", repr(e))
         return
-    config.cfg.load()
+    try:
+        config.cfg.load()
+    except Exception as e:  # noqa: B902 - its settings code broken (an update?): main.py's guard's
+        print("sim: --set skipped, the image's settings do not load:", repr(e))
+        return
     for item in sets:
         key, sep, value = item.partition("=")
         try:

@@ -125,12 +125,8 @@ def prompt_bench():
         from mimi import limits
         for name, fn in (("notes", lambda: store.recent_notes(limits.NOTES_MAX)),
                          ("skills", lambda: skills.summary(limits.SKILLS_MAX)),
-                         ("memory", lambda: context._file_section(
-                             "M", store.MEMORY_PATH, fs.size(store.MEMORY_PATH),
-                             limits.MEMORY_MAX, [], lambda x: x)),
-                         ("soul", lambda: context._file_section(
-                             "P", context.SOUL_PATH, fs.size(context.SOUL_PATH),
-                             limits.PROMPT_MAX, [], lambda x: x)),
+                         ("memory", lambda: _file_section("M", store.MEMORY_PATH, limits.MEMORY_MAX)),
+                         ("soul", lambda: _file_section("P", context.SOUL_PATH, limits.PROMPT_MAX)),
                          ("fixed", context.fixed_part)):
             parts[name] = measure(fn, 3)[1]
         # Anthropic marks the fixed block and the sections, not the per-turn context
@@ -138,6 +134,17 @@ def prompt_bench():
         out({"case": label, "us": us, "churn": churn, "held": held, "parts": parts,
              "bytes": len((fixed + dynamic).encode()), "fixed": len(fixed.encode()),
              "marked": len((fixed + dynamic).encode()) - len(turn.encode())})
+
+
+def _file_section(title, path, cap):
+    """One file's prompt section, as context._build makes it (the file opened once)."""
+    from mimi.agent import context
+
+    opened = context._opened(path)
+    try:
+        return context._file_section(title, path, opened, cap, [], lambda x: x)
+    finally:
+        context._closed(opened)
 
 
 def _day(offset):

@@ -13,6 +13,8 @@
 #   "largest": also the largest block still allocatable after the turn. "netwait": the
 #   time the HTTP client waited on its socket ("net_us"). "posix": a host directory;
 #   the image's files are copied there and it is mounted at / instead (no flash).
+#   "flash": the flash's block reads per turn, by phase, operation and path
+#   (bench/mp/flashcount.py), in the record's "flash".
 import sys
 import json
 
@@ -33,7 +35,14 @@ if not A.get("locked_vfs"):
     vfs.umount("/")
     from mimi.board.host_vfs import FileBlockDev
 
-    vfs.mount(vfs.VfsLfs2(FileBlockDev(board.host_path(A["image"]), _blocks)), "/")
+    _dev = FileBlockDev(board.host_path(A["image"]), _blocks)
+    if A.get("flash"):  # every block read counted and charged to its cause
+        sys.path.append(board.host_path(A["mp_dir"]))
+        import flashcount
+
+        flashcount.mount(_dev)
+    else:
+        vfs.mount(vfs.VfsLfs2(_dev), "/")
     from mimi import unload
 
     unload("mimi.board.host_vfs")
@@ -151,13 +160,14 @@ def turns():
     react.run_turn = spy
     from mimi.tools.registry import Registry
 
-    tool_errors = [0]
+    tool_errors = [0, None]  # count, the first one's text
     call = Registry.call
 
     def counted(self, *a, **kw):  # a tool that failed (out of memory...) fails the turn here
         out = call(self, *a, **kw)
         if out.startswith("Error"):
             tool_errors[0] += 1
+            tool_errors[1] = tool_errors[1] or "%s: %s" % (a[0] if a else "?", out[:120])
         return out
 
     Registry.call = counted
@@ -193,6 +203,16 @@ def turns():
                 net[0] += time.ticks_diff(time.ticks_us(), t0)
 
         http.Client._wait = timed
+    fc = sys.modules.get("flashcount")
+    if fc:  # the turn's phases, for the reads they make
+        from mimi.tools.registry import Registry as R
+        from mimi.memory import sessions
+
+        fc.mark(worker, "_system_prompt", "prompt")
+        fc.mark(sessions, "load", "session load")
+        fc.mark(sessions, "flush", "session save")
+        fc.mark(http.Client, "request", "LLM call")
+        fc.mark(R, "call", "tools")
     script = json.dumps(A["script"]).encode() if A.get("script") else None
     every = A.get("every", 1)
     failed = 0  # turns so far that did not finish as scripted
@@ -210,11 +230,16 @@ def turns():
         del samples[:]
         del seen[:]
         net[0] = tool_errors[0] = 0
+        tool_errors[1] = None
         if A.get("alloc"):
             gc.disable()
+        if fc:
+            fc.take()  # (the bench's own reads: the stored messages put back)
+            fc.phase("turn")
         t0 = time.ticks_us()
         reply = worker.run_message(msg)
         us = time.ticks_diff(time.ticks_us(), t0)
+        flash = fc.take() if fc else None
         alloc = gc.mem_alloc() - base
         gc.enable()
         t = seen[-1] if seen else None
@@ -231,7 +256,8 @@ def turns():
                "heap_base": base, "heap_after": gc.mem_alloc(),
                "heap_peak": max(samples) if samples else None,
                "heap_samples": list(samples), "alloc": alloc if A.get("alloc") else None, "net_us": net[0],
-               "tool_errors": tool_errors[0], "failed": failed,
+               "tool_errors": tool_errors[0], "tool_error": tool_errors[1], "failed": failed,
+               "flash": flash,
                "heap_total": gc.mem_alloc() + gc.mem_free()}
         rec.update(_counts())
         if A.get("largest"):

@@ -5,6 +5,16 @@ VERSION = "0.1.0"
 
 
 _short = False
+closers = []  # fns that save what waits in RAM (the history's readings): run by close()
+
+
+def close():
+    """Before a reset (board.reset()) and when the loop ends: what waits in RAM is written."""
+    for fn in closers:
+        try:
+            fn()
+        except Exception as e:  # a reset must happen whatever one of them does
+            print("close:", fn, e)
 
 
 def short(measure=False):
@@ -12,13 +22,19 @@ def short(measure=False):
     after use and spills its escaped prompt to the flash; with room (PSRAM), both stay
     and no turn pays an import or a flash write for it. Measured when asked (the agent
     does at the start and end of a turn), else the last answer: gc.mem_free() counts
-    the whole heap's blocks, ~1 ms for 16 MB."""
+    the whole heap's blocks, ~1 ms for 16 MB. Garbage counts as used until collected,
+    so a heap that looks short is collected and measured again: else the answer turned
+    on how much garbage the turn happened to leave, and a heap with room dropped the
+    LLM connection at random (a TLS handshake more every few turns)."""
     global _short
     if measure:
         import gc
         from mimi import limits
 
         _short = gc.mem_free() < limits.HEAP_SHORT
+        if _short:
+            gc.collect()
+            _short = gc.mem_free() < limits.HEAP_SHORT
     return _short
 
 

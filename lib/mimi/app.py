@@ -13,6 +13,7 @@ def boot():
 
 
 async def run():
+    global looping
     from mimi import bus
     from mimi.services import loopwatch
 
@@ -21,10 +22,12 @@ async def run():
     for coro in mimi.run("startup", "tasks", stop):
         asyncio.create_task(coro)
     log.info("app", "ready")
+    looping = True
     await _stop.wait()
 
 
 _stop = asyncio.Event()
+looping = False  # the loop runs: a REPL command may start loop tasks (an update's download)
 
 
 def stop():
@@ -96,6 +99,7 @@ def devices_off():
 
 
 def main():
+    global looping
     collect_often()
     mimi.spare()  # low in the heap, before anything else
     devices_off()
@@ -112,10 +116,12 @@ def main():
     except KeyboardInterrupt:
         log.info("app", "loop stopped (Ctrl-C); REPL commands are available, restart() to boot again")
     finally:
+        looping = False
         from mimi.services import watchdog
 
         watchdog.release()  # the REPL stays usable: nothing may reset it now
         asyncio.new_event_loop()
+        mimi.close()  # what waits in RAM (the history's readings) to the flash
         ledger = sys.modules.get("mimi.usage.ledger")
         if ledger:  # what the usage ledger counted since its last save
             ledger.tick(True)

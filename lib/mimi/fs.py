@@ -5,6 +5,7 @@ import os
 import _thread
 
 _DIR = 0x4000
+_ENOENT = 2
 
 
 class _Lock:
@@ -71,8 +72,13 @@ def isdir(path):
 
 
 def size(path):
+    """A file's size in bytes; -1 when it is missing or a folder. Found by opening it:
+    LittleFS looks the path up once, where os.stat() looks it up twice (the entry, then
+    its mtime attribute), each a walk of every folder's metadata log on the way: in a
+    folder written to often (/spiffs/memory) ~130 flash reads a look-up."""
     try:
-        return os.stat(path)[6]
+        with open(path, "rb") as f:
+            return f.seek(0, 2)
     except OSError:
         return -1
 
@@ -80,6 +86,8 @@ def size(path):
 def makedirs(path):
     cur = ""
     with lock:
+        if isdir(path):  # (the usual case: one look-up, not one for each folder on the way)
+            return
         for part in path.split("/"):
             if not part:
                 continue
@@ -105,15 +113,17 @@ def encode(text):
     return data
 
 
-def write_atomic(path, data):
+def write_atomic(path, data, dirs=True):
     """Write all of `data` (str, checked by encode(), or bytes; or a list of them,
     written one after the other) to `path`; a power cut leaves old or new. A failed
-    write leaves no temporary file."""
+    write leaves no temporary file. dirs=False: the caller knows its folder is there
+    (each look-up reads the flash)."""
     parts = data if isinstance(data, list) else [data]
     parts = [encode(p) if isinstance(p, str) else p for p in parts]
     tmp = path + ".tmp"
     with lock:
-        makedirs(parent(path))
+        if dirs:
+            makedirs(parent(path))
         try:
             with open(tmp, "wb") as f:
                 for p in parts:
@@ -129,10 +139,17 @@ def append(path, parts):
     made with its folders when missing, as one change. Returns the file's size after."""
     parts = [encode(p) if isinstance(p, str) else p for p in parts]
     with lock:
-        if not exists(path):  # LittleFS commits a new file empty first: a cut then left
-            write_atomic(path, parts)  # a note without its header; renamed in whole
+        try:  # (an existing file opened without creating: one look-up of the path)
+            f = open(path, "r+b")
+        except OSError as e:
+            if e.args[0] != _ENOENT:
+                raise
+            # LittleFS commits a new file empty first: a cut then left a note without
+            # its header; renamed in whole
+            write_atomic(path, parts)
             return size(path)
-        with open(path, "ab") as f:
+        with f:
+            f.seek(0, 2)
             for p in parts:
                 f.write(p)
             return f.tell()
@@ -155,10 +172,32 @@ def read_head(path, limit):
 
 def read_text(path, limit=None):
     """The file's text, at most `limit` bytes (cut on a UTF-8 boundary). OSError if missing."""
-    if limit:
-        return decode(utf8_cut(read_head(path, limit), limit))
+    return read_sized_text(path, limit)[0]
+
+
+def read_sized_text(path, limit=None, piece=1024):
+    """(read_text(path, limit), the file's size), from one look-up of the path. Read and
+    decoded `piece` bytes at a time: the only block as big as the text is the text
+    itself (bytes then str needed two, and a 5 KB file's second one was what a short
+    heap lacked, bench/longrun.py)."""
     with lock, open(path, "rb") as f:
-        return decode(f.read())
+        size = f.seek(0, 2)
+        f.seek(0)
+        left = size if limit is None else min(limit, size)
+        out, carry = [], b""
+        while left > 0:
+            raw = f.read(min(piece, left))
+            if not raw:
+                break
+            left -= len(raw)
+            if carry:
+                raw = carry + raw
+            # a character split by the read waits for the next piece; at the cap, it goes
+            text = utf8_cut(raw, len(raw)) if left > 0 or limit is not None else raw
+            carry = raw[len(text):] if left > 0 else b""
+            out.append(decode(text))
+            raw = text = None
+    return (out[0] if len(out) == 1 else "".join(out)), size
 
 
 def decode(data):

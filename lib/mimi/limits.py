@@ -48,7 +48,7 @@ HTTP_SINK_MAX = const(64 * 1024 * 1024)  # a body handed to a sink piece by piec
 HTTP_RECV_BUF = const(2048)  # per client: receive buffer (a longer header line is dropped)
 TG_RECV_BUF = const(1024)  # ... Telegram's: held the whole time by the long poll; JSON read piece by piece
 HTTP_PIECES_COLLECT = const(16 * 1024)  # a chunked body's pieces: gc.collect() this often
-HTTP_REDIRECTS = const(3)  # followed by httpstream.open_url (OTA downloads)
+HTTP_REDIRECTS = const(3)  # followed by OTA downloads (update/download.py)
 
 # Usage ledger (usage/ledger.py, usage/file.py) and its caps' defaults (SPEC §5)
 USAGE_PATH = "/usage.jsonl"  # outside /spiffs: no file tool reaches it
@@ -110,26 +110,6 @@ SESSION_READ_BLOCK = const(1024)  # tail reads go backwards in blocks this big
 SESSION_PENDING_MAX = const(8 * 1024)  # buffered appends flushed at this size
 SESSION_NAME_MAX = const(64)  # chars of a session key used in its file name
 
-# Sensor history (services/history/: the store's format and rules are at the top of store.py)
-HISTORY_DIR = "/history"  # outside /spiffs: the system's own space, not the file tools' quota
-HISTORY_STEP_S = const(300)  # the long tier's resolution: readings more often are averaged per slot
-HISTORY_SEGMENTS = const(8)  # long-tier segment files kept per device (7 full: >= 8.2 days at 5 min)
-HISTORY_FINE_SEGMENTS = const(5)  # ... and of the short tier, kept only when log_min < 5 (>= 22 h at 1 min)
-# A tier's readings wait in RAM until this many (30 minutes' at log_min 1) ...
-HISTORY_BATCH = const(30)
-HISTORY_FLUSH_S = const(3600)  # ... or the oldest is this old (at the next reading): each flush
-# rewrites a file's last block, so at 5 minutes it is an hour's 12 (24 flushes a day)
-HISTORY_PENDING_MAX = const(60)  # readings kept per tier while the flash refuses them; then the oldest go
-HISTORY_BACK_S = const(300)  # a reading up to this much older than the last kept one (the clock
-# stepped back) is kept at that time; an older one is dropped
-_HISTORY_DEVICES = const(16)  # devices whose history the cap below makes room for
-# Its own cap: every device's segments (each file one flash block) at most
-HISTORY_CAP = const(_HISTORY_DEVICES * (HISTORY_SEGMENTS + HISTORY_FINE_SEGMENTS) * BLOCK_SIZE)
-HISTORY_READ_CHUNK = const(512)  # bytes read per open while a range is streamed
-HISTORY_POINTS = const(12)  # points in time a summary gives (device_history)
-CHART_W = const(480)  # the PNG chart's size in pixels
-CHART_H = const(240)
-CHART_COLUMNS = const(160)  # columns of a chart's JSON form (the chat page draws the SVG)
 
 # Sockets. lwIP on the board has LWIP_SOCKETS for everything at once (TCP, UDP,
 # listeners); one more fails with ENFILE (errno 23), and a connection the gateway
@@ -149,6 +129,8 @@ WS_PORT = const(18789)
 WS_MAX_CLIENTS = const(4)
 WS_FRAME_MAX = const(16 * 1024)  # one frame, and a whole fragmented message
 WS_FRAGMENTS_MAX = const(64)  # frames of one fragmented message (gateway and client)
+WS_BIG_MAX = const(1024 * 1024)  # the client: a frame over its limit, up to this, can be read in pieces ...
+WS_BIG_PIECE = const(2048)  # ... this big (net/wsclient.py recv(big=...): Feishu's long events)
 # open TCP connections (clients, handshakes, page loads): what the socket budget leaves
 WS_MAX_CONN = const(LWIP_SOCKETS - 1 - SOCK_TELEGRAM - SOCK_AGENT - SOCK_UDP)
 WS_HEADER_MAX = const(4096)  # HTTP request head
@@ -206,7 +188,7 @@ TG_BACKOFF_MAX_S = const(60)
 TG_CONFLICT_MIN_S = const(5)  # 409 (another instance or a webhook): retried slowly,
 TG_CONFLICT_MAX_S = const(60)  # the wait doubling up to this
 TG_BAD_TOKEN_S = const(300)  # 401/404: token refused; re-checked this often or on change
-TG_RETRY_AFTER_MAX_S = const(300)  # a 429 retry_after is honoured up to this
+TG_RETRY_AFTER_MAX_S = const(300)  # a 429 retry_after is honoured up to this (every call for that chat waits it)
 TG_TYPING_S = const(4)  # "typing" lasts ~5 s on Telegram: renewed this often
 TG_PROGRESS_AFTER_S = const(10)  # a turn running this long shows a progress message (channels/telegram/status.py)
 TG_EDIT_MIN_S = const(3)  # ... edited at most this often (Telegram's edit rate limits)
@@ -223,6 +205,11 @@ FEISHU_MSG_MAX = const(8 * 1024)  # UTF-8 bytes of one reply part
 FEISHU_RICH_MAX = const(30 * 1024)  # Feishu's cap on a post/card request body; a bigger part goes as text
 FEISHU_FRAME_MAX = const(16 * 1024)  # one WebSocket message of the long connection
 FEISHU_PAYLOAD_MAX = const(32 * 1024)  # an event joined from several frames (header sum > 1)
+# An event over those (a message of 9,000 CJK characters is 27 KB) is read in pieces and
+# its sender told it was too long (channels/feishu/big.py): its JSON kept without the strings
+FEISHU_LONG_STRING = const(512)  # ... longer than this (the text; ids and types are short),
+FEISHU_LONG_KEPT = const(8 * 1024)  # ... at most this much of it,
+FEISHU_HEADERS_MAX = const(1024)  # ... and each other field of its frame up to this
 FEISHU_PARTS = const(8)  # frames one event may be split into
 FEISHU_PARTS_WAIT_S = const(5)  # the frames of one event arrive within this, or are dropped
 FEISHU_DEDUP = const(64)  # recent message ids remembered: a redelivered event is dropped
@@ -256,6 +243,43 @@ HCSR04_TIMEOUT_US = const(18000)  # an echo waited for at most this (~3 m; time_
 ADC_SAMPLES = const(16)  # read_uv() samples averaged per reading
 BUZZER_MAX_MS = const(5000)  # the longest tone
 DEVICE_STACK = const(8 * 1024)  # the short thread a slow read (DHT, HC-SR04) runs on for the loop
+
+# Sensor history (services/history/: the store's format and rules are at the top of store.py)
+HISTORY_DIR = "/history"  # outside /spiffs: the system's own space, not the file tools' quota
+HISTORY_STEP_S = const(300)  # the long tier's resolution: readings more often are averaged per slot
+HISTORY_SEGMENTS = const(8)  # long-tier segment files kept per device (7 full: >= 8.2 days at 5 min)
+HISTORY_FINE_SEGMENTS = const(5)  # ... and of the short tier, kept only when log_min < 5 (>= 22 h at 1 min)
+# A tier's readings wait in RAM until this many (30 minutes' at log_min 1) ...
+HISTORY_BATCH = const(30)
+HISTORY_FLUSH_S = const(3600)  # ... or the oldest is this old (at the next reading): each flush
+# rewrites a file's last block, so at 5 minutes it is an hour's 12 (24 flushes a day)
+HISTORY_PENDING_MAX = const(60)  # readings kept per tier while the flash refuses them; then the oldest go
+HISTORY_BACK_S = const(300)  # a reading up to this much older than the last kept one (the clock
+# stepped back) is kept at that time; an older one is dropped
+_HISTORY_DEVICES = const(DEVICES_MAX)  # devices whose history the cap below makes room for (all of them)
+# Its own cap: every device's segments (each file one flash block) at most
+HISTORY_CAP = const(_HISTORY_DEVICES * (HISTORY_SEGMENTS + HISTORY_FINE_SEGMENTS) * BLOCK_SIZE)
+HISTORY_READ_CHUNK = const(512)  # bytes read per open while a range is streamed
+HISTORY_POINTS = const(12)  # points in time a summary gives (device_history)
+CHART_W = const(480)  # the PNG chart's size in pixels
+CHART_H = const(240)
+CHART_COLUMNS = const(160)  # columns of a chart's JSON form (the chat page draws the SVG)
+LOG_MIN_MAX = const(1440)  # a device's log_min (minutes between logged readings; 0: not logged)
+
+# Rules (SPEC §14: services/rules/): the body acting on its own, no LLM call unless "ask"
+RULES_PATH = "/rules.json"  # outside /spiffs: changed only by the rule tools and the REPL
+RULES_BAD = "/rules.bad.json"  # where a corrupt rule file is moved aside
+RULES_MAX = const(16)
+RULES_FILE_MAX = const(16 * 1024)  # a bigger rule file is treated as corrupt
+RULE_NAME_MAX = const(32)
+RULE_TEXT_MAX = const(200)  # a notice's text, an ask's prompt
+RULE_EVERY_S = const(10)  # how often a rule reads its device when not told
+RULE_EVERY_MAX_S = const(86400)
+RULE_COOLDOWN_S = const(60)  # a notify or ask rule fires at most this often (unless told)
+RULE_COOLDOWN_MIN_S = const(10)  # ... and never more often than this
+RULE_NOTICES_HOUR = const(20)  # notices and asks of all rules in one hour; the rest summed up
+RULE_HELD_MAX = const(8)  # notices kept while offline (the rest counted and summed up)
+RULE_BACKOFF_MAX_S = const(300)  # a device that fails to read is retried at most this far apart
 
 # Cron / heartbeat
 CRON_MAX_JOBS = const(16)
@@ -340,7 +364,15 @@ OTA_BUNDLE_MAX = const(4 * 1024 * 1024)
 OTA_CHUNK = const(4096)
 OTA_TRIAL_BOOTS = const(2)  # a new version that fails to come up this often is rolled back
 OTA_DEADLINE_S = const(900)  # a whole download (bundle or image), redirects included
-OTA_IDLE_S = const(30)  # one wait this long fails a download (< WDT_TIMEOUT_MS: ota_update holds the loop)
+OTA_IDLE_S = const(30)  # nothing received this long: the download ends (the server stalled)
+OTA_RATE_WINDOW_S = const(30)  # a download's pace is judged over this long:
+OTA_RATE_MIN = const(512)  # ... fewer bytes/s, or a pace that cannot end within OTA_DEADLINE_S, ends it
+OTA_PACE_MS = const(250)  # how often a download's pace is looked at
+OTA_STATE = "/ota/state.json"  # the update state (update/boot.py)
+OTA_CONFIRM = "/ota/confirm.json"  # a trial boot's state as confirmed: confirming renames it in (no big allocation)
+OTA_CHECK_TRIES = const(3)  # a version on trial whose check finds no room in the heap is checked this often,
+OTA_CHECK_RETRY_S = const(20)  # ... this far apart, then confirmed on what it showed (never rolled back for it)
+OTA_CHECK_AGENT_S = const(300)  # the agent thread does its part of the check within this (a turn may run first)
 
 # Watchdog and safe mode
 WDT_TIMEOUT_MS = const(60000)  # hardware watchdog: no feed this long resets the board
@@ -377,6 +409,7 @@ WIFI_SUSPECT_MAX = const(3)  # network failures reported while online before a f
 SIM_RESET_EXIT = const(75)
 
 # Each name here is an entry of this module's table, held by every boot: MicroPython
-# sizes a table by primes (..., 223, 293, 389), so 292 names take 293 slots and one
-# more takes 389 (+768 B). Numbers read only in this file: underscored (folded away).
+# sizes a table by primes (..., 293, 389, 521): up to 388 names take 389 slots (3.1 KB
+# on the board), one more takes 521 (+1 KB). Numbers read only in this file are
+# underscored (folded away by the compiler, no entry).
 del const

@@ -2,12 +2,17 @@
 # resets, cleared by a power cycle); the count goes back to 0 once the app has run
 # HEALTHY_AFTER_S. After SAFE_MODE_BOOTS crash-boots in a row the board starts only
 # the REPL and WiFi, so a person can fix what makes it crash; restart() leaves.
+# An update on trial (update/boot.py) is confirmed only once it passed its check
+# (update/check.py: it can do its job, not only run); one that fails the check resets,
+# and after OTA_TRIAL_BOOTS such boots the boot check puts the previous version back.
 import json
 import mimi
 from mimi import limits, log, board
 
 active = False
 boots = 0
+trial = False  # this boot runs a version on trial
+checked = False  # ... which passed its check
 
 
 def _load():
@@ -33,16 +38,17 @@ def count():
 def boot_start(reboot=True):
     """First thing at boot: count this boot, let a trial update roll back, and
     decide safe mode. Returns True in safe mode."""
-    global active, boots
+    global active, boots, trial
     d = _load()
     boots = int(d.get("boots", 0)) + 1
     d["boots"] = boots
     _store(d)
     try:
-        done = mimi.run("update.boot update", "boot_check", reboot=False)
+        done = update("boot_check", reboot=False)
     except Exception as e:  # a broken update check must not add to the crash loop
         log.exception("safemode", "update check failed", e)
         done = None
+    trial = done == "trial"
     if done in ("swapped", "rolled back"):
         # Other files are in place now: their boots count from 0 (a rolled-back
         # version must not start in safe mode for the new one's crashes).
@@ -83,28 +89,121 @@ def clear():
 
 
 def healthy():
-    """The app has been up HEALTHY_AFTER_S: this boot was good. Safe mode stays
-    until restart(), so a person has time to look."""
+    """The app has been up HEALTHY_AFTER_S: this boot was good (a version on trial
+    only once it passed its check: guard()). Safe mode stays until restart(), so a
+    person has time to look."""
+    if trial:
+        if checked and not active:
+            confirm()
+    else:
+        _firmware_valid()
     if not active:
         clear()
+
+
+def confirm():
+    """Keep the version on trial: its confirmed state, written by its boot check,
+    renamed into place. No module to load, nothing big to allocate: a good version
+    is never left unconfirmed (and rolled back by later boots) for want of memory."""
+    import os
+    import gc
+
+    for _ in range(3):
+        try:
+            os.rename(limits.OTA_CONFIRM, limits.OTA_STATE)
+            log.info("ota", "version %s confirmed", mimi.VERSION)
+            break
+        except MemoryError:
+            gc.collect()
+        except OSError as e:
+            if e.args[0] != 2:  # ENOENT: nothing on trial (confirmed already)
+                log.error("ota", "confirming: %s", e)
+            break
+    _firmware_valid()
+
+
+def _firmware_valid():
+    """The firmware slot this boot runs is kept (esp_ota_mark_app_valid_cancel_rollback)."""
     try:
-        mimi.run("update.boot update", "mark_healthy")
-    except MemoryError:
-        raise  # guard() tries again: a good version is never rolled back for want of room
-    except Exception as e:
-        log.exception("safemode", "confirming the update failed", e)
+        P = getattr(board, "Partition", None)
+        if P is not None:
+            P.mark_app_valid_cancel_rollback()
+    except (OSError, AttributeError, MemoryError):
+        pass  # no rollback support in this firmware build (or no room to ask now: next boot)
+
+
+def update(fn, *args, **kw):
+    """update/boot.py's fn (the boot check, ota_status, ota_rollback), loaded for the
+    call and dropped after. When this version's copy does not load (a broken update),
+    the copy of the version kept in /ota/prev runs: the way back never depends on the
+    new version's update code."""
+    import sys
+
+    new = [m for m in ("mimi.update.boot", "mimi.update.ota", "mimi.update") if m not in sys.modules]
+    try:
+        try:
+            __import__("mimi.update.boot")
+            mod = sys.modules["mimi.update.boot"]
+        except MemoryError:
+            raise
+        except Exception as e:
+            log.error("ota", "update code does not load (%r): the previous version's runs", e)
+            mod = _previous(fn)
+        return getattr(mod, fn)(*args, **kw)
+    finally:
+        for m in new:
+            mimi.unload(m)
+        if new:
+            import gc
+
+            gc.collect()
+
+
+def _previous(fn):
+    """The module of the version kept in /ota/prev that has fn: its update/boot.py (or
+    the ota.py of a version from before the way back moved there)."""
+    import sys
+
+    pkg = sys.modules.get("mimi.update")
+    if pkg is None:
+        raise ImportError("no mimi.update package")
+    here = pkg.__path__
+    pkg.__path__ = limits.OTA_DIR + "/prev/lib/mimi/update"
+    try:
+        for name in ("mimi.update.boot", "mimi.update.ota"):
+            __import__(name)
+            mod = sys.modules[name]
+            if hasattr(mod, fn):
+                return mod
+        raise ImportError("the previous version has no %s" % fn)
+    finally:
+        pkg.__path__ = here
 
 
 async def guard():
-    """Loop task: the boot counts as healthy once the loop has run long enough."""
+    """Loop task: a version on trial takes its check (update/check.py trial(), which
+    resets when it fails); the boot counts as healthy once the loop has run long enough."""
+    global checked
+    import time
     import asyncio
 
-    await asyncio.sleep(limits.HEALTHY_AFTER_S)
+    t0 = time.ticks_ms()
+    if trial and not active:
+        try:
+            checked = await mimi.run("update.check update", "trial")
+        except Exception as e:  # the check does not load: this version's (no room: not)
+            checked = isinstance(e, MemoryError)
+            if not checked:
+                log.error("ota", "version %s: its check does not load: %s", mimi.VERSION, e)
+                board.reset()
+    left = limits.HEALTHY_AFTER_S * 1000 - time.ticks_diff(time.ticks_ms(), t0)
+    if left > 0:
+        await asyncio.sleep_ms(left)
     while True:
         try:
             healthy()
             break
-        except MemoryError:  # not counted as a crash-boot, nor rolled back, for want of room
+        except MemoryError:  # not counted as a crash-boot for want of room (clear()): again
             mimi.spare(False)
             log.warning("safemode", "no room in the heap to mark the boot healthy; again in %d s",
                         limits.HEALTHY_RETRY_S)

@@ -95,6 +95,9 @@ def tasks(stop):
         ts += dispatch.tasks()  # the configured channels (each watched), senders registered
         ts.append(w("ntp", ntp.run()))
         ts.append(w("cron", cron.task()))
+        from mimi import devices
+
+        ts.append(w("rules", devices.body()))  # the rules and the history (SPEC §14)
     ts += board.tasks()  # the simulator's Ctrl-C (board/host.py)
     if board.CONSOLE:
         from mimi import app

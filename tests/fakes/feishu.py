@@ -10,7 +10,9 @@ What the firmware talks to, in Feishu's real wire formats:
         1, headers type=event, message_id, sum, seq, trace_id), answered by the client's
         ACK (the same frame with payload {"code":200} and a biz_rt header); the client's
         ping control frames (method 0, type=ping) answered with a pong carrying the
-        ClientConfig. The library itself pings at the RFC 6455 level too.
+        ClientConfig. The library itself pings at the RFC 6455 level too. With
+        configure(redeliver=True) the frames of an event not ACKed are sent again when the
+        client connects anew, as Feishu does.
   POST /open-apis/auth/v3/tenant_access_token/internal -> {"code":0,"msg":"ok",
         "tenant_access_token":"t-..","expire":N} (10014 for a wrong secret)
   GET  /open-apis/bot/v3/info -> {"code":0,"msg":"ok","bot":{..,"open_id":BOT}}
@@ -20,7 +22,11 @@ What the firmware talks to, in Feishu's real wire formats:
         tokens checked (99991661 missing, 99991663 invalid or expired), content checked
         per msg_type (text, post, interactive; 230001 when malformed), 230025 over the
         size caps (text 150 KB, post/card 30 KB), rate limits injected with fail():
-        HTTP 429 + code 99991400 + x-ogw-ratelimit-reset, or 230020.
+        HTTP 429 + code 99991400 + x-ogw-ratelimit-reset, or 230020; msg_type image with
+        the image_key of an upload
+  POST /open-apis/im/v1/images  multipart/form-data (RFC 7578): image_type=message and
+        the image file -> data.image_key (kept in .images); configure(image_scope=False):
+        99991672 "Access denied", as an app without im:resource
 
 In-process helpers (the Service object): event(...), state(), wait(pred), fail(...),
 configure(...), drop() (the server closes the long connection), expire_tokens().
@@ -163,7 +169,12 @@ class FakeFeishu:
             self.reconnect_nonce = 0
             self.long_connection = True
             self.names = {}  # open_id -> display name; None: no contact permission
+            self.images = {}  # image_key -> the PNG bytes uploaded
+            self.image_scope = True  # False: the app lacks im:resource (uploads refused)
             self.seq = 0
+            self.redeliver = False  # events not ACKed are sent again on the next connection
+            self.unacked = {}  # frame message id -> its frames (while redeliver is on)
+            self.redelivered = 0
 
     def configure(self, **kw):
         with self.lock:
@@ -202,6 +213,7 @@ class FakeFeishu:
                 "sent": self.sent, "acks": self.acks, "pings": self.pings,
                 "connections": self.connections, "open": self.open,
                 "endpoint_calls": self.endpoint_calls, "token_calls": self.token_calls,
+                "redelivered": self.redelivered,
                 "events": self.events, "violations": self.violations, "calls": self.calls}))
 
     def wait(self, pred, timeout=30.0):
@@ -293,6 +305,36 @@ class FakeFeishu:
             return _err(41050, "no user authority error")
         return {"code": 0, "msg": "success", "data": {"user": {"open_id": oid, "name": names[oid]}}}
 
+    def upload_image(self, req):
+        """POST /open-apis/im/v1/images: multipart/form-data with image_type and image."""
+        from fakes import multipart
+
+        bad = self._auth(req)
+        if bad:
+            self._log(req, json.loads(bad.body)["code"])
+            return bad
+        if not self.image_scope:
+            self._log(req, 99991672)
+            return _err(99991672, "Access denied. One of the following scopes is required: "
+                                  "[im:resource, im:resource:upload]. ", 400)
+        try:
+            form = multipart.parse(req.headers.get("content-type"), req.body)
+            if form["image_type"]["value"] not in (b"message", b"avatar"):
+                raise multipart.Malformed("image_type %r" % form["image_type"]["value"])
+            data = form["image"]["value"]
+            if form["image"]["filename"] is None:
+                raise multipart.Malformed("image is not a file part")
+            multipart.png_size(data)
+        except (KeyError, multipart.Malformed) as e:
+            self.violation("image upload: %s" % e)
+            self._log(req, 234001)
+            return _err(234001, "Invalid request param.")
+        key = "img_v3_" + secrets.token_hex(12)
+        with self.lock:
+            self.images[key] = data
+        self._log(req, 0)
+        return {"code": 0, "msg": "success", "data": {"image_key": key}}
+
     def messages(self, req):
         bad = self._auth(req)
         if bad:
@@ -321,7 +363,7 @@ class FakeFeishu:
             return _err(230025, "The length of the message content reaches its limit.")
         try:
             content = json.loads(body.get("content"))
-            visible = _visible(msg_type, content)
+            visible = _visible(msg_type, content, self.images)
         except (TypeError, ValueError, KeyError) as e:
             self.violation("bad %s content: %s" % (msg_type, e))
             self._log(req, 230001)
@@ -380,11 +422,17 @@ class FakeFeishu:
                                              ("sum", str(parts)), ("seq", str(i)), ("trace_id", trace)],
                     "payload": data[i * size:(i + 1) * size]}))
             self.events.append({"frame_id": fid, "parts": parts})
+            if self.redeliver:
+                self.unacked[fid] = frames
         ws = self.ws
         if ws is None:
             raise AssertionError("no long connection is open")
         for f in frames:
-            asyncio.run_coroutine_threadsafe(ws.send(f), self.loop).result(10)
+            try:
+                asyncio.run_coroutine_threadsafe(ws.send(f), self.loop).result(10)
+            except Exception:  # noqa: BLE001 - the client dropped the connection: redelivered
+                if not self.redeliver:
+                    raise
         return fid
 
     def event(self, *args, parts=1, **kw):
@@ -405,7 +453,11 @@ class FakeFeishu:
             self.connections += 1
             self.open += 1
             self.ws = ws
+            again = [f for frames in self.unacked.values() for f in frames]
+            self.redelivered += len(again)
         try:
+            for f in again:  # as Feishu does after a reconnect
+                await ws.send(f)
             async for msg in ws:
                 if not isinstance(msg, bytes):
                     self.violation("text WebSocket message from the client: %r" % msg[:80])
@@ -438,6 +490,7 @@ class FakeFeishu:
                     if header(f, "biz_rt") is None or not header(f, "biz_rt").isdigit():
                         self.violation("ACK without biz_rt")
                     with self.lock:
+                        self.unacked.pop(header(f, "message_id"), None)
                         self.acks.append({"frame_id": header(f, "message_id"), "seq": header(f, "seq"),
                                           "SeqID": f["SeqID"], "LogID": f["LogID"], "code": (answer or {}).get("code"),
                                           "type": header(f, "type")})
@@ -488,8 +541,12 @@ class FakeFeishu:
         self.thread.join(10)
 
 
-def _visible(msg_type, c):
+def _visible(msg_type, c, images=()):
     """The text a person sees (markdown as written); ValueError when malformed."""
+    if msg_type == "image":
+        if c.get("image_key") not in images:
+            raise ValueError("image_key %r was not uploaded" % c.get("image_key"))
+        return "[image %s]" % c["image_key"]
     if msg_type == "text":
         if not isinstance(c.get("text"), str):
             raise ValueError("text content needs a string 'text'")
@@ -536,6 +593,7 @@ class Service(dict):
         srv.route("GET", "/open-apis/bot/v3/info", fake.bot_info)
         srv.route("GET", "/open-apis/contact/v3/users/*", fake.user)
         srv.route("POST", "/open-apis/im/v1/messages", fake.messages)
+        srv.route("POST", "/open-apis/im/v1/images", fake.upload_image)
         srv.route("GET", "/_control/state", lambda req: fake.state())
         srv.route("POST", "/_control/event", lambda req: {"message_id": fake.event(**req.json())})
         srv.route("POST", "/_control/push", lambda req: {"frame_id": fake.push(**req.json())})

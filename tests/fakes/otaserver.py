@@ -1,11 +1,15 @@
 """Loopback HTTP server with update bundles and a firmware image for the OTA
-tests (CPython). `start(tmp)` -> dict (JSON-safe) + .close()."""
+tests (CPython). `start(tmp)` -> dict (JSON-safe) + .close(). GET /NAME serves a file
+of the folder; /chunked/NAME chunked; /redirect/NAME redirects to it (?to=URL: there);
+/stall/NAME
+sends half of it and then nothing; /trickle/NAME?every=S one byte every S seconds."""
 import hashlib
 import hmac
 import http.server
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -28,17 +32,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
-        path = self.path.split("?")[0]
-        if path.startswith("/redirect/"):
+        path, _, query = self.path.partition("?")
+        if path.startswith("/redirect/"):  # ?to=URL: there instead
             self.send_response(302)
-            self.send_header("Location", "/" + path[len("/redirect/"):])
+            to = query[3:] if query.startswith("to=") else "/" + path[len("/redirect/"):]
+            self.send_header("Location", to)
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        chunked = path.startswith("/chunked/")
-        name = path[len("/chunked/"):] if chunked else path.lstrip("/")
+        how, _, name = path.lstrip("/").rpartition("/")
         f = self.root / name
-        if "/" in name or not f.is_file():
+        if how not in ("", "chunked", "stall", "trickle") or not f.is_file():
             self.send_response(404)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -46,7 +50,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         data = f.read_bytes()
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
-        if chunked:
+        if how in ("stall", "trickle"):
+            self._slow(data, how, float(query.partition("=")[2] or 1))
+            return
+        if how == "chunked":
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             for i in range(0, len(data), 1000):
@@ -57,6 +64,25 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+    def _slow(self, data, how, every):
+        """/stall/NAME: half of the bundle, then nothing (the connection held open
+        until the client gives up); /trickle/NAME?every=S: one byte every S seconds."""
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            if how == "stall":
+                self.wfile.write(data[:len(data) // 2])
+                self.wfile.flush()
+                self.connection.settimeout(600)
+                self.connection.recv(1)  # b"" (or an error) once the client closes
+                return
+            for i in range(len(data)):
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+                time.sleep(every)
+        except OSError:
+            pass  # the client gave up
 
 
 def make_files(root):

@@ -5,10 +5,14 @@ confirming updates, `limit`, `allowed_updates`; a second getUpdates ends a waiti
 one with 409 as Telegram does), sendMessage (parse_mode HTML checked like Telegram:
 unknown or unbalanced tags -> 400 "Bad Request: can't parse entities: ...", text over
 4096 UTF-16 units after entity parsing -> 400 "Bad Request: message is too long") and
-sendChatAction, editMessageText (the bot's own messages: text checked like sendMessage;
+sendChatAction, sendPhoto (a file uploaded as multipart/form-data, RFC 7578: kept in
+.photos), editMessageText (the bot's own messages: text checked like sendMessage;
 400 "message is not modified" for the same text, "message to edit not found") and
 deleteMessage. Everything the bot sends is recorded; an edit changes the recorded
-message ("edits" counts them) and a deletion marks it "deleted".
+message ("edits" counts them) and a deletion marks it "deleted". Flood control as
+Telegram's: after a 429 with retry_after for a chat, every call for that chat is
+refused (429, the time left) until it has passed, and recorded as a violation
+(configure flood_control=False: not enforced).
 
 Scripting, in-process (tests) or over HTTP (MicroPython tests, the simulator):
   POST /_control/update  one or a list of update specs -> {"update_ids": [...]}
@@ -23,7 +27,7 @@ Scripting, in-process (tests) or over HTTP (MicroPython tests, the simulator):
                           "delay_s": 0, "if_parse_mode": true,
                           "body": "not JSON" (sent as is with the status),
                           "cut": true (the answer's length announced, half sent, closed)}
-  POST /_control/config  {"ensure_ascii": true, "max_poll_s": 30, "username": "..",
+  POST /_control/config  {"ensure_ascii": true, "max_poll_s": 30, "username": "..", "flood_control": true,
                           "retain": false (true: confirmed updates are kept and sent again
                           to a getUpdates with an older offset, as if a bot lost its offset)}
   POST /_control/reset
@@ -237,6 +241,7 @@ class FakeTelegram:
             self.edits = []  # {"chat_id", "message_id", "text", "parse_mode", "t"} per edit
             self.deleted = []  # (chat_id, message_id) in order
             self.actions = []
+            self.photos = []  # the bytes of each photo sent (sendPhoto)
             self.calls = []
             self.violations = []
             self.fails = []
@@ -248,13 +253,17 @@ class FakeTelegram:
             self.max_poll_s = 30.0
             self.username = USERNAME
             self.retain = False  # keep confirmed updates: a bot that forgot its offset gets them again
+            self.flood = {}  # chat id -> time.time() until which its 429's retry_after holds
+            self.flood_control = True
             self.cond.notify_all()
 
     def configure(self, **kw):
         with self.cond:
-            for k in ("ensure_ascii", "max_poll_s", "username", "retain"):
+            for k in ("ensure_ascii", "max_poll_s", "username", "retain", "flood_control"):
                 if k in kw:
                     setattr(self, k, kw[k])
+            if not self.flood_control:
+                self.flood.clear()
 
     def fail(self, method, status, description=None, retry_after=None, times=1, delay_s=0,
              if_parse_mode=False, body=None, cut=False):
@@ -376,11 +385,32 @@ class FakeTelegram:
                     return _err(400, "Bad Request: can't parse JSON object")
             elif ctype.startswith("application/x-www-form-urlencoded"):
                 params.update(parse_qsl(body.decode("utf-8")))
+            elif ctype.startswith("multipart/form-data"):
+                from fakes import multipart
+
+                try:
+                    for k, v in multipart.parse(ctype, body).items():
+                        params[k] = v if v["filename"] is not None else v["value"].decode("utf-8")
+                except (multipart.Malformed, UnicodeDecodeError) as e:
+                    self.violations.append("%s: multipart body: %s" % (method, e))
+                    return _err(400, "Bad Request: can't parse multipart/form-data")
             else:
                 self.violations.append("%s: unexpected Content-Type %r" % (method, ctype))
         with self.cond:
-            self.calls.append({"method": method, "params": params, "t": time.time()})
+            now = time.time()
+            self.calls.append({"method": method, "t": now, "params": {
+                k: {"filename": v["filename"], "bytes": len(v["value"])} if isinstance(v, dict) and "filename" in v
+                else v for k, v in params.items()}})
+            chat = str(params.get("chat_id")) if params.get("chat_id") is not None else None
+            left = self.flood.get(chat, 0) - now
+            if left > 0:  # Telegram refuses the chat until its retry_after has passed
+                self.violations.append("%s to chat %s %.1f s before the retry_after of a 429 had "
+                                       "passed" % (method, chat, left))
+                return _err(429, "Too Many Requests: retry after %d" % -(-left // 1),
+                            retry_after=int(-(-left // 1)))
             rule = self._take_fail(method, params)
+            if rule and rule["status"] == 429 and rule["retry_after"] and chat and self.flood_control:
+                self.flood[chat] = now + rule["retry_after"]
         if rule:
             if rule["delay_s"]:
                 time.sleep(rule["delay_s"])
@@ -511,6 +541,8 @@ class FakeTelegram:
                "from": {"id": BOT_ID, "is_bot": True, "first_name": "Mimi",
                         "username": self.username},
                "chat": self.chats[cid], "text": visible}
+        if visible is None:  # a photo: its caption instead
+            del msg["text"]
         msg.update(more)
         if entities:
             msg["entities"] = entities
@@ -579,6 +611,37 @@ class FakeTelegram:
                               else p.get("reply_to_message_id"),
                               "t": time.time()})
             return _ok(self._message(cid, mid, int(time.time()), visible, entities))
+
+    def api_sendPhoto(self, p):
+        """A photo uploaded as a file (multipart/form-data): kept in self.photos (bytes);
+        "sent" gets {"kind": "photo", "visible": caption, "photo_bytes", "width", "height"}."""
+        from fakes import multipart
+
+        with self.cond:
+            cid, err = self._chat(p, "sendPhoto")
+            if err:
+                return err
+            photo = p.get("photo")
+            if not isinstance(photo, dict):
+                self.violations.append("sendPhoto: photo is not an uploaded file")
+                return _err(400, "Bad Request: wrong remote file identifier specified: Wrong string length")
+            data = photo["value"]
+            try:
+                w, h = multipart.png_size(data)
+            except multipart.Malformed:
+                return _err(400, "Bad Request: IMAGE_PROCESS_FAILED")
+            if photo["type"] != "image/png":
+                self.violations.append("sendPhoto: a PNG sent as %r" % photo["type"])
+            mid = self._message_id(cid)
+            self.photos.append(data)
+            caption = p.get("caption") or ""
+            self.sent.append({"chat_id": cid, "kind": "photo", "text": caption, "visible": caption,
+                              "parse_mode": None, "message_id": mid, "entities": [], "reply_to": None,
+                              "photo_bytes": len(data), "width": w, "height": h, "filename": photo["filename"],
+                              "t": time.time()})
+            sizes = [{"file_id": "AgAC%d" % mid, "file_unique_id": "AQAD%d" % mid, "width": w, "height": h,
+                      "file_size": len(data)}]
+            return _ok(self._message(cid, mid, int(time.time()), None, [], photo=sizes, caption=caption))
 
     def api_sendChatAction(self, p):
         with self.cond:

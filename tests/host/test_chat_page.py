@@ -151,3 +151,41 @@ def test_chat_page_in_chromium(tmp_path, browser, fake_anthropic):
     assert partials >= 1  # streamed (at `pace`): the page showed partials before the reply
     assert reply == EVIL  # shown as text, exactly
     assert not pwned
+
+
+def test_chart_drawn_in_the_page(tmp_path, browser):
+    """/chart NAME [hours] typed in the page asks the board for the chart's data
+    ({"type":"chart"}) and draws it as SVG: a path through the columns, the min and max
+    on the left; an unknown name is said."""
+    from test_rules_e2e import seed
+
+    with Sim.start(tmp_path, "ws_port=0", "ws_token=" + TOKEN, console=True,
+                   parts=["sht3x:sda=8,scl=9,addr=0x44"]) as sim:
+        sim.send("device_add('room', 'sht3x', log_min=5)\r")
+        sim.wait_for(r"OK: added room")
+        seed(sim, hours=24)
+
+        async def go():
+            async with connect(page_ws(browser), max_size=None) as ws:
+                page = Page(ws)
+                await page.call("Page.enable")
+                await page.call("Page.navigate", url="http://127.0.0.1:%d/?token=%s" % (sim.port, TOKEN))
+                await page.until("document.readyState == 'complete' && "
+                                 "document.getElementById('cs').textContent == 'online'")
+                await page.eval("""document.getElementById('t').value = '/chart room 24';
+                    document.getElementById('f').requestSubmit(); true""")
+                svg = await page.until("(() => { const s = document.querySelector('#log svg');"
+                                       " return s && s.querySelector('path') ? [s.querySelector('path').getAttribute('d'),"
+                                       " s.querySelectorAll('line').length, [...s.querySelectorAll('text')].map(t => t.textContent),"
+                                       " s.parentNode.firstChild.textContent] : null })()")
+                await page.eval("""document.getElementById('t').value = '/chart attic';
+                    document.getElementById('f').requestSubmit(); true""")
+                err = await page.until("(() => { const e = document.querySelectorAll('.m.e');"
+                                       " return e.length ? e[e.length - 1].textContent : null })()")
+                return svg, err
+
+        (d, lines, texts, caption), err = asyncio.run(go())
+    assert d.startswith("M") and d.count("L") > 100 and lines > 100  # 160 columns, a few without readings
+    assert texts[:2] == ["25.88", "20"], texts  # the max and the min on the left
+    assert caption.startswith("room, last 24 h: min 20 \u00b0C, max 25.88 \u00b0C, mean "), caption
+    assert err == "No history for 'attic' (devices with a history: room)"

@@ -94,7 +94,7 @@ def test_full_deploy_over_a_uart_then_a_reset_mid_deploy(tmp_path):
         assert "update state: trial" in status and "kept across deploys" in status
 
         # RESET pressed while the next deploy copies: the board boots what it had.
-        mpremote(sim.tty, "resume", "exec", "from mimi.update import ota; ota.mark_healthy()")
+        mpremote(sim.tty, "resume", "exec", "from mimi import safemode; safemode.confirm()")
         mark = len(sim.output())
         p = subprocess.Popen(DEPLOY + ["--port", sim.tty, "--force"], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)

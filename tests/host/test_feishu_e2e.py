@@ -167,3 +167,30 @@ def test_lark_tenant_without_long_connection_says_so(tmp_path, fake_feishu, fake
     with start_sim(tmp_path, fake_feishu, fake_anthropic) as sim:
         line = sim.read_until(r"offers no long connection")
     assert fake_feishu["base_url"] in line and "Lark" in line
+
+
+def test_a_message_over_16_kb_is_answered_and_the_connection_stays(tmp_path, fake_feishu, fake_anthropic):
+    """Issue 25, item 10: 9,000 CJK characters (27 KB of UTF-8) in one message dropped
+    the long connection without a word; Feishu sends an event that was not ACKed again
+    after a reconnect, which dropped it again, and the owner's next message was not
+    answered either. The event is read in bounded pieces and ACKed, the sender is told
+    it was too long, the connection stays, and the next message is answered."""
+    fs, llm = fake_feishu, fake_anthropic
+    fs.configure(redeliver=True)
+    with start_sim(tmp_path, fs, llm) as sim:
+        sim.wait_for(r"feishu: long connection open")
+        text = "\u4e2d\u6587\u6d4b\u8bd5" * 2250  # 9,000 characters, 27,000 bytes
+        mid = fs.event(text, open_id=USER)
+        st = n_sent(fs, USER, 1)
+        told = sent_to(st, USER)[0]["visible"]
+        assert "too long" in told and "(26 KB; I can take about 16 KB)" in told, told
+        assert len(st["acks"]) == 1 and st["connections"] == 1 and st["redelivered"] == 0, st
+        # the same event redelivered (as after a reconnect): ACKed, not told again
+        fs.push(fs.event_payload(text, open_id=USER, message_id=mid)[1])
+        fs.event("and now?", open_id=USER)
+        st = n_sent(fs, USER, 2)
+        assert sent_to(st, USER)[1]["visible"] == "Echo: and now?", sent_to(st, USER)
+        assert len(st["acks"]) == 3 and st["connections"] == 1 and st["violations"] == []
+        assert len(llm.requests) == 1  # the long message never reached the model
+        out = sim.output()
+    assert "Traceback" not in out, out[-3000:]

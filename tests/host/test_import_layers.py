@@ -40,7 +40,7 @@ MAX_CIRCLES = 3
 CIRCLES = {
     "HTTP client: the protocol module and the transports it loads on first use": (
         "mimi.net.http", "mimi.net.asynchttp", "mimi.net.httpsync", "mimi.net.httpbody",
-        "mimi.net.httpstream", "mimi.net.proxy"),
+        "mimi.net.proxy"),
     "LLM providers: the factory and the provider it picks": (
         "mimi.llm.provider", "mimi.llm.anthropic", "mimi.llm.openai", "mimi.llm.stream"),
     "serial console: the REPL protocol and its raw half, loaded for a raw session": (

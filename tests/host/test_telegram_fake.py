@@ -97,6 +97,11 @@ def test_injected_failures(fake_telegram):
     svc.fail("getUpdates", 502)
     st, body = call(svc, "sendMessage", {"chat_id": 42, "text": "a"})
     assert st == 429 and body["parameters"]["retry_after"] == 3
+    # flood control: the chat is refused until the wait is over, and that is noted
+    st, body = call(svc, "sendMessage", {"chat_id": 42, "text": "a"})
+    assert st == 429 and 1 <= body["parameters"]["retry_after"] <= 3
+    assert "before the retry_after" in svc.state()["violations"][0]
+    svc.configure(flood_control=False)
     assert call(svc, "sendMessage", {"chat_id": 42, "text": "a"})[0] == 200
     st, body = call(svc, "getUpdates", {"timeout": 0})
     assert st == 502 and isinstance(body, bytes)

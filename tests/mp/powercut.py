@@ -186,8 +186,11 @@ class Work:
         if st and st.get("state") in ("ok", "trial") and self.rng.randint(0, 3) == 0:
             ota.rollback(reboot=False)
             return
-        if st and st.get("state") == "trial":
-            otaboot.mark_healthy()
+        if st and st.get("state") == "trial":  # a trial boot, then confirmed
+            otaboot.boot_check(reboot=False)
+            from mimi import safemode
+
+            safemode.confirm()
         swap = self.rng.getrandbits(1)  # half of the cuts fall in the swap itself, not the copy
         dev.sampling = not swap
         staging.begin_deploy()

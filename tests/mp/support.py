@@ -166,3 +166,20 @@ def leave_free(budget):
             size //= 2
     gc.collect()
     return ballast
+
+
+def leave_holes(n, size):
+    """Take the heap with ballast but for n separate free blocks of `size` bytes (a
+    heap broken up: no block bigger than that); -> the ballast, to keep meanwhile."""
+    import gc
+
+    gc.collect()
+    holes = []
+    ballast = []
+    for _ in range(n):
+        holes.append(bytearray(size - 16))
+        ballast.append(bytearray(16))  # keeps the holes apart
+    ballast.append(leave_free(0))
+    holes = None
+    gc.collect()
+    return ballast

@@ -107,3 +107,88 @@ def test_broken_package_uses_the_previous_versions_guard():
             del sys.modules[k]
         sys.modules.update(saved)
         mimi.safemode = safemode
+
+
+UPDATE_PKG = ("mimi.update", "mimi.update.boot", "mimi.update.ota", "mimi.update.staging")
+
+
+def source(name):
+    """A module of the repo as the flash of a version holds it (source)."""
+    import support
+
+    return read(support.REPO + "/lib/mimi/" + name)
+
+
+class running_flash:
+    """The update package taken from the flash's /lib/mimi while the block runs (as the
+    running version's own), the test's loaded copy put back after."""
+
+    def __enter__(self):
+        self.saved = {m: sys.modules.pop(m) for m in UPDATE_PKG if m in sys.modules}
+        if hasattr(mimi, "update"):
+            del mimi.update
+        mimi.__path__ = "/lib/mimi"
+
+    def __exit__(self, *exc):
+        mimi.__path__ = REAL_PATH
+        for m in [m for m in sys.modules if m.startswith("mimi.update")]:
+            del sys.modules[m]
+        sys.modules.update(self.saved)
+        mimi.update = self.saved["mimi.update"]
+
+
+def test_update_code_that_fails_at_import_still_rolls_back():
+    # Issue 25, item 4: a version whose update/ota.py raises at import was confirmed,
+    # and then ota_status(), ota_rollback(), ota_update() and make deploy all failed:
+    # only a re-flash was left. The way back must not depend on that code.
+    from mimi import repl
+
+    new = dict(NEW, **{"/lib/mimi/app.py": "def main():\n    print('new app runs')\n",
+                       "/lib/mimi/update/__init__.py": "",
+                       "/lib/mimi/update/boot.py": source("update/boot.py"),
+                       "/lib/mimi/update/ota.py": "raise ImportError('this ota.py is broken')\n"})
+    for p, text in new.items():
+        write(ota.NEW + p, text)
+    ota.install({"tops": ["lib"], "version": "9.9.9"})
+    for state in ("trial", "ok"):  # on trial, and confirmed (by a version without the check)
+        st = ota._state()
+        st["state"] = state
+        ota._save_state(st)
+        with running_flash():
+            with Capture() as c:
+                repl.ota_status()
+        assert "version %s; update state: %s" % (mimi.VERSION, state) in c.text, c.text
+    with running_flash():
+        with Capture() as c:
+            try:
+                repl.ota_rollback()
+                code = None
+            except SystemExit as e:
+                code = e.args[0]
+    assert code == limits.SIM_RESET_EXIT and "OK: previous version restored" in c.text, c.text
+    assert read("/lib/mimi/app.py") == OLD["/lib/mimi/app.py"]
+    assert ota._state() is None
+
+
+def test_boot_check_that_fails_at_import_is_the_previous_versions():
+    # The new version's update/boot.py itself raises at import: the boot guard runs
+    # the copy of the version kept in /ota/prev, which counts the trial boots and
+    # rolls the new one back (it used to log "update check failed" and keep it).
+    old = {"/lib/mimi/update/__init__.py": "", "/lib/mimi/update/boot.py": source("update/boot.py")}
+    for p, text in old.items():
+        write(p, text)
+    new = dict(NEW, **{"/lib/mimi/update/__init__.py": "",
+                       "/lib/mimi/update/boot.py": "raise ValueError('incompatible .mpy file')\n"})
+    for p, text in new.items():
+        write(ota.NEW + p, text)
+    ota.install({"tops": ["lib"], "version": "9.9.9"})
+    for n in (1, 2):
+        with running_flash():
+            code, text, _ = boot()
+        assert code == limits.SIM_RESET_EXIT, text
+        assert "boot %d of %d" % (n, limits.OTA_TRIAL_BOOTS) in text, text
+    with running_flash():
+        code, text, _ = boot()
+    assert code == limits.SIM_RESET_EXIT and "restoring" in text, text
+    assert read("/lib/mimi/app.py") == OLD["/lib/mimi/app.py"]
+    assert "9.9.9" in read("/ota/last.json")

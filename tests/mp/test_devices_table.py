@@ -120,10 +120,10 @@ def test_names_parameters_and_ranges_checked():
     for bad in ("", "Lamp", "a-b", "x" * 25, "lamp!", "chip_temp"):
         assert call("device_add", name=bad, type="relay", pin=4).startswith(
             "Error: there is already" if bad == "chip_temp" else "Error: a device name is"), bad
-    assert call("device_add", name=5, type="relay", pin=4) == "Error: 'name' must be a string"
+    assert call("device_add", name=5, type="relay", pin=4).startswith("Error: a device name is 1-24 characters")
     assert call("device_add", name="x", type="relay").startswith("Error: relay needs 'pin'")
     assert call("device_add", name="x", type="relay", pin=4, colour=1) == \
-        "Error: relay takes pin, inverted; not 'colour'"
+        "Error: relay takes pin, inverted, log_min; not 'colour'"
     assert call("device_add", name="x", type="relay", pin=4.5).startswith("Error: relay: 'pin' must be a GPIO")
     assert call("device_add", name="x", type="relay", pin=True).startswith("Error: relay: 'pin' must be a GPIO")
     assert call("device_add", name="x", type="relay", pin=4, inverted="maybe").startswith(
@@ -261,9 +261,10 @@ def test_tools_offered():
     k = registry.key()
     call("device_add", name="lamp", type="relay", pin=21)
     assert registry.key() != k
-    assert names() == ["device_list", "device_add", "i2c_scan", "device_read", "device_set", "device_remove"]
+    assert names() == ["device_list", "device_add", "i2c_scan", "device_read", "device_set", "device_remove",
+                       "device_history"]
     devices.scanned = True
-    assert names()[-1] == "i2c_io"
+    assert names()[-2] == "i2c_io"
     call("device_remove", name="lamp")
     assert names() == ["device_list", "device_add", "i2c_scan", "i2c_io"]
     devices.scanned = False

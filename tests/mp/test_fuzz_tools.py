@@ -1,7 +1,7 @@
 # Fuzzing the tools (issue 16, item 3): every tool of the real table called through
 # the registry, as the model calls them, with mutated arguments (missing, wrong types,
 # huge, invalid UTF-8, JSON text cut short) and hostile paths for the file tools; the
-# device tools change only /devices.json.
+# device, rule and history tools change only /devices.json, /rules.json and /history.
 # Each call must answer with a string (an "Error: ..." for bad input, never a tool's
 # crash caught by the registry), nothing outside /spiffs or reserved there may change,
 # no *.tmp is left, and the next sound call works. Seed and case count: tests/mp/fuzz.py.
@@ -20,7 +20,8 @@ FS_BLOCKS = 512
 SESSION = limits.SPIFFS + "/sessions/tg_42.jsonl"
 CRON = limits.SPIFFS + "/cron.json"
 KEEP = (limits.SPIFFS + "/fuzz/keep.md",)
-DEVICE_FILES = (limits.DEVICES_PATH[1:], limits.DEVICES_BAD[1:])
+DEVICE_FILES = (limits.DEVICES_PATH[1:], limits.DEVICES_BAD[1:], limits.RULES_PATH[1:], limits.RULES_BAD[1:],
+                limits.HISTORY_DIR[1:])
 
 SEGMENTS = ("", ".", "..", "...", "\u2024\u2024", "\uff0e", "sessions", "SESSIONS.", "Sessions",
             "cron.json", "CRON.JSON.", ".defaults.json", "memory", "MEMORY.md", "x.tmp", "a b", " a",
@@ -73,6 +74,17 @@ def sound(r, name):
         "i2c_scan": {"sda": r.pick((8, 2, 0, "x")), "scl": r.pick((9, 4, 19))},
         "i2c_io": {"addr": r.pick((0x44, 0x100, -1)), "read": r.pick((2, 0, 99)),
                    "write": r.pick(("0102", "zz", "")), "reg": r.pick((5, 300)), "sda": 2, "scl": 4},
+        "device_history": {"name": r.pick(("fan", "t", "nope", "")), "hours": r.pick((24, 0, -1, "48", 1e9)),
+                           "chart": r.pick((True, False, "yes"))},
+        "rule_add": {"name": r.pick(("r", "", "x" * 40)), "device": r.pick(("fan", "t", "t.humidity", "nope")),
+                     "when": r.pick(("above", "below", "changes", "rises", "falls", "pressed", "soon")),
+                     "value": r.pick((28, "28", "hot", None)), "hysteresis": r.pick((1, -1, None)),
+                     "every_s": r.pick((1, 0, 10, 2 ** 40, None)), "then": r.pick(("set", "notify", "ask", "x")),
+                     "target": r.pick(("fan", "t", None)), "to": r.pick(("on", "red", 5, None)),
+                     "otherwise": r.pick(("off", None)), "text": r.pick(("{name} {value}", "", None)),
+                     "prompt": r.pick(("why?", None)), "cooldown_s": r.pick((0, 5, 60, None))},
+        "rule_list": {},
+        "rule_remove": {"id": r.pick((1, 2, "1", "x", None))},
     }[name]
 
 

@@ -4,11 +4,11 @@ import json
 
 import support
 from mimi import board, limits
-from mimi.net import http, httpstream
+from mimi.net import http
 
 FIXTURES = ("http_env",)
 HEAPSIZE = "2m"
-HEAP = {"test_stream_1mb_in_a_small_heap": "256k",  # 1 MB bodies: never held whole
+HEAP = {"test_sink_1mb_in_a_small_heap": "256k",  # 1 MB bodies: never held whole
         "test_chunked_body_in_a_fragmented_heap": "384k"}
 TIMEOUT = 60
 
@@ -400,8 +400,7 @@ async def test_async_timeout_refused_malformed():
     assert (await p.request("GET", "/hello")).body == b"hello"  # reopened transparently
 
 
-# ---- stream(): bodies read piece by piece ----
-
+# ---- sink: bodies handed over piece by piece as they arrive (OTA downloads) ----
 def _mega_sha():
     import hashlib
 
@@ -412,120 +411,55 @@ def _mega_sha():
     return h.digest()
 
 
-def test_stream_1mb_in_a_small_heap():
+class Hashing:
+    """A sink that keeps nothing but the SHA-256 and the count of what it was given."""
+
+    def __init__(self):
+        import hashlib
+
+        self.h = hashlib.sha256()
+        self.n = 0
+        self.head = None
+
+    def begin(self, status, headers):
+        self.head = (status, headers)
+
+    def __call__(self, piece):
+        self.h.update(piece)
+        self.n += len(piece)
+
+
+async def test_sink_1mb_in_a_small_heap():
     import gc
-    import hashlib
 
     want = _mega_sha()
-    c = plain()
-    buf = bytearray(1000)  # not a divisor of the chunk sizes
-    mv = memoryview(buf)
-    for path, length in (("/mega", 1 << 20), ("/megachunked", None)):
+    c = http.AsyncClient("http://127.0.0.1:%d" % env()["plain"])
+    for path, length in (("/mega", "1048576"), ("/megachunked", None)):
         gc.collect()
-        with c.stream("GET", path) as r:
-            assert r.status == 200 and r.length == length, (path, r.length)
-            h = hashlib.sha256()
-            total = 0
-            while True:
-                n = r.readinto(buf)
-                if not n:
-                    break
-                h.update(mv[:n])
-                total += n
-            assert r.done and r.readinto(buf) == 0 and r.read(5) == b""
-        assert total == 1 << 20 and h.digest() == want, (path, total)
-    with c.stream("GET", "/chunked") as r:  # small read(n) pieces across chunk edges
-        got = bytearray()
-        while True:
-            k = r.read(7)
-            if not k:
-                break
-            assert len(k) <= 7
-            got.extend(k)
-    assert got == b"0123456789" * 300
-    assert c.request("GET", "/hello").body == b"hello"
-    assert c.connects == 1  # every fully read stream left the connection reusable
+        sink = Hashing()
+        r = await c.request("GET", path, sink=sink)
+        assert r.status == 200 and r.body == b"" and sink.head[0] == 200, path
+        assert sink.head[1].get("content-length") == length, sink.head
+        assert sink.n == 1 << 20 and sink.h.digest() == want, (path, sink.n)
+    assert (await c.request("GET", "/hello")).body == b"hello"
+    assert c.connects == 1  # every body read to its end left the connection reusable
+    t = http.AsyncClient("https://localhost:%d" % env()["tls"], ca=ca())
+    sink = Hashing()
+    await t.request("GET", "/chunked", sink=sink)
+    assert sink.n == 3000 and sink.head[1]["transfer-encoding"] == "chunked"
+    t.close()
 
 
-def test_stream_https_read_all_and_cap():
-    c = https()
-    with c.stream("GET", "/chunked") as r:
-        assert r.headers["transfer-encoding"] == "chunked" and r.length is None
-        assert r.read(10) == b"0123456789"
-        assert r.read() == b"0123456789" * 299
-    e = support.raises(http.TooLarge, c.stream, "GET", "/mega", cap=1000)
-    assert "1000" in str(e), e
-    r = c.stream("GET", "/megachunked", cap=5000)
-    e = support.raises(http.TooLarge, r.read)
-    assert "5000" in str(e), e
-    assert c.request("GET", "/hello").body == b"hello"
-    assert c.handshakes == 3
-
-
-def test_stream_deadline_covers_the_body():
+async def test_sink_deadline_covers_the_body():
     # the head comes at once, then 40 bytes one every 0.1 s: the 1 s deadline of the
-    # request runs out while the body is being read
-    c = plain()
-    r = c.stream("GET", "/trickle", deadline_s=1)
-    assert r.status == 200 and r.length == 40
-    buf = bytearray(40)
-    got = 0
-
-    def drain():
-        nonlocal got
-        while True:
-            n = r.readinto(memoryview(buf)[got:])
-            if not n:
-                return
-            got += n
-
-    support.raises(http.Timeout, drain)
-    assert 0 < got < 40, got
-    assert r.done and r.read() == b""
-    assert c.request("GET", "/hello").body == b"hello"
+    # request runs out while the body is being handed over
+    c = http.AsyncClient("http://127.0.0.1:%d" % env()["plain"])
+    sink = Hashing()
+    try:
+        await c.request("GET", "/trickle", deadline_s=1, sink=sink)
+        raise AssertionError("no Timeout")
+    except http.Timeout:
+        pass
+    assert 0 < sink.n < 40, sink.n
+    assert (await c.request("GET", "/hello")).body == b"hello"
     assert c.connects == 2
-    # idle_s: one silent wait is enough to fail, though the whole deadline is far
-    support.raises(http.Timeout, lambda: c.stream("GET", "/trickle", deadline_s=20, idle_s=0.03).read())
-    with c.stream("GET", "/trickle", deadline_s=20, idle_s=2) as r:
-        assert r.read() == b"x" * 40
-
-
-def test_stream_early_close_drops_the_connection():
-    c = plain()
-    with c.stream("GET", "/mega") as r:
-        assert len(r.read(100)) == 100
-    assert c.request("GET", "/hello").body == b"hello"  # not the rest of /mega
-    assert c.connects == 2
-    r = c.stream("GET", "/mega")
-    r.read(10)
-    assert c.request("GET", "/hello").body == b"hello"  # a new request drops the stream
-    assert c.connects == 3 and r.done and r.read(5) == b""
-    with c.stream("GET", "/hello") as r:
-        assert r.read() == b"hello"
-    with c.stream("HEAD", "/hello") as r:
-        assert r.length == 0 and r.read() == b""
-    assert c.request("GET", "/hello").body == b"hello"
-    assert c.connects == 3  # fully read streams keep the connection
-
-
-def test_stream_redirects():
-    c = plain()
-    r = c.stream("GET", "/redirect?to=/hello")
-    assert r.status == 302 and r.headers["location"] == "/hello"
-    r.close()
-    with c.stream("GET", "/redirect?to=hello", redirects=3) as r:  # relative to the path
-        assert r.status == 200 and r.read() == b"hello"
-    with c.stream("POST", "/redirect?to=/echo&code=303", body=b"x", redirects=1) as r:
-        got = json.loads(r.read())
-    assert got["method"] == "GET" and got["body"] == "", got  # 303: GET without the body
-    with c.stream("POST", "/redirect?to=/echo&code=307", body=b"x", redirects=1) as r:
-        got = json.loads(r.read())
-    assert got["method"] == "POST" and got["body"] == "x", got
-    e = support.raises(http.ProtocolError, c.stream, "GET", "/loop", redirects=2)
-    assert "redirects" in str(e), e
-    assert c.request("GET", "/hello").body == b"hello"
-    # to another origin (plain -> https): open_url closes what it opened
-    target = "https://localhost:%d/chunked" % env()["tls"]
-    with httpstream.open_url("http://127.0.0.1:%d/redirect?to=%s" % (env()["plain"], target), ca=ca()) as r:
-        assert r.status == 200 and r.read() == b"0123456789" * 300
-    assert stats()["tls"]["sni"] == ["localhost"]

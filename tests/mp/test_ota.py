@@ -59,6 +59,10 @@ def test_good_bundle_applied_and_confirmed():
     assert not fs.exists("/lib/mimi/oldonly.py")
     with Capture():
         safemode.boot_start(reboot=False)
+    assert safemode.trial
+    safemode.healthy()  # not before it passed its check
+    assert ota._state()["state"] == "trial"
+    safemode.checked = True
     safemode.healthy()
     assert ota._state()["state"] == "ok"
     for _ in range(3):  # later crash-boots no longer roll a confirmed version back
@@ -67,21 +71,109 @@ def test_good_bundle_applied_and_confirmed():
     assert_new()
 
 
-def test_download_keeps_the_watchdog_fed():
-    # ota_update() runs on the REPL, holding the loop: the download feeds the watchdog.
+def download_in_the_loop(url):
+    """ota_update(url) as the console runs it: inside the firmware's asyncio loop, with
+    a Ticker on the loop. -> ([(the Ticker's count when printed, line)] until the update
+    ended, the reset's exit code or None)."""
+    import asyncio
+    import builtins
+    import mimi.app
+    from support import Ticker
     from mimi.update import ota
-    from mimi.services import watchdog
 
-    pokes = []
-    real = watchdog.poke
-    watchdog.poke = lambda: pokes.append(1)
+    mimi.app.looping = True  # (what app.run() sets)
+    lines = []
+    real = builtins.print
+
+    async def main():
+        t = Ticker()
+        builtins.print = lambda *a, **kw: lines.append((t.count, " ".join(str(x) for x in a)))
+        ota.ota_update(url)
+        for _ in range(600):
+            if any(line.startswith(("Error", "OK")) for _, line in lines):
+                break
+            await asyncio.sleep_ms(100)
+        t.stop()
+
+    code = None
     try:
-        keyed()
-        ota.fetch(srv()["base"] + "/good.bundle")
-        ota.update_firmware(srv()["base"] + "/fw.bin", srv()["fw_sha256"], reboot=False)
+        asyncio.run(main())
+    except SystemExit as e:  # board.reset() in the update's task ends the loop
+        code = e.args[0]
     finally:
-        watchdog.poke = real
-    assert len(pokes) >= len(srv()["files"]) + 3  # every file, every firmware block
+        builtins.print = real
+        asyncio.new_event_loop()  # (tasks the reset left)
+    return lines, code
+
+
+def error_of(result):
+    lines, code = result
+    err = [(n, line) for n, line in lines if line.startswith("Error")]
+    assert err and code is None, result
+    return err[0]
+
+
+def test_a_stalled_download_holds_nothing_and_ends_as_stalled():
+    # Issue 25, item 6: a server stalling mid-download held the whole firmware (the
+    # gateway, Telegram, Feishu, cron) for OTA_IDLE_S, then said "no answer within 900 s".
+    from mimi import limits
+
+    keyed()
+    limits.OTA_IDLE_S = 2  # module constants, shortened for the test
+    n, err = error_of(download_in_the_loop(srv()["base"] + "/stall/good.bundle"))
+    assert "stalled" in err and "nothing received for 2 s" in err, err
+    assert n >= 10, (n, err)  # the loop ran on while the server stalled (before: 0 ticks)
+    assert_old()
+    import sys
+
+    left = [m for m in sys.modules if m.startswith("mimi.update")]
+    assert left == [], left  # the background update let its code go
+
+
+def test_a_trickling_download_ends_early_as_too_slow():
+    # A byte every 20 s stayed under the idle limit and held everything up to the 900 s
+    # deadline. Too few bytes over a window end it early, and so does a pace that
+    # cannot finish within the deadline.
+    from mimi import limits
+
+    keyed()
+    limits.OTA_RATE_WINDOW_S = 2
+    limits.OTA_DEADLINE_S = 8
+    n, err = error_of(download_in_the_loop(srv()["base"] + "/trickle/good.bundle?every=0.5"))
+    assert "too slow" in err and "in the last 2 s" in err, err
+    assert n >= 10, (n, err)
+    limits.OTA_RATE_MIN = 1
+    limits.OTA_DEADLINE_S = 20  # the bundle is ~1 KB: at ~20 bytes/s it needs ~50 s
+    n, err = error_of(download_in_the_loop(srv()["base"] + "/trickle/good.bundle?every=0.05"))
+    assert "too slow" in err and "past the 20 s allowed" in err, err
+    assert_old()
+
+
+def test_one_update_at_a_time_and_status_shows_it():
+    import mimi
+    from mimi.update import boot, download, staging
+
+    pace = download.Pace("http://example.com/x.bundle")
+    pace.add(1234)
+    with download.busy(pace):
+        with Capture() as c:
+            boot.ota_status()
+            from mimi.update import ota
+
+            ota.ota_update(srv()["base"] + "/good.bundle")
+        assert "downloading http://example.com/x.bundle: 1234 of ? bytes so far" in c.text, c.text
+        assert "an update is downloading already" in c.text, c.text
+        e = raises(Exception, staging.begin_deploy)
+        assert "downloading" in str(e), e
+    assert mimi.downloading is None
+    assert_old()
+
+
+def test_a_download_in_the_loop_installs_and_restarts():
+    keyed()
+    lines, code = download_in_the_loop(srv()["base"] + "/chunked/good.bundle")
+    assert code == 75 and any(line.startswith("OK: version 9.9.9 installed") for _, line in lines), lines
+    assert_new()
 
 
 def test_redirect_and_chunked_download():
@@ -92,6 +184,15 @@ def test_redirect_and_chunked_download():
     assert len(m["files"]) == 4
     m = ota.fetch(srv()["base"] + "/chunked/good.bundle")
     assert read("/ota/new/lib/mimi/fakeapp.py") == srv()["files"]["/lib/mimi/fakeapp.py"]
+
+
+def test_redirect_locations():
+    from mimi.update import download as dl
+
+    assert dl._resolve("/b.bundle", "http://h:1", "/x/a?q=1") == "http://h:1/b.bundle"
+    assert dl._resolve("b.bundle", "http://h:1", "/x/a?q=1") == "http://h:1/x/b.bundle"
+    assert dl._resolve("https://cdn:2/b", "http://h:1", "/a") == "https://cdn:2/b"
+    assert dl._resolve("//cdn/b", "https://h", "/a") == "https://cdn/b"
 
 
 def test_bad_bundles_refused_old_version_intact():
@@ -168,11 +269,17 @@ def test_interrupted_swap_finished_at_boot():
 def test_manual_rollback():
     from mimi.update import ota
 
+    from mimi import safemode
+    from mimi.update import boot
+
     keyed()
     ota.install(ota.fetch(srv()["base"] + "/good.bundle"))
-    ota.mark_healthy()
     with Capture():
-        raises(SystemExit, ota.ota_rollback)
+        assert ota.boot_check(reboot=False) == "trial"
+    safemode.confirm()
+    assert ota._state()["state"] == "ok"
+    with Capture():
+        raises(SystemExit, boot.ota_rollback)
     assert_old()
     e = raises(ota.OTAError, ota.rollback)
     assert "no previous version" in str(e)
@@ -194,7 +301,9 @@ def test_firmware_to_next_slot():
 
     assert binascii.hexlify(hashlib.sha256(bytes(slot[:n])).digest()).decode() == srv()["fw_sha256"]
     assert not P.valid
-    ota.mark_healthy()
+    from mimi import safemode
+
+    safemode.healthy()  # a boot that is not an app update's trial: the slot kept
     assert P.valid
 
 
@@ -227,7 +336,8 @@ def test_https_download_verifies_the_certificate():
     assert "cannot connect" in str(e) or "download failed" in str(e), e
     assert_old()
     write(limits.CA_BUNDLE, srv()["other_ca"] + srv()["ca"])  # a bundle of several roots
-    m = ota.fetch(srv()["https_base"] + "/good.bundle")
+    # from another origin: a release page redirecting to its download host
+    m = ota.fetch(srv()["base"] + "/redirect/x?to=" + srv()["https_base"] + "/good.bundle")
     ota.install(m)
     assert_new()
 

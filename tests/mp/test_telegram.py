@@ -796,6 +796,60 @@ async def test_streamed_answer_edits_one_message_then_the_final_replaces_it():
     task.cancel()
 
 
+def _shown(st):
+    """The bot's messages left in the chat, as a person sees them."""
+    return [m["visible"] for m in st["sent"] if m["chat_id"] == ALLOWED and not m.get("deleted")]
+
+
+async def _streamed_turn(b, *partials):
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
+    for text in partials:
+        await asyncio.sleep_ms(limits.TG_STREAM_EDIT_S * 1000 + 50)  # the edit slot comes again
+        await b.send(bus.Msg("telegram", ALLOWED, text, kind=bus.PARTIAL))
+
+
+async def test_429_on_the_final_edit_waits_its_retry_after_and_leaves_one_message():
+    # Issue 25, item 14: an edit of the streamed answer answered 429 retry_after=N; the
+    # final formatted edit was sent anyway before N s (Telegram refuses it: the fake
+    # notes it as a violation), and when deleteMessage was refused too the raw partial
+    # stayed above the answer. Every call for the chat waits out the retry_after, and
+    # the chat ends with exactly one message, the answer.
+    b, task = await started()
+    await _streamed_turn(b, "The answer")
+    await fail(method="editMessageText", status=429, retry_after=3)
+    await _streamed_turn(b, "The answer is")  # (this edit refused: wait 3 s)
+    await b.send(bus.Msg("telegram", ALLOWED, "The answer is **42**."))
+    st = await state()
+    assert st["violations"] == [], st["violations"]
+    assert _shown(st) == ["The answer is 42."], st["sent"]
+    assert [m["parse_mode"] for m in st["sent"]] == ["HTML"]
+    assert ALLOWED not in b.typing
+    task.cancel()
+
+
+async def test_429_on_deleting_the_progress_message_waits_and_deletes_it():
+    b, task = await started()
+    await _streamed_turn(b, "raw partial")
+    await fail(method="editMessageText", status=400, description="Bad Request: message can't be edited")
+    await fail(method="deleteMessage", status=429, retry_after=2)
+    await b.send(bus.Msg("telegram", ALLOWED, "the **answer**"))
+    st = await state()
+    assert st["violations"] == [], st["violations"]
+    assert _shown(st) == ["the answer"], st["sent"]
+    # typing and progress on a chat Telegram holds off are left out, not sent early
+    await _streamed_turn(b, "one")
+    await fail(method="sendChatAction", status=429, retry_after=2)
+    await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
+    await b.send(bus.Msg("telegram", ALLOWED, "one two", kind=bus.PARTIAL))
+    await b.send(bus.Msg("telegram", ALLOWED, "one two three"))
+    st = await state()
+    assert st["violations"] == [], st["violations"]
+    assert _shown(st)[-1] == "one two three" and len(_shown(st)) == 2, st["sent"]
+    task.cancel()
+
+
 def test_an_idle_poll_loads_no_decoder():
     # The empty answer of a long poll that saw nothing is taken by the resident Updates;
     # any other answer goes, from its first byte, through channels/tgupdates.py

@@ -70,6 +70,21 @@ def test_fs_decode_is_strict():
     assert fs.read_text("/spiffs/lax.md") == "note \ufffd end"
 
 
+def test_text_read_in_pieces_is_the_whole_text():
+    # fs.read_sized_text decodes a piece at a time (one block as big as the text, not
+    # two): characters split between pieces, a cap inside one, stray bytes, every piece size
+    text = ("a\u00e9" + EMOJI + "\u4e2d" + "z" * 3) * 5
+    raw = text.encode() + b" \xed\xa0\xbc tail"
+    fs.write_atomic("/spiffs/pieces.md", raw)
+    whole = fs.decode(raw)
+    for piece in (1, 2, 3, 5, 7, 64):
+        assert fs.read_sized_text("/spiffs/pieces.md", None, piece) == (whole, len(raw)), piece
+        for cap in (1, 4, 13, 14, len(raw) - 1):
+            want = fs.decode(fs.utf8_cut(raw, cap))
+            assert fs.read_sized_text("/spiffs/pieces.md", cap, piece)[0] == want, (piece, cap)
+    assert fs.read_text("/spiffs/pieces.md", 14) == fs.decode(fs.utf8_cut(raw, 14))
+
+
 def test_text_for_the_flash_is_checked():
     e = raises(ValueError, fs.write_atomic, "/spiffs/x.md", "bad " + LONE)
     assert "not valid UTF-8" in str(e)

@@ -242,3 +242,30 @@ def test_partials_for_a_person_only_and_never_kept():
     worker.run_message(bus.Msg("websocket", "w9", "x"))
     assert s.seen is not None and s.stream is None
     drain()
+
+
+def test_a_turns_garbage_does_not_make_the_heap_short():
+    """Garbage counts as used until a collection: a turn that leaves much of it in a heap
+    with room must not end as "short" (that dropped the LLM's connection at random, a TLS
+    handshake more every few turns of the whole firmware's long run, bench/longrun.py)."""
+    import gc
+    import mimi
+    from mimi import limits
+
+    class Litter(Stub):
+        def chat(self, system, messages, tools):
+            gc.disable()  # no collection until the turn's end asks
+            try:
+                while gc.mem_free() > limits.HEAP_SHORT // 2:
+                    bytearray(1024)  # garbage at once
+            finally:
+                gc.enable()
+            self.left = gc.mem_free()
+            return Stub.chat(self, system, messages, tools)
+
+    s = use(Litter("tidy answer"))
+    gc.collect()
+    assert gc.mem_free() > 2 * limits.HEAP_SHORT  # the heap has room ...
+    assert worker.run_message(bus.Msg("websocket", "w10", "hi")) == "tidy answer"
+    assert s.left < limits.HEAP_SHORT  # ... but the turn's garbage made it look short
+    assert not mimi.short()  # the end of the turn saw the room: it keeps the provider

@@ -84,3 +84,43 @@ async def test_client_refuses_oversized_and_broken_frames():
         assert s.closed
         if code != 1006:
             assert (await _written(s))[-1][1] == wp.CLOSE
+
+
+async def test_a_frame_over_the_limit_can_be_taken_in_pieces():
+    # Issue 25, item 10: Feishu's long events. Asked to, the client hands a frame over
+    # its limit to the caller in bounded pieces and stays connected; the next frame and
+    # a ping after it are read as usual; an error of the taker comes once the frame is
+    # read to its end (still in step). Unmasked (a server's) and masked alike.
+    from mimi import limits
+    from mimi.net.wsclient import Conn
+
+    big = bytes(range(256)) * 40  # 10,240 bytes
+    for key in (None, b"\x01\x02\x03\x04"):
+        s = Stream(wp.frame(wp.BINARY, big, mask_key=key) + wp.frame(wp.PING, b"p")
+                   + wp.frame(wp.TEXT, b"next"))
+        c = Conn(s, b"", 100)
+        pieces = []
+        seen = []
+
+        def take(op, n):
+            seen.append((op, n))
+            return pieces.append
+
+        assert await c.recv(take) == (wp.BINARY, None)
+        assert seen == [(wp.BINARY, len(big))] and b"".join(pieces) == big
+        assert max(len(p) for p in pieces) <= limits.WS_BIG_PIECE
+        assert await c.recv(take) == (wp.TEXT, b"next") and not s.closed
+    s = Stream(wp.frame(wp.BINARY, big) + wp.frame(wp.TEXT, b"next"))
+    c = Conn(s, b"", 100)
+
+    def broken(op, n):
+        def sink(piece):
+            raise ValueError("not a frame I know")
+        return sink
+
+    try:
+        await c.recv(broken)
+        raise AssertionError("no ValueError")
+    except ValueError:
+        pass
+    assert await c.recv() == (wp.TEXT, b"next")

@@ -107,11 +107,29 @@ def _end(st, out, enc):
     return st[2]
 
 
-def _file_section(title, path, size, cap, out, enc):
-    """Like _section for a file's text (valid UTF-8; `size` bytes, <= 0: none),
-    read in pieces: never the whole file at once. Over `cap` bytes it is cut, with a
-    note saying so."""
+def _opened(path):
+    """(the file open for reading, its size), or (None, 0) when it is missing: one
+    look-up of the path (os.stat() makes two, and each walks folders' metadata on the
+    flash), its size and its text from the same open file."""
+    try:
+        f = open(path, "rb")
+    except OSError:
+        return None, 0
+    return f, f.seek(0, 2)
+
+
+def _closed(*opened):
+    for f, _ in opened:
+        if f is not None:
+            f.close()
+
+
+def _file_section(title, path, opened, cap, out, enc):
+    """Like _section for a file's text (valid UTF-8; `opened` = _opened(path)), read
+    in pieces: never the whole file at once. Over `cap` bytes it is cut, with a note
+    saying so."""
     st = ["## %s\n\n" % title, "", 0]
+    f, size = opened
     if size > 0:
         note = ""
         limit = cap
@@ -121,7 +139,8 @@ def _file_section(title, path, size, cap, out, enc):
             limit = cap - _n(note)
         if limit > 0:
             try:
-                _read(path, limit, st, out, enc)
+                f.seek(0)
+                _read(f, limit, st, out, enc)
             except OSError:
                 pass
             if note:
@@ -129,9 +148,9 @@ def _file_section(title, path, size, cap, out, enc):
     return _end(st, out, enc)
 
 
-def _read(path, limit, st, out, enc):
+def _read(f, limit, st, out, enc):
     carry = b""
-    with fs.lock, open(path, "rb") as f:
+    with fs.lock:
         while limit > 0:
             raw = f.read(limits.PROMPT_CHUNK)
             end = not raw
@@ -198,8 +217,12 @@ def _build(channel, chat_id, enc, group=False):
     used = _n(fixed) + _n(turn)
     fixed, turn = enc(fixed), enc(turn)
     tail = []
-    used += _file_section("Long-term Memory", store.MEMORY_PATH, fs.size(store.MEMORY_PATH),
-                          limits.MEMORY_MAX, tail, enc)
+    mem = _opened(store.MEMORY_PATH)
+    try:
+        used += _file_section("Long-term Memory", store.MEMORY_PATH, mem, limits.MEMORY_MAX,
+                              tail, enc)
+    finally:
+        _closed(mem)
     used += _section("Recent Notes", store.recent_notes(limits.NOTES_MAX), tail, enc)
     used += _section("Available Skills", skills.summary(limits.SKILLS_MAX), tail, enc)
     used += _section("Devices", _devices(), tail, enc)
@@ -209,15 +232,20 @@ def _build(channel, chat_id, enc, group=False):
     # goes to the other.
     half = room // 2
     soul_cap = user_cap = max(0, half - head)
-    soul_size = max(0, fs.size(SOUL_PATH))  # (looked up once: each look-up reads the flash)
-    user_size = max(0, fs.size(USER_PATH))
-    if soul_size < soul_cap:
-        soul_cap, user_cap = soul_size, user_cap + soul_cap - soul_size
-    elif user_size < user_cap:
-        soul_cap, user_cap = soul_cap + user_cap - user_size, user_size
+    soul = user = (None, 0)
     sections = []
-    _file_section("Personality", SOUL_PATH, soul_size, soul_cap, sections, enc)
-    _file_section("User Info", USER_PATH, user_size, user_cap, sections, enc)
+    try:
+        soul = _opened(SOUL_PATH)  # (looked up once: each look-up reads the flash)
+        user = _opened(USER_PATH)
+        soul_size, user_size = soul[1], user[1]
+        if soul_size < soul_cap:
+            soul_cap, user_cap = soul_size, user_cap + soul_cap - soul_size
+        elif user_size < user_cap:
+            soul_cap, user_cap = soul_cap + user_cap - user_size, user_size
+        _file_section("Personality", SOUL_PATH, soul, soul_cap, sections, enc)
+        _file_section("User Info", USER_PATH, user, user_cap, sections, enc)
+    finally:
+        _closed(soul, user)
     return fixed, sections + tail, turn
 
 

@@ -18,6 +18,10 @@ failures = 0
 
 _started = False
 _stop = False
+# update/check.py asks (check = ASKED) for the agent's part of an update's check; the
+# thread answers (why not or None, whether the heap ran out): agent/selftest.py
+ASKED = "asked"
+check = None
 TOO_BIG = ("Sorry, this turn did not fit in the board's free memory (prompt, history and "
            "tools). Try again, or send /reset to start the chat afresh.")
 
@@ -28,13 +32,9 @@ def _alive():
 
 
 def _system_prompt(channel, chat_id, encoded, group):
-    import gc
     from mimi.agent import context
 
-    tight = short(True)
-    if tight:  # (garbage counts as used until collected)
-        gc.collect()
-        tight = short(True)
+    tight = short(True)  # (collected first when it looks short)
     try:
         if encoded:  # each section JSON-escaped once for the whole turn: in RAM, or on
             # the flash when the heap is short (each call reads it from there)
@@ -80,7 +80,7 @@ def _refused(msg):
         return None
     log.warning("agent", "%s: turn refused: %s", msg.session, why)
     meta = msg.meta if isinstance(msg.meta, dict) else {}
-    if not channels.get(msg.channel).label or "cron" in meta or "heartbeat" in meta:
+    if not channels.get(msg.channel).label or "cron" in meta or "heartbeat" in meta or "rule" in meta:
         return ""
     return "Sorry, %s." % why
 
@@ -256,10 +256,16 @@ def handle(msg):
 
 
 def _loop():
-    global _started
+    global _started, check
     log.info("agent", "agent thread running")
     try:
         while not _stop:
+            if check is ASKED:
+                try:
+                    check = (mimi.run("agent.selftest", "run"), False)
+                except Exception as e:  # whatever it is, the version cannot do its job
+                    check = ("%s: %s" % (type(e).__name__, e), isinstance(e, MemoryError))
+                _alive()
             msg = bus.inbound.get_blocking(1000)
             _alive()
             ledger = sys.modules.get("mimi.usage.ledger")  # loaded by the first turn

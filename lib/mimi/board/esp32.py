@@ -65,6 +65,9 @@ def set_unix(t):
 
 
 def reset():
+    import mimi
+
+    mimi.close()
     machine.reset()
 
 

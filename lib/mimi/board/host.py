@@ -158,7 +158,9 @@ def set_unix(t):
 
 def reset():
     import sys
+    import mimi
 
+    mimi.close()
     sys.exit(limits.SIM_RESET_EXIT)
 
 

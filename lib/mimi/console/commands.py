@@ -287,6 +287,11 @@ USAGE = (
     ("device_remove(name)", "remove one (an actuator is left off)"),
     ("device_read(name)", "read one now"),
     ("device_set(name, value)", "drive one: 'on', 40, 90, 'red 30%', '440 300'"),
+    ("device_history(name, hours=24)", "min, max, mean of a device that logs (device_add(..., log_min=5))"),
+    ("rules()", "the rules the board runs by itself (README: Rules)"),
+    ("rule_add(name, device, when, then, **kw)", "e.g. rule_add('fan', 'temp', 'above', 'set', value=28, "
+     "hysteresis=1, target='fan', to='on', otherwise='off')"),
+    ("rule_remove(id)", "remove one (rules() shows the ids)"),
     ("restart()", "reboot the board (also leaves safe mode)"),
     ("ota_update(url)", "install an app update bundle (rolls back if it fails to boot)"),
     ("ota_status()", "version and update state"),
@@ -322,6 +327,23 @@ def device_read(name):
 
 def device_set(name, value):
     _device_tool("device_set", {"name": name, "value": value})
+
+
+def device_history(name, hours=24):
+    _device_tool("device_history", {"name": name, "hours": hours})
+
+
+def rules():
+    _device_tool("rule_list", {})
+
+
+def rule_add(name, device, when, then, **more):
+    more.update(name=name, device=device, when=when, then=then)
+    _device_tool("rule_add", more)
+
+
+def rule_remove(id):
+    _device_tool("rule_remove", {"id": id})
 
 
 def cron_list():

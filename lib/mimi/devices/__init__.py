@@ -36,6 +36,51 @@ def saved(exists):
     """The table wrote (True) or removed (False) the device file."""
     global _file
     _file = exists
+    changed()
+
+
+_later = None  # set: the first device was added (the rules' loop starts then)
+
+
+def changed():
+    """The devices or the rules changed (any thread): the loop of the rules and the
+    history (services/rules/engine.py) takes them again, or starts."""
+    import sys
+
+    e = sys.modules.get("mimi.services.rules.engine")
+    if e:
+        e.changed()
+    elif _later:
+        _later.set()
+
+
+def _body():
+    """Is there work for the rules' loop: a rule file, or a device that logs?"""
+    from mimi import fs
+
+    if fs.exists(limits.RULES_PATH):
+        return True
+    if not attached():
+        return False
+    from mimi.devices import state  # (loaded with the table at boot: app.devices_off)
+
+    return bool(state.logging())
+
+
+async def body():
+    """The loop task of the rules and the history (startup.tasks()): the rules' loop
+    (services/rules/engine.py) once there is a rule or a device that logs; until then
+    it only waits for one (a change wakes it), and holds nothing else."""
+    global _later
+    import asyncio
+
+    while not _body():
+        _later = asyncio.ThreadSafeFlag()
+        await _later.wait()
+    _later = None
+    from mimi.services.rules import engine
+
+    await engine.run()
 
 
 def use():

@@ -20,6 +20,7 @@ made = None  # the (board, gpio_allow) settings it was made with
 i2c_ids = {}  # (sda, scl) -> the I2C controller (0 or 1) those pins have
 locks = {}  # a device's or a bus's name -> its lock (one measurement, one transfer at a time)
 presses = {}  # button name -> [presses since the last reading, ticks of the last edge]
+pressed = None  # fn(name) told of each press as it happens (the rules' `pressed`), or None
 _DEBOUNCE_MS = 50
 _KEEP = ("mimi.devices.state", "mimi.devices.sim")  # never dropped (the simulator's parts)
 
@@ -34,15 +35,18 @@ def lock_of(key):
     return lk
 
 
-def counter(name):
-    """A button's pin interrupt handler: presses counted, an edge within 50 ms of the
-    last one taken for a bounce."""
+def counter(name, active):
+    """A button's pin interrupt handler, on both edges: a press is an edge after 50 ms
+    without one, the pin then at its pressed level `active`; an edge within 50 ms of the
+    last one is a bounce. (Falling edges alone counted a release's bounces as a press.)"""
     c = presses.setdefault(name, [0, 0])
 
     def edge(pin):
         now = time.ticks_ms()
-        if time.ticks_diff(now, c[1]) >= _DEBOUNCE_MS:
+        if time.ticks_diff(now, c[1]) >= _DEBOUNCE_MS and pin.value() == active:
             c[0] += 1
+            if pressed:
+                pressed(name)
         c[1] = now
 
     return edge
@@ -87,6 +91,11 @@ def drop():
         import gc
 
         gc.collect()  # the code's room whole again before the turn goes on
+
+
+def logging():
+    """[(name, log_min)] of the devices whose readings the history keeps."""
+    return [(r[0], r[2]["log_min"]) for r in rows or () if not r[10] and r[2].get("log_min")]
 
 
 def fresh():

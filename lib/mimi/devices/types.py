@@ -44,6 +44,8 @@ TYPES = (
     ("buzzer", "pwm", "out", "pin:p active=0:b"),
 )
 CHIP = "chip_temp"  # the MCU's own temperature: always there, never added
+LOG = "log_min"  # any type with a number to keep takes it: its readings logged (services/history/)
+_NO_LOG = ("button", "rgb_led", "buzzer")  # presses, colours, tones: nothing to chart
 _RULE_WORDS = {"p": "a GPIO number", "a": "an ADC1 GPIO (1-10)", "d": "a GPIO number",
                "k": "a GPIO number", "w": "a GPIO number", "b": "true or false",
                "i": "a whole number", "f": "a number"}
@@ -112,9 +114,11 @@ def make(name, typ, given, others, allow=None):
         raise Refused("parameters must be an object")
     rules = [_rule(tok) for tok in params.split()]
     known = [r[0] for r in rules]
+    logs = typ not in _NO_LOG
     for k in given:
-        if k not in known:
-            raise Refused("%s takes %s; not '%s'" % (typ, ", ".join(known) or "no parameters", str(k)[:24]))
+        if k not in known and not (k == LOG and logs):
+            raise Refused("%s takes %s; not '%s'" % (typ, ", ".join(known + [LOG] * logs) or "no parameters",
+                                                     str(k)[:24]))
     if allow is None:
         allow = allowed()
     out = {}
@@ -125,8 +129,13 @@ def make(name, typ, given, others, allow=None):
                 raise Refused("%s needs '%s' (%s)" % (typ, key, _RULE_WORDS.get(rule, "a value")))
             v = default
         out[key] = _value(typ, key, v, rule, args, allow)
+    m = given.get(LOG)
+    if m is not None:  # minutes between the readings the history keeps (SPEC §14); 0: none
+        m = _value(typ, LOG, m, "i", "0:%d" % limits.LOG_MIN_MAX, allow)
+        if m:
+            out[LOG] = m
     dev = Device(name, typ, out, mod, kind)
-    dev.keys = tuple(known)
+    dev.keys = tuple(known) + ((LOG,) if LOG in out else ())
     _place(dev, rules, others)
     return dev
 

@@ -1,4 +1,4 @@
-# The network parts shared by the HTTP client (net/http.py, net/httpstream.py),
+# The network parts shared by the HTTP client (net/http.py and its transports),
 # the servers (net/httpserver.py: gateway and portal) and the channels, plus the
 # small helpers several modules need once each: socket options, URL splitting,
 # secret comparison, HTML escaping and random ids. Only built-in modules are

@@ -7,14 +7,14 @@
 # headers=None, body=None, deadline_s=None, sink=None) -> Response(.status .reason
 # .headers .body .text .json()) (sink: the body handed to it as it arrives); AsyncClient: the same with `await` (net/asynchttp.py); its
 # detach() hands a connection that switched protocols (101) to its new owner
-# (net/wsclient.py). .body is the one copy of the body (bytearray; bytes for a chunked one). Client.stream(method, path, ...,
-# cap=None, redirects=0) and httpstream.open_url(url, ...): the body read piece by
-# piece (httpstream.py). ca: None (the process's shared roots, net/tls.py), a file
+# (net/wsclient.py). .body is the one copy of the body (bytearray; bytes for a chunked one);
+# with a sink it is handed over piece by piece instead, never kept (Telegram's updates,
+# a streamed LLM answer, OTA downloads: update/download.py). ca: None (the process's shared roots, net/tls.py), a file
 # path, or PEM/DER bytes. proxy: ("http"|"socks5", host, port). body: bytes, str, a
 # dict/list sent as JSON, or a tuple of parts written one after the other without
 # ever being joined (str/bytes/memoryview, nested tuples, and lists whose items are
-# written comma-separated: the LLM request, net/httpbody.py) and Regions of files read as
-# they are sent. Errors: HTTPError > Timeout,
+# written comma-separated: the LLM request, net/httpbody.py), Regions of files read as
+# they are sent and Pieces made as they are sent (a chart's PNG). Errors: HTTPError > Timeout,
 # TooLarge, TLSFailure, ConnectFailure (the request never reached the server: safe
 # to resend), ProtocolError.
 # Counters: connects (TCP connections), handshakes (TLS handshakes started).
@@ -148,7 +148,7 @@ class _Buf:
     def body(self, most):
         """At most `most` bytes of the response body (framing set by _response) as a
         view of the buffer, valid until the next call; empty at the end. The one body
-        decoder: request() reads bodies whole with it, streams piece by piece."""
+        decoder: request() reads bodies whole with it, or hands them to a sink."""
         if self.chunked and self.left == 0 and not self.done:
             if self.seen and (yield from self.line("chunked body")):
                 raise ProtocolError("chunk not followed by CRLF")
@@ -450,6 +450,8 @@ class _Base:
             if self._buf.sent:  # ConnectFailure promises the server never saw the request
                 return ProtocolError("connection to %s lost after the request was sent: %s"
                                      % (where, e))
+            if self.proxy:  # the connection is the proxy's
+                where = "the proxy %s:%d" % self._hop()
             return ConnectFailure("connection to %s failed: %s" % (where, e))
         return e
 
@@ -491,8 +493,8 @@ def __getattr__(name):
         from mimi.net.asynchttp import AsyncClient
 
         return AsyncClient
-    if name == "Region":  # (net/httpbody.py: tuple bodies, the LLM request's)
-        from mimi.net.httpbody import Region
+    if name in ("Region", "Pieces"):  # (net/httpbody.py: tuple bodies, the LLM request's)
+        from mimi.net import httpbody
 
-        return Region
+        return getattr(httpbody, name)
     raise AttributeError(name)

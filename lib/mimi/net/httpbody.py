@@ -1,5 +1,6 @@
 # Tuple bodies of the HTTP client (net/http.py): parts written one after the other,
-# never joined (the LLM request), and Regions of files read as they are sent. Loaded
+# never joined (the LLM request), Regions of files read as they are sent, and Pieces
+# made as they are sent (a chart's PNG: telegram/photo.py). Loaded
 # by the first request with such a body: Telegram's and Feishu's bytes bodies never
 # need it.
 from mimi.net.http import _W
@@ -15,6 +16,28 @@ class Region:
         self.path = path
         self.start = start
         self.n = n
+
+
+class Pieces:
+    """A body part made as it is sent: fn() yields its bytes in pieces (each used before
+    the next is asked for), n bytes in all. fn is called again if the request is."""
+
+    def __init__(self, n, fn):
+        self.n = n
+        self.fn = fn
+
+
+def _atoms(pieces):
+    for p in pieces:
+        if isinstance(p, Pieces):
+            k = 0
+            for q in p.fn():
+                k += len(q)
+                yield q
+            if k != p.n:
+                raise ValueError("a body part made %d bytes, not the %d announced" % (k, p.n))
+        else:
+            yield p
 
 
 def flat(parts, out=None):
@@ -45,7 +68,7 @@ def flat(parts, out=None):
 def length(pieces):
     n = 0
     for p in pieces:
-        if isinstance(p, Region):
+        if isinstance(p, (Region, Pieces)):
             n += p.n
         else:
             n += len(memoryview(p)) if isinstance(p, str) else len(p)
@@ -60,7 +83,7 @@ def send_parts(buf, pieces):
     n = 0
     f = name = None  # the file of the last Region, open until the body is sent
     try:
-        for p in pieces:
+        for p in _atoms(pieces):
             if isinstance(p, Region):
                 if p.path != name:
                     if f:
@@ -94,3 +117,15 @@ def send_parts(buf, pieces):
     finally:
         if f:
             f.close()
+
+
+def form(fields, name, filename, ctype, part):
+    """A multipart/form-data body (RFC 7578): text fields [(name, value)], then one file
+    `name` (filename, its Content-Type, part: bytes or Pieces) -> (Content-Type, tuple body)."""
+    from mimi.net import random_id
+
+    b = "mimi" + random_id(12)
+    head = "".join('--%s\r\nContent-Disposition: form-data; name="%s"\r\n\r\n%s\r\n' % (b, k, v) for k, v in fields)
+    head += '--%s\r\nContent-Disposition: form-data; name="%s"; filename="%s"\r\nContent-Type: %s\r\n\r\n' % (
+        b, name, filename, ctype)
+    return "multipart/form-data; boundary=" + b, (head, part, "\r\n--%s--\r\n" % b)

@@ -1,4 +1,4 @@
-# The blocking HTTP client (the agent thread's: LLM calls, web search, OTA), reached as
+# The blocking HTTP client (the agent thread's: LLM calls, web search), reached as
 # http.Client: net/http.py's protocol generators run on non-blocking sockets with
 # poll. Same API as http.AsyncClient without `await`.
 import errno
@@ -6,12 +6,10 @@ import select
 import socket
 import time
 from mimi import limits, net
-from mimi.net.http import _W, _Base, _exchange, _response, _sunk, ConnectFailure, Timeout
+from mimi.net.http import _W, _Base, _exchange, _sunk, ConnectFailure, Timeout
 
 
 class Client(_Base):
-    _busy = None  # the Stream whose body is still on the connection
-
     def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None):
         """sink: as AsyncClient.request's (a streamed LLM answer)."""
         deadline = self._begin(deadline_s)
@@ -20,17 +18,8 @@ class Client(_Base):
         return self._send(method, path, headers, body, deadline, _exchange,
                           limits.HTTP_RESPONSE_MAX)[0]
 
-    def stream(self, *args, **kw):
-        """httpstream.stream(self, method, path, headers=None, body=None, deadline_s=None,
-        cap=None, redirects=0, idle_s=None): the response with its body still to read."""
-        from mimi.net import httpstream  # not loaded by the LLM path
-
-        return httpstream.stream(self, *args, **kw)
-
     def _begin(self, deadline_s):
         self._start()
-        if self._busy is not None:
-            self._busy.close()  # an unfinished stream: its connection goes
         self._secs = self.timeout_s if deadline_s is None else deadline_s
         return time.ticks_add(time.ticks_ms(), int(self._secs * 1000))
 
@@ -47,7 +36,7 @@ class Client(_Base):
             except Exception as e:  # noqa: B902 - any failure leaves the socket unusable
                 if self._failed(e, attempt, reused):
                     continue
-            if proto is not _response and not res[1]:  # (_response: a stream, still reading)
+            if not res[1]:
                 self.close()
             return res
 

@@ -2,11 +2,13 @@
 # The connection (proxy, verified TLS with the shipped roots) is opened by
 # net/http.py's AsyncClient, which also sends the upgrade request and then hands
 # the connection over, so whatever governs HTTPS connections governs this one too; frames go through net/wsproto.py,
-# the gateway's codec. Client frames are masked; a message is capped at `limit`.
+# the gateway's codec. Client frames are masked; a message is capped at `limit`, but
+# one frame over it can be handed to the caller in pieces instead (recv(big=...)).
 import os
 import struct
 import asyncio
 import binascii
+from mimi import limits
 from mimi.net import wsproto as wp, split_url
 
 
@@ -57,12 +59,25 @@ class Conn:
                 self.abort()
                 raise Closed(1006, str(e))
 
-    async def recv(self):
+    async def recv(self, big=None):
         """The next data message -> (opcode, bytes). Pings are answered; Closed is
-        raised when the connection ends (a close frame from the server is answered)."""
+        raised when the connection ends (a close frame from the server is answered).
+        big(opcode, length): for a message in one frame over the limit (up to
+        limits.WS_BIG_MAX), a function its payload is handed to in pieces of at most
+        limits.WS_BIG_PIECE bytes instead of ending the connection; (opcode, None)
+        is returned then."""
         while True:
             try:
-                fin, op, payload = await wp.read_frame(self, self.limit, False)
+                fin, op, n, key = await wp.read_head(self, False)
+                if n > self.limit:
+                    if big is None or not fin or op not in (wp.TEXT, wp.BINARY) or \
+                            self.asm.op is not None or n > limits.WS_BIG_MAX:
+                        raise wp.ProtocolError(wp.TOO_BIG, "frame too big", n)
+                    await self._pour(n, key, big(op, n))
+                    return op, None
+                payload = await self.readexactly(n) if n else b""
+                if key:
+                    payload = wp.mask(payload, key)
             except wp.ProtocolError as e:
                 await self.close(e.code, e.reason)
                 raise Closed(e.code, e.reason)
@@ -86,6 +101,26 @@ class Conn:
                     raise Closed(e.code, e.reason)
                 if msg:
                     return msg
+
+    async def _pour(self, n, key, sink):
+        """n payload bytes to sink, a piece at a time (a masked frame unmasked: the key's
+        phase kept across pieces). An error of the sink is raised once the frame is read
+        to its end: the connection stays in step."""
+        done = 0
+        err = None
+        while done < n:
+            piece = await self.readexactly(min(n - done, limits.WS_BIG_PIECE))
+            if key:
+                k = done % 4
+                piece = wp.mask(piece, key[k:] + key[:k])
+            done += len(piece)
+            if err is None:
+                try:
+                    sink(piece)
+                except Exception as e:  # noqa: B902 - the caller's, raised below
+                    err = e
+        if err is not None:
+            raise err
 
     async def close(self, code=wp.NORMAL, reason=""):
         """Send a close frame (best effort) and drop the connection."""

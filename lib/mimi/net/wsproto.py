@@ -108,6 +108,18 @@ def close_code(payload):
 async def read_frame(r, limit, need_mask=True):
     """-> (fin, opcode, payload) from a stream with readexactly(). The declared length
     is checked against `limit` before any payload is read."""
+    fin, op, n, key = await read_head(r, need_mask)
+    if n > limit:
+        raise ProtocolError(TOO_BIG, "frame too big", n)
+    payload = await r.readexactly(n) if n else b""
+    if key:
+        payload = mask(payload, key)
+    return fin, op, payload
+
+
+async def read_head(r, need_mask=True):
+    """-> (fin, opcode, payload length, mask key or None) of the next frame, its payload
+    still to read; ProtocolError when the head breaks the protocol."""
     h = await r.readexactly(2)
     b0, b1 = h[0], h[1]
     fin = bool(b0 & 0x80)
@@ -127,12 +139,7 @@ async def read_frame(r, limit, need_mask=True):
         raise ProtocolError(PROTOCOL, "bad control frame", n)
     if need_mask and not masked:
         raise ProtocolError(PROTOCOL, "client frames must be masked", n)
-    if n > limit:
-        raise ProtocolError(TOO_BIG, "frame too big", n)
-    payload = await r.readexactly(n) if n else b""
-    if key:
-        payload = mask(payload, key)
-    return fin, op, payload
+    return fin, op, n, key
 
 
 class Assembler:

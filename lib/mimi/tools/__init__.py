@@ -8,7 +8,7 @@ _PATH = '"path":{"type":"string","description":"Absolute path starting with /spi
 _NONE = '{"type":"object","properties":{},"required":[]}'
 _PIN = '"pin":{"type":"integer","description":"GPIO pin number"}'
 _STR = '{"type":"string"}'
-_NAME = '{"type":"object","properties":{"name":' + _STR + '}}'
+_NAME = '{"type":"object","properties":{"name":{}}}'
 
 TOOLS = (
     ("web_search", "search",
@@ -54,23 +54,36 @@ TOOLS = (
     ("gpio_read_all", "gpio", "Read every allowed GPIO pin without changing outputs.", _NONE),
     # The device tools (SPEC §13), worded tight: every request carries them. Offered only
     # where they can do something (NEEDS); the handlers check what a schema leaves out.
-    ("device_list", "devices", "Devices and last readings.", '{"type":"object","properties":{}}'),
+    # i2c_scan's optional sda/scl are named in its words, not as properties: with none
+    # attached the three must stay within +600 bytes in the OpenAI shape too (each tool's
+    # wrapper there is 27 bytes longer than Anthropic's).
+    ("device_list", "devices", "Devices, last readings.", '{"type":"object"}'),
     ("device_add", "devices",
-     "Add a wired part. type: digital_in button analog_in ntc ldr soil ds18b20 dht11 dht22 sht3x "
-     "aht20 bme280 bh1750 hcsr04 digital_out relay pwm servo rgb_led buzzer; and pin, or sda scl addr",
-     '{"type":"object","properties":{"name":' + _STR + ',"type":' + _STR + '}}'),
-    ("i2c_scan", "i2c", "Addresses answering on I2C (SDA 8 SCL 9 if none given).",
-     '{"type":"object","properties":{"sda":{},"scl":{}}}'),
+     "type: digital_in button analog_in ntc ldr soil ds18b20 dht11 dht22 sht3x aht20 bme280 "
+     "bh1750 hcsr04 digital_out relay pwm servo rgb_led buzzer; pin or sda scl addr; log_min: "
+     "minutes per log",
+     '{"type":"object","properties":{"name":{},"type":{}}}'),
+    ("i2c_scan", "i2c", "I2C addresses that answer; sda scl default 8 9.", '{"type":"object"}'),
     ("device_read", "devices", "Read a device.", _NAME),
-    ("device_set", "devices", "Set a device: on/off, 0-100, angle, colour (red, #ff8000, blue 30%), "
-     "tone (440 300).", '{"type":"object","properties":{"name":' + _STR + ',"value":{}}}'),
+    ("device_set", "devices", "Set: on/off, 0-100, angle, colour (red, #ff8000, blue 30%), "
+     "tone (440 300).", '{"type":"object","properties":{"name":{},"value":{}}}'),
     ("device_remove", "devices", "Remove a device.", _NAME),
     ("i2c_io", "i2c", "Raw I2C to a part without a type: write hex, read n bytes, at register reg.",
      '{"type":"object","properties":{"addr":{"type":"integer"},"reg":{},"write":{},"read":{},'
      '"sda":{},"scl":{}}}'),
+    # The rules and the history (SPEC §14): offered with devices. rule_add's handler
+    # answers a wrong or missing field with what it takes (services/rules/book.py).
+    ("device_history", "history", "Logged min/max/mean, hours (24); chart:true sends a chart.",
+     '{"type":"object","properties":{"name":{},"hours":{},"chart":{}}}'),
+    ("rule_add", "rules", "Board rule: name device when:above|below value hysteresis,"
+     "changes,rises,falls,pressed then:set target to otherwise,notify text,ask prompt",
+     '{"type":"object"}'),
+    ("rule_list", "rules", "Rules and ids.", '{"type":"object","properties":{}}'),
+    ("rule_remove", "rules", "Remove a rule.", '{"type":"object","properties":{"id":{}}}'),
 )
 # Tools a request offers only when mimi.devices.offer() has their bit: 1 devices are
 # attached, 2 an I2C scan found parts this boot (PicoClaw #1184: hardware tools cost
 # tokens where there is nothing to use them on).
-NEEDS = {"device_read": 1, "device_set": 1, "device_remove": 1, "i2c_io": 2}
+NEEDS = {"device_read": 1, "device_set": 1, "device_remove": 1, "i2c_io": 2, "device_history": 1,
+         "rule_add": 1, "rule_list": 1, "rule_remove": 1}
 

@@ -5,7 +5,7 @@
 # Each holds the table only while it runs (`with devices.use() as t`): on a short heap the
 # device code goes after it, so its classes are t's (t.Fault), never imported here.
 import mimi
-from mimi import fs, devices
+from mimi import fs, limits, devices
 
 _RELAY_NOTE = ("; most opto relay modules switch on when their IN is LOW: if it clicked on "
                "just now, remove it and add it again with inverted=true")
@@ -66,11 +66,19 @@ def device_add(args, ctx):
 
 
 def device_remove(args, ctx):
+    name = args.get("name")
+    if isinstance(name, str) and fs.exists(limits.RULES_PATH):
+        ids = mimi.run("services.rules.book", "users", name)
+        if ids:
+            return "Error: rule %s uses %s: remove it first (rule_remove)" % (
+                ", ".join(str(i) for i in ids), name)
     with devices.use() as t:
         try:
-            dev = mimi.run("devices.edit", "remove", args.get("name"))
+            dev = mimi.run("devices.edit", "remove", name)
         except t.Fault as e:
             return "Error: %s" % e
         except OSError as e:
             return "Error: not saved (%s); nothing changed" % fs.why(e)
-        return "OK: removed %s%s" % (dev.label(), " (left off)" if dev.kind == "out" else "")
+    if fs.isdir(limits.HISTORY_DIR):  # its readings go with it
+        mimi.run("services.history.store services.history", "remove", dev.name)
+    return "OK: removed %s%s" % (dev.label(), " (left off)" if dev.kind == "out" else "")

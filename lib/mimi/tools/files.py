@@ -74,17 +74,41 @@ def _cost(size):
     return (size // limits.BLOCK_SIZE + 1) * limits.BLOCK_SIZE
 
 
+def recount():
+    """Count again at the next use (the devices that log changed)."""
+    global _used
+    _used = None
+
+
+def _history_room(hist):
+    """Flash the history of the devices that log may still grow into: each one's cap
+    (services/history/store.py: its long tier, and its short one when read more often
+    than every 5 minutes, a block a segment plus the one a new segment briefly adds)
+    minus what its files take already (hist: device -> bytes)."""
+    import sys
+
+    state = sys.modules.get("mimi.devices.state")  # (not loaded: no devices)
+    room = 0
+    for name, m in state.logging() if state else ():
+        segs = limits.HISTORY_SEGMENTS + 1 + (limits.HISTORY_FINE_SEGMENTS + 1 if m * 60 < limits.HISTORY_STEP_S else 0)
+        room += max(0, segs * limits.BLOCK_SIZE - hist.get(name, 0))
+    return room
+
+
 def usage():
-    """(bytes the file tools' files take, bytes they may take). Counted once (each boot),
-    then kept as a running total by the tools' writes; the cap is files_quota_kb, never
-    more than the flash free at the count minus FILES_RESERVE and room for an OTA copy
-    of the code."""
+    """(bytes the file tools' files take, bytes they may take). Counted once (each boot,
+    and when the devices that log change), then kept as a running total by the tools'
+    writes; the cap is files_quota_kb, never more than the flash free at the count minus
+    FILES_RESERVE, room for an OTA copy of the code and the room the history of the
+    devices that log may still grow into (not the whole history cap up front)."""
     global _used, _room
     from mimi.config.settings import cfg
 
     with fs.lock:
         if _used is None:
             used = code = dirs = 0
+            hist = {}
+            top = limits.HISTORY_DIR + "/"
             for p, d, n in fs.entries("/"):
                 c = DIR_COST if d else _cost(n)
                 dirs += d
@@ -92,7 +116,10 @@ def usage():
                     used += 0 if _reserved(p) else c
                 elif p[1:].split("/", 1)[0] in limits.OTA_TOPS:
                     code += c  # an update stages a copy of it
-            _room = used + fs.info(dirs)["free"] - limits.FILES_RESERVE - code
+                elif p.startswith(top) and not d:
+                    k = p[len(top):].partition(".")[0]
+                    hist[k] = hist.get(k, 0) + c
+            _room = used + fs.info(dirs)["free"] - limits.FILES_RESERVE - code - _history_room(hist)
             _used = used
     q = cfg.get("files_quota_kb") * 1024
     return _used, min(q, _room) if q else _room
@@ -102,14 +129,13 @@ def read_file(args, ctx):
     p, err = check_path(args.get("path"))
     if err:
         return err
-    size = fs.size(p)
-    if size < 0:
-        return "Error: file not found: %s" % p
-    try:
-        text = fs.read_text(p, READ_CAP)
-    except OSError as e:  # (a folder is asked about only now: each look-up reads the flash)
+    try:  # (one look-up of the path: each reads the flash)
+        text, size = fs.read_sized_text(p, READ_CAP)
+    except OSError as e:  # (a folder or a missing file is asked about only now)
         if fs.isdir(p):
             return "Error: %s is a directory (use list_dir)" % p
+        if not fs.exists(p):
+            return "Error: file not found: %s" % p
         return "Error: cannot read %s (%s)" % (p, e)
     if size > READ_CAP:
         text += "\n[cut: %s is %d bytes; showed the first %d]" % (p, size, len(text.encode()))
@@ -118,15 +144,16 @@ def read_file(args, ctx):
 
 def _write(p, data):
     global _used
-    if fs.isdir(p):
-        return "Error: %s is a directory" % p
-    if len(data) > limits.FILE_WRITE_MAX:
-        return "Error: content too large (%d bytes; max %d)" % (len(data), limits.FILE_WRITE_MAX)
     with fs.lock:  # quota check, write and running total as one change
+        size = fs.size(p)  # (-1: missing or a folder; each look-up reads the flash)
+        if size < 0 and fs.isdir(p):
+            return "Error: %s is a directory" % p
+        if len(data) > limits.FILE_WRITE_MAX:
+            return "Error: content too large (%d bytes; max %d)" % (len(data), limits.FILE_WRITE_MAX)
         used, cap = usage()
-        size = fs.size(p)
         need = _cost(len(data)) - (_cost(size) if size >= 0 else 0)
         par = fs.parent(p)
+        dirs = False  # a folder to make on the way
         while len(par) > len(limits.SPIFFS):
             if fs.isdir(par):  # (the usual case first: one look-up)
                 pass
@@ -134,6 +161,7 @@ def _write(p, data):
                 return "Error: %s is a file, not a directory" % par
             else:
                 need += DIR_COST
+                dirs = True
             par = fs.parent(par)
         if need > 0 and used + need > cap and cap == _room:
             _used = None  # files may have gone since the count: count again
@@ -142,7 +170,7 @@ def _write(p, data):
             why = "files_quota_kb" if cap < _room else "what the flash leaves beside the system's files"
             return QUOTA_ERR % (used >> 10, max(cap, 0) >> 10, why, need >> 10)
         try:
-            fs.write_atomic(p, data)
+            fs.write_atomic(p, data, dirs or fs.parent(p) == limits.SPIFFS)
         except OSError as e:
             _used = None  # the flash changed under the count: count again
             log.exception("files", "write " + p, e)
@@ -175,10 +203,10 @@ def edit_file(args, ctx):
 
 
 def _edit(p, old, new):
-    if fs.isdir(p):
-        return "Error: %s is a directory" % p
-    size = fs.size(p)
+    size = fs.size(p)  # (-1: missing or a folder; each look-up reads the flash)
     if size < 0:
+        if fs.isdir(p):
+            return "Error: %s is a directory" % p
         return "Error: file not found: %s" % p
     if size == 0:
         return "Error: old_string not found in %s" % p

@@ -1,17 +1,26 @@
-# Updates at boot: finish a swap or a rollback that a reset interrupted, count a
-# trial version's boots and roll it back when it keeps failing, confirm it once the
-# boot was healthy. The small part of the update machinery every boot needs
-# (mimi/safemode.py runs it and drops it again); downloads, installs and the REPL
-# commands are in update/ota.py, which imports these.
+# Updates at boot, and the way back: finish a swap or a rollback that a reset
+# interrupted, count a trial version's boots and roll it back when it keeps failing
+# (on a trial boot the state it will have once confirmed is written beside it:
+# safemode.confirm() renames it in once the version passed its check, update/check.py),
+# and ota_status() / ota_rollback(). The small part of the update machinery every boot
+# needs (mimi/safemode.py runs it and drops it again); downloads, installs and
+# make deploy are in update/ota.py, which imports these. The way back lives here, not
+# in ota.py: a version whose ota.py does not load can still be rolled back, and when
+# this module itself does not load, safemode.update() runs the previous version's copy.
 import os
 import json
 from mimi import limits, log, fs, board
 
 NEW = limits.OTA_DIR + "/new"
 PREV = limits.OTA_DIR + "/prev"
-STATE = limits.OTA_DIR + "/state.json"
+STATE = limits.OTA_STATE
+CONFIRM = limits.OTA_CONFIRM
 GONE = limits.OTA_DIR + "/gone"  # what a rollback takes out, until it is done
 _DIR = 0x4000
+
+
+class OTAError(Exception):
+    pass
 
 
 def rmtree(path):
@@ -41,6 +50,7 @@ def _save_state(st):
 
 
 def _finish_swap(st):
+    fs.remove(CONFIRM)  # another version's
     for t in st["tops"]:
         src = NEW + "/" + t
         if fs.exists(src):
@@ -58,6 +68,7 @@ def _finish_swap(st):
 def _finish_rollback(st):
     st["state"] = "rollback"
     _save_state(st)
+    fs.remove(CONFIRM)
     for t in st["tops"]:
         created = t in st.get("created", ())
         if not created and not fs.exists(PREV + "/" + t):
@@ -97,6 +108,9 @@ def boot_check(reboot=True):
         st["boots"] = st.get("boots", 0) + 1
         if st["boots"] <= limits.OTA_TRIAL_BOOTS:
             _save_state(st)
+            ok = dict(st)
+            ok["state"] = "ok"
+            fs.write_atomic(CONFIRM, json.dumps(ok))
             print("OTA: trying version %s (boot %d of %d before rollback)" % (
                 st.get("version"), st["boots"], limits.OTA_TRIAL_BOOTS))
             return "trial"
@@ -113,16 +127,39 @@ def boot_check(reboot=True):
     return done
 
 
-def mark_healthy():
-    """The app came up: a trial version is kept; the firmware slot too."""
+def rollback(reboot=True):
+    """Put the previous version back (one on trial, or confirmed)."""
     st = _state()
-    if st and st.get("state") == "trial":
-        st["state"] = "ok"
-        _save_state(st)
-        log.info("ota", "version %s confirmed", st.get("version"))
-    P = getattr(board, "Partition", None)
-    if P is not None:
-        try:
-            P.mark_app_valid_cancel_rollback()
-        except (OSError, AttributeError):
-            pass  # no rollback support in this firmware build
+    if not st or st.get("state") not in ("ok", "trial") or not fs.isdir(PREV):
+        raise OTAError("no previous version to go back to")
+    _finish_rollback(st)
+    if reboot:
+        board.reset()
+
+
+# --- REPL commands ----------------------------------------------------------
+def ota_status():
+    import mimi
+
+    st = _state() or {}
+    print("version %s; update state: %s" % (mimi.VERSION, st.get("state", "none")))
+    d = getattr(mimi, "downloading", None)  # (update/download.py)
+    if d is not None:
+        print("downloading %s: %s so far" % (d.url, d.text()))
+    if st.get("prev"):
+        print("previous version %s kept in %s" % (st["prev"], PREV))
+    try:
+        with open(limits.OTA_DIR + "/last.json") as f:
+            print("last rollback:", f.read())
+    except OSError:
+        pass
+
+
+def ota_rollback():
+    try:
+        rollback(reboot=False)
+    except OTAError as e:
+        print("Error:", e)
+        return
+    print("OK: previous version restored; restarting.")
+    board.reset()

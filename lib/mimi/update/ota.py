@@ -8,8 +8,9 @@
 # file (size and SHA-256, nothing extra) and install() swaps it in by renaming directories; the
 # old version waits in /ota/prev. A reset before the swap leaves the running
 # version untouched; one during the swap is finished at boot. The new version is
-# on trial: if it fails to come up healthy OTA_TRIAL_BOOTS times, the boot guard
-# puts the old one back.
+# on trial: it is confirmed once it showed it can do its job (update/check.py); if it
+# fails to OTA_TRIAL_BOOTS times, the boot guard puts the old one back (update/boot.py,
+# which also holds rollback() and the REPL's ota_status() and ota_rollback()).
 # Firmware updates (optional): the MicroPython app image written to the next OTA
 # slot through esp32.Partition, for boards flashed with firmware/'s table.
 #
@@ -23,15 +24,11 @@ from mimi import limits, log, fs, board
 from mimi.config import settings as config
 from mimi.services import watchdog
 from mimi.net import secrets_equal
-from mimi.update.boot import (NEW, PREV, STATE, rmtree, _state, _finish_swap, _finish_rollback,  # noqa: F401
-                          _save_state, boot_check, mark_healthy)
+from mimi.update.boot import (NEW, PREV, STATE, OTAError, rmtree, _state, _finish_swap,  # noqa: F401
+                              _finish_rollback, _save_state, boot_check, rollback)
 
 MAGIC = b"MIMIOTA1\n"
 MANIFEST = NEW + "/manifest.json"
-
-
-class OTAError(Exception):
-    pass
 
 
 # --- HMAC-SHA256 (MicroPython has hashlib.sha256 but no hmac module) -----------
@@ -55,46 +52,6 @@ class HMAC:
 def _key():
     k = config.cfg.get("ota_key")
     return k.encode() if k else None
-
-
-# --- download (the firmware's one HTTP client: verified TLS, proxy, redirects) ---
-def _open(url):
-    """GET url, following redirects: an http.Stream of a 200 answer."""
-    from mimi.net import http, httpstream
-
-    try:
-        st = httpstream.open_url(url, {"User-Agent": "MimiClaw-OTA"}, proxy=http.proxy_from_config(config.cfg),
-                                 timeout_s=limits.OTA_DEADLINE_S, idle_s=limits.OTA_IDLE_S)
-    except ValueError as e:  # not an http(s) URL
-        raise OTAError(str(e))
-    except (http.ConnectFailure, http.TLSFailure) as e:
-        raise OTAError("cannot connect (%s)" % e)
-    except http.HTTPError as e:
-        raise OTAError("download failed: %s" % e)
-    if st.status != 200:
-        st.close()
-        raise OTAError("download failed: HTTP %d" % st.status)
-    return st
-
-
-def _exactly(body, n):
-    out = bytearray()
-    while len(out) < n:
-        data = body.read(min(n - len(out), limits.OTA_CHUNK))
-        if not data:
-            raise OTAError("bundle truncated")
-        out.extend(data)
-    return bytes(out)
-
-
-def _line(body, limit):
-    out = bytearray()
-    while not out.endswith(b"\n"):
-        c = body.read(1)
-        if not c or len(out) >= limit:
-            raise OTAError("bad bundle header")
-        out.extend(c)
-    return bytes(out)
 
 
 def _check_path(p, seen):
@@ -147,64 +104,172 @@ def _check_manifest(raw):
 
 
 # --- app updates ------------------------------------------------------------
-def fetch(url):
-    """Download and verify a bundle into /ota/new; the manifest. Nothing of the
-    running version changes; on any error /ota/new is removed."""
-    from mimi.net.http import HTTPError
+class _Bundle:
+    """A bundle as it arrives (download.get()'s sink): its header and manifest checked,
+    then each file written to /ota/new with its SHA-256 compared as its bytes come."""
 
-    rmtree(NEW)
-    body = _open(url)
-    try:
-        if _exactly(body, len(MAGIC)) != MAGIC:
-            raise OTAError("not a MimiClaw update bundle")
-        head = _line(body, 200).decode().split()
+    def __init__(self, pace):
+        self.pace = pace
+        self.head = bytearray()  # the magic, the header line and the manifest as they come
+        self.mlen = self.sig = self.raw = None
+        self.files = None  # the manifest's, once checked
+        self.k = 0  # the file being written
+        self.out = self.h = None
+        self.left = 0
+
+    def begin(self, status, headers):
+        from mimi.update import download
+
+        download.answer(status, headers, self.pace)
+
+    def __call__(self, mv):
+        self.pace.add(len(mv))
+        try:
+            while len(mv):
+                mv = self._header(mv) if self.files is None else self._file(mv)
+        except OSError as e:  # the flash: not the connection's fault
+            raise OTAError("writing the update failed: %s" % fs.why(e))
+
+    def _header(self, mv):
+        h = self.head
+        m = len(MAGIC)
+        if len(h) < m:
+            k = min(m - len(h), len(mv))
+            h.extend(mv[:k])
+            if len(h) == m and h != MAGIC:
+                raise OTAError("not a MimiClaw update bundle")
+            return mv[k:]
+        if self.mlen is None:  # "<manifest length> <HMAC or ->\n"
+            i = bytes(mv[:200]).find(b"\n")
+            k = i + 1 if i >= 0 else len(mv)
+            h.extend(mv[:k])
+            if len(h) - m > 200 or (i >= 0 and not self._line(bytes(h[m:]))):
+                raise OTAError("bad bundle header")
+            return mv[k:]
+        k = min(self.mlen - (len(h) - self.base), len(mv))
+        h.extend(mv[:k])
+        if len(h) - self.base == self.mlen:
+            self.raw = bytes(h[self.base:])
+            self.head = None
+            self._manifest()
+        return mv[k:]
+
+    def _line(self, line):
+        try:
+            head = line.decode().split()
+        except UnicodeError:
+            return False
         if len(head) != 2 or not head[0].isdigit():
-            raise OTAError("bad bundle header")
-        mlen = int(head[0])
-        if mlen > limits.OTA_MANIFEST_MAX:
+            return False
+        self.mlen, self.sig = int(head[0]), head[1]
+        if self.mlen > limits.OTA_MANIFEST_MAX:
             raise OTAError("manifest too large")
-        raw = _exactly(body, mlen)
+        self.base = len(MAGIC) + len(line)
+        return True
+
+    def _manifest(self):
         key = _key()
         if key:
             mac = HMAC(key)
-            mac.update(raw)
-            if head[1] == "-":
+            mac.update(self.raw)
+            if self.sig == "-":
                 raise OTAError("bundle is not signed, but ota_key is set")
-            if not secrets_equal(mac.hexdigest(), head[1].lower()):
+            if not secrets_equal(mac.hexdigest(), self.sig.lower()):
                 raise OTAError("bad signature (ota_key differs or the bundle was changed)")
         else:
             log.warning("ota", "ota_key not set: checking SHA-256 only, not who made the bundle")
-        m = _check_manifest(raw)
+        m = _check_manifest(self.raw)
         free = board.fs_info()["free"]
         if m["total"] + 16 * limits.BLOCK_SIZE > free:
             raise OTAError("not enough flash: need %d bytes, %d free" % (m["total"], free))
-        buf = memoryview(bytearray(limits.OTA_CHUNK))
-        for f in m["files"]:
+        if self.pace.total is None:
+            self.pace.total = self.base + self.mlen + m["total"]
+        self.files = m["files"]
+        self._next()
+
+    def _next(self):
+        """Open the next file (files of 0 bytes are done at once)."""
+        while self.k < len(self.files):
+            f = self.files[self.k]
             dest = NEW + f["path"]
             fs.makedirs(fs.parent(dest))
-            h = hashlib.sha256()
-            left = f["size"]
-            with open(dest, "wb") as out:
-                while left:
-                    n = body.readinto(buf[:min(left, len(buf))])
-                    if not n:
-                        raise OTAError("bundle truncated in %s" % f["path"])
-                    h.update(buf[:n])
-                    out.write(buf[:n])
-                    left -= n
-                    watchdog.poke()  # run from the REPL, this holds the loop
-            if binascii.hexlify(h.digest()).decode() != f["sha256"].lower():
-                raise OTAError("SHA-256 mismatch for %s" % f["path"])
-        fs.write_atomic(MANIFEST, raw)
-        return verify()  # re-read from the flash, as a deploy's is
-    except (OSError, HTTPError) as e:
-        rmtree(NEW)
-        raise OTAError("download failed: %s" % e)
+            self.out = open(dest, "wb")
+            self.h = hashlib.sha256()
+            self.left = f["size"]
+            if self.left:
+                return
+            self._done()
+
+    def _file(self, mv):
+        if self.out is None:
+            raise OTAError("bundle longer than its manifest says")
+        k = min(self.left, len(mv))
+        piece = mv[:k]
+        self.h.update(piece)
+        self.out.write(piece)
+        self.left -= k
+        if not self.left:
+            self._done()
+            self._next()
+        return mv[k:]
+
+    def _done(self):
+        f = self.files[self.k]
+        self.close()
+        if binascii.hexlify(self.h.digest()).decode() != f["sha256"].lower():
+            raise OTAError("SHA-256 mismatch for %s" % f["path"])
+        self.k += 1
+
+    def end(self):
+        """The body ended: every file must be there."""
+        if self.files is None:
+            raise OTAError("bundle truncated")
+        if self.k < len(self.files):
+            raise OTAError("bundle truncated in %s" % self.files[self.k]["path"])
+
+    def close(self):
+        if self.out is not None:
+            self.out.close()
+            self.out = None
+
+
+async def download(url):
+    """Download and verify a bundle into /ota/new, on the asyncio loop; -> the manifest.
+    Nothing of the running version changes; on any error /ota/new is removed."""
+    from mimi.update import download as dl
+
+    rmtree(NEW)
+    pace = dl.Pace(url)
+    sink = _Bundle(pace)
+    try:
+        with dl.busy(pace):
+            await dl.get(url, sink, pace)
+            sink.end()
+            fs.write_atomic(MANIFEST, sink.raw)
+            return await _stepped(_verify())  # re-read from the flash, as a deploy's is
     except BaseException:
+        sink.close()
         rmtree(NEW)
         raise
-    finally:
-        body.close()
+
+
+def fetch(url):
+    """download(url) to its end, outside the firmware's loop (the board's own REPL, tests)."""
+    import asyncio
+
+    return asyncio.run(download(url))
+
+
+async def _stepped(gen):
+    """A step generator run on the loop (others run between its steps) -> its value."""
+    import asyncio
+
+    while True:
+        try:
+            next(gen)
+        except StopIteration as e:
+            return e.value
+        await asyncio.sleep_ms(0)
 
 
 def verify():
@@ -212,6 +277,17 @@ def verify():
     a deploy's: the one check before install()): every file with the manifest's size
     and SHA-256; files the manifest does not list are removed. -> the manifest;
     OTAError naming the first bad file."""
+    gen = _verify()
+    while True:
+        try:
+            next(gen)
+        except StopIteration as e:
+            return e.value
+        watchdog.poke()  # run from the REPL, this holds the loop
+
+
+def _verify():
+    """verify(), a file per step."""
     from mimi.config import defaults
 
     try:
@@ -235,7 +311,7 @@ def verify():
             raise OTAError("%s: %d bytes staged, the manifest says %d" % (f["path"], fs.size(p), f["size"]))
         if defaults.file_hash(p) != f["sha256"].lower():
             raise OTAError("SHA-256 mismatch for %s" % f["path"])
-        watchdog.poke()  # run from the REPL, this holds the loop
+        yield
     return m
 
 
@@ -252,20 +328,101 @@ def install(m):
     log.info("ota", "version %s installed; previous %s kept in %s", st["version"], st["prev"], PREV)
 
 
-def rollback(reboot=True):
-    """Put the previous version back (after a confirmed update)."""
-    st = _state()
-    if not st or st.get("state") not in ("ok", "trial") or not fs.isdir(PREV):
-        raise OTAError("no previous version to go back to")
-    _finish_rollback(st)
-    if reboot:
-        board.reset()
-
-
 # --- firmware updates (boards flashed with firmware/'s OTA partition table) -----
-def update_firmware(url, sha256=None, reboot=True):
-    """Write the MicroPython app image at url to the next OTA slot and boot it.
-    The slot is only made bootable after the whole image checked out."""
+class _Image:
+    """A firmware image as it arrives (download.get()'s sink), written block by block to
+    the slot, its SHA-256 (and HMAC with ota_key) taken on the way."""
+
+    def __init__(self, pace, target, key):
+        self.pace = pace
+        self.target = target
+        self.bs = target.ioctl(5, 0)
+        self.capacity = target.ioctl(4, 0) * self.bs
+        self.buf = bytearray(self.bs)
+        self.n = 0  # bytes in buf
+        self.block = self.total = 0
+        self.h = hashlib.sha256()
+        self.mac = HMAC(key) if key else None
+
+    def begin(self, status, headers):
+        from mimi.update import download
+
+        download.answer(status, headers, self.pace)
+        if self.pace.total is not None and self.pace.total > self.capacity:
+            raise OTAError("image (%d bytes) larger than the slot (%d)" % (self.pace.total, self.capacity))
+
+    def __call__(self, mv):
+        self.pace.add(len(mv))
+        while len(mv):
+            k = min(self.bs - self.n, len(mv))
+            self.buf[self.n:self.n + k] = mv[:k]
+            self.n += k
+            mv = mv[k:]
+            if self.n == self.bs:
+                self._write()
+
+    def _write(self):
+        if self.block == 0 and self.buf[0] != 0xE9:
+            raise OTAError("not an ESP32 app image")
+        if (self.block + 1) * self.bs > self.capacity:
+            raise OTAError("image larger than the slot (%d)" % self.capacity)
+        view = memoryview(self.buf)[:self.n]
+        self.h.update(view)
+        if self.mac:
+            self.mac.update(view)
+        for i in range(self.n, self.bs):
+            self.buf[i] = 0xFF
+        try:
+            self.target.writeblocks(self.block, self.buf)
+        except OSError as e:
+            raise OTAError("writing the firmware slot failed: %s" % e)
+        self.block += 1
+        self.total += self.n
+        self.n = 0
+
+    def end(self):
+        if self.n:
+            self._write()
+        if self.total == 0:
+            raise OTAError("empty image")
+
+    def read_back(self, raw):
+        """Every block read back from the slot: the same SHA-256 (a block per step)."""
+        back = hashlib.sha256()
+        for i in range(self.block):
+            self.target.readblocks(i, self.buf)
+            back.update(memoryview(self.buf)[:min(self.bs, self.total - i * self.bs)])
+            yield
+        if back.digest() != raw:
+            raise OTAError("flash read-back differs; the slot is not used")
+
+
+class _Small:
+    """A short body (an image's .sig) -> .data."""
+
+    def __init__(self, pace, most):
+        self.pace = pace
+        self.most = most
+        self.data = b""
+
+    def begin(self, status, headers):
+        from mimi.update import download
+
+        download.answer(status, headers, self.pace)
+
+    def __call__(self, mv):
+        self.pace.add(len(mv))
+        if len(self.data) + len(mv) > self.most:
+            raise OTAError("%s: more than %d bytes" % (self.pace.url, self.most))
+        self.data += bytes(mv)
+
+
+async def firmware(url, sha256=None):
+    """Write the MicroPython app image at url to the next OTA slot and make it the one
+    that boots, on the asyncio loop; -> its SHA-256. The slot is only made bootable after
+    the whole image checked out."""
+    from mimi.update import download as dl
+
     P = getattr(board, "Partition", None)
     if P is None:
         raise OTAError("this firmware has no esp32.Partition")
@@ -273,74 +430,39 @@ def update_firmware(url, sha256=None, reboot=True):
         target = P(P.RUNNING).get_next_update()
     except OSError:
         raise OTAError("no OTA slots: flash a firmware built with firmware/'s partition table")
-    bs = target.ioctl(5, 0)
-    capacity = target.ioctl(4, 0) * bs
     key = _key()
     sig = None
-    from mimi.net.http import HTTPError
-
     if key:
-        sigbody = _open(url + ".sig")
+        pace = dl.Pace(url + ".sig")
+        small = _Small(pace, 128)
+        with dl.busy(pace):
+            await dl.get(url + ".sig", small, pace)
         try:
-            sig = _exactly(sigbody, 64).decode().lower()
-        except HTTPError as e:
-            raise OTAError("download failed: %s" % e)
-        finally:
-            sigbody.close()
-    body = _open(url)
-    h = hashlib.sha256()
-    mac = HMAC(key) if key else None
-    buf = bytearray(bs)
-    mv = memoryview(buf)
-    block = total = 0
-    try:
-        if body.length is not None and body.length > capacity:
-            raise OTAError("image (%d bytes) larger than the slot (%d)" % (body.length, capacity))
-        while True:
-            n = 0
-            while n < bs:
-                k = body.readinto(mv[n:])
-                if not k:
-                    break
-                n += k
-            if n == 0:
-                break
-            if block == 0 and buf[0] != 0xE9:
-                raise OTAError("not an ESP32 app image")
-            if (block + 1) * bs > capacity:
-                raise OTAError("image larger than the slot (%d)" % capacity)
-            view = mv[:n]
-            h.update(view)
-            if mac:
-                mac.update(view)
-            for i in range(n, bs):
-                buf[i] = 0xFF
-            target.writeblocks(block, buf)
-            watchdog.poke()
-            block += 1
-            total += n
-            if n < bs:
-                break
-    except (OSError, HTTPError) as e:
-        raise OTAError("download failed: %s" % e)
-    finally:
-        body.close()
-    if total == 0:
-        raise OTAError("empty image")
-    raw = h.digest()
-    digest = binascii.hexlify(raw).decode()
-    if sha256 and digest != sha256.lower():
-        raise OTAError("SHA-256 mismatch: got %s" % digest)
-    if mac and not secrets_equal(mac.hexdigest(), sig):
-        raise OTAError("bad signature (ota_key differs or the image was changed)")
-    back = hashlib.sha256()
-    for i in range(block):
-        target.readblocks(i, buf)
-        back.update(memoryview(buf)[:min(bs, total - i * bs)])
-    if back.digest() != raw:
-        raise OTAError("flash read-back differs; the slot is not used")
+            sig = small.data.decode().strip().lower()
+        except UnicodeError:
+            raise OTAError("%s.sig is not a hex HMAC" % url)
+    pace = dl.Pace(url)
+    image = _Image(pace, target, key)
+    with dl.busy(pace):
+        await dl.get(url, image, pace)
+        image.end()
+        raw = image.h.digest()
+        digest = binascii.hexlify(raw).decode()
+        if sha256 and digest != sha256.lower():
+            raise OTAError("SHA-256 mismatch: got %s" % digest)
+        if image.mac and not secrets_equal(image.mac.hexdigest(), sig):
+            raise OTAError("bad signature (ota_key differs or the image was changed)")
+        await _stepped(image.read_back(raw))
     target.set_boot()
-    log.info("ota", "firmware %d bytes written to %s (sha256 %s)", total, target.info()[4], digest)
+    log.info("ota", "firmware %d bytes written to %s (sha256 %s)", image.total, target.info()[4], digest)
+    return digest
+
+
+def update_firmware(url, sha256=None, reboot=True):
+    """firmware(url, sha256) to its end, outside the firmware's loop; then boot it."""
+    import asyncio
+
+    digest = asyncio.run(firmware(url, sha256))
     if reboot:
         board.reset()
     return digest
@@ -348,11 +470,20 @@ def update_firmware(url, sha256=None, reboot=True):
 
 # --- REPL commands ----------------------------------------------------------
 def ota_update(url):
-    """Download, verify and install an application bundle, then restart."""
+    """Download, verify and install an application bundle, then restart into it. While
+    the firmware runs, the download is a task on its loop (nothing else waits for it):
+    this returns at once, and what happens is printed and logged."""
+    from mimi.update import download
+
+    download.start(_update(url))
+
+
+async def _update(url):
     try:
-        m = fetch(url)
+        m = await download(url)
         install(m)
     except OTAError as e:
+        log.error("ota", "update from %s failed: %s", url, e)
         print("Error:", e)
         print("Nothing changed; the running version stays.")
         return
@@ -362,35 +493,19 @@ def ota_update(url):
 
 
 def ota_firmware(url, sha256=None):
-    """Optional: update the MicroPython firmware itself (needs OTA slots)."""
+    """Optional: update the MicroPython firmware itself (needs OTA slots); like
+    ota_update(), a task on the loop while the firmware runs."""
+    from mimi.update import download
+
+    download.start(_firmware(url, sha256))
+
+
+async def _firmware(url, sha256):
     try:
-        update_firmware(url, sha256, reboot=False)
+        await firmware(url, sha256)
     except OTAError as e:
+        log.error("ota", "firmware update from %s failed: %s", url, e)
         print("Error:", e)
         return
     print("OK: firmware written; restarting into it.")
-    board.reset()
-
-
-def ota_status():
-    import mimi
-
-    st = _state() or {}
-    print("version %s; update state: %s" % (mimi.VERSION, st.get("state", "none")))
-    if st.get("prev"):
-        print("previous version %s kept in %s" % (st["prev"], PREV))
-    try:
-        with open(limits.OTA_DIR + "/last.json") as f:
-            print("last rollback:", f.read())
-    except OSError:
-        pass
-
-
-def ota_rollback():
-    try:
-        rollback(reboot=False)
-    except OTAError as e:
-        print("Error:", e)
-        return
-    print("OK: previous version restored; restarting.")
     board.reset()

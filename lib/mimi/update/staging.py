@@ -14,6 +14,10 @@ PREV = ota.PREV
 def begin_deploy():
     """Start a deploy: /ota/new becomes a copy of the installed application, so
     mpremote (which skips files whose SHA-256 already matches) sends only changes."""
+    import mimi
+
+    if getattr(mimi, "downloading", None) is not None:
+        raise ota.OTAError("an update is downloading into %s; wait for it to end (ota_status())" % NEW)
     ota.rmtree(NEW)
     buf = bytearray(limits.OTA_CHUNK)
     n = 0

@@ -87,27 +87,37 @@ def decode(b):
     f = Frame()
     seen = 0
     for num, wt, v in _fields(b):
-        if num <= 9 and (wt == 0) != (num <= 4):
-            raise ValueError("field %d has the wrong wire type" % num)
+        _set(f, num, wt, v)
         seen |= 1 << num
-        if num == 1:
-            f.seq = v
-        elif num == 2:
-            f.log = v
-        elif num == 3:
-            f.service = _int32(v)
-        elif num == 4:
-            f.method = _int32(v)
-        elif num == 5:
-            kv = ["", ""]
-            for n, w, x in _fields(v):
-                if n in (1, 2) and w == 2:
-                    kv[n - 1] = _text(x)
-            f.headers.append(kv)
-        elif num == 8:
-            f.payload = bytes(v)
-        elif num in _STR:
-            setattr(f, _STR[num], _text(v))
+    return _whole(f, seen)
+
+
+def _set(f, num, wt, v):
+    """Field `num` (wire type wt, value v: an int, or bytes) into Frame f."""
+    if num <= 9 and (wt == 0) != (num <= 4):
+        raise ValueError("field %d has the wrong wire type" % num)
+    if num == 1:
+        f.seq = v
+    elif num == 2:
+        f.log = v
+    elif num == 3:
+        f.service = _int32(v)
+    elif num == 4:
+        f.method = _int32(v)
+    elif num == 5:
+        kv = ["", ""]
+        for n, w, x in _fields(v):
+            if n in (1, 2) and w == 2:
+                kv[n - 1] = _text(x)
+        f.headers.append(kv)
+    elif num == 8:
+        f.payload = bytes(v)
+    elif num in _STR:
+        setattr(f, _STR[num], _text(v))
+
+
+def _whole(f, seen):
+    """f, once the fields seen (a bit per number) hold the required ones."""
     if seen & 0x1E != 0x1E:
         raise ValueError("a required field (SeqID, LogID, service, method) is missing")
     return f

@@ -20,6 +20,7 @@ import os
 import json
 import time
 import asyncio
+import mimi
 from mimi import limits, log, bus, jsonutil
 from mimi.config import settings as config
 from mimi.net.http import ConnectFailure, Timeout
@@ -45,6 +46,8 @@ NO_TEXT = -1  # ApiError code: the answer was not Feishu's JSON
 STRANGER = ("This bot is private. The id of this chat is %s.\n"
             "Its owner can allow it on the board's REPL with: allow_feishu(%s)")
 TEXT_ONLY = "I can only read text messages for now."
+TOO_LONG = ("Your message was too long for me to read (%d KB; I can take about %d KB). "
+            "Please send it in shorter parts.")
 BUSY = "I'm busy with other messages, try again shortly."
 
 
@@ -80,11 +83,11 @@ class Api:
             self.client.close()
             self.client = None
 
-    async def call(self, method, path, body=None, auth=True):
+    async def call(self, method, path, body=None, auth=True, ctype="application/json; charset=utf-8"):
         """-> the answer (a dict with code 0); ApiError otherwise. When Feishu calls
         the token invalid it is renewed and the call made once more."""
         for again in (False, True):
-            headers = {"Content-Type": "application/json; charset=utf-8"}
+            headers = {"Content-Type": ctype}
             if auth:
                 headers["Authorization"] = "Bearer " + await self.tenant_token()
             r = await self._client().request(method, path, headers, body)
@@ -148,6 +151,8 @@ class Feishu:
         self.rx = 0  # ticks_ms of the last frame from the server
         self.why = None  # why the current session is being ended
         self.waiting = False  # the session task waits in recv(): safe to cancel
+        self.taking = None  # a frame too long to take whole, as it is read (channels/feishu/big.py)
+        self.long = 0  # ... its payload's size
         self.changed = asyncio.ThreadSafeFlag()  # settings change on any thread
         cfg.watch(self._on_config)
 
@@ -287,14 +292,24 @@ class Feishu:
         try:
             while not self.why:
                 self.waiting = True
-                op, data = await conn.recv()
-                self.waiting = False
-                self.rx = time.ticks_ms()
                 try:
-                    f = feishupb.decode(data)
-                except ValueError as e:
-                    log.warning(TAG, "undecodable frame (%d bytes): %s", len(data), e)
+                    op, data = await conn.recv(self._big)
+                    self.waiting = False
+                    self.rx = time.ticks_ms()
+                    whole = data is not None
+                    if whole:
+                        f = feishupb.decode(data)
+                    else:
+                        f, self.long = self.taking.frame(), self.taking.payload.size
+                except ValueError as e:  # (the frame was read to its end: still in step)
+                    log.warning(TAG, "undecodable frame (%s bytes): %s", "over %d" % limits.FEISHU_FRAME_MAX
+                                if self.taking else len(data), e)
                     continue
+                finally:
+                    self.waiting = False
+                    if self.taking:
+                        self.taking = None
+                        mimi.drop("channels.feishu.big")
                 data = None
                 if f.method == feishupb.CONTROL:
                     if f.get("type") == "pong" and f.payload:
@@ -303,7 +318,7 @@ class Feishu:
                         except ValueError:
                             pass
                 elif f.method == feishupb.DATA:
-                    await self._data(conn, f)
+                    await self._data(conn, f, whole)
             return self.why
         except wsclient.Closed as e:
             return "closed by the server (%d)" % e.code if e.code != 1006 else "connection lost: " + e.reason
@@ -315,6 +330,13 @@ class Feishu:
             self.waiting = False
             pinger.cancel()
             conn.abort()
+
+    def _big(self, op, n):
+        """A frame over FEISHU_FRAME_MAX: read in pieces, its long texts left out."""
+        from mimi import channels
+
+        self.taking = channels.load("feishu.big").Reader()
+        return self.taking
 
     def _stop(self, task, why):
         self.why = why
@@ -341,20 +363,29 @@ class Feishu:
             except asyncio.TimeoutError:
                 pass
 
-    async def _data(self, conn, f):
-        """An event frame: joined with its other parts, ACKed, then acted on."""
+    async def _data(self, conn, f, whole=True):
+        """An event frame: joined with its other parts, ACKed, then acted on. whole:
+        False when the frame was too long to take, its payload what big.py kept."""
         from mimi.channels.feishu.frame import encode
 
-        payload = self._join(f)
+        if whole:
+            payload = self._join(f)
+        elif (f.get("sum") or "1") == "1":
+            payload = (f.payload, self.long)
+        else:  # one part of several too long on its own: no way to join it
+            log.warning(TAG, "event %s dropped: one of its frames is over %d bytes",
+                        f.get("message_id"), limits.FEISHU_FRAME_MAX)
+            payload = (b"", 0)
         if payload is None:
             return  # more parts to come: the frame that completes the event is ACKed
         t0 = time.ticks_ms()
         act = ("ignore",)
-        if f.get("type") == "event":
+        if f.get("type") == "event" and payload[0]:
             try:
-                act = self._classify(jsonutil.loads(payload))
+                act = self._classify(jsonutil.loads(payload[0]), payload[1])
             except Exception as e:  # a malformed event must not end the session
                 log.warning(TAG, "event not understood: %s", e)
+        payload = None
         f.headers.append(["biz_rt", str(time.ticks_diff(time.ticks_ms(), t0))])
         f.payload = b'{"code":200}'
         await conn.send(encode(f))
@@ -369,40 +400,63 @@ class Feishu:
                 self.api.close()
 
     def _join(self, f):
-        """The frame's payload, joined with the other frames of its event (header
-        sum > 1); None while some are missing; b"" when it cannot be joined."""
+        """-> (payload, long) once the frame's event is whole: its bytes (long 0), or for
+        one joined past FEISHU_PAYLOAD_MAX what big.Strings kept of it (long: the size of
+        its longest text);
+        None while frames are missing; (b"", 0) when it cannot be joined."""
         try:
             total = int(f.get("sum") or 1)
             seq = int(f.get("seq") or 0)
         except ValueError:
-            return b""
+            return b"", 0
         if total <= 1:
-            return f.payload
+            return f.payload, 0
         mid = f.get("message_id") or ""
         now = time.ticks_ms()
         for k in [k for k, v in self.parts.items() if time.ticks_diff(now, v[0]) > limits.FEISHU_PARTS_WAIT_S * 1000]:
             log.warning(TAG, "event %s dropped: its frames did not all arrive", k)
             del self.parts[k]
         if total > limits.FEISHU_PARTS or not 0 <= seq < total:
-            return b""
+            return b"", 0
         entry = self.parts.get(mid)
         if entry is None:
             if len(self.parts) >= 2:
                 self.parts.pop(next(iter(self.parts)))
-            entry = self.parts[mid] = [now, [None] * total]
+            # [first seen, the parts kept (None: missing or passed on), big.Strings once
+            # too long to keep, parts passed to it in order]
+            entry = self.parts[mid] = [now, [None] * total, None, 0]
         entry[1][seq] = f.payload
-        if sum(len(p) for p in entry[1] if p) > limits.FEISHU_PAYLOAD_MAX:
+        try:
+            if entry[2] is None and sum(len(p) for p in entry[1] if p) > limits.FEISHU_PAYLOAD_MAX:
+                from mimi import channels
+
+                entry[2] = channels.load("feishu.big").Strings()
+            if entry[2] is not None:  # the parts in order go through it, and are let go
+                while entry[3] < total and entry[1][entry[3]] is not None:
+                    entry[2](entry[1][entry[3]])
+                    entry[1][entry[3]] = None
+                    entry[3] += 1
+                if sum(len(p) for p in entry[1] if p) > limits.FEISHU_PAYLOAD_MAX:
+                    raise ValueError("its frames came out of order")
+                if entry[3] < total:
+                    return None
+                del self.parts[mid]
+                mimi.drop("channels.feishu.big")
+                return entry[2].result(), entry[2].size
+        except ValueError as e:
             del self.parts[mid]
-            log.warning(TAG, "event %s dropped: over %d bytes", mid, limits.FEISHU_PAYLOAD_MAX)
-            return b""
+            mimi.drop("channels.feishu.big")
+            log.warning(TAG, "event %s dropped: over %d bytes, and %s", mid, limits.FEISHU_PAYLOAD_MAX, e)
+            return b"", 0
         if None in entry[1]:
             return None
         del self.parts[mid]
-        return b"".join(entry[1])
+        return b"".join(entry[1]), 0
 
     # ---------------------------------------------------------------- events
-    def _classify(self, obj):
-        """An event -> (action, chat_id, text, meta); nothing but RAM is touched."""
+    def _classify(self, obj, long=0):
+        """An event -> (action, chat_id, text, meta); nothing but RAM is touched. long:
+        the size of the text of an event too long to take (left out)."""
         ignore = ("ignore",)
         if (obj.get("header") or {}).get("event_type") != EVENT:
             return ignore
@@ -437,6 +491,9 @@ class Feishu:
         meta = {"message_id": mid, "group": group, "open_id": open_id}
         if chat not in cfg.get("feishu_allow").split(","):
             return ("stranger", chat, None, meta)
+        if long:
+            log.warning(TAG, "message %s from %s is %d bytes, too long to take", mid, chat, long)
+            return ("too_long", chat, long, meta)
         if not isinstance(text, str):
             return ("text_only", chat, None, meta)
         for m in mentions:
@@ -446,6 +503,8 @@ class Feishu:
         text = text.strip()
         if text.lower() == "/usage":
             return ("usage", chat, None, meta)
+        if text.lower().startswith("/chart"):
+            return ("chart", chat, text, meta)
         return ("agent", chat, text, meta) if text else ignore
 
     async def _act(self, what, chat, text, meta):
@@ -458,10 +517,15 @@ class Feishu:
             _tell(chat, STRANGER % (chat, chat))
         elif what == "text_only":
             _tell(chat, TEXT_ONLY)
+        elif what == "too_long":
+            _tell(chat, TOO_LONG % ((text + 512) // 1024, limits.FEISHU_FRAME_MAX // 1024))
         elif what == "usage":
             from mimi import channels
 
             _tell(chat, channels.usage_text())
+        elif what == "chart":  # drawn and sent by the sender (channels/feishu/image.py)
+            if not bus.outbound.put(bus.Msg(CHANNEL, chat, text, meta={"chart": text})):
+                _tell(chat, BUSY)
         else:
             if meta["group"]:
                 meta["sender"] = await self._name(meta["open_id"])
@@ -549,8 +613,12 @@ class Feishu:
         if msg.meta is not _OURS and msg.chat_id not in cfg.get("feishu_allow").split(","):
             log.error(TAG, "not sent to %s, which is not in feishu_allow: %s", msg.chat_id, bus.pieces(msg.content)[0][:60])
             return
-        # hold: an outage delays the reply (the lane keeps the ones behind it), never drops it
-        await self.send_text(msg.chat_id, msg.content, hold=True)
+        if isinstance(msg.meta, dict) and "chart" in msg.meta:  # /chart, or the agent's device_history
+            from mimi import channels
+
+            await channels.load("feishu.image").chart(self, msg.chat_id, msg.meta["chart"])
+        else:  # hold: an outage delays the reply (the lane keeps the ones behind it), never drops it
+            await self.send_text(msg.chat_id, msg.content, hold=True)
         if self.api:
             self.api.close()  # one TLS session at rest: the long connection's
 

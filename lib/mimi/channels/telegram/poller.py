@@ -11,6 +11,7 @@
 # once the supervisor is online again.
 import gc
 import json
+import time
 import asyncio
 import mimi
 from mimi import limits, log, bus, fs, jsonutil, channels
@@ -39,8 +40,26 @@ class ApiError(Exception):
         return self.code == 400 and "can't parse entities" in self.description
 
 
+_quiet = {}  # chat id (str) -> ticks_ms until which Telegram refuses calls for it (a 429)
+
+
+def quiet(chat_id):
+    """ms left before Telegram takes calls for chat_id again (0: now): a 429's
+    retry_after holds for every method on that chat."""
+    key = str(chat_id)
+    t = _quiet.get(key)
+    if t is None:
+        return 0
+    left = time.ticks_diff(t, time.ticks_ms())
+    if left <= 0:
+        del _quiet[key]
+        return 0
+    return left
+
+
 class Api:
-    """Bot API calls over one keep-alive AsyncClient."""
+    """Bot API calls over one keep-alive AsyncClient. A call for a chat that Telegram
+    answered 429 waits out its retry_after first (quiet())."""
 
     def __init__(self, base, token, timeout_s, client=None):
         self.base = base
@@ -49,11 +68,20 @@ class Api:
         self.stale = False  # the network went away: the keep-alive socket is dead
         self.lock = asyncio.Lock()  # the reconnect below must not cut a call in flight
 
-    async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None):
+    async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None, form=None,
+                   chat=None):
         """-> the result; ApiError for Telegram's refusals. params: a dict, or the body
-        made already (send.py: a text in pieces). sink: reads the answer as it arrives
-        (getUpdates' Updates, send.py's Echo); when it took it, its .result is returned."""
-        body = params if isinstance(params, tuple) else json.dumps(params or {}).encode()
+        made already (send.py: a text in pieces, its chat id in chat). sink: reads the
+        answer as it arrives (getUpdates' Updates, send.py's Echo); when it took it, its
+        .result is returned. form: (Content-Type, body) sent instead of params as JSON
+        (a photo: telegram/photo.py)."""
+        if chat is None and isinstance(params, dict):
+            chat = params.get("chat_id")
+        if chat is not None:
+            while quiet(chat):
+                await asyncio.sleep_ms(quiet(chat))
+        ctype, body = form or ("application/json", params if isinstance(params, tuple)
+                               else json.dumps(params or {}).encode())
         async with self.lock:
             if self.stale:  # after an outage a request on the old socket would time out
                 self.stale = False
@@ -64,7 +92,7 @@ class Api:
                     await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
             r = await self.client.request(
                 "POST", "/bot%s/%s" % (self.token, method),
-                headers={"Content-Type": "application/json"}, body=body, deadline_s=deadline_s, sink=sink)
+                headers={"Content-Type": ctype}, body=body, deadline_s=deadline_s, sink=sink)
         body = None
         if sink is not None and r.status == 200 and sink.seen:
             return getattr(sink, "result", None)
@@ -77,8 +105,11 @@ class Api:
         if r.status == 200 and obj.get("ok"):
             return obj.get("result")
         p = obj.get("parameters")
-        raise ApiError(obj.get("error_code") or r.status, obj.get("description"),
-                       p.get("retry_after") if isinstance(p, dict) else None)
+        e = ApiError(obj.get("error_code") or r.status, obj.get("description"),
+                     p.get("retry_after") if isinstance(p, dict) else None)
+        if e.code == 429 and chat is not None:  # (tg_allow's chats only: few)
+            _quiet[str(chat)] = time.ticks_add(time.ticks_ms(), min(e.retry_after or 1, limits.TG_RETRY_AFTER_MAX_S) * 1000)
+        raise e
 
     def close(self):
         try:

@@ -27,7 +27,8 @@ ANSWERS = {
         "/start - introduction\n"
         "/help - this list\n"
         "/reset - clear this chat's conversation history\n"
-        "/usage - LLM calls, tokens and cost so far, and the limits\n\n"
+        "/usage - LLM calls, tokens and cost so far, and the limits\n"
+        "/chart NAME [hours] - a device's history as a picture\n\n"
         "Anything else you write goes to the assistant. Text only for now."),
 }
 TEXT_ONLY = "I can only read text messages for now."
@@ -66,7 +67,7 @@ async def call(api, method, params):
     """api.call(method, params) for a message: a "text" made of pieces (a list of str,
     format.py's) written piece by piece, never joined; the echo read by an Echo. Out of
     memory once the request went out: it was sent ({"message_id": None}), not again."""
-    text = params.get("text")
+    text, chat = params.get("text"), params.get("chat_id")
     if isinstance(text, list):
         head = json.dumps({k: v for k, v in params.items() if k != "text"})
         params = (head[:-1], ', "text": "' if len(head) > 2 else '"text": "',
@@ -75,7 +76,7 @@ async def call(api, method, params):
     if buf is not None:  # (what it says of the previous request on this connection)
         buf.sent = False
     try:
-        return await api.call(method, params, sink=Echo())
+        return await api.call(method, params, sink=Echo(), chat=chat)
     except MemoryError:
         buf = api.client._buf
         if buf is None or not buf.sent:  # it did not go: the caller may send it again
@@ -240,6 +241,8 @@ async def act(bot, what, chat_id, arg=None):
         await text(bot, chat_id, ANSWERS[arg])
     elif what == "usage":
         await plain(bot, chat_id, channels.usage_text())
+    elif what == "chart":
+        await channels.load("telegram.photo").chart(bot, chat_id, arg)
     elif what == "reset":
         from mimi.memory import sessions
 
@@ -251,6 +254,8 @@ async def act(bot, what, chat_id, arg=None):
 
 
 async def _action(bot, chat_id):
+    if tg.quiet(chat_id):  # Telegram holds the chat off (a 429): no typing until it is over
+        return
     try:
         await _api(bot).call("sendChatAction", {"chat_id": chat_id, "action": "typing"})
     except asyncio.CancelledError:
@@ -286,6 +291,10 @@ async def send(bot, msg):
     meta = msg.meta or {}
     reply_to = meta.get("message_id") if meta.get("group") else None
     st = bot.typing.get(chat_id)
+    if "chart" in meta:  # a chart the agent sends (device_history): a picture, the turn goes on
+        await channels.load("telegram.photo").chart(bot, chat_id, meta["chart"])
+        _rest(bot)
+        return
     if msg.kind == bus.PARTIAL:  # (UTF-8 bytes are never fewer than Telegram's UTF-16 units)
         if st is not None and len(memoryview(msg.content)) <= limits.TG_MSG_MAX:
             st.delay, st.every = 0, limits.TG_EDIT_MIN_S if meta.get("group") else limits.TG_STREAM_EDIT_S

@@ -52,8 +52,9 @@ class Status:
 
     async def update(self, api):
         """Send the message, or edit it to the latest text, when that is due. Never raises:
-        progress is a nicety, and a refused one is not tried again this turn."""
-        if api is None or not self.due():
+        progress is a nicety, and a refused one is not tried again this turn; while
+        Telegram holds the chat off (a 429) it is left for later, not waited for."""
+        if api is None or not self.due() or tg.quiet(self.chat_id):
             return
         text = self.text
         wait = self.every
@@ -84,14 +85,17 @@ class Status:
         """The answer's first part (Telegram HTML, and a function making its plain text
         for when the entities are refused; str or lists of str pieces) in place of the
         message. -> True when it is there; False when there was none or the edit failed
-        (then it is deleted: send the part)."""
+        (then it is deleted: send the part). A 429 is waited out (Api.call) and the edit
+        made again: the chat is left with one message holding the answer, never the raw
+        partial above it."""
         if self.message_id is None or api is None:
             return False
         from mimi.channels.telegram.send import call
 
         p = {"chat_id": self.chat_id, "message_id": self.message_id, "text": html,
              "parse_mode": "HTML"}
-        for _ in range(2):
+        tries = 0
+        while True:
             try:
                 await call(api, "editMessageText", p)
                 self.message_id = None
@@ -102,21 +106,46 @@ class Status:
                 if isinstance(e, tg.ApiError) and "not modified" in e.description:
                     self.message_id = None
                     return True
-                if not (isinstance(e, tg.ApiError) and e.entities) or "parse_mode" not in p:
-                    log.warning(tg.TAG, "answer into the progress message for %s: %s", self.chat_id, e)
-                    break
-                del p["parse_mode"]
-                p["text"] = plain()
+                if isinstance(e, tg.ApiError) and e.entities and "parse_mode" in p:
+                    del p["parse_mode"]
+                    p["text"] = plain()
+                    continue
+                if await _again(e, tries):
+                    tries += 1
+                    continue
+                log.warning(tg.TAG, "answer into the progress message for %s: %s", self.chat_id, e)
+                break
         await self.delete(api)
         return False
 
     async def delete(self, api):
         if self.message_id is None or api is None:
             return
-        try:
-            await api.call("deleteMessage", {"chat_id": self.chat_id, "message_id": self.message_id})
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # noqa: B902 - left behind: only a stale line
-            log.warning(tg.TAG, "deleting the progress message for %s: %s", self.chat_id, e)
+        tries = 0
+        while True:
+            try:
+                await api.call("deleteMessage", {"chat_id": self.chat_id, "message_id": self.message_id})
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: B902 - left behind: only a stale line
+                if await _again(e, tries):
+                    tries += 1
+                    continue
+                log.warning(tg.TAG, "deleting the progress message for %s: %s", self.chat_id, e)
+                break
         self.message_id = None
+
+
+async def _again(e, tries):
+    """Try a call once more after e? For Telegram's refusals that say nothing about the
+    message (429: Api.call waits its retry_after; a busy gateway: a short wait here),
+    up to SEND_RETRIES times."""
+    if tries >= limits.SEND_RETRIES or not isinstance(e, tg.ApiError):
+        return False
+    if e.code == 429:
+        return True
+    if e.code in (500, 502, 503, 504):
+        await asyncio.sleep(1 << tries)
+        return True
+    return False

@@ -179,6 +179,8 @@ def classify(bot, upd):
         return ("reset", chat_id, None, meta, key)
     if cmd == "/usage":
         return ("usage", chat_id, None, meta, key)
+    if cmd == "/chart":
+        return ("chart", chat_id, text, meta, key)
     if not text:
         return IGNORE
     return ("agent", chat_id, text, meta, key)

@@ -242,6 +242,8 @@ class Client:
                 return self.send_obj(mimi.run("usage.report usage.file", "report"))
             except Exception as e:  # noqa: B902 - out of memory, a broken ledger file
                 return self.error("no usage report now: %s %s" % (type(e).__name__, e))
+        if kind == "chart":  # a device's history for the page to draw (SVG)
+            return self.push(gw.chart([obj.get("name"), obj.get("hours")]))
         if kind != "message":
             return self.error("unknown type %s; send {\"type\":\"message\",\"content\":\"...\"}"
                               % json.dumps(kind)[:40])

@@ -38,7 +38,15 @@ def _forget(client):
 
 
 async def send(msg):
-    """Dispatcher target: a status or reply to every client on msg.chat_id."""
+    """Dispatcher target: a status or reply to every client on msg.chat_id (a chart the
+    agent sends: its data, drawn by the page)."""
+    if isinstance(msg.meta, dict) and "chart" in msg.meta:
+        if any(c.chat_id == msg.chat_id for c in clients):
+            data = chart(msg.meta["chart"])
+            for c in list(clients):
+                if c.chat_id == msg.chat_id and not c.dead:
+                    c.push(data)
+        return
     if msg.kind == bus.STATUS:
         obj = {"type": "status", "content": msg.content, "chat_id": msg.chat_id}
         if isinstance(msg.meta, dict) and "step" in msg.meta:  # the tool running, what on
@@ -55,6 +63,12 @@ async def send(msg):
             n += c.push(data, status=msg.kind != bus.REPLY)
     if not n and msg.kind == bus.REPLY:
         log.info("ws", "no client on chat %s; the reply stays in its session", msg.chat_id)
+
+
+def chart(want):
+    """A chart's data for the page ({"type":"chart",...}; services/history/summary.py)."""
+    return mimi.run("services.history.summary services.history.query services.history.store services.history",
+                    "page", want)
 
 
 NO_ROOM = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 38\r\nConnection: close\r\n\r\nthe board is out of memory; try again\n"

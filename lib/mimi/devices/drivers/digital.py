@@ -32,8 +32,7 @@ class In:
         # a button to GND with the pull-up reads 0 when pressed; with a pull-down, 1
         self.active = 1 if (p["pull"] == "down" if self.button else p["inverted"]) else 0
         if self.button:  # the handler lives in devices/state.py, with the count
-            self.pin.irq(state.counter(dev.name), board.Pin.IRQ_FALLING if p["pull"] == "up"
-                         else board.Pin.IRQ_RISING)
+            self.pin.irq(state.counter(dev.name, self.active), board.Pin.IRQ_FALLING | board.Pin.IRQ_RISING)
 
     def read(self):
         v = 1 if self.pin.value() else 0
@@ -63,6 +62,10 @@ class Out:
 
     def _state(self, on):
         return (("", 1 if on else 0, "on" if on else "off"),)
+
+    def check(self, value):
+        """Fault unless set(value) would take it (a rule's value, checked before it is kept)."""
+        onoff(self.dev.name, value)
 
     def set(self, value):
         on = onoff(self.dev.name, value)

@@ -62,12 +62,17 @@ class Pwm:
     def read(self):
         return (qty("", self.m.get("value", 0), "%"),)
 
-    def set(self, value):
+    def check(self, value):
+        """The value set() takes (a rule's, checked before it is kept); Fault if none."""
         w = str(value).strip().lower()
         pct = 100 if w in ON[1:] else 0 if w in OFF[1:] else \
             _number(self.dev.name, value, "a percentage, 0 to 100")
         if not 0 <= pct <= 100:
             raise Fault("value", "%s takes 0 to 100 (%%), not %s" % (self.dev.name, num(pct)))
+        return pct
+
+    def set(self, value):
+        pct = self.check(value)
         duty = round(pct * 65535 / 100)
         if self.dev.params["inverted"]:
             duty = 65535 - duty
@@ -86,15 +91,22 @@ class Servo(Pwm):
             return (("", None, "limp (no position set)"),)
         return (qty("", a, "°"),)
 
-    def set(self, value):
+    def check(self, value):
+        """The angle set() takes, or None for off; Fault if neither."""
         p = self.dev.params
-        w = str(value).strip().lower()
-        if w in ("off", "limp", "free", "stop"):
-            self.close()
-            return self.read()
+        if str(value).strip().lower() in ("off", "limp", "free", "stop"):
+            return None
         a = _number(self.dev.name, value, "an angle, 0 to %d degrees, or off" % p["range"])
         if not 0 <= a <= p["range"]:
             raise Fault("value", "%s takes 0 to %d degrees, not %s" % (self.dev.name, p["range"], num(a)))
+        return a
+
+    def set(self, value):
+        p = self.dev.params
+        a = self.check(value)
+        if a is None:
+            self.close()
+            return self.read()
         us = p["min_us"] + (p["max_us"] - p["min_us"]) * a / p["range"]
         duty = round(us * _SERVO_HZ * 65535 / 1000000)  # of the 20 ms period
         if self.pwm is None:
@@ -109,12 +121,12 @@ class Buzzer(Pwm):
     def read(self):
         return (("", 0, "quiet"),)
 
-    def set(self, value):
+    def check(self, value):
+        """(Hz, ms) of the tone set() plays, or None for off; Fault if neither."""
         name = self.dev.name
         w = str(value).strip().lower().replace("hz", " ").replace("ms", " ").replace(",", " ").split()
         if w and w[0] in OFF[1:]:
-            self.close()
-            return self.read()
+            return None
         if w and w[0] in ("beep", "on"):
             w = ["2000"] + w[1:]
         what = "a tone: frequency in Hz and duration in ms, e.g. 440 300, or beep"
@@ -124,6 +136,14 @@ class Buzzer(Pwm):
         ms = _number(name, w[1], what) if len(w) > 1 else 200
         if not 20 <= f <= 20000 or not 10 <= ms <= limits.BUZZER_MAX_MS:
             raise Fault("value", "%s takes 20 to 20000 Hz for 10 to %d ms" % (name, limits.BUZZER_MAX_MS))
+        return f, ms
+
+    def set(self, value):
+        tone = self.check(value)
+        if tone is None:
+            self.close()
+            return self.read()
+        f, ms = tone
         try:
             if self.dev.params["active"]:
                 self.pin.value(1)

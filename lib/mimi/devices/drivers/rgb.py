@@ -65,7 +65,11 @@ class Rgb:
     def close(self):
         self.off()
 
-    def set(self, value):
+    def check(self, value):
+        """Fault unless set(value) would take it (a rule's value, checked before it is kept)."""
+        self.set(value, False)
+
+    def set(self, value, show=True):
         name = self.dev.name
         cap = self.dev.params["max"]
         w = str(value).strip().lower()
@@ -80,9 +84,12 @@ class Rgb:
                 raise Fault("value", "%s: brightness is 0 to 100 %%, not %s" % (name, words[-1]))
             w = " ".join(words[:-1])
         if w in OFF[1:] or w == "black":
-            self._show(0, 0)
+            if show:
+                self._show(0, 0)
             return self.read()
         rgb = self.m.get("last", 0xFFFFFF) if w in ON[1:] or (not w and bright is not None) else colour(name, w)
+        if not show:
+            return None
         capped = bright is not None and bright > cap
         self._show(rgb, min(cap, cap if bright is None else bright))
         r = self.read()

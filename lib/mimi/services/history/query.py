@@ -61,3 +61,39 @@ def when(t, tz_s, days):
     lt = board.clock.localtime(tz_s, t)
     hm = "%02d:%02d" % (lt[3], lt[4])
     return WEEKDAYS[lt[6]][:3] + " " + hm if days else hm
+
+
+def request(text):
+    """'/chart NAME [hours]' (or 'NAME [hours]') -> (name, hours) of a device with a
+    history; ValueError saying what to write."""
+    words = text.split()
+    if words and words[0].startswith("/"):
+        words = words[1:]
+    names = store.names()
+    have = "devices with a history: %s" % (", ".join(names) if names else "none yet (device_add ... log_min=5)")
+    if not 1 <= len(words) <= 2:
+        raise ValueError("Write /chart NAME [hours], e.g. /chart %s 48 (%s)" % (names[0] if names else "living_temp", have))
+    hours = 24
+    if len(words) == 2:
+        try:
+            hours = float(words[1].rstrip("h"))
+        except ValueError:
+            hours = 0
+        if not 0 < hours <= 24 * 100:
+            raise ValueError("hours: a number from 1 to 2400, not %r" % words[1][:16])
+    if words[0] not in names:
+        raise ValueError("No history for %r (%s)" % (words[0][:24], have))
+    return words[0], hours
+
+
+def units(name):
+    """(unit, second unit) of device `name` from its last reading ("21.5 °C" -> "°C")."""
+    import sys
+
+    state = sys.modules.get("mimi.devices.state")  # (not loaded: no device has read)
+    last = state.last.get(name) if state else None
+    out = ["", ""]
+    for k, item in enumerate(last[0][:2] if last else ()):
+        t = item[2].split()
+        out[k] = t[-1] if len(t) > 1 and item[1] is not None else ""  # ("about 320 lx": lx)
+    return out[0], out[1]

@@ -348,6 +348,18 @@ def flush(name=None):
     return why
 
 
+def take(name, buf, n, every_s):
+    """The device logger's batch (services/rules/engine.py): the first n readings of buf,
+    each "<Iff" (Unix time, value, second value or NaN for none), kept and written.
+    -> None, or why not (the first reason)."""
+    why = None
+    for j in range(0, n * 12, 12):
+        t, v, v2 = struct.unpack_from("<Iff", buf, j)
+        w = add(name, v, None if v2 != v2 else v2, every_s, t)
+        why = why or w
+    return flush(name) or why
+
+
 def remove(name):
     """Forget device `name`'s history, on the flash and in RAM. -> files removed."""
     global _files
@@ -372,8 +384,10 @@ def prune(keep):
 
 
 def names():
+    """Devices with readings: on the flash, or waiting in the device logger."""
+    eng = _logger()
     with _lock:
-        return sorted(_devices())
+        return sorted(set(_devices()) | set(eng.waiting() if eng else ()))
 
 
 def stats():
@@ -391,32 +405,59 @@ def stats():
 
 # --- reading ------------------------------------------------------------------------
 
+def _logger():
+    import sys
+
+    return sys.modules.get("mimi.services.rules.engine")  # (the device logger: readings waiting there)
+
+
 def records(name, s0=_SMALLEST, s1=_LARGEST):
     """(store time, value, value2, step_s) of device `name`'s records with s0 <= time
     <= s1 (store times: seconds since EPOCH), oldest first: value2 is NaN when there is
     none; step_s the spacing the record stands for. Streamed from the flash a chunk at
-    a time, then the records still in RAM."""
+    a time, then the records still in RAM, then the readings the device logger
+    (services/rules/engine.py) keeps for its next batch."""
+    eng = _logger()
+    wait = eng.waiting(name) if eng else None
     with _lock:
         d = _devices().get(name)
         if d is None:
-            return iter(())
-        lv = d.long.view()
-        sv = d.short.view() if d.short.starts or d.short.buf else None
-        if sv:  # the short tier's span: the long one is read around it
-            first = sv[0][0] if sv[0] else struct.unpack_from("<I", sv[2], 0)[0]
-            span = (first, d.short.last)
+            lv = sv = span = None
         else:
-            span = None
-    return _walk(name, lv, sv, span, s0, s1)
+            lv = d.long.view()
+            sv = d.short.view() if d.short.starts or d.short.buf else None
+            if sv:  # the short tier's span: the long one is read around it
+                first = sv[0][0] if sv[0] else struct.unpack_from("<I", sv[2], 0)[0]
+                span = (first, d.short.last)
+            else:
+                span = None
+    return _walk(name, lv, sv, span, s0, s1, wait)
 
 
-def _walk(name, lv, sv, span, s0, s1):
-    if span is None:
-        yield from _tier(name, LONG, lv, s0, s1)
-        return
-    yield from _tier(name, LONG, lv, s0, min(s1, span[0] - 1))
-    yield from _tier(name, SHORT, sv, max(s0, span[0]), min(s1, span[1]))
-    yield from _tier(name, LONG, lv, max(s0, span[1] + 1), s1)
+def _walk(name, lv, sv, span, s0, s1, wait):
+    last = -1
+    if lv is None:
+        pass
+    elif span is None:
+        for r in _tier(name, LONG, lv, s0, s1):
+            last = r[0]
+            yield r
+    else:
+        for r in _tier(name, LONG, lv, s0, min(s1, span[0] - 1)):
+            yield r
+        for r in _tier(name, SHORT, sv, max(s0, span[0]), min(s1, span[1])):
+            last = r[0]
+            yield r
+        for r in _tier(name, LONG, lv, max(s0, span[1] + 1), s1):
+            last = r[0]
+            yield r
+    if wait:
+        buf, step = wait
+        for j in range(0, len(buf), 12):
+            t, v, v2 = struct.unpack_from("<Iff", buf, j)
+            s = t - EPOCH
+            if s > last and s0 <= s <= s1:  # (a batch written meanwhile is not read twice)
+                yield s, v, v2, step
 
 
 def _tier(name, tier, view, lo, hi):
@@ -509,12 +550,17 @@ def _values(recs, k):
 def span(name):
     """(first, last) Unix times of device `name`'s readings, or None: from the file
     names and what the store knows, without reading the files."""
+    eng = _logger()
+    wait = eng.waiting(name) if eng else None
     with _lock:
         d = _devices().get(name)
-        if d is None:
-            return None
         firsts = []
         lasts = []
+        if wait:
+            firsts.append(struct.unpack_from("<I", wait[0], 0)[0] - EPOCH)
+            lasts.append(struct.unpack_from("<I", wait[0], len(wait[0]) - 12)[0] - EPOCH)
+        if d is None:
+            return (EPOCH + firsts[0], EPOCH + lasts[0]) if firsts else None
         for s in (d.long, d.short):
             if s.size < 0:
                 s.check()

@@ -116,3 +116,33 @@ def chart_json(name, hours=24, now=None, columns=limits.CHART_COLUMNS, field=0, 
         out.append("]")
     out.append("}")
     return "".join(out)
+
+
+def answer(name, hours=24, tz_s=0):
+    """The device_history tool's answer: text(summary(...)) or "Error: ..."."""
+    from mimi.services.history.query import units
+
+    if not isinstance(name, str) or name not in store.names():
+        names = store.names()
+        return "Error: no history for %s; %s" % (
+            str(name)[:24] if name else "'name' (required)",
+            "devices with one: " + ", ".join(names) if names else
+            "no device logs yet: add one with log_min (minutes between readings kept)")
+    if not board.clock.valid():
+        return "Error: the clock is not set yet, so no reading has a time"
+    return text(summary(name, hours), tz_s, *units(name))
+
+
+def page(want):
+    """The chat page's chart: chart_json() of want ("/chart NAME [hours]", or [name,
+    hours] from the WebSocket or the device_history tool), or an error message's JSON."""
+    import json
+    from mimi.services.history.query import request, units
+
+    try:
+        if not isinstance(want, str):
+            want = "%s %s" % (want[0], 24 if want[1] is None else want[1])
+        name, hours = request(want)
+    except (ValueError, TypeError, IndexError) as e:
+        return json.dumps({"type": "error", "content": str(e)})
+    return chart_json(name, hours, unit=units(name)[0])

@@ -1,0 +1,119 @@
+# What a firing rule says (services/rules/engine.py keeps the state; this is loaded for
+# one firing and dropped): a notify rule's text, {name} and {value} filled in, to the
+# chat the rule was made in (or the owner's, for one made on the REPL); an ask rule's
+# prompt as an agent turn in that chat (the usage ledger's spend caps apply to it as to
+# any turn). At most RULE_NOTICES_HOUR of them an hour, all rules together; the rest are
+# counted and summed up in one line per chat when the hour is over. While the network
+# is down notices wait (RULE_HELD_MAX of them; more are counted) and go out, or are summed
+# up, when it is back; an ask then is not made (its moment has passed): it is logged.
+import time
+from mimi import log, bus, channels, limits
+from mimi.services.rules import engine as eng
+
+TAG = "rules"
+_HOUR_MS = 3600000
+
+
+def _rule(rid):
+    import mimi
+
+    for r in mimi.run("services.rules.book", "read"):
+        if r["id"] == rid:
+            return r
+    return None
+
+
+def _dest(r):
+    """(channel, chat id) a rule's notices go to, or None (no owner: only logged)."""
+    if r.get("channel"):
+        return r["channel"], r["chat_id"]
+    return channels.owner()
+
+
+def _room(now, dest):
+    """May one more notice go out this hour? Else it is counted for the hour's summary."""
+    h = eng.hour
+    if time.ticks_diff(now, h[0]) >= _HOUR_MS:
+        h[0], h[1] = now, 0
+    if h[1] >= limits.RULE_NOTICES_HOUR:
+        eng.missed[dest] = eng.missed.get(dest, 0) + 1
+        return False
+    h[1] += 1
+    return True
+
+
+def _out(dest, text):
+    """A notice to a chat now, or kept while the network is down. -> sent."""
+    from mimi.services import wifi
+
+    if not wifi.online() or not bus.outbound.put(bus.Msg(dest[0], dest[1], text, bus.REPLY)):
+        if len(eng.held) < limits.RULE_HELD_MAX:
+            eng.held.append((dest, text))
+        else:
+            eng.missed[dest] = eng.missed.get(dest, 0) + 1
+        return False
+    return True
+
+
+def fire(rid, name, value, now):
+    """Rule `rid` fired on device `name` reading `value` (its text)."""
+    r = _rule(rid)
+    if r is None:
+        return
+    dest = _dest(r)
+    words = (r.get("text") or r.get("prompt") or "").replace("{name}", name).replace("{value}", value)
+    log.info(TAG, "rule %d (%s) fired: %s %s", rid, r["name"], name, value)
+    if dest is None:
+        log.info(TAG, "rule %d: no chat to tell (no owner set): %s", rid, words)
+        return
+    if not _room(now, dest):
+        return
+    if r["then"] == "notify":
+        _out(dest, words)
+        return
+    from mimi.services import wifi
+
+    if not wifi.online():
+        log.warning(TAG, "rule %d: not asked while offline: %s", rid, words)
+        return
+    text = "[rule %d %r: %s %s] %s" % (rid, r["name"], name, value, words)
+    if not bus.inbound.put(bus.Msg(dest[0], dest[1], text, meta={"rule": rid})):
+        log.warning(TAG, "rule %d: the agent is busy; not asked: %s", rid, words)
+
+
+def tell(rids, text, now):
+    """Something about rules `rids` (a device that stopped answering) to their chats, once each."""
+    told = []
+    for rid in rids:
+        r = _rule(rid)
+        dest = r and _dest(r)
+        if dest and dest not in told and _room(now, dest):
+            told.append(dest)
+            _out(dest, "Rule %d (%s): %s" % (rid, r["name"], text))
+
+
+def release(now):
+    """Online again, or the hour is over: the notices that waited, each alone when they
+    are few, else summed up in one message per chat with the count of those the
+    ceiling (or the offline queue) held back."""
+    held, eng.held = eng.held, []
+    if not held and time.ticks_diff(now, eng.hour[0]) < _HOUR_MS:
+        return  # the hour's count waits for its end
+    missed, eng.missed = eng.missed, {}
+    by = {}
+    for dest, text in held:
+        by.setdefault(dest, []).append(text)
+    for dest in missed:
+        by.setdefault(dest, [])
+    for dest, texts in by.items():
+        more = missed.get(dest, 0)
+        if not more and len(texts) <= 3:
+            for t in texts:
+                _out(dest, t)
+            continue
+        lines = ["While I could not send, %d notices came:" % (len(texts) + more)] if texts else []
+        lines += ["- " + t for t in texts]
+        if more:
+            lines.append("(%d more not shown: rules send at most %d notices an hour and keep %d while "
+                         "offline)" % (more, limits.RULE_NOTICES_HOUR, limits.RULE_HELD_MAX))
+        _out(dest, "\n".join(lines))

@@ -1,0 +1,325 @@
+# Rules (SPEC §14, services/rules/): made with the tools against the simulated parts,
+# run by the engine's passes at ticks the test chooses (never waited for): a threshold
+# that switches a relay with hysteresis, a button's press through its pin interrupt to a
+# notice, a flapping input held by the cooldown, a device that stops answering, notices
+# that wait for the network, refusals that write nothing, a damaged file moved aside,
+# and the rules still there after a restart.
+import json
+import sys
+import time
+from support import raises  # noqa: F401
+from mimi import bus, fs, limits, log
+from mimi.config.settings import cfg
+from mimi.devices.sim import parts
+from mimi.services import wifi
+
+HOME = ("websocket", "home")
+
+
+def setup():
+    cfg.load()
+    parts.clear()
+    wifi.supervisor._online = True
+    while bus.outbound.get_nowait() is not None:
+        pass
+    while bus.inbound.get_nowait() is not None:
+        pass
+
+
+def call(tool, ctx=HOME, **args):
+    from mimi.tools.registry import registry, Ctx
+
+    return registry.call(tool, args, Ctx(*ctx) if ctx else None)
+
+
+def engine():
+    from mimi.services.rules import engine as e
+
+    e.load()
+    return e
+
+
+def sent():
+    """The replies on bus.outbound since the last look: [(channel, chat, text)]."""
+    out = []
+    while True:
+        m = bus.outbound.get_nowait()
+        if m is None:
+            return out
+        out.append((m.channel, m.chat_id, m.content))
+
+
+class Ticks:
+    """Loop time the test moves: each pass of the engine at .now."""
+
+    def __init__(self):
+        self.now = time.ticks_ms()
+
+    async def step(self, e, seconds=0):
+        self.now = time.ticks_add(self.now, int(seconds * 1000))
+        return await e.step(self.now)
+
+
+def warm_room():
+    parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=25, hum=40)
+    parts.attach("relay", pin=21)
+    assert call("device_add", name="room", type="sht3x").startswith("OK")
+    assert call("device_add", name="fan", type="relay", pin=21).startswith("OK")
+
+
+async def test_threshold_switches_a_relay_and_it_returns_below_the_hysteresis():
+    warm_room()
+    out = call("rule_add", name="cool down", device="room", when="above", value=28, hysteresis=1,
+               every_s=1, then="set", target="fan", to="on", otherwise="off")
+    assert out.startswith("OK: rule 1: when room above 28 (hysteresis 1), checked every 1 s: set fan "
+                          "to on, otherwise off; now room = 25 \u00b0C"), out
+    e = engine()
+    clock = Ticks()
+    await clock.step(e)
+    assert parts.get("relay@21")["on"] is False
+    for temp, on in ((28.5, True), (27.5, True), (27.0, True), (26.9, False), (27.9, False), (28.1, True)):
+        parts.set("sht3x@0x44", temp=temp)
+        await clock.step(e, 1)
+        assert parts.get("relay@21")["on"] is on, (temp, on)
+    assert sent() == []  # a set rule says nothing
+    assert "holds now" in call("rule_list")
+
+
+async def test_a_button_press_reaches_the_chat_through_its_interrupt():
+    parts.attach("button", pin=4)
+    assert call("device_add", name="door", type="button", pin=4).startswith("OK")
+    out = call("rule_add", name="bell", device="door", when="pressed", then="notify", text="{name} was {value}")
+    assert out.startswith("OK: rule 1: when door pressed: notify \"{name} was {value}\" (at most every 60 s)"), out
+    e = engine()
+    clock = Ticks()
+    wait = await clock.step(e)
+    assert wait > 60000  # nothing polled: a press wakes it
+    parts.set("button@4", pressed=1)
+    time.sleep_ms(5)  # (the pin's soft IRQ runs)
+    parts.set("button@4", pressed=0)
+    assert e.presses == ["door"]
+    await clock.step(e)
+    assert sent() == [("websocket", "home", "door was pressed")]
+
+
+async def test_a_flapping_input_is_held_by_the_cooldown():
+    parts.attach("button", pin=4, bounce=3)
+    call("device_add", name="door", type="button", pin=4)
+    call("rule_add", name="bell", device="door", when="pressed", then="notify", text="ding", cooldown_s=30)
+    e = engine()
+    clock = Ticks()
+    got = []
+    for k in range(12):  # a press every 5 s for a minute, each bouncing 3 times
+        parts.set("button@4", pressed=1)
+        time.sleep_ms(60)
+        parts.set("button@4", pressed=0)
+        time.sleep_ms(60)
+        assert e.presses == ["door"], e.presses  # debounced: its bounces are one press
+        await clock.step(e, 5)
+        got += sent()
+    assert got == [HOME + ("ding",)] * 2, got  # at 5 s and 35 s (30 s apart)
+    assert any("held by its cooldown" in line for line in log.recent(40))
+
+
+async def test_rules_survive_a_restart():
+    warm_room()
+    call("rule_add", name="hot", device="room", when="above", value=30, then="notify", text="hot: {value}")
+    call("rule_add", name="fan", device="room.humidity", when="below", value=30, every_s=60, then="set",
+         target="fan", to="off")
+    before = fs.read_text(limits.RULES_PATH)
+    import mimi
+
+    for m in [m for m in sys.modules if m.startswith("mimi.services.rules")]:
+        mimi.unload(m)
+    from mimi.services.rules import engine as e
+
+    assert e.rules == []
+    e.load()
+    assert [r[0] for r in e.rules] == [1, 2] and e.rules[1][2] == "humidity"
+    listing = call("rule_list")
+    assert listing.startswith("1 hot: when room above 30, checked every 10 s: notify \"hot: {value}\" "
+                              "(at most every 60 s); to websocket home\n2 fan: when room.humidity below 30"), listing
+    assert fs.read_text(limits.RULES_PATH) == before
+    saved = json.loads(before)["rules"]
+    assert saved[0]["channel"] == "websocket" and saved[0]["chat_id"] == "home" and saved[0]["cooldown_s"] == 60
+
+
+def test_bad_rules_are_refused_and_nothing_is_written():
+    warm_room()
+    parts.attach("bh1750", sda=8, scl=9, addr=0x23)
+    call("device_add", name="light", type="bh1750")
+    cases = (
+        (dict(name="x", device="nope", when="above", value=1, then="notify", text="t"), "no device named 'nope'"),
+        (dict(name="x", device="room", when="above", value=1, then="set", target="light", to="on"),
+         "light is a sensor (bh1750): 'set' drives an actuator"),
+        (dict(name="x", device="room", when="above", value="warm", then="notify", text="t"),
+         "'value' must be a number, not \"warm\""),
+        (dict(name="x", device="room", when="above", value=30, then="set", target="fan", to="purple"),
+         "'to': fan takes on or off"),
+        (dict(name="x", device="room", when="above", value=1, then="notify", text="t", cooldown_s=2),
+         "'cooldown_s' must be a whole number of seconds, 10 to 86400"),
+        (dict(name="x", device="room", when="hotter", value=1, then="notify", text="t"), "'when' must be one of"),
+        (dict(name="x", device="room", when="changes", then="notify"), "'text' is required"),
+        (dict(name="x", device="room", when="above", then="notify", text="t"), "'above' needs 'value'"),
+        (dict(name="x", device="room", when="pressed", then="notify", text="t"), "'pressed' watches a button"),
+        (dict(name="x", device="room", when="changes", then="set", target="fan", to="on", otherwise="off"),
+         "'otherwise' goes with above/below"),
+        (dict(name="x", device="room.pressure", when="above", value=1, then="notify", text="t"),
+         "room has no reading 'pressure'"),
+        (dict(name="x", device="room", when="above", value=1, then="notify", text="t", colour="red"),
+         "unknown 'colour'"),
+        (dict(name="x", device="room", when="above", value=1, every_s=0, then="notify", text="t"),
+         "'every_s' must be a whole number of seconds, 1 to 86400"),
+    )
+    for args, why in cases:
+        out = call("rule_add", **args)
+        assert out.startswith("Error: ") and why in out and out.endswith("no rule was added"), (args, out)
+    assert not fs.exists(limits.RULES_PATH)
+    for k in range(limits.RULES_MAX):
+        assert call("rule_add", name="r%d" % k, device="room", when="changes", then="notify",
+                    text="t").startswith("OK: rule %d:" % (k + 1))
+    before = fs.read_text(limits.RULES_PATH)
+    out = call("rule_add", name="one more", device="room", when="changes", then="notify", text="t")
+    assert out == "Error: at most 16 rules; remove one first (rule_list); no rule was added", out
+    assert fs.read_text(limits.RULES_PATH) == before
+    assert call("device_remove", name="room").startswith("Error: rule 1, 2, 3")
+    assert call("rule_remove", id=99) == "Error: no rule 99 (rule_list shows their ids)"
+    assert call("rule_remove", id=3) == "OK: removed rule 3 (r2)"
+    assert "\n3 " not in call("rule_list")
+
+
+def test_a_damaged_rule_file_is_moved_aside():
+    fs.write_atomic(limits.RULES_PATH, '{"rules": [{"id": 1, "when": "soon"}')
+    e = engine()
+    assert e.rules == [] and not fs.exists(limits.RULES_PATH)
+    assert fs.read_text(limits.RULES_BAD).startswith('{"rules"')
+    assert any("/rules.json is damaged" in line and "moved aside to /rules.bad.json" in line for line in log.recent(20))
+    assert "moved aside to /rules.bad.json" in call("rule_list")
+
+
+async def test_a_device_that_stops_answering_is_retried_with_backoff_and_told_once():
+    warm_room()
+    call("rule_add", name="hot", device="room", when="above", value=30, every_s=2, then="notify", text="hot")
+    e = engine()
+    clock = Ticks()
+    await clock.step(e)
+    parts.set("sht3x@0x44", fault="nack")
+    waits = []
+    for _ in range(6):
+        waits.append(await clock.step(e, waits[-1] / 1000 if waits else 2))
+    assert waits == [4000, 8000, 16000, 32000, 64000, 128000], waits
+    got = sent()
+    assert len(got) == 1 and got[0][2].startswith("Rule 1 (hot): room (sht3x at 0x44 on SDA 8 / SCL 9) "
+                                                   "did not answer"), got
+    assert got[0][2].endswith("Its rules wait and try again."), got
+    parts.set("sht3x@0x44", fault=None, temp=31)
+    await clock.step(e, 128)
+    assert [m[2] for m in sent()] == ["Rule 1 (hot): room reads again; its rules run.", "hot"]
+
+
+async def test_set_rules_run_offline_and_notices_wait_then_are_summed_up():
+    warm_room()
+    call("rule_add", name="fan", device="room", when="above", value=28, every_s=1, then="set", target="fan",
+         to="on", otherwise="off")
+    call("rule_add", name="tell", device="room", when="changes", hysteresis=0.5, every_s=1, cooldown_s=10,
+         then="notify", text="now {value}")
+    e = engine()
+    clock = Ticks()
+    await clock.step(e)
+    wifi.supervisor._online = False
+    for k in range(6):
+        parts.set("sht3x@0x44", temp=26 + 2 * (k % 2) + k * 0.2)
+        await clock.step(e, 10)
+    assert parts.get("relay@21")["on"] is True  # 28.2 at the fourth step: switched with WiFi down
+    assert sent() == [] and len(e.held) == 6
+    wifi.supervisor._online = True
+    await clock.step(e, 1)
+    got = sent()
+    assert len(got) == 1 and got[0][:2] == HOME, got
+    assert got[0][2].startswith("While I could not send, 6 notices came:\n- now 26 \u00b0C\n- now 28.2 \u00b0C\n"), got
+
+
+async def test_the_hourly_ceiling_sums_up_the_rest():
+    warm_room()
+    call("rule_add", name="tell", device="room", when="changes", every_s=1, cooldown_s=10, then="notify",
+         text="{value}")
+    e = engine()
+    clock = Ticks()
+    await clock.step(e)
+    got = []
+    for k in range(limits.RULE_NOTICES_HOUR + 5):
+        parts.set("sht3x@0x44", temp=20 + k)
+        await clock.step(e, 60)
+        got += sent()
+    assert len(got) == limits.RULE_NOTICES_HOUR, got
+    await clock.step(e, 3600)
+    got = sent()
+    assert got[0][2].startswith("(5 more not shown"), got
+
+
+class Model:
+    """An LLM that answers at once (tests/mp/test_usage.py's way: provider.from_config)."""
+    name = "openai"
+    model = "gpt-5-mini"
+    calls = 0
+
+    def chat(self, system, messages, tools):
+        from mimi.llm import provider
+
+        self.calls += 1
+        self.asked = messages[-1]["content"]
+        return provider.Reply("Open a window.", [], {"input": 100, "output": 10, "cache_read": 0, "cache_write": 0})
+
+
+async def test_an_ask_rule_is_a_turn_in_its_chat_and_the_spend_caps_count_it():
+    import mimi
+    from mimi.agent import worker
+    from mimi.llm import provider
+
+    warm_room()
+    out = call("rule_add", ("telegram", "42"), name="hot", device="room", when="above", value=28, every_s=1,
+               cooldown_s=10, then="ask", prompt="{name} is {value}: what should I do?")
+    assert out.startswith("OK: rule 1: when room above 28, checked every 1 s: ask the agent "
+                          "\"{name} is {value}: what should I do?\" (at most every 10 s)"), out
+    mimi.drop("usage.ledger")
+    cfg.set("max_calls_day", 1)
+    model = Model()
+    provider.from_config = lambda c: model
+    e = engine()
+    clock = Ticks()
+    asked = []
+    for temp in (29, 27, 29.5):  # above, cleared, above again after the cooldown
+        parts.set("sht3x@0x44", temp=temp)
+        await clock.step(e, 11)
+        m = bus.inbound.get_nowait()
+        if m is not None:
+            asked.append(m)
+    assert len(asked) == 2 and model.calls == 0, asked  # the rule asks; the agent thread answers
+    m = asked[0]
+    assert (m.channel, m.chat_id, m.meta) == ("telegram", "42", {"rule": 1}), m
+    assert m.content == "[rule 1 'hot': room 29 \u00b0C] room is 29 \u00b0C: what should I do?", m.content
+    assert worker.run_message(m) == "Open a window." and model.calls == 1
+    # the day's cap (max_calls_day 1) counted that turn: the next ask makes no LLM call and
+    # nothing goes to the chat (a rule's turn, like cron's, is dropped quietly)
+    assert worker.run_message(asked[1]) == "" and model.calls == 1
+    assert any("turn refused: the daily limit of 1 LLM calls" in line for line in log.recent(20))
+    cfg.set("max_calls_day", 0)
+
+
+async def test_a_rule_made_on_the_repl_tells_the_owner_and_goes_with_rule_remove():
+    from mimi.console import commands
+
+    cfg.update({"tg_token": "123456789:AAbbccddeeffgghhiijjkkllmmnnoopp", "tg_allow": "42,7"})
+    warm_room()
+    commands.rule_add("hot", "room", "above", "notify", value=28, every_s=1, text="{name} at {value}")
+    assert "to the owner" in call("rule_list")
+    e = engine()
+    clock = Ticks()
+    await clock.step(e)
+    parts.set("sht3x@0x44", temp=29)
+    await clock.step(e, 1)
+    assert sent() == [("telegram", "42", "room at 29 \u00b0C")]  # the first id of the first allow-list
+    commands.rule_remove(1)
+    assert call("rule_list").startswith("No rules.")
+    e.load()
+    assert e.rules == []
