@@ -424,6 +424,19 @@ async def serve(sr, sw):
         pass
     except (EOFError, OSError, asyncio.TimeoutError):
         pass  # reset, EOF, timeout: the finally below frees the slot
+    except MemoryError as e:
+        if not me[2]:
+            await gw.refuse(sw)
+        else:  # upgraded: closed with 1013 "try again later" and why, not without a word
+            mimi.spare(False)
+            log.exception("ws", "connection", e)
+            try:
+                p = wp.close_payload(wp.TRY_LATER, "the board is out of memory")
+                sw.write(wp.header(wp.CLOSE, len(p)))
+                sw.write(p)
+                await asyncio.wait_for(sw.drain(), limits.WS_CLOSE_WAIT_S)
+            except Exception:
+                pass
     except Exception as e:
         log.exception("ws", "connection", e)
     finally:

@@ -74,15 +74,24 @@ def chart(want):
 NO_ROOM = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 38\r\nConnection: close\r\n\r\nthe board is out of memory; try again\n"
 
 
+async def refuse(sw):
+    """A connection not upgraded yet that found no room in the heap (its code, its
+    buffers): the spare given back (mimi.spare()) and a 503 said, not left hanging."""
+    mimi.spare(False)
+    log.warning("ws", "no room in the heap for a connection; refused (503)")
+    try:
+        sw.write(NO_ROOM)
+        await sw.drain()
+    except Exception:  # (the peer gone, or no room even for that)
+        pass
+
+
 async def _connection(sr, sw):
     try:
         wsconn = channels.load("websocket.connection")
-    except MemoryError:  # no room for a connection's code: said so, not left hanging
-        mimi.spare(False)
-        log.warning("ws", "no room in the heap for a connection; refused (503)")
+    except MemoryError:
         try:
-            sw.write(NO_ROOM)
-            await sw.drain()
+            await refuse(sw)
         finally:
             sw.close()
         return
