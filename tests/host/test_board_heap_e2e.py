@@ -24,7 +24,7 @@ import wholefw
 from conftest import mp32_bin, mp32_frozen_bin
 from simproc import Sim
 
-HEAP = "256k"
+HEAP = "272k"  # + HOST_HW_KB (256 KB passed before main's rules and logging merged; now fails on the long answer)
 FROZEN_HEAP = "192k"  # issue 12's target
 FROZEN_SMALL_HEAP = "152k"  # one 8 KB step above the smallest that passed (144 KB; issue 26's 128 KB is
 # not reached: there the 10 KB Telegram answer's turn finds no room, docs/benchmarks.md §3c)
