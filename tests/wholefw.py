@@ -123,18 +123,46 @@ def ready(sim, search, timeout=180):
     sim.wait_for(r"search on fake", start=at)
 
 
-def script(tag):
-    """The fake LLM's replies for one turn: 3 tools, then an answer naming `tag`."""
+def script(tag, text=None):
+    """The fake LLM's replies for one turn: 3 tools, then an answer naming `tag` (or
+    `text`)."""
     return [
         {"tool_calls": [{"name": "get_current_time", "input": {}}]},
         {"tool_calls": [{"name": "read_file", "input": {"path": "/spiffs/memory/MEMORY.md"}}]},
         {"tool_calls": [{"name": "web_search", "input": {"query": "Lisbon weather"}}]},
-        {"text": answer(tag)},
+        {"text": text or answer(tag)},
     ]
 
 
 def answer(tag):
     return "It is sunny in Lisbon (%s)." % tag
+
+
+LONG_PARAGRAPH = ("Lisbon's weather this week stays **mild and sunny**: mornings near 14 degrees, "
+                  "afternoons up to 22, a light wind from the north-west and no rain in sight. "
+                  "Take a jacket for the evening by the river. ")
+
+
+def long_answer(tag, size=10 * 1024):
+    """A markdown answer of about `size` bytes (paragraphs of bold and plain text, a
+    short list, a code block): Telegram takes it in three or more messages."""
+    paras = ["# Lisbon, the week ahead (%s)" % tag]
+    n = 0
+    while sum(len(p) + 2 for p in paras) < size - 400:
+        n += 1
+        paras.append("%d. %s" % (n, LONG_PARAGRAPH * 3))
+        if n % 8 == 0:
+            paras.append("- sunrise 07:10\n- sunset 18:40\n- UV index 5")
+        if n == 12:
+            paras.append("```\nday  min  max\nmon   14   22\ntue   15   21\n```")
+    paras.append("That is all for %s." % tag)
+    return "\n\n".join(paras)
+
+
+def words(markdown):
+    """The words a person reads of `markdown` as Telegram shows it (markup gone)."""
+    text = re.sub(r"\*\*|```|^#+ |^- ", "", markdown, flags=re.M)
+    return [w.replace("\u2022", "") for w in text.split() if w.replace("\u2022", "")]
 
 
 async def _ws_ask(port, text, timeout):
@@ -191,6 +219,27 @@ def tg_turn(tg, llm, tag="tg", timeout=120):
     llm.script(*script(tag))
     tg.update(chat_id=TG_CHAT, text="What is the weather where I live? (%s)" % tag)
     return mine(tg.wait(done, timeout))[n]["visible"]
+
+
+def tg_long_turn(tg, llm, tag="long", timeout=180):
+    """One Telegram turn whose answer is long_answer(tag) (3 tools first) -> the visible
+    texts of the messages the bot sent for it, in order (progress lines left out), once
+    their words are the answer's or once they are not a start of it (an error, an
+    apology). A streamed text so far may end in a cut word."""
+    want = words(long_answer(tag))
+
+    def mine(st):
+        return [m for m in st["sent"][n:] if m["chat_id"] == TG_CHAT and not m.get("deleted")
+                and not m["visible"].endswith("\u2026")]
+
+    def done(st):
+        have = [w for m in mine(st) for w in words(m["visible"])]
+        return have == want or len(have) > 1 and have[:-1] != want[:len(have) - 1]
+
+    n = len(tg.state()["sent"])
+    llm.script(*script(tag, long_answer(tag)))
+    tg.update(chat_id=TG_CHAT, text="And the whole week? (%s)" % tag)
+    return [m["visible"] for m in mine(tg.wait(done, timeout))]
 
 
 def heap(sim):

@@ -38,6 +38,29 @@ def short(measure=False):
     return _short
 
 
+_spare = None
+
+
+def spare(keep=True):
+    """limits.HEAP_SPARE bytes kept aside for telling a person that memory ran out:
+    keep takes them (at boot, and after a recovery) when the heap has them; keep=False
+    gives them back and collects (a MemoryError happened: the apology is made in their
+    room)."""
+    global _spare
+    if not keep:
+        _spare = None
+        import gc
+
+        gc.collect()
+    elif _spare is None:
+        from mimi import limits
+
+        try:
+            _spare = bytearray(limits.HEAP_SPARE)
+        except MemoryError:
+            pass
+
+
 def unload(name):
     """Forget module `name` (stateless ones only): its code is freed once nothing else
     holds it, and an import loads it again. For code a turn needs only for a moment."""

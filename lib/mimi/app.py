@@ -36,6 +36,41 @@ def stop():
     _stop.set()
 
 
+async def console(stop):
+    """The serial console's task: its code (console/serial.py) loads with the first byte
+    typed (at once when micropython-lib's aiorepl is installed), so a board nobody types
+    at holds only this. Ctrl-C is console input from the start, not an interrupt."""
+    import sys
+    from mimi import board
+
+    try:
+        import aiorepl  # noqa: F401 - its own reader: loaded at once
+    except ImportError:
+        aiorepl = None
+    reader = first = kbd = None
+    if aiorepl is None:
+        if board.NAME != "host":  # (on the unix port kbd_intr(-1) would unhook SIGINT)
+            import micropython
+
+            kbd = micropython.kbd_intr
+            kbd(-1)
+        reader = asyncio.StreamReader(sys.stdin)
+        try:
+            first = await reader.read(1)
+        except UnicodeError:  # a byte that is not text: the console shows it as "?"
+            first = b"?"
+        except BaseException:
+            if kbd:
+                kbd(3)
+            raise
+        first = first.encode() if isinstance(first, str) else first
+        if not first:
+            return  # stdin closed (the host without a console)
+    from mimi.console import serial
+
+    await serial.task(stop, reader, first)
+
+
 def collect_often():
     """On a small heap, a collection every limits.GC_THRESHOLD bytes allocated.
     MicroPython hands out the lowest free run, but garbage is only free after a
@@ -66,6 +101,7 @@ def devices_off():
 def main():
     global looping
     collect_often()
+    mimi.spare()  # low in the heap, before anything else
     devices_off()
     from mimi import safemode
 

@@ -36,7 +36,16 @@ class Msg:
         return session_key(self.channel, self.chat_id)
 
     def __repr__(self):
-        return "Msg(%s:%s %s %d chars)" % (self.channel, self.chat_id, self.kind, len(self.content or ""))
+        return "Msg(%s:%s %s %d chars)" % (self.channel, self.chat_id, self.kind,
+                                            sum(len(p) for p in pieces(self.content)))
+
+
+# A message's text is a str, or, for a long answer (a streamed one, llm/stream.py), a
+# tuple of str pieces of about limits.PROMPT_CHUNK each: never one block as big as
+# itself, which a short heap does not have. Channels send it piece by piece.
+def pieces(content):
+    """The text as a tuple of str."""
+    return content if isinstance(content, tuple) else (content or "",)
 
 
 def session_key(channel, chat_id):

@@ -41,6 +41,7 @@ SSE_LINE_MAX = const(32 * 1024)  # one event of a streamed answer (a server may 
 # tool call in one: TOOL_ARGS_MAX, JSON-escaped, fits)
 STREAM_PARTIAL_MS = const(250)  # the text so far of a streamed answer goes out at most this often
 STREAM_PARTIAL_MAX = const(8 * 1024)  # ... while it is at most this long (each is a copy: the reply brings the rest)
+STREAM_PARTIAL_SHORT = const(2 * 1024)  # ... when the heap is short (mimi.short())
 HTTP_RESPONSE_MAX = const(256 * 1024)
 HTTP_HEADER_MAX = const(8 * 1024)  # a whole response head (lines are read one by one)
 HTTP_SINK_MAX = const(64 * 1024 * 1024)  # a body handed to a sink piece by piece (Telegram's updates)
@@ -85,6 +86,7 @@ NOTES_DAYS = const(3)
 SKILLS_MAX = const(2 * 1024)
 PROMPT_CHUNK = const(1024)  # the prompt (and a message's long text) is read and JSON-escaped in pieces this big
 HEAP_SHORT = const(96 * 1024)  # less free: a turn drops code after use (mimi.short())
+HEAP_SPARE = const(768)  # kept aside for telling a person that memory ran out (mimi.spare())
 PROMPT_SPILL = "/prompt.tmp"  # and escapes the prompt into this file (outside /spiffs)
 
 SKILL_TITLE_MAX = const(64)
@@ -147,6 +149,7 @@ WS_AUTH_FORGET_S = const(300)  # an address's back-off ended this long ago: forg
 WS_PING_S = const(60)  # a silent client is pinged; silent this long again, dropped
 WS_FRAME_TIMEOUT_S = const(30)  # a started frame must be complete this soon
 WS_WRITE_TIMEOUT_S = const(20)
+WS_NO_ROOM_TRIES = const(4)  # a frame that found no room in the heap is tried again (after 50 ms, doubling)
 WS_CLOSE_WAIT_S = const(3)  # wait for the peer's close frame after ours
 WS_CLIENT_OUTBOX = const(32)  # frames queued for one client; a client this far behind is dropped
 WS_CLIENT_OUTBOX_BYTES = const(64 * 1024)  # ... or this many bytes behind
@@ -169,9 +172,14 @@ SEND_HOLD_MAX_S = const(60)  # ... 1, 2, 4 ... up to this, for as long as it tak
 # Telegram (SPEC §8)
 TG_POLL_TIMEOUT_S = const(30)
 TG_MSG_MAX = const(4096)  # UTF-16 units of visible text (after entity parsing)
+TG_MSG_SHORT = const(1024)  # ... a part that found no room in the heap goes again in pieces this long
+TG_LINE_MAX = const(8 * 1024)  # a longer markdown line (a paragraph) is formatted in pieces this long, cut at
+# a space (emphasis open across a cut shows its marks): no block of the work is bigger
 TG_POLL_LIMIT = const(10)  # updates per getUpdates batch (fewer while the heap is short)
 TG_UPDATE_MAX = const(64 * 1024)  # bytes of one update taken (a third of the free heap at most); bigger: skipped
-TG_UPDATE_MIN = const(4096)  # ... unless the heap has no block this big: then the batch waits
+TG_UPDATE_MIN = const(4096)  # ... unless the heap has no block this big: then just its size, or the batch waits
+TG_UPDATE_HEAD = const(256)  # bytes of an update kept to name it (update_id, chat) when it cannot be taken
+TG_STUCK_TRIES = const(5)  # polls an update finds no room before it is skipped and its sender told
 TG_ERROR_MAX = const(1024)  # bytes of an error answer read
 TG_HTTP_SLACK_S = const(15)  # long poll deadline = poll timeout + this
 TG_SEND_TIMEOUT_S = const(20)  # sendMessage / sendChatAction / getMe deadline
@@ -251,9 +259,9 @@ HISTORY_FLUSH_S = const(3600)  # ... or the oldest is this old (at the next read
 HISTORY_PENDING_MAX = const(60)  # readings kept per tier while the flash refuses them; then the oldest go
 HISTORY_BACK_S = const(300)  # a reading up to this much older than the last kept one (the clock
 # stepped back) is kept at that time; an older one is dropped
-HISTORY_DEVICES = const(DEVICES_MAX)  # devices whose history the cap below makes room for (all of them)
+_HISTORY_DEVICES = const(DEVICES_MAX)  # devices whose history the cap below makes room for (all of them)
 # Its own cap: every device's segments (each file one flash block) at most
-HISTORY_CAP = const(HISTORY_DEVICES * (HISTORY_SEGMENTS + HISTORY_FINE_SEGMENTS) * BLOCK_SIZE)
+HISTORY_CAP = const(_HISTORY_DEVICES * (HISTORY_SEGMENTS + HISTORY_FINE_SEGMENTS) * BLOCK_SIZE)
 HISTORY_READ_CHUNK = const(512)  # bytes read per open while a range is streamed
 HISTORY_POINTS = const(12)  # points in time a summary gives (device_history)
 CHART_W = const(480)  # the PNG chart's size in pixels
@@ -377,6 +385,7 @@ WDT_AGENT_STALL_S = const(180)  # agent thread busy with no progress and no decl
 WDT_BLOCK_MARGIN_S = const(30)  # grace after a blocking call's own deadline
 SAFE_MODE_BOOTS = const(3)  # crash-boots in a row before safe mode
 HEALTHY_AFTER_S = const(60)  # up this long = the boot counts as good
+HEALTHY_RETRY_S = const(10)  # ... marked so again this often while the heap has no room for it
 
 # Stall detector (services/loopwatch.py)
 LOOP_STALL_MS = const(200)  # a loop step (or a late wake-up) this long is logged
@@ -401,3 +410,9 @@ WIFI_SUSPECT_MAX = const(3)  # network failures reported while online before a f
 
 # Host simulator: exit code that asks tools/sim to boot again (machine.reset()).
 SIM_RESET_EXIT = const(75)
+
+# Each name here is an entry of this module's table, held by every boot: MicroPython
+# sizes a table by primes (..., 293, 389, 521): up to 388 names take 389 slots (3.1 KB
+# on the board), one more takes 521 (+1 KB). Numbers read only in this file are
+# underscored (folded away by the compiler, no entry).
+del const

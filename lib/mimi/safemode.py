@@ -199,7 +199,15 @@ async def guard():
     left = limits.HEALTHY_AFTER_S * 1000 - time.ticks_diff(time.ticks_ms(), t0)
     if left > 0:
         await asyncio.sleep_ms(left)
-    healthy()
+    while True:
+        try:
+            healthy()
+            break
+        except MemoryError:  # not counted as a crash-boot for want of room (clear()): again
+            mimi.spare(False)
+            log.warning("safemode", "no room in the heap to mark the boot healthy; again in %d s",
+                        limits.HEALTHY_RETRY_S)
+            await asyncio.sleep(limits.HEALTHY_RETRY_S)
     import gc
 
     gc.collect()  # the heap a settled firmware holds, with nobody at the console yet

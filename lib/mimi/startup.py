@@ -100,7 +100,7 @@ def tasks(stop):
         ts.append(w("rules", devices.body()))  # the rules and the history (SPEC §14)
     ts += board.tasks()  # the simulator's Ctrl-C (board/host.py)
     if board.CONSOLE:
-        from mimi.console import serial as console
+        from mimi import app
 
-        ts.append(w("console", console.task(stop), quiet=True))  # holds the loop for mpremote
+        ts.append(w("console", app.console(stop), quiet=True))  # holds the loop for mpremote
     return ts

@@ -15,15 +15,19 @@ simulated hardware's share of the heap (wholefw.HOST_HW_KB: the board has none o
 
 With the package frozen into the interpreter (the 32-bit unix port built with
 firmware/manifest_unix.py by tools/mpbuild.py, as `make test` does; MP32_FROZEN=path names
-another; docs/benchmarks.md §3c), the same proof at 192 KB itself."""
+another; docs/benchmarks.md §3c), the same proof at 192 KB itself, and at FROZEN_SMALL_HEAP.
+The conversation: a WebSocket turn, a Telegram turn with a 10 KB answer (three messages),
+a Telegram turn with that answer in its history, and the device turn."""
 import pytest
 
 import wholefw
 from conftest import mp32_bin, mp32_frozen_bin
 from simproc import Sim
 
-HEAP = "256k"
+HEAP = "272k"  # + HOST_HW_KB (256 KB passed before main's rules and logging merged; now fails on the long answer)
 FROZEN_HEAP = "192k"  # issue 12's target
+FROZEN_SMALL_HEAP = "152k"  # one 8 KB step above the smallest that passed (144 KB; issue 26's 128 KB is
+# not reached: there the 10 KB Telegram answer's turn finds no room, docs/benchmarks.md §3c)
 
 
 def test_whole_firmware_answers_in_a_board_sized_heap(tmp_path, fake_anthropic, fake_telegram,
@@ -34,13 +38,12 @@ def test_whole_firmware_answers_in_a_board_sized_heap(tmp_path, fake_anthropic, 
     whole_firmware_turns(tmp_path, fake_anthropic, fake_telegram, fake_search, mp32, HEAP)
 
 
-def test_frozen_whole_firmware_answers_in_192k(tmp_path, fake_anthropic, fake_telegram,
-                                               fake_search):
+@pytest.mark.parametrize("heap", [FROZEN_HEAP, FROZEN_SMALL_HEAP])
+def test_frozen_whole_firmware_answers(tmp_path, fake_anthropic, fake_telegram, fake_search, heap):
     mp, why = mp32_frozen_bin()
     if not mp:
         pytest.skip("needs the frozen 32-bit MicroPython: %s" % why)
-    whole_firmware_turns(tmp_path, fake_anthropic, fake_telegram, fake_search, mp, FROZEN_HEAP,
-                         frozen=True)
+    whole_firmware_turns(tmp_path, fake_anthropic, fake_telegram, fake_search, mp, heap, frozen=True)
 
 
 def whole_firmware_turns(tmp_path, llm, tg, fake_search, mp, heap, frozen=False):
@@ -57,6 +60,7 @@ def whole_firmware_turns(tmp_path, llm, tg, fake_search, mp, heap, frozen=False)
         wholefw.ready(sim, fake_search)
         wholefw.attach_parts(sim)
         ws = wholefw.ws_turn(sim, llm)
+        long = wholefw.tg_long_turn(tg, llm)
         tg_text = wholefw.tg_turn(tg, llm)
         dev = wholefw.device_turn(sim, llm)
         info = wholefw.heap(sim)
@@ -67,22 +71,24 @@ def whole_firmware_turns(tmp_path, llm, tg, fake_search, mp, heap, frozen=False)
     assert info["free"] + info["alloc"] <= int(heap[:-1]) * 1024, info  # the cap holds
     assert info["contexts"] == 1, info  # one TLS context for both turns
     assert ws == wholefw.answer("ws"), out[-4000:]
+    assert len(long) >= 3 and all(len(t) <= 4096 for t in long), (long, out[-4000:])
+    assert [w for t in long for w in wholefw.words(t)] == wholefw.words(wholefw.long_answer("long"))
     assert tg_text == wholefw.answer("tg"), out[-4000:]
     assert dev == wholefw.answer("dev"), out[-4000:]
     assert "MemoryError" not in out and "Traceback" not in out, out[-4000:]
     if frozen:  # the rules and the logging ran beside the turns
         assert "I rules: running: 3 rule(s), 1 device(s) logging" in out and "a pass failed" not in out, out[-4000:]
     reqs = llm.requests
-    assert len(reqs) == 10 and llm.violations == []
-    assert wholefw.DEVICE_READING in str(reqs[9]["body"]["messages"][-1])  # the device turn's read
-    assert "## Devices" in str(reqs[8]["body"]["system"])
-    for first in (reqs[0], reqs[4]):  # each turn: the full prompt and 20 stored messages
+    assert len(reqs) == 14 and llm.violations == []
+    assert wholefw.DEVICE_READING in str(reqs[13]["body"]["messages"][-1])  # the device turn's read
+    assert "## Devices" in str(reqs[12]["body"]["system"])
+    for first in (reqs[0], reqs[4], reqs[8]):  # each turn: the full prompt and 20 stored messages
         body = first["body"]
         system = "".join(b["text"] for b in body["system"]) if isinstance(body["system"], list) \
             else body["system"]
         assert len(system.encode()) > 15 * 1024, len(system.encode())
         assert len(body["messages"]) == wholefw.HISTORY + 1
-    for last in (reqs[3], reqs[7]):  # the three tools really ran
+    for last in (reqs[3], reqs[7], reqs[11]):  # the three tools really ran
         results = str(last["body"]["messages"][-6:])
         assert "Tavily result 1 for Lisbon weather" in results, results[:2000]
         assert "keep replies brief" in results and "UTC" in results, results[:2000]

@@ -142,6 +142,20 @@ def test_partials_stop_past_their_cap(kind):
     p.close()
 
 
+def test_a_long_answer_stays_in_pieces(kind):
+    # a long answer is never one block as big as itself (a short heap has none): the
+    # turn's text is a tuple of pieces of about PROMPT_CHUNK (bus.pieces())
+    text = " ".join("w%d-\u00e9" % i for i in range(2000))  # ~14 KB, 2,000 tokens
+    llmfake.script(c.fixture(kind), {"text": text})
+    p = streaming(kind)
+    got = c.turn(p).text
+    assert isinstance(got, tuple) and "".join(got) == text, type(got)
+    assert len(got) > 5 and max(len(x) for x in got) <= limits.PROMPT_CHUNK + 16, [len(x) for x in got]
+    llmfake.script(c.fixture(kind), {"text": "short"})
+    assert c.turn(p).text == "short"
+    p.close()
+
+
 def test_event_over_the_line_cap_fails_at_once(kind):
     big = "x" * (4 * limits.SSE_LINE_MAX)  # tool arguments come in 3 events of 1/3 each
     llmfake.script(c.fixture(kind), {"tool_calls": [c.call("echo", text=big)]})

@@ -58,6 +58,32 @@ async def test_guard_task_marks_healthy():
     assert safemode.count() == 0
 
 
+async def test_a_healthy_boot_short_of_memory_is_marked_later_not_forgotten():
+    # issue 25 item 13: clearing the crash-boot count at 60 s found no room (reading the
+    # RTC memory) and killed the guard task: the count stayed, and three such boots
+    # started safe mode. Now it is tried again until done.
+    boot()
+    boot()
+    limits.HEALTHY_AFTER_S = 0
+    limits.HEALTHY_RETRY_S = 0
+    rtc, tries = board.rtc_memory, []
+
+    def short_of_memory(*args):
+        tries.append(args)
+        if len(tries) < 3:
+            raise MemoryError("memory allocation failed, allocating 256 bytes")
+        return rtc(*args)
+
+    board.rtc_memory = short_of_memory
+    try:
+        with Capture() as c:
+            await safemode.guard()
+    finally:
+        board.rtc_memory = rtc
+    assert safemode.count() == 0
+    assert c.text.count("no room in the heap to mark the boot healthy") == 2, c.text
+
+
 def test_safe_mode_boot_runs_no_channels_and_no_agent():
     import sys
     from mimi import app

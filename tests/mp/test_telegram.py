@@ -217,6 +217,73 @@ async def test_reply_typing_split_and_order():
     task.cancel()
 
 
+async def test_a_reply_whose_rest_finds_no_room_is_not_sent_twice():
+    # the heap runs out while the second part is made (outside its sending): the first
+    # part went, so the reply is not handed back to the dispatcher (which would send it
+    # again whole, the first part twice); the chat is told that the rest did not fit
+    from mimi import channels
+
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    para = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 54).strip()
+    text = "\n\n".join(["**Part %d** " % i + para for i in range(3)])
+    fmt = channels.load("telegram.format")
+    render, calls = fmt.render_html, []
+
+    def failing(runs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise MemoryError("memory allocation failed, allocating 4097 bytes")
+        return render(runs)
+
+    fmt.render_html = failing
+    lane = dispatch.Lane("telegram", b.send, b.owe)
+    lane.start()
+    lane.push(bus.Msg("telegram", ALLOWED, text))
+    for _ in range(200):
+        st = await state()
+        if len(st["sent"]) >= 2:
+            break
+        await asyncio.sleep_ms(20)
+    await asyncio.sleep_ms(300)  # (nothing more comes)
+    st = await state()
+    seen = [m["visible"][:40] for m in st["sent"]]
+    assert len(st["sent"]) == 2 and st["sent"][0]["visible"].startswith("Part 0"), seen
+    assert st["sent"][1]["visible"].startswith("Sorry, the rest of my answer did not fit"), seen
+    lane.task.cancel()
+    task.cancel()
+
+
+async def test_a_message_that_found_no_room_before_it_went_is_not_taken_as_sent():
+    # the send connection's last request ("typing") went out; the next one finds no room
+    # before a byte of it is written: it must not be taken as sent (seen at 208 KB: the
+    # apology reported sent, Telegram never saw it)
+    from mimi import channels
+
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    tgsend = channels.load("telegram.send")
+    api = tgsend._api(b)
+    await api.call("sendChatAction", {"chat_id": ALLOWED, "action": "typing"})
+    request = api.client.request
+
+    async def no_room(*args, **kw):
+        raise MemoryError("memory allocation failed, allocating 216 bytes")
+
+    api.client.request = no_room
+    try:
+        await tgsend.call(api, "sendMessage", {"chat_id": ALLOWED, "text": "sorry"})
+        got = "taken as sent"
+    except MemoryError:
+        got = "raised"
+    finally:
+        api.client.request = request
+    assert got == "raised"
+    task.cancel()
+
+
 async def test_entity_error_falls_back_to_plain_once():
     b, task = await started()
     await update(chat_id=ALLOWED, text="hi")
@@ -393,6 +460,30 @@ async def test_a_slow_turn_shows_one_progress_message_that_becomes_the_answer():
     assert edits[1].startswith("<b>Sunny</b> and more.")  # the first part, edited into place
     assert second["visible"].startswith("more.") and not second.get("edited")
     assert ALLOWED not in b.typing and b.send_api is None
+    task.cancel()
+
+
+async def test_a_long_answer_in_pieces_goes_out_as_the_whole_would():
+    # a long streamed answer is a tuple of str pieces (bus.pieces()): formatted, sent and
+    # its echo read in pieces (Telegram echoes each message whole: only message_id is
+    # kept), its first part edited into the progress message, and on an entity error its
+    # part goes again as plain text
+    b, task = await started()
+    para = ("Lorem *ipsum* dolor sit amet, consectetur adipiscing elit. " * 54).strip()
+    text = "\n\n".join(["**Part %d** " % i + para for i in range(3)])
+    pieces = tuple(text[i:i + 700] for i in range(0, len(text), 700))
+    st = await _progress_turn(b, pieces)
+    shown = [m for m in st["sent"] if not m.get("deleted")]
+    assert [m["visible"][:6] for m in shown] == ["Part 0", "Part 1", "Part 2"], st["sent"]
+    assert "".join(m["visible"] for m in shown).replace("\n", "") == \
+        text.replace("**", "").replace("*", "").replace("\n", "")
+    assert shown[0]["edited"] and all(m["parse_mode"] == "HTML" for m in shown)
+    await fail(method="sendMessage", status=400, if_parse_mode=True)
+    await b.send(bus.Msg("telegram", ALLOWED, pieces))
+    st = await state()
+    plain = [m for m in st["sent"] if not m.get("deleted")][3:]
+    assert plain[0]["parse_mode"] is None and plain[0]["visible"].startswith("Part 0 Lorem ipsum dolor")
+    assert [m["visible"][:6] for m in plain] == ["Part 0", "Part 1", "Part 2"]
     task.cancel()
 
 

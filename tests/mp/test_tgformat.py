@@ -2,6 +2,9 @@
 from mimi.channels.telegram import format as f
 
 HEAPSIZE = "1m"
+# the same parts for every cut of five long texts, all kept for the comparison (64-bit
+# objects): at 1 MB a 16 KB block could be missing, depending on what else is loaded
+HEAP = {"test_a_text_in_pieces_splits_as_the_whole": "2m"}
 TIMEOUT = 120
 
 TAGS = ("b", "i", "s", "code", "pre", "a", "blockquote")
@@ -250,3 +253,23 @@ def test_table_becomes_code_block():
     md = "Prices:\n| item | cost |\n|---|---:|\n| a<b | 1 |\n| c | 22 |\nend"
     h = f.to_html(md)
     assert h == "Prices:\n<pre>| item | cost |\n| a&lt;b | 1 |\n| c | 22 |</pre>\nend", h
+
+
+def test_a_text_in_pieces_splits_as_the_whole():
+    # a long answer comes as a tuple of str pieces (bus.pieces()), cut anywhere (inside
+    # a word, a marker, a code fence, a line end): the same parts as the joined text
+    code = "\n".join("    x_%04d = f(%d) < y && ok;" % (i, i) for i in range(200))
+    para = ("Some **bold words** and `code`, a [link](https://x.org/a_b) and *more*. " * 30).strip()
+    texts = [
+        "# Title\n\n" + "\n\n".join([para] * 4),
+        "Here:\n\n```c\n" + code + "\n```\n\nDone.",
+        "Prices:\n| item | cost |\n|---|---:|\n| a<b | 1 |\n| c | 22 |\nend\n" * 40,
+        "> quoted *it*\n> more\n---\n- one\n  - two\n1. x\r\n" * 60,
+        "w" * 9000 + " tail",
+    ]
+    for md in texts:
+        whole = f.split(md)
+        for step in (7, 100, 1000, 5000):
+            pieces = tuple(md[i:i + step] for i in range(0, len(md), step))
+            assert f.split(pieces) == whole, (step, md[:40])
+        check_parts(whole)

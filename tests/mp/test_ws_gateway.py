@@ -504,6 +504,19 @@ async def test_reply_over_the_outbox_cap_arrives_whole():
     assert len(websocket.clients) == 1
 
 
+async def test_a_reply_in_pieces_arrives_as_one_message():
+    # a long streamed answer is a tuple of str pieces (bus.pieces()): each piece goes out
+    # as the frames of one message, the JSON never joined in one block
+    await start()
+    ws = await connect()
+    await ws.send({"type": "message", "content": "long", "chat_id": "pcs"})
+    await next_inbound()
+    pieces = ("Line \"one\"\n" * 80, "", "\u4e2d\u6587 and \U0001F389 " * 40, "\\end")
+    await put_out(bus.Msg("websocket", "pcs", pieces))
+    got = await ws.recv()
+    assert got == {"type": "response", "content": "".join(pieces), "chat_id": "pcs"}, got
+
+
 async def test_connection_code_is_loaded_only_while_connections_are_open():
     import sys
 
@@ -521,3 +534,36 @@ async def test_connection_code_is_loaded_only_while_connections_are_open():
     ws = await connect()  # and it comes back for the next one
     await ws.send({"type": "message", "content": "again", "chat_id": "back"})
     assert (await next_inbound()).content == "again"
+
+
+async def test_a_frame_that_finds_no_room_goes_once_room_is_made():
+    # issue 25 item 13: on a full heap (the agent's turn holding it a moment) the wait for
+    # a frame to go out found no room for its timeout's task and the client was dropped
+    # without a word; now room is made, a while given, and the frame goes, once
+    from mimi.channels.websocket import connection
+
+    class Writer:
+        def __init__(self):
+            self.data = b""
+            self.fails = 2
+
+        def write(self, b):
+            self.data += bytes(b)
+
+        async def drain(self):
+            if self.fails:
+                self.fails -= 1
+                raise MemoryError("memory allocation failed, allocating 248 bytes")
+
+    w = Writer()
+    c = connection.Client(None, w, "noroom")
+    c.sender = asyncio.create_task(c._send_loop())
+    assert c.push("hello")
+    for _ in range(100):
+        if not w.fails and w.data:
+            break
+        await asyncio.sleep_ms(20)
+    await asyncio.sleep_ms(50)
+    assert w.data == bytes(wp.header(wp.TEXT, 5, True)) + b"hello", w.data
+    assert not c.dead
+    c.sender.cancel()

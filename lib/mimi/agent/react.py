@@ -3,7 +3,7 @@
 # turn; the caller saves just the user text and the final answer.
 import gc
 from mimi import limits, log, short
-from mimi.llm.provider import LLMError
+from mimi.llm.provider import LLMError, stripped
 from mimi.tools.registry import cap
 
 TOO_MANY_CALLS = ("Error: too many tool calls in one response (at most %d); "
@@ -74,7 +74,7 @@ def run_turn(provider, system, history, user_text, registry, ctx=None, progress=
             for k in usage:
                 usage[k] += reply.usage.get(k, 0) or 0
             if not reply.tool_calls:
-                text = reply.text.strip()
+                text = stripped(reply.text)  # (a long answer stays in pieces: bus.pieces())
                 turn = Turn(text or EMPTY, usage, st[0], step + 1, None if text else "empty reply")
                 break
             messages.extend(_act(reply, step, st, registry, ctx, enc, progress))

@@ -154,9 +154,14 @@ def run_message(msg):
         sessions.append(key, "user", text)
         sessions.append(key, "assistant", turn.text)
         err = sessions.flush()  # a chat that could not be saved is told so
-        return turn.text + "\n\n" + err if err else turn.text
+        if not err:
+            return turn.text
+        return turn.text + ("\n\n" + err,) if isinstance(turn.text, tuple) else turn.text + "\n\n" + err
     except MemoryError as e:  # say so: never a silently shorter prompt or history
         failures += 1
+        llm = None
+        _forget(True)
+        mimi.spare(False)  # room for the line and the reply
         log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
         return TOO_BIG
     except Exception as e:  # one bad turn must not stop the agent
@@ -182,13 +187,25 @@ def _partials(msg):
     return put
 
 
-def _forget():
-    from mimi.llm import provider
-
-    provider.drop()  # its connection, buffer and objects (net/tls.py keeps the roots)
+def _forget(everything=False):
+    """What a turn leaves on a short heap goes; everything (a turn that found no room):
+    the agent path's code too (loaded again by the next turn), so that the loop has
+    the room to send the apology."""
+    provider = sys.modules.get("mimi.llm.provider")  # (no import: this must work without room)
+    if provider:
+        provider.drop()  # its connection, buffer and objects (net/tls.py keeps the roots)
+    provider = None
     for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
                  "mimi.llm.failure", "mimi.llm.stream", "mimi.jsonscan"):
         unload(name)
+    if everything:
+        for name in ("mimi.agent.react", "mimi.agent.context", "mimi.llm.provider", "mimi.llm",
+                     "mimi.tools.registry", "mimi.memory.store", "mimi.memory.skills", "mimi.memory",
+                     "mimi.net.httpsync", "mimi.net.httpbody"):
+            unload(name)
+        import gc
+
+        gc.collect()
 
 
 def _release(llm):
@@ -215,16 +232,27 @@ def _put_out(msg, timeout_ms=None):
 
 
 def handle(msg):
-    """Status, turn, reply: what the thread does with one inbound message."""
-    log.info("agent", "turn for %s (%d chars)", msg.session, len(msg.content or ""))
-    reply = _refused(msg)
-    if reply is None:
-        if channels.get(msg.channel).label:  # a person waits: show that a turn runs
-            _put_out(bus.Msg(msg.channel, msg.chat_id, "working", bus.STATUS, msg.meta),
-                     limits.AGENT_STATUS_WAIT_MS)
-        reply = run_message(msg)
-    if reply:
-        _put_out(bus.Msg(msg.channel, msg.chat_id, reply, bus.REPLY, msg.meta))
+    """Status, turn, reply: what the thread does with one inbound message. Out of memory
+    anywhere on the way (a status, a log line, the reply itself): what the turn loaded
+    is freed, with the spare (mimi.spare()), and the person gets TOO_BIG once."""
+    mimi.spare()  # (given back when a turn or its reply found no room)
+    try:
+        log.info("agent", "turn for %s (%d chars)", msg.session, len(msg.content or ""))
+        reply = _refused(msg)
+        if reply is None:
+            if channels.get(msg.channel).label:  # a person waits: show that a turn runs
+                _put_out(bus.Msg(msg.channel, msg.chat_id, "working", bus.STATUS, msg.meta),
+                         limits.AGENT_STATUS_WAIT_MS)
+            reply = run_message(msg)
+        if reply:
+            _put_out(bus.Msg(msg.channel, msg.chat_id, reply, bus.REPLY, msg.meta))
+    except MemoryError:
+        reply = None
+        _forget(True)
+        mimi.spare(False)
+        if channels.get(msg.channel).label:
+            _put_out(bus.Msg(msg.channel, msg.chat_id, TOO_BIG, bus.REPLY, msg.meta))
+        log.error("agent", "no room in the heap for a turn of %s; told so", msg.session)
 
 
 def _loop():

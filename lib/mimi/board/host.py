@@ -230,12 +230,26 @@ def before_threads():
     rooms = [(sys.modules, limits.HOST_MODULES_ROOM)]
     for name, m in list(sys.modules.items()):
         if (name == "mimi" or name.startswith("mimi.")) and hasattr(m, "__path__"):
-            rooms.append((m.__dict__, limits.HOST_PACKAGE_ROOM))
+            rooms.append((m.__dict__, _room(name, m)))
     for d, n in rooms:  # a table, once grown, keeps its size
         for i in range(n):
             d["_room%d" % i] = None
         for i in range(n):
             del d["_room%d" % i]
+
+
+def _room(name, pkg):
+    """Room package `name` needs: its modules and packages not loaded yet (the image's
+    /lib has them all, the frozen build's too), HOST_PACKAGE_ROOM when it cannot tell."""
+    try:
+        n = 0
+        for e in os.ilistdir("/lib/" + name.replace(".", "/")):
+            stem = e[0].split(".")[0]
+            if stem != "__init__" and stem not in pkg.__dict__:
+                n += 1
+        return n
+    except OSError:
+        return limits.HOST_PACKAGE_ROOM
 
 
 def reset_cause():

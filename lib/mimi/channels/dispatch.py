@@ -5,16 +5,21 @@
 # It also starts the channels of the table (channels/__init__.py): each configured
 # one's code loaded, its sender registered here, its loop task handed to startup.
 import asyncio
+import mimi
 from mimi import bus, log, limits, channels
+
+NO_ROOM = ("Sorry, my answer did not fit in the board's free memory to be sent. It is saved in "
+           "this chat: ask me to repeat it, shorter, or try again in a moment.")
 
 _lanes = {}
 _running = False
 
 
 class Lane:
-    def __init__(self, channel, send):
+    def __init__(self, channel, send, owe=None):
         self.channel = channel
         self.send = send
+        self.owe = owe
         self.items = []
         self.ev = asyncio.Event()
         self.task = None
@@ -48,17 +53,41 @@ class Lane:
             msg = self.items.pop(0)
             try:
                 await self.send(msg)
+            except MemoryError:
+                await self.no_room(msg)
             except Exception as e:
                 log.exception("dispatch", "sending %r" % (msg,), e)
             msg = None
             await asyncio.sleep_ms(0)  # let the channel's own tasks (client senders) run
 
 
-def register(channel, send):
+    async def no_room(self, msg):
+        """A message that found no room in the heap: what can be freed is (the spare
+        with it: mimi.spare()) and a reply goes again once; failing that, the person is
+        told in a few words, or else by the channel's owe(chat_id) when it has one (with
+        what it holds already, later). (A channel sends each message whole or raises
+        before any of it went: Telegram's long replies deal with a full heap part by part.)"""
+        mimi.spare(False)
+        if msg.kind == bus.REPLY:
+            for text in (msg.content, NO_ROOM):
+                try:
+                    await self.send(bus.Msg(msg.channel, msg.chat_id, text, bus.REPLY, msg.meta))
+                    break
+                except MemoryError:
+                    text = None
+            if text is None and self.owe:
+                self.owe(msg.chat_id)
+            log.warning("dispatch", "no room in the heap for a reply to %s:%s; %s", msg.channel, msg.chat_id,
+                        "told so" if text is NO_ROOM else "sent after freeing memory" if text
+                        else "the channel tells later" if self.owe else "dropped")
+
+
+def register(channel, send, owe=None):
     """send: `async def send(msg)` for messages whose msg.channel is `channel` (a
-    channel of the table: start() registers each one it starts)."""
+    channel of the table: start() registers each one it starts); owe: the channel's
+    `owe(chat_id)`, if it has one: a reply found no room to be sent, say so later."""
     channels.get(channel)
-    lane = Lane(channel, send)
+    lane = Lane(channel, send, owe)
     _lanes[channel] = lane
     if _running:
         lane.start()
@@ -69,7 +98,7 @@ def route(msg):
     if lane is None:  # a channel that is not running (not configured)
         if msg.kind == bus.REPLY:
             log.warning("dispatch", "%s is not running; reply to %s only logged: %s",
-                        msg.channel, msg.chat_id, (msg.content or "")[:128])
+                        msg.channel, msg.chat_id, bus.pieces(msg.content)[0][:128])
         return
     lane.push(msg)
 
@@ -103,7 +132,7 @@ def start(row):
 
     __import__(row.module)
     mod = sys.modules[row.module]
-    register(row.name, mod.send)
+    register(row.name, mod.send, getattr(mod, "owe", None))
     _started.append(row.name)
     return loopwatch.watch(row.name, mod.run())
 

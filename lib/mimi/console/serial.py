@@ -165,8 +165,9 @@ async def _read(reader):
     return ch.encode() if isinstance(ch, str) else ch
 
 
-async def serve(namespace=None, stop=None):
-    """Run the console on sys.stdin until EOF or Ctrl-D (then call stop())."""
+async def serve(namespace=None, stop=None, reader=None, first=None):
+    """Run the console on sys.stdin until EOF or Ctrl-D (then call stop()). reader,
+    first: the stdin reader and the first byte read already (app.console())."""
     con = Console(namespace if namespace is not None else _namespace())
     kbd = None
     if board.NAME != "host":  # on the unix port kbd_intr(-1) would unhook SIGINT
@@ -174,10 +175,12 @@ async def serve(namespace=None, stop=None):
 
         kbd = micropython.kbd_intr
         kbd(-1)  # Ctrl-C is console input now, not an interrupt
-    reader = asyncio.StreamReader(sys.stdin)
+    reader = reader or asyncio.StreamReader(sys.stdin)
     try:
         while True:
-            if con.mode != FRIENDLY:
+            if first is not None:
+                data, first = first, None
+            elif con.mode != FRIENDLY:
                 from mimi.console import raw as consoleraw
 
                 data = await consoleraw.read(con, reader)
@@ -198,12 +201,12 @@ async def serve(namespace=None, stop=None):
             kbd(3)
 
 
-def task(stop=None):
-    """The REPL coroutine for startup.tasks(): aiorepl when installed, else ours."""
+def task(stop=None, reader=None, first=None):
+    """The REPL coroutine (app.console()): aiorepl when installed, else ours."""
     try:
         import aiorepl
     except ImportError:
-        return serve(stop=stop)
+        return serve(stop=stop, reader=reader, first=first)
     from mimi.console import raw as consoleraw
 
     consoleraw.hold_during_raw(aiorepl)

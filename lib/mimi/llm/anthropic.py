@@ -1,7 +1,7 @@
 # Anthropic Messages API (POST {api_base}/v1/messages). The internal message format
 # is already Anthropic's, so a message is encoded as it is; the request adds the
 # prompt-cache marks.
-from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, parts, inner, tokens
+from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, parts, inner, tokens, joined
 
 VERSION = "2023-06-01"
 MARK = b',"cache_control":{"type":"ephemeral"}'
@@ -56,4 +56,4 @@ class Anthropic(Provider):
         made = tokens(u.get("cache_creation_input_tokens"))
         usage = {"input": tokens(u.get("input_tokens")) + read + made,
                  "output": tokens(u.get("output_tokens")), "cache_read": read, "cache_write": made}
-        return Reply(strip_think("".join(texts)), calls, usage, data.get("stop_reason"))
+        return Reply(strip_think(joined(texts)), calls, usage, data.get("stop_reason"))

@@ -2,14 +2,14 @@
 # copy it (Ollama, LM Studio, DeepSeek, OpenRouter, ...). The one place where the
 # internal Anthropic-style messages become OpenAI messages.
 from mimi import jsonutil
-from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, parts, inner, tokens
+from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, parts, inner, tokens, joined
 from mimi.net import split_url
 
 OFFICIAL_HOST = "api.openai.com"
 
 
 def _text(content):
-    if isinstance(content, str):
+    if isinstance(content, (str, tuple)):  # (a tuple: a text in pieces, bus.pieces())
         return content
     out = []
     for blk in content or ():
@@ -17,13 +17,13 @@ def _text(content):
             out.append(blk)
         elif blk.get("type") == "text":
             out.append(blk.get("text") or "")
-    return "".join(out)
+    return joined(out)
 
 
 def _convert(m):
     """One Anthropic-style message -> its OpenAI messages (a tool result each)."""
     role, content = m["role"], m["content"]
-    if isinstance(content, str):
+    if isinstance(content, (str, tuple)):
         return [{"role": role, "content": content}]
     if role == "assistant":
         calls = [{"id": b["id"], "type": "function",

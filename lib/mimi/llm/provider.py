@@ -94,7 +94,10 @@ def dumps(obj):
 def parts(obj):
     """dumps(obj) as request parts (net/httpbody.py): the same JSON, but a string longer
     than PROMPT_CHUNK is escaped PROMPT_CHUNK bytes of text at a time, so a big tool
-    output never needs a second block as big as itself (a short heap has none)."""
+    output never needs a second block as big as itself (a short heap has none); a text
+    in pieces (a tuple of str, bus.pieces()) is one JSON string escaped piece by piece."""
+    if isinstance(obj, tuple):
+        return (b'"', tuple(memoryview(dumps(p))[1:-1] for p in obj), b'"')
     if isinstance(obj, str) and len(obj) > limits.PROMPT_CHUNK:
         step = limits.PROMPT_CHUNK if len(memoryview(obj)) == len(obj) else limits.PROMPT_CHUNK // 4
         return (b'"', tuple(memoryview(dumps(obj[i:i + step]))[1:-1]
@@ -107,7 +110,9 @@ def parts(obj):
 
 
 def _long(obj):
-    """obj holds a string longer than PROMPT_CHUNK, at any depth."""
+    """obj holds a string longer than PROMPT_CHUNK (or a text in pieces), at any depth."""
+    if isinstance(obj, tuple):
+        return True
     if isinstance(obj, str):
         return len(obj) > limits.PROMPT_CHUNK
     if isinstance(obj, dict):
@@ -120,11 +125,41 @@ def _long(obj):
     return False
 
 
+def joined(texts):
+    """Texts (str, or tuples of pieces: bus.pieces()) as one text: a str, or a tuple of
+    their pieces when any was in pieces."""
+    if not any(isinstance(t, tuple) for t in texts):
+        return "".join(texts)
+    return tuple(p for t in texts for p in (t if isinstance(t, tuple) else (t,)) if p)
+
+
+def stripped(text):
+    """text.strip() of a str or a text in pieces (the ends trimmed, nothing joined; one
+    piece left: that str)."""
+    if not isinstance(text, tuple):
+        return text.strip()
+    t = [p for p in text if p]
+    while t and not t[0].strip():
+        t.pop(0)
+    while t and not t[-1].strip():
+        t.pop()
+    if not t:
+        return ""
+    t[0] = t[0].lstrip()
+    t[-1] = t[-1].rstrip()
+    return t[0] if len(t) == 1 else tuple(t)
+
+
 def strip_think(text):
     """Drop reasoning models' <think>...</think> blocks, including an unterminated
     leading one and a bare closing tag whose opening the server swallowed."""
     if not text:
         return ""
+    if isinstance(text, tuple):  # a long answer in pieces: joined only when it has a tag
+        if not any("think>" in p for p in text) and \
+                not any("think>" in text[k][-7:] + text[k + 1][:7] for k in range(len(text) - 1)):
+            return stripped(text)
+        text = "".join(text)
     while True:
         a = text.find("<think>")
         if a < 0:

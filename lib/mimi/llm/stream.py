@@ -21,6 +21,7 @@ class Stream:
     data = stop = shown = at = None  # the event being read; stop reason; the text last
     # shown, and when the next may be
     kept = 0  # bytes kept (text, tool arguments, a plain body): capped
+    n = whole = loose = 0  # the text's characters; pieces joined so far; characters since
 
     def __init__(self, kind, on_text):
         self.anthropic = kind == "anthropic"
@@ -88,16 +89,28 @@ class Stream:
         if not t:
             return
         self.keep(t)
+        p = self.pieces
+        # the small pieces since the last whole one joined into one of up to PROMPT_CHUNK:
+        # a long answer is held in such pieces, never in one block as big as itself
+        self.n += len(t)
+        self.loose += len(t)
+        if self.loose >= limits.PROMPT_CHUNK or len(p) - self.whole > 32:
+            p[self.whole:] = ["".join(p[self.whole:])]  # (many tiny strings cost more than their text)
+            if self.loose >= limits.PROMPT_CHUNK:
+                self.whole += 1
+                self.loose = 0
         now = time.ticks_ms()
-        due = self.on_text and (self.at is None or time.ticks_diff(now, self.at) >= 0)
-        if due or len(self.pieces) > 32:  # (many tiny strings cost more than their text)
-            self.pieces = ["".join(self.pieces)]
-        if due and len(self.pieces[0]) <= limits.STREAM_PARTIAL_MAX:
-            self.at = time.ticks_add(now, limits.STREAM_PARTIAL_MS)
-            shown = strip_think(self.pieces[0])  # nothing of a <think> block
-            if shown and shown != self.shown:
-                self.shown = shown
-                self.on_text(shown)
+        if not self.on_text or self.at is not None and time.ticks_diff(now, self.at) < 0:
+            return
+        # the text so far is a copy: on a short heap only its start is shown as it
+        # grows (the reply brings all of it)
+        if self.n > (limits.STREAM_PARTIAL_SHORT if short() else limits.STREAM_PARTIAL_MAX):
+            return
+        self.at = time.ticks_add(now, limits.STREAM_PARTIAL_MS)
+        shown = strip_think("".join(p))  # nothing of a <think> block
+        if shown and shown != self.shown:
+            self.shown = shown
+            self.on_text(shown)
 
     def args(self, index, t):
         call = self.calls.get(index)
@@ -112,7 +125,9 @@ class Stream:
             raise ProtocolError("the streamed answer ended before its end event")
         if short():  # the events' garbage out first: what the turn keeps of the answer
             gc.collect()  # goes to the lowest holes, not across the room the tools need
-        text = "".join(self.pieces)
+        text = self.pieces
+        text = text[0] if len(text) == 1 else "".join(text) if self.n <= limits.PROMPT_CHUNK \
+            else tuple(text)  # a long answer stays in its pieces (bus.pieces())
         calls = [self.calls[k] for k in sorted(self.calls)]
         self.pieces = self.calls = None
         if not self.anthropic:

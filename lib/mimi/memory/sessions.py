@@ -40,6 +40,8 @@ def path(key):
 
 
 def _line(role, content, ts):
+    if isinstance(content, tuple):  # a text in pieces (bus.pieces()): written in them
+        return _pieces_line(role, content, ts)
     rec = {"role": role, "content": content, "ts": ts}
     data = fs.encode(json.dumps(rec))
     if len(data) <= limits.SESSION_LINE_MAX or not isinstance(content, str):
@@ -56,6 +58,33 @@ def _line(role, content, ts):
         keep -= len(data) - limits.SESSION_LINE_MAX + 64
 
 
+def _pieces_line(role, content, ts):
+    """The line of a text in pieces, as a tuple of its bytes pieces (each JSON-escaped
+    alone); a text too long for a line keeps the pieces that fit, and says so."""
+    out = [_ROLE_JSON[role], b'"']
+    end = ('","ts":%d}' % ts).encode()
+    n = len(out[0]) + 1 + len(end)
+    for p in content:
+        e = memoryview(fs.encode(json.dumps(p)))[1:-1]  # (ValueError: not valid UTF-8)
+        if n + len(e) > limits.SESSION_LINE_MAX - 32:
+            out.append(b"\\n[cut: message too long]")
+            break
+        out.append(e)
+        n += len(e)
+    out.append(end)
+    return tuple(out)
+
+
+def _bytes(data):
+    """Bytes of a line (bytes, or a tuple of pieces)."""
+    if not isinstance(data, tuple):
+        return len(data)
+    n = 0
+    for p in data:
+        n += len(p)
+    return n
+
+
 def append(key, role, content):
     """Buffer one message; written by flush() (or when the buffer grows large)."""
     global _pending_bytes
@@ -69,7 +98,7 @@ def append(key, role, content):
         return
     with _lock:
         _pending.setdefault(key, []).append(data)
-        _pending_bytes += len(data) + 1
+        _pending_bytes += _bytes(data) + 1
         big = _pending_bytes >= limits.SESSION_PENDING_MAX
     if big:
         flush()
@@ -91,7 +120,7 @@ def _take_pending(key):
     global _pending_bytes
     lines = _pending.pop(key, None)
     for data in lines or ():
-        _pending_bytes -= len(data) + 1
+        _pending_bytes -= _bytes(data) + 1
     return lines
 
 
@@ -103,15 +132,16 @@ def _flush_key(key):
     p = path(key)
     with fs.lock:  # the append and a compaction it triggers are one change
         try:
-            size = fs.append(p, [x for data in lines for x in (data, b"\n")])
+            size = fs.append(p, [x for data in lines for x in (data if isinstance(data, tuple)
+                                                                else (data,)) + (b"\n",)])
         except OSError as e:  # LittleFS commits nothing of a failed append
             log.exception("session", "write " + p, e)
             keep = []
             for data in reversed(lines):  # the newest lines, bounded, for the next flush
-                if keep and _pending_bytes + len(data) + 1 > limits.SESSION_PENDING_MAX:
+                if keep and _pending_bytes + _bytes(data) + 1 > limits.SESSION_PENDING_MAX:
                     break
                 keep.insert(0, data)
-                _pending_bytes += len(data) + 1
+                _pending_bytes += _bytes(data) + 1
             _pending[key] = keep
             return "(This conversation was not saved: %s. It is kept in memory until a restart.)" % fs.why(e)
         if size > limits.SESSION_FILE_MAX:
@@ -139,9 +169,11 @@ def _compact(p, keep=limits.SESSION_KEEP):
         fs.remove(tmp)
 
 
-def _tail(p, want, spans=False):
+def _tail(p, want, spans=False, far_ok=False):
     """Up to `want` valid messages from the end of file p, oldest first; with spans,
-    each plain one also says where its text sits in the file ("at")."""
+    each plain one also says where its text sits in the file ("at"); with far_ok (or
+    spans), a line longer than a block is never held: it is read from the file in
+    blocks (_take_far), sent from there."""
     out = []
     try:
         f = open(p, "rb")
@@ -153,6 +185,7 @@ def _tail(p, want, spans=False):
         pos = f.seek(0, 2)
         carry = b""  # the end part of a line whose start is further back
         skipping = False  # the current line is over line_max: drop it
+        far = -1  # spans: where a long line ends whose bytes are not kept
         while pos > 0 and len(out) < want:
             n = block if pos > block else pos
             pos -= n
@@ -165,23 +198,120 @@ def _tail(p, want, spans=False):
                 i = chunk.rfind(b"\n", 0, end)
                 if i < 0:
                     break
-                if skipping:
+                if far >= 0:
+                    _take_far(f, pos + i + 1, far, out, p)
+                    far = -1
+                elif skipping:
                     skipping = False
                 elif end > i + 1:
                     _take(chunk[i + 1:end], out, p, pos + i + 1 if spans else -1)
                 end = i
+            if far >= 0:
+                continue
             carry = chunk[:end] if end < len(chunk) else chunk
             if len(carry) > line_max:
                 if not skipping:
                     log.warning("session", "%s: line over %d bytes skipped", p, line_max)
                 carry = b""
                 skipping = True
-        if pos == 0 and carry and not skipping and len(out) < want:
-            _take(carry, out, p, 0 if spans else -1)
+            elif (spans or far_ok) and len(carry) > block and not skipping:
+                far = pos + len(carry)
+                carry = b""
+        if pos == 0 and len(out) < want:
+            if far >= 0:
+                _take_far(f, 0, far, out, p)
+            elif carry and not skipping:
+                _take(carry, out, p, 0 if spans else -1)
     finally:
         f.close()
     out.reverse()
     return out
+
+
+def _take_far(f, a, b, out, p):
+    """The line [a, b) of file f, longer than a block, on a short heap: its role read
+    around its text, whose place is found by reading it in blocks and checked as _take
+    checks it (valid UTF-8, no \\ud escape); the text is sent from the file (load()).
+    A text that fails the check is decoded after all (and cleaned when sent)."""
+    if b - a > limits.SESSION_LINE_MAX:
+        log.warning("session", "%s: line over %d bytes skipped", p, limits.SESSION_LINE_MAX)
+        return
+    f.seek(a)
+    head = f.read(64)
+    k = head.find(b'"content"')
+    v = k + 9
+    while 0 <= k and v < len(head) and head[v] in b" :\t":
+        v += 1
+    e = -1
+    if k > 0 and v < len(head) and head[v] == 34:
+        e = _string_end(f, a + v, b)  # -> where the closing quote is, or -1 (not as sent)
+    if e == -2:  # text that must be decoded (and cleaned) to be sent
+        f.seek(a)
+        _take(f.read(b - a), out, p, -1)
+        return
+    try:
+        if e < 0:
+            raise ValueError
+        f.seek(e + 1)
+        rec = json.loads(head[:k] + b'"content":0' + f.read(min(b - e - 1, 256)))
+        role = rec["role"]
+    except (ValueError, KeyError, TypeError):
+        log.warning("session", "%s: corrupt line skipped (%d bytes)", p, b - a)
+        return
+    if role not in _ROLES:
+        log.warning("session", "%s: line with bad role/content skipped", p)
+        return
+    out.append({"role": role, "content": None, "at": (a + v, e + 1 - a - v)})
+
+
+def _string_end(f, q, b):
+    """File f holds a JSON string from its quote at q (the line ending at b): -> the
+    position of its closing quote; -1 when there is none, -2 when its text is not sent
+    as stored (a \\ud escape, invalid UTF-8)."""
+    block = limits.SESSION_READ_BLOCK
+    pos = q + 1
+    slashes = 0  # backslashes at the end of what was read: the first quote may be escaped
+    keep = b""  # a character cut in two at the end of a block
+    edge = b""  # the last bytes before: an escape cut in two
+    while pos < b:
+        f.seek(pos)
+        blk = f.read(min(block, b - pos))
+        i = 0
+        while True:
+            j = blk.find(b'"', i)
+            if j < 0:
+                break
+            k = j - 1
+            while k >= 0 and blk[k] == 92:
+                k -= 1
+            if (j - 1 - k + (slashes if k < 0 else 0)) % 2 == 0:
+                break  # not escaped: the end
+            i = j + 1
+        data = keep + (blk if j < 0 else blk[:j])
+        w = edge + data[:3]
+        if b"\\ud" in data or b"\\uD" in data or b"\\ud" in w or b"\\uD" in w:
+            return -2
+        cut = len(data)
+        if j < 0:  # up to the last whole character
+            for c in range(cut - 1, max(cut - 4, -1), -1):
+                if data[c] < 0x80:
+                    break
+                if data[c] >= 0xC0:
+                    if cut - c < (2 if data[c] < 0xE0 else 3 if data[c] < 0xF0 else 4):
+                        cut = c
+                    break
+        if not valid(data[:cut]):
+            return -2
+        if j >= 0:
+            return pos + j
+        keep = data[cut:]
+        edge = data[-2:]
+        n = 0
+        while n < len(blk) and blk[len(blk) - 1 - n] == 92:
+            n += 1
+        slashes = n if n < len(blk) else slashes + n
+        pos += len(blk)
+    return -1
 
 
 def _take(raw, out, p, at):
@@ -215,6 +345,8 @@ def _take(raw, out, p, at):
 
 def _size(m):
     c = m["content"]
+    if c is None:  # a long text sent from the file (_take_far)
+        return m["at"][1]
     return len(c) if isinstance(c, str) else len(json.dumps(c))
 
 
@@ -249,15 +381,18 @@ def load(key, encode=None, n=limits.HISTORY_MAX):
     With encode (a provider's message()), ready for a request instead: encode(message)
     each; when the heap is short (mimi.short()), a message whose text is stored as it
     goes out becomes parts that read it from the file when sent (net/http.py Region:
-    no copy in RAM, a read of the flash per call)."""
+    no copy in RAM, a read of the flash per call); on any heap, one longer than
+    limits.SESSION_READ_BLOCK does."""
     from mimi import short
 
     p = path(key)
     with _lock:
         _flush_key(key)
-        msgs = _tail(p, n, encode is not None and short())
+        # a long message (a 10 KB answer) is sent from the file on any heap: held, it
+        # would need a block its size, which a busy heap may not have even with room
+        msgs = _tail(p, n, encode is not None and short(), encode is not None)
         for data in _pending.get(key, ()):  # could not be written (flash full): still this chat's
-            _take(data, msgs, p, -1)
+            _take(b"".join(data) if isinstance(data, tuple) else data, msgs, p, -1)
     msgs = repair(msgs[-n:])
     if encode:
         import gc

@@ -32,7 +32,7 @@ async def send(msg, out=None):
     the owner, unless it is a heartbeat's HEARTBEAT_OK."""
     if msg.kind != bus.REPLY:
         return
-    text = msg.content or ""
+    text = "".join(bus.pieces(msg.content))  # (a system turn's answer is never streamed: a str)
     log.info(channels.SYSTEM, "%s: %s", msg.chat_id, text[:128])
     if msg.chat_id == CHAT_ID and is_ok(text):
         return

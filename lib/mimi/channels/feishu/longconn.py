@@ -580,6 +580,8 @@ class Feishu:
             return False
         path = MESSAGES + ("chat_id" if rid.startswith("oc_") else "open_id")
         ok = True
+        if isinstance(md, tuple):  # a long answer in pieces (bus.pieces()): this formatter
+            md = "".join(md)  # takes the text whole
         for part in fmt.split(md or "", limits.FEISHU_MSG_MAX):
             how = fmt.kind(part)
             while True:
@@ -609,7 +611,7 @@ class Feishu:
         if msg.kind != bus.REPLY:
             return
         if msg.meta is not _OURS and msg.chat_id not in cfg.get("feishu_allow").split(","):
-            log.error(TAG, "not sent to %s, which is not in feishu_allow: %s", msg.chat_id, (msg.content or "")[:60])
+            log.error(TAG, "not sent to %s, which is not in feishu_allow: %s", msg.chat_id, bus.pieces(msg.content)[0][:60])
             return
         if isinstance(msg.meta, dict) and "chart" in msg.meta:  # /chart, or the agent's device_history
             from mimi import channels

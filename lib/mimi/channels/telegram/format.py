@@ -45,6 +45,8 @@ LINK_SCHEMES = ("http://", "https://", "tg://", "mailto:")
 class _Inline:
     """Inline markdown of one line -> runs. Markers without a partner stay literal."""
 
+    code = False  # a code block (or table) has text: its next line needs a newline first
+
     def __init__(self, out):
         self.out = out  # list of [text, style]
 
@@ -249,60 +251,134 @@ def _rule(t):
     return len(t) >= 3 and t[0] in "-*_" and t == t[0] * len(t)
 
 
-def parse(md):
-    """Markdown -> list of [text, style] runs (adjacent equal styles merged)."""
-    md = clean(md).replace("\r\n", "\n")
+def _lines(md, most=limits.TG_LINE_MAX):
+    """Markdown (a str, or a text in pieces: bus.pieces()) -> (line, continued), line by
+    line; a line longer than `most` comes in pieces cut at a space (continued: the same
+    line goes on), so no piece of the work is as big as a long paragraph or the text."""
+    step = limits.PROMPT_CHUNK
+    src = md if isinstance(md, tuple) else (md[j:j + step] for j in range(0, len(md), step))
+    buf = []
+    n = 0
+    cont = False
+    for piece in src:
+        i = 0
+        while True:
+            k = piece.find("\n", i)
+            buf.append(piece if i == 0 and k < 0 else piece[i:] if k < 0 else piece[i:k])
+            n += len(buf[-1])
+            if n > most:  # a long line: its start goes now
+                line = "".join(buf)
+                j = 0
+                while len(line) - j > most:
+                    c = line.rfind(" ", j + 1, j + most)
+                    c = j + most if c < 0 else c
+                    yield line[j:c], cont
+                    cont = True
+                    j = c
+                buf = [line[j:]]
+                n = len(buf[0])
+                line = None
+            if k < 0:
+                break
+            line = "".join(buf)
+            yield line[:-1] if line.endswith("\r") else line, cont
+            buf, n, cont = [], 0, False
+            i = k + 1
+    yield "".join(buf), cont
+
+
+def _runs(md):
+    """Markdown -> [text, style] runs, a line's at a time (a generator)."""
     runs = []
     inl = _Inline(runs)
-    lines = md.split("\n")
-    i = 0
     prev_quote = None  # None before the first line
-    while i < len(lines):
-        line = lines[i]
-        t = line.strip()
-        quote = t.startswith(">")
-        if prev_quote is not None:
-            # a newline between two quoted lines stays inside one <blockquote>
-            inl.emit("\n", (QUOTE,) if quote and prev_quote else ())
-        prev_quote = quote
-        fence, lang = _fence(line)
-        if fence:
-            j = i + 1
-            while j < len(lines) and not lines[j].strip().startswith(fence):
-                j += 1
-            code = "\n".join(lines[i + 1:j]).rstrip()
-            if code.strip():
-                inl.emit(code, ((PRE, lang),))
-            i = j + 1  # an unclosed fence runs to the end
-            continue
-        if _table_row(t):
-            # Telegram has no tables: keep the columns lined up in a code block
-            j = i
-            while j < len(lines) and _table_row(lines[j].strip()):
-                j += 1
-            rows = [r.strip() for r in lines[i:j] if not _table_rule(r.strip())]
-            inl.emit("\n".join(rows), ((PRE, ""),))
-            prev_quote = False
-            i = j
-            continue
-        h = _heading(t)
-        if h is not None:
-            inl.parse(h, (B,))
-        elif quote:
-            inl.parse(t[1:].lstrip(), (QUOTE,))
-        elif _rule(t):
-            inl.emit(RULE, ())
-        else:
-            item = _list_item(t)
-            if item:
-                inl.emit("  " * min(_indent(line) // 2, 4) + item[0], ())
-                inl.parse(item[1], ())
+    fence = lang = None  # inside a code block: its fence and language
+    blanks = 0  # blank lines held back inside a code block (dropped at its end)
+    table = False  # inside a table (rows kept as a code block)
+    block = ()  # the style of the line that goes on in pieces
+    for line, cont in _lines(md):
+        line = clean(line)
+        if cont:
+            if fence or table:
+                inl.emit(line, ((PRE, lang if fence else ""),))
             else:
-                inl.parse(line.rstrip(), ())
-        i += 1
+                inl.parse(line, block)
+        elif fence:
+            if line.strip().startswith(fence):
+                fence = None
+                blanks = 0
+            elif not line.strip() and not inl.code:
+                pass  # blank lines before the code
+            elif not line.strip():
+                blanks += 1
+            else:
+                style = ((PRE, lang),)
+                if inl.code:
+                    inl.emit("\n" * (blanks + 1), style)
+                inl.emit(line, style)
+                inl.code = True
+                blanks = 0
+            prev_quote = False
+        else:
+            t = line.strip()
+            if table and _table_row(t):
+                if not _table_rule(t):
+                    if inl.code:
+                        inl.emit("\n", ((PRE, ""),))
+                    inl.emit(t, ((PRE, ""),))
+                    inl.code = True
+                yield from _out(runs)
+                continue
+            table = False
+            quote = t.startswith(">")
+            if prev_quote is not None:
+                # a newline between two quoted lines stays inside one <blockquote>
+                inl.emit("\n", (QUOTE,) if quote and prev_quote else ())
+            prev_quote = quote
+            block = ()
+            inl.code = False
+            f, lng = _fence(line)
+            if f:
+                fence, lang, blanks = f, lng, 0  # an unclosed fence runs to the end
+            elif _table_row(t):
+                # Telegram has no tables: keep the columns lined up in a code block
+                table = True
+                prev_quote = False
+                if not _table_rule(t):
+                    inl.emit(t, ((PRE, ""),))
+                    inl.code = True
+            else:
+                h = _heading(t)
+                if h is not None:
+                    block = (B,)
+                    inl.parse(h, block)
+                elif quote:
+                    block = (QUOTE,)
+                    inl.parse(t[1:].lstrip(), block)
+                elif _rule(t):
+                    inl.emit(RULE, ())
+                else:
+                    item = _list_item(t)
+                    if item:
+                        inl.emit("  " * min(_indent(line) // 2, 4) + item[0], ())
+                        inl.parse(item[1], ())
+                    else:
+                        inl.parse(line.rstrip(), ())
+        yield from _out(runs)
+
+
+def _out(runs):
+    """The runs made so far, each text joined, handed out (the list emptied)."""
     for r in runs:
         r[0] = "".join(r[0])
-    return runs
+    out = runs[:]
+    runs.clear()
+    return out
+
+
+def parse(md):
+    """Markdown -> list of [text, style] runs."""
+    return list(_runs(md))
 
 
 # ---------------------------------------------------------------- rendering
@@ -324,6 +400,7 @@ def _close(tag):
 
 
 def render_html(runs):
+    """-> the HTML as a list of str pieces (a run's each: never one block for a part)."""
     out = []
     cur = ()
     for text, style in runs:
@@ -339,11 +416,12 @@ def render_html(runs):
         cur = style
     for tag in reversed(cur):
         out.append(_close(tag))
-    return "".join(out)
+    return out
 
 
 def render_plain(runs, limit=limits.TG_MSG_MAX):
-    """Visible text; a link's address is added after it while the part still fits."""
+    """Visible text as a list of str pieces; a link's address is added after it while
+    the part still fits."""
     out = []
     extra = 0
     size = sum(u16len(t) for t, _ in runs)
@@ -355,120 +433,196 @@ def render_plain(runs, limit=limits.TG_MSG_MAX):
                 if size + extra + u16len(add) <= limit:
                     out.append(add)
                     extra += u16len(add)
-    return "".join(out)
-
-
-def to_html(md):
-    return render_html(parse(md))
-
-
-# ---------------------------------------------------------------- splitting
-
-def _pre_spans(runs):
-    spans = []
-    pos = 0
-    for text, style in runs:
-        end = pos + len(text)
-        if style and isinstance(style[0], tuple) and style[0][0] == PRE:
-            spans.append((pos, end))
-        pos = end
-    return spans
-
-
-def _in_pre(spans, p):
-    """Is the cut between text[p-1] and text[p] inside a code block?"""
-    for a, b in spans:
-        if a < p < b:
-            return (a, b)
-    return None
-
-
-def _fit(text, start, limit):
-    """Largest end such that text[start:end] has at most `limit` UTF-16 units."""
-    end = min(len(text), start + limit)
-    over = u16len(text[start:end]) - limit
-    while over > 0:
-        end -= max(1, (over + 1) // 2)
-        over = u16len(text[start:end]) - limit
-    return end
-
-
-def _last(text, sep, lo, hi, spans, inside):
-    """Last p in (lo, hi) where sep starts, cutting outside (or inside) a code block."""
-    p = text.rfind(sep, lo, hi)
-    while p > lo:
-        if (_in_pre(spans, p) is not None) == inside:
-            return p
-        p = text.rfind(sep, lo, p)
-    return -1
-
-
-def _cut(text, start, end, spans):
-    """(part_end, next_start) for a part starting at `start` that must end by `end`."""
-    blk = _in_pre(spans, end)
-    if blk and blk[0] > start and text[start:blk[0]].strip():
-        return blk[0], blk[0]  # the code block starts the next message whole
-    half = start + (end - start) // 2
-    for lo in (half, start):
-        for sep in ("\n\n", "\n", " "):
-            p = _last(text, sep, lo, end, spans, False)
-            if p >= 0 and text[start:p].strip():
-                return p, p + len(sep)
-    for lo in (half, start):  # the cut is inside one code block
-        for sep in ("\n", " "):
-            p = _last(text, sep, lo, end, spans, True)
-            if p >= 0:
-                return p, p + 1
-    return end, end
-
-
-def _slice(runs, a, b):
-    out = []
-    pos = 0
-    for text, style in runs:
-        end = pos + len(text)
-        if end > a and pos < b:
-            out.append([text[max(a, pos) - pos:min(b, end) - pos], style])
-        pos = end
-        if pos >= b:
-            break
     return out
 
 
-def _code_char(spans, i):
-    for a, b in spans:
-        if a <= i < b:
-            return True
-    return False
+def to_html(md):
+    return "".join(render_html(parse(md)))
 
 
-def _trim(spans, a, b, text):
-    while a < b and text[a] in " \n" and not _code_char(spans, a):
-        a += 1
-    while b > a and text[b - 1] in " \n" and not _code_char(spans, b - 1):
-        b -= 1
-    return a, b
+# ---------------------------------------------------------------- splitting
+# The runs not sent yet are a window (a list of runs) over the visible text, which is
+# never joined: positions are offsets into it, found run by run (Text).
+
+class Text:
+    def __init__(self, runs):
+        self.runs = runs
+        self.at = []  # where each run starts
+        n = 0
+        spans = []  # code blocks: (start, end), a block's runs taken together
+        last = None
+        for t, style in runs:
+            self.at.append(n)
+            pre = style[0] if style and isinstance(style[0], tuple) and style[0][0] == PRE else None
+            if pre is not None and pre == last and spans and spans[-1][1] == n:
+                spans[-1] = (spans[-1][0], n + len(t))
+            elif pre is not None:
+                spans.append((n, n + len(t)))
+            last = pre
+            n += len(t)
+        self.n = n
+        self.spans = spans
+
+    def _run(self, p):
+        """Index of the run holding position p (0 <= p < n)."""
+        lo, hi = 0, len(self.at) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.at[mid] <= p:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def char(self, p):
+        k = self._run(p)
+        return self.runs[k][0][p - self.at[k]]
+
+    def pieces(self, a, b):
+        """The text [a, b) as slices of its runs."""
+        if a >= b:
+            return
+        k = self._run(a)
+        while k < len(self.runs) and self.at[k] < b:
+            t = self.runs[k][0]
+            x = self.at[k]
+            yield t[max(a, x) - x:min(b, x + len(t)) - x]
+            k += 1
+
+    def u16(self, a, b):
+        n = 0
+        for t in self.pieces(a, b):
+            n += u16len(t)
+        return n
+
+    def blank(self, a, b):
+        for t in self.pieces(a, b):
+            if t.strip():
+                return False
+        return True
+
+    def rfind(self, sep, lo, hi):
+        """Last p in [lo, hi - len(sep)] where sep starts (-1): within a run, or across
+        two (sep is one or two characters)."""
+        if hi - lo < len(sep):
+            return -1
+        k = self._run(hi - 1)
+        while k >= 0 and self.at[k] + len(self.runs[k][0]) > lo:
+            t = self.runs[k][0]
+            x = self.at[k]
+            e = x + len(t)  # (a run ends where the next starts)
+            if len(sep) == 2 and lo < e < hi and t and t[-1] == sep[0] and e < self.n \
+                    and self.char(e) == sep[1]:
+                return e - 1
+            q = t.rfind(sep, max(lo, x) - x, min(hi, e) - x)
+            if q >= 0:
+                return x + q
+            k -= 1
+        return -1
+
+    def in_pre(self, p):
+        """The code block (start, end) that a cut before position p would split, or None."""
+        for a, b in self.spans:
+            if a < p < b:
+                return (a, b)
+        return None
+
+    def code(self, p):
+        for a, b in self.spans:
+            if a <= p < b:
+                return True
+        return False
+
+    def fit(self, limit):
+        """Largest end such that [0, end) has at most `limit` UTF-16 units."""
+        end = min(self.n, limit)
+        over = self.u16(0, end) - limit
+        while over > 0:
+            end -= max(1, (over + 1) // 2)
+            over = self.u16(0, end) - limit
+        return end
+
+    def last(self, sep, lo, hi, inside):
+        """Last p in (lo, hi) where sep starts, cutting outside (or inside) a code block."""
+        p = self.rfind(sep, lo, hi)
+        while p > lo:
+            if (self.in_pre(p) is not None) == inside:
+                return p
+            p = self.rfind(sep, lo, p)
+        return -1
+
+    def cut(self, end):
+        """(part_end, next_start) for a part starting at 0 that must end by `end`."""
+        blk = self.in_pre(end)
+        if blk and blk[0] > 0 and not self.blank(0, blk[0]):
+            return blk[0], blk[0]  # the code block starts the next message whole
+        for lo in (end // 2, 0):
+            for sep in ("\n\n", "\n", " "):
+                p = self.last(sep, lo, end, False)
+                if p >= 0 and not self.blank(0, p):
+                    return p, p + len(sep)
+        for lo in (end // 2, 0):  # the cut is inside one code block
+            for sep in ("\n", " "):
+                p = self.last(sep, lo, end, True)
+                if p >= 0:
+                    return p, p + 1
+        return end, end
+
+    def trim(self, a, b):
+        while a < b and self.char(a) in " \n" and not self.code(a):
+            a += 1
+        while b > a and self.char(b - 1) in " \n" and not self.code(b - 1):
+            b -= 1
+        return a, b
+
+    def slice(self, a, b):
+        """The runs of [a, b)."""
+        out = []
+        if a < b:
+            k = self._run(a)
+            for t in self.pieces(a, b):
+                out.append([t, self.runs[k][1]])
+                k += 1
+        return out
+
+
+def parts(md, limit=limits.TG_MSG_MAX):
+    """Markdown (a str, or a text in pieces: bus.pieces()) -> each message's runs, in
+    order, each at most `limit` UTF-16 units of visible text, cut at paragraph, line,
+    then word boundaries (render_html(), render_plain() make its text). A generator: the
+    text is parsed and cut as it goes, so a long text is never held whole."""
+    win = []
+    units = 0
+    for run in _runs(md):
+        if not run[0]:
+            continue
+        win.append(run)
+        units += u16len(run[0])
+        while units > limit:
+            part, win = _cut(win, limit)
+            units = sum(u16len(r[0]) for r in win)
+            if part:
+                yield part
+    yield from recut(win, limit)
+
+
+def recut(runs, limit):
+    """Runs (a part's, or the window's end) -> each part's runs at most `limit` units."""
+    while runs:
+        part, runs = _cut(runs, limit)
+        if part:
+            yield part
+
+
+def _cut(win, limit):
+    """-> (the first part's runs (or []), the runs left)."""
+    t = Text(win)
+    end = max(t.fit(limit), 1)  # limit 1 and an astral character: still progress
+    b, nxt = (t.n, t.n) if end >= t.n else t.cut(end)
+    a, b = t.trim(0, b)
+    return t.slice(a, b), t.slice(nxt, t.n)
 
 
 def split(md, limit=limits.TG_MSG_MAX):
-    """Markdown -> [(html, plain)], each part at most `limit` UTF-16 units of
-    visible text, cut at paragraph, line, then word boundaries, in order."""
-    runs = parse(md)
-    text = "".join(t for t, _ in runs)
-    spans = _pre_spans(runs)
-    parts = []
-    start = 0
-    n = len(text)
-    while start < n:
-        end = _fit(text, start, limit)
-        end = max(end, start + 1)  # limit 1 and an astral character: still progress
-        if end >= n:
-            b = nxt = n
-        else:
-            b, nxt = _cut(text, start, end, spans)
-        a, b = _trim(spans, start, b, text)
-        if b > a:
-            part = _slice(runs, a, b)
-            parts.append((render_html(part), render_plain(part, limit)))
-        start = nxt
-    return parts
+    """Markdown -> [(html, plain)] of parts() (joined: for short texts and tests)."""
+    return [("".join(render_html(p)), "".join(render_plain(p, limit))) for p in parts(md, limit)]

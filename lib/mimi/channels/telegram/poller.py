@@ -23,6 +23,8 @@ TAG = "tg"
 CHANNEL = "telegram"
 cfg = config.cfg
 _EMPTY = b'{"ok":true,"result":[]}'  # a long poll that saw no update (Telegram: compact JSON)
+NO_ROOM = ("Sorry, my answer did not fit in the board's free memory to be sent. It is saved in "
+           "this chat: ask me to repeat it, shorter.")
 
 
 class ApiError(Exception):
@@ -66,15 +68,20 @@ class Api:
         self.stale = False  # the network went away: the keep-alive socket is dead
         self.lock = asyncio.Lock()  # the reconnect below must not cut a call in flight
 
-    async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None, form=None):
-        """-> the result; ApiError for Telegram's refusals. sink (getUpdates): an Updates
-        that reads the answer as it arrives; None is returned when it took it. form:
-        (Content-Type, body) sent instead of params as JSON (a photo: telegram/photo.py)."""
-        chat = params.get("chat_id") if params else None
+    async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None, form=None,
+                   chat=None):
+        """-> the result; ApiError for Telegram's refusals. params: a dict, or the body
+        made already (send.py: a text in pieces, its chat id in chat). sink: reads the
+        answer as it arrives (getUpdates' Updates, send.py's Echo); when it took it, its
+        .result is returned. form: (Content-Type, body) sent instead of params as JSON
+        (a photo: telegram/photo.py)."""
+        if chat is None and isinstance(params, dict):
+            chat = params.get("chat_id")
         if chat is not None:
             while quiet(chat):
                 await asyncio.sleep_ms(quiet(chat))
-        ctype, body = form or ("application/json", json.dumps(params or {}).encode())
+        ctype, body = form or ("application/json", params if isinstance(params, tuple)
+                               else json.dumps(params or {}).encode())
         async with self.lock:
             if self.stale:  # after an outage a request on the old socket would time out
                 self.stale = False
@@ -86,8 +93,9 @@ class Api:
             r = await self.client.request(
                 "POST", "/bot%s/%s" % (self.token, method),
                 headers={"Content-Type": ctype}, body=body, deadline_s=deadline_s, sink=sink)
+        body = None
         if sink is not None and r.status == 200 and sink.seen:
-            return None
+            return getattr(sink, "result", None)
         try:
             obj = jsonutil.loads(r.body if sink is None else sink.head)
         except ValueError:
@@ -122,16 +130,21 @@ def allowed(chat_id):
     return str(chat_id) in cfg.get("tg_allow").split(",")
 
 
-def _update_id(pre):
-    """The update_id from the first bytes of an update ('{"update_id":123,...'), or None."""
-    i = pre.find(b'"update_id"')
+def after(pre, key):
+    """Where the value of `key` (b'"name"') starts in the first bytes of an answer, or -1."""
+    i = pre.find(key)
     if i < 0:
-        return None
-    i += 11
+        return -1
+    i += len(key)
     while i < len(pre) and pre[i] in b" :\t\r\n":
         i += 1
-    j = i
-    while j < len(pre) and 48 <= pre[j] <= 57:
+    return i
+
+
+def number(pre, key):
+    """The number `key` has in the first bytes of an answer ('{"update_id":123,...'), or None."""
+    i = j = after(pre, key)
+    while 0 <= j < len(pre) and 48 <= pre[j] <= 57:
         j += 1
     return int(pre[i:j]) if j > i else None
 
@@ -153,6 +166,7 @@ class Updates:
         self.head = b""  # the first bytes of the body: an error answer is read from them
         self.acts = []  # [(update_id, action or None)] in order
         self.full = False
+        self.left = None  # (update_id, chat id) of the first update not taken for want of room
         self.seen = False  # a "result" array was there
         self.idle = True  # nothing but the start of _EMPTY so far (the decoder's state: tgupdates.start)
 
@@ -181,6 +195,9 @@ class Telegram:
         self.saved_offset = 0
         self.unsaved = 0  # updates taken since the offset was last written
         self.limit = limits.TG_POLL_LIMIT  # updates asked for (fewer after a batch cut short)
+        self.stuck = 0  # polls in a row that took no update for want of room
+        self.owed = []  # chat ids whose reply found no room to be sent (owe())
+        self.polling = None  # the getUpdates task in flight
         self.recent = []  # keys (small ints) of the (chat, message_id) pairs handled last
         self.strangers = {}  # chat id -> time told (tgsend)
         self.typing = {}  # chat id -> renewal task (tgsend)
@@ -269,6 +286,8 @@ class Telegram:
                     self.username = me.get("username") or ""
                     self.bot_id = str(me.get("id") or self.bot_id)
                     log.info(TAG, "bot @%s ready, polling", self.username)
+                if self.owed:
+                    await self._say_owed()
                 batch = Updates(self, *self._room())
                 if not await self._poll({
                         "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
@@ -279,19 +298,36 @@ class Telegram:
                 conflict = limits.TG_CONFLICT_MIN_S
                 # a batch cut short: that many next time; else back up towards the most
                 self.limit = max(1, len(batch.acts)) if batch.full else min(2 * self.limit, limits.TG_POLL_LIMIT)
-                acts, stuck = batch.acts, batch.full
+                acts, stuck, left = batch.acts, batch.full, batch.left
                 batch = None
                 before = self.offset
                 await self._batch(acts)
                 if (acts or stuck) and self.offset == before:  # none taken: not at once again
+                    self.stuck += 1
+                    if stuck and left and left[0] is not None and self.stuck > limits.TG_STUCK_TRIES:
+                        await self._not_read(left)
+                        continue
                     log.warning(TAG, "no update taken from a batch (%s); retry in %d s",
                                 "no room in the heap" if stuck else "no usable update_id", backoff)
+                    if stuck:
+                        self._free()
                     await asyncio.sleep(backoff)
+                else:
+                    self.stuck = 0
             except asyncio.CancelledError:
                 raise
+            except MemoryError:  # no import here: the failure path would need room too
+                self._free()
+                log.warning(TAG, "polling found no room in the heap; retry in %d s", backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, limits.TG_BACKOFF_MAX_S)
             except Exception as e:  # Telegram's refusals, network, TLS, timeouts (connect.py)
-                wait, on_change, backoff, conflict = mimi.run("channels.telegram.connect", "failed", self, e,
-                                                              backoff, conflict)
+                try:
+                    wait, on_change, backoff, conflict = mimi.run("channels.telegram.connect", "failed", self,
+                                                                  e, backoff, conflict)
+                except MemoryError:  # (its code did not load)
+                    self._free()
+                    wait, on_change, backoff = backoff, False, min(backoff * 2, limits.TG_BACKOFF_MAX_S)
                 if on_change:
                     await self._wait_change(wait)
                 elif wait:
@@ -305,7 +341,7 @@ class Telegram:
         while tls.must_yield():
             await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
         self.cut = False
-        poll = asyncio.create_task(self.poll_api.call(
+        self.polling = poll = asyncio.create_task(self.poll_api.call(
             "getUpdates", params, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S, batch))
         guard = asyncio.create_task(self._guard(poll))
         try:
@@ -318,6 +354,7 @@ class Telegram:
             self.poll_api.close()  # the request was cut: the connection is out of step
             return False
         finally:
+            self.polling = None
             guard.cancel()
             mimi.drop("channels.telegram.updates")  # (loaded when the answer had updates)
 
@@ -330,6 +367,50 @@ class Telegram:
                 self.cut = True
                 poll.cancel()
                 return
+
+    def owe(self, chat_id):
+        """A reply to chat_id found no room in the heap to be sent, even after freeing
+        (send.py's NO_ROOM did not go either): the poller says so itself before its next
+        poll, on its own connection (its code resident, its buffer held), the poll in
+        flight cut for it."""
+        if chat_id not in self.owed:  # (one each: replies go only to the chats of tg_allow)
+            self.owed.append(chat_id)
+        if self.polling is not None:
+            self.cut = True
+            self.polling.cancel()
+
+    async def _say_owed(self):
+        gc.collect()
+        while self.owed:
+            chat = self.owed.pop(0)
+            try:
+                await self.poll_api.call("sendMessage", {"chat_id": chat, "text": NO_ROOM})
+                log.warning(TAG, "told %s that its reply found no room in the heap", chat)
+            except Exception as e:  # (MemoryError too: not again)
+                log.error(TAG, "telling %s that its reply found no room failed: %s", chat, e)
+
+    def _free(self):
+        """No room in the heap for a poll: what Telegram can give back is (the idle send
+        connection and sending code, the spare: mimi.spare()), and one update is asked
+        for at a time."""
+        if not self.typing and self.send_api is not None:
+            self.send_api.close()
+            self.send_api = None
+        for name in ("channels.telegram.send", "channels.telegram.status", "channels.telegram.format"):
+            mimi.drop(name)
+        self.limit = 1
+        mimi.spare(False)  # (taken again by the next turn: worker.handle())
+
+    async def _not_read(self, left):
+        """An update that found no room for TG_STUCK_TRIES polls: skipped (the offset goes
+        past it), and its sender, when allowed, told to send it again."""
+        uid, chat = left
+        log.error(TAG, "update %s skipped: no room in the heap to read it (%d polls)", uid, self.stuck)
+        self.stuck = 0
+        self.offset = uid + 1
+        self._save_offset()
+        if chat is not None and allowed(chat):
+            await channels.load("telegram.send").act(self, "not_read", str(chat))
 
     def _room(self):
         """(bytes of the biggest update taken, text bytes kept for the agent) for the
@@ -383,7 +464,7 @@ class Telegram:
         cron.json written by hand could name another)."""
         if not allowed(msg.chat_id):
             log.error(TAG, "not sent to chat %s, which is not in tg_allow: %s", msg.chat_id,
-                      (msg.content or "")[:60])
+                      bus.pieces(msg.content)[0][:60])
             return
         await channels.load("telegram.send").send(self, msg)
 
@@ -407,3 +488,8 @@ def run():
 async def send(msg):
     """The dispatcher's sender (registered by dispatch.start())."""
     await install().send(msg)
+
+
+def owe(chat_id):
+    """The dispatcher's last word for a reply that found no room (Telegram.owe())."""
+    install().owe(chat_id)

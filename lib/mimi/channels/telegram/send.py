@@ -7,6 +7,7 @@
 # poll's connection is open (one TLS session at rest, no second client buffer), and
 # this module and the formatter are dropped (loaded again for the next message).
 import time
+import json
 import asyncio
 import mimi
 from mimi import limits, log, bus, channels
@@ -31,10 +32,59 @@ ANSWERS = {
         "Anything else you write goes to the assistant. Text only for now."),
 }
 TEXT_ONLY = "I can only read text messages for now."
+NO_ROOM = ("Sorry, the rest of my answer did not fit in the board's free memory to be sent. "
+           "It is saved in this chat: ask me to repeat it, shorter.")
+NOT_READ = ("Sorry, I could not read your message: the board is short of memory right now. "
+            "Please send it again in a minute.")
 BUSY = "I'm busy with other messages, try again shortly."
 RESET_DONE = "Conversation cleared. Let's start fresh."
 STRANGER = ("This bot is private. Your chat id is %s.\n"
             "Its owner can allow you on the board's REPL with: allow_chat(%s)")
+
+
+class Echo:
+    """The answer to a message sent or edited, read as it arrives (Api.call's sink): its
+    first TG_ERROR_MAX bytes kept (an error, a short message); Telegram echoes the
+    message whole (4 KB of text and more), of which only message_id is used: seen when
+    the answer was longer and ok, its id in .result."""
+    seen = False
+    result = None
+
+    def __init__(self):
+        self.head = b""
+
+    def __call__(self, mv):
+        h = self.head
+        if len(h) < limits.TG_ERROR_MAX:
+            self.head = h = h + bytes(mv[:limits.TG_ERROR_MAX - len(h)])
+        if not self.seen and len(h) >= limits.TG_ERROR_MAX:
+            i = tg.after(h, b'"ok"')  # (no copy of the head: a short heap is short now)
+            self.seen = i >= 0 and h[i:i + 4] == b"true"
+            self.result = {"message_id": tg.number(h, b'"message_id"')}
+
+
+async def call(api, method, params):
+    """api.call(method, params) for a message: a "text" made of pieces (a list of str,
+    format.py's) written piece by piece, never joined; the echo read by an Echo. Out of
+    memory once the request went out: it was sent ({"message_id": None}), not again."""
+    text, chat = params.get("text"), params.get("chat_id")
+    if isinstance(text, list):
+        head = json.dumps({k: v for k, v in params.items() if k != "text"})
+        params = (head[:-1], ', "text": "' if len(head) > 2 else '"text": "',
+                  tuple(memoryview(json.dumps(p))[1:-1] for p in text), '"}')
+    buf = api.client._buf
+    if buf is not None:  # (what it says of the previous request on this connection)
+        buf.sent = False
+    try:
+        return await api.call(method, params, sink=Echo(), chat=chat)
+    except MemoryError:
+        buf = api.client._buf
+        if buf is None or not buf.sent:  # it did not go: the caller may send it again
+            raise
+        params = None
+        api.client.close()  # the answer was not read: the connection is out of step
+        log.warning(TAG, "%s went out; no room in the heap to read the answer", method)
+        return {"message_id": None}
 
 
 def _api(bot):
@@ -70,7 +120,7 @@ async def _send(bot, params, hold=False):
         api = _api(bot)
         if api is None:
             raise tg.ApiError(0, "no connection to Telegram (no bot token)")
-        return await api.call("sendMessage", params)
+        return await call(api, "sendMessage", params)
 
     return await sending.deliver(attempt, _refused, hold, TAG, bot._online, bot._network_lost)
 
@@ -86,28 +136,54 @@ async def plain(bot, chat_id, text):
 
 
 async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
-    """Markdown -> HTML parts in order; a part whose entities Telegram refuses is
-    sent again as plain text; any other failure is logged, never re-sent (hold: see
-    _send). status: the turn's status.Status, whose message (when shown) becomes the
-    first part. -> True when every part went out."""
+    """Markdown (a str, or a text in pieces: bus.pieces()) -> HTML parts in order, each
+    made and sent in pieces (format.parts(): no block as big as a part); a part whose
+    entities Telegram refuses is sent again as plain text; any other failure is logged,
+    never re-sent (hold: see _send). status: the turn's status.Status, whose message
+    (when shown) becomes the first part. -> True when every part went out."""
     if _api(bot) is None:
         log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
         return False
-    parts = channels.load("telegram.format").split(markdown or "", limits.TG_MSG_MAX)
-    mimi.drop("channels.telegram.format")  # loaded for each reply, not kept between them
+    fmt = channels.load("telegram.format")
+    went = [0]  # parts out
+    try:
+        return await _parts(bot, chat_id, fmt, markdown, reply_to, hold, status, went)
+    except MemoryError:
+        if not went[0]:
+            raise  # nothing of it went out: the dispatcher makes room and tries again
+        fmt = None  # part of the reply went out: sent again, it would repeat that
+        log.error(TAG, "no room in the heap for the rest of a reply to %s", chat_id)
+        if not await plain(bot, chat_id, NO_ROOM):
+            bot.owe(chat_id)
+        return False
+    finally:
+        fmt = None
+        mimi.drop("channels.telegram.format")  # loaded for each reply, not kept between them
+
+
+async def _parts(bot, chat_id, fmt, markdown, reply_to, hold, status, went):
     ok = True
-    for html, plain_ in parts:
+    for runs in fmt.parts(markdown or "", limits.TG_MSG_MAX):
+        html = fmt.render_html(runs)
         if status is not None:
             status, st = None, status
-            if await st.finish(_api(bot), html, plain_):
+            if await st.finish(_api(bot), html, lambda: fmt.render_plain(runs)):
                 reply_to = None
+                went[0] += 1
                 continue
         params = {"chat_id": chat_id, "text": html, "parse_mode": "HTML"}
+        html = None
         if reply_to:
             params["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
             reply_to = None
         try:
             await _send(bot, params, hold)
+            went[0] += 1
+            continue
+        except MemoryError as e:
+            params = html = None
+            if not await _smaller(bot, chat_id, fmt, runs, hold, went):
+                raise e  # text() says the rest did not fit (or the dispatcher tries again)
             continue
         except tg.ApiError as e:
             if not e.entities:
@@ -122,13 +198,29 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
             ok = False
             continue
         params.pop("parse_mode")
-        params["text"] = plain_
+        params["text"] = fmt.render_plain(runs)
         try:
             await _send(bot, params, hold)
         except Exception as e:
             log.error(TAG, "plain-text resend to %s failed: %s", chat_id, e)
             ok = False
     return ok
+
+
+async def _smaller(bot, chat_id, fmt, runs, hold, went):
+    """A part that found no room in the heap: the spare given back (mimi.spare()) and
+    what can be freed is, then the part goes again as plain text in pieces of
+    TG_MSG_SHORT (each counted in went[0]). -> False when one of them found no room
+    either (the rest is not sent)."""
+    mimi.spare(False)
+    try:
+        for part in fmt.recut(runs, limits.TG_MSG_SHORT):
+            await _send(bot, {"chat_id": chat_id, "text": fmt.render_plain(part)}, hold)
+            went[0] += 1
+        log.warning(TAG, "a part to %s sent in smaller pieces (no room in the heap)", chat_id)
+        return True
+    except MemoryError:
+        return False
 
 
 async def act(bot, what, chat_id, arg=None):
@@ -143,6 +235,8 @@ async def act(bot, what, chat_id, arg=None):
         await plain(bot, chat_id, TEXT_ONLY)
     elif what == "busy":
         await plain(bot, chat_id, BUSY)
+    elif what == "not_read":
+        await plain(bot, chat_id, NOT_READ)
     elif what == "reply":
         await text(bot, chat_id, ANSWERS[arg])
     elif what == "usage":

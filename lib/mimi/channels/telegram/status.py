@@ -58,16 +58,18 @@ class Status:
             return
         text = self.text
         wait = self.every
+        from mimi.channels.telegram.send import call
+
         try:
             if self.message_id is None:
                 p = {"chat_id": self.chat_id, "text": text}
                 if self.reply_to:
                     p["reply_parameters"] = {"message_id": self.reply_to,
                                              "allow_sending_without_reply": True}
-                self.message_id = (await api.call("sendMessage", p))["message_id"]
+                self.message_id = (await call(api, "sendMessage", p))["message_id"]
             else:
-                await api.call("editMessageText", {"chat_id": self.chat_id,
-                                                   "message_id": self.message_id, "text": text})
+                await call(api, "editMessageText", {"chat_id": self.chat_id,
+                                                    "message_id": self.message_id, "text": text})
             self.shown = text
         except asyncio.CancelledError:
             raise
@@ -80,19 +82,22 @@ class Status:
         self.after = time.ticks_add(time.ticks_ms(), wait * 1000)
 
     async def finish(self, api, html, plain):
-        """The answer's first part (Telegram HTML, and its plain text for when the
-        entities are refused) in place of the message. -> True when it is there; False
-        when there was none or the edit failed (then it is deleted: send the part). A
-        429 is waited out (Api.call) and the edit made again: the chat is left with one
-        message holding the answer, never the raw partial above it."""
+        """The answer's first part (Telegram HTML, and a function making its plain text
+        for when the entities are refused; str or lists of str pieces) in place of the
+        message. -> True when it is there; False when there was none or the edit failed
+        (then it is deleted: send the part). A 429 is waited out (Api.call) and the edit
+        made again: the chat is left with one message holding the answer, never the raw
+        partial above it."""
         if self.message_id is None or api is None:
             return False
+        from mimi.channels.telegram.send import call
+
         p = {"chat_id": self.chat_id, "message_id": self.message_id, "text": html,
              "parse_mode": "HTML"}
         tries = 0
         while True:
             try:
-                await api.call("editMessageText", p)
+                await call(api, "editMessageText", p)
                 self.message_id = None
                 return True
             except asyncio.CancelledError:
@@ -103,7 +108,7 @@ class Status:
                     return True
                 if isinstance(e, tg.ApiError) and e.entities and "parse_mode" in p:
                     del p["parse_mode"]
-                    p["text"] = plain
+                    p["text"] = plain()
                     continue
                 if await _again(e, tries):
                     tries += 1

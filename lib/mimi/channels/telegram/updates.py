@@ -4,7 +4,7 @@
 # alone. Loaded when such an answer comes in and dropped after the poll, so an idle
 # bot (its long polls answered "no updates") holds none of this code.
 from mimi import limits, log, jsonutil
-from mimi.channels.telegram.poller import TAG, allowed, _update_id
+from mimi.channels.telegram.poller import TAG, allowed, number
 
 IGNORE = ("ignore", None, None, None, None)
 
@@ -68,17 +68,22 @@ def feed(u, b):
         _take(u, b, a, n)
 
 def _take(u, b, a, z):
-    if len(u.pre) < 64:
-        u.pre += b[a:min(z, a + 64 - len(u.pre))]
+    if len(u.pre) < limits.TG_UPDATE_HEAD:
+        u.pre += b[a:min(z, a + limits.TG_UPDATE_HEAD - len(u.pre))]
     k = u.size
     u.size += z - a
     if u.full or u.size > u.most:
         return
     if u.buf is None or len(u.buf) < u.size:  # grown as an update needs it
-        try:
-            buf = bytearray(min(u.most, max(u.size, 2 * k, limits.TG_UPDATE_MIN)))
-        except MemoryError:
-            if not k and u.buf is None:  # not even a small one: the batch waits
+        buf = None
+        for n in (min(u.most, max(u.size, 2 * k, limits.TG_UPDATE_MIN)), u.size):
+            try:  # ... or to just what it needs so far when the heap has no more
+                buf = bytearray(n)
+                break
+            except MemoryError:
+                pass
+        if buf is None:
+            if not k and u.buf is None:  # not even that: the batch waits (poller.run)
                 u.full = True
             u.most = k  # this one is skipped
             return
@@ -87,23 +92,42 @@ def _take(u, b, a, z):
         u.buf = buf
     u.buf[k:u.size] = memoryview(b)[a:z]
 
+def chat_of(pre):
+    """The chat id in the first bytes of an update, or None."""
+    i = pre.find(b'"chat"')
+    return number(pre[i:], b'"id"') if i >= 0 else None
+
+
+def _not_read(u, uid):
+    """The action for an update skipped for want of room: its sender told to send it
+    again (when the chat is known and allowed)."""
+    chat = chat_of(u.pre)
+    return ("not_read", str(chat), None, {}, uid) if chat is not None and allowed(chat) else None
+
+
 def _done(u):
-    if u.full:
-        return  # not taken: it comes again with the next poll
-    uid = _update_id(u.pre)
+    if u.full:  # not taken: it comes again with the next poll
+        if u.left is None:  # the first one: its id and chat, to skip it and say so (poller.run)
+            u.left = (number(u.pre, b'"update_id"'), chat_of(u.pre))
+        return
+    uid = number(u.pre, b'"update_id"')
     act = None
     most, u.most = u.most, u.cap  # a failed growth skipped this one only
     if u.size > most:
         log.warning(TAG, "update %s skipped: %d bytes, more than the %d this heap takes now",
                     uid, u.size, most)
+        act = _not_read(u, uid)
     else:
         try:
             upd = jsonutil.loads(memoryview(u.buf)[:u.size])
-            if not isinstance(upd["update_id"], int):  # uid stays what _update_id read
+            if not isinstance(upd["update_id"], int):  # uid stays what number() read
                 raise ValueError("update_id %r" % (upd["update_id"],))
             uid = upd["update_id"]
             act = classify(u.bot, upd)
-        except Exception as e:  # noqa: B902 - malformed JSON or fields, out of memory
+        except MemoryError:
+            log.warning(TAG, "update %s skipped: no room in the heap to decode it", uid)
+            act = _not_read(u, uid)
+        except Exception as e:  # noqa: B902 - malformed JSON or fields
             log.warning(TAG, "update %s skipped: %s %s", uid, type(e).__name__, e)
             act = None
     u.acts.append((uid, act))

@@ -26,10 +26,35 @@ _SHARED = "*"  # _fails key of the back-off shared by addresses without their ow
 _ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 
 
+def pieces(obj):
+    """gateway.text() of an obj whose content is in pieces (bus.pieces()): the JSON as a
+    tuple of pieces, each escaped alone (the client's sender writes them as the frames of
+    one message), never one block as big as the text."""
+    from mimi.utf8 import clean
+
+    head = dict(obj)
+    del head["content"]
+    head = clean(json.dumps(head))
+    return (head[:-1] + ', "content": "',) + \
+        tuple(memoryview(clean(json.dumps(p)))[1:-1] for p in obj["content"]) + ('"}',)
+
+
 def new_chat_id():
     """A connection's chat id until it names one: random, so a new anonymous client
     never lands in an earlier one's session (a counter restarts at 1 every boot)."""
     return net.random_id(limits.WS_CHAT_ID_RANDOM)
+
+
+async def _no_room(wait):
+    """A frame's step found no room in the heap: the spare given back (mimi.spare()) and
+    `wait` ms given to whatever holds the heap -> the next wait (from 50 ms, doubling);
+    MemoryError after WS_NO_ROOM_TRIES."""
+    if wait >= 50 << limits.WS_NO_ROOM_TRIES:
+        raise MemoryError("no room in the heap for a frame")
+    mimi.spare(False)
+    wait = wait * 2 or 50
+    await asyncio.sleep_ms(wait)
+    return wait
 
 
 class Client:
@@ -54,7 +79,9 @@ class Client:
         skipped). So one message of any size fits, and what waits behind it is capped."""
         if self.dead or self.closing:
             return False
-        n = len(memoryview(data))
+        n = 0
+        for p in data if isinstance(data, tuple) else (data,):  # (pieces: gateway.text())
+            n += len(memoryview(p))
         if op != wp.CLOSE and (len(self.out) >= limits.WS_CLIENT_OUTBOX or self.out_bytes -
                                (self.out[0][2] if self.out else 0) >= limits.WS_CLIENT_OUTBOX_BYTES):
             if status:
@@ -92,17 +119,31 @@ class Client:
                 op, data, n = self.out.pop(0)
                 self.out_bytes -= n
                 self.room.set()
-                mv = memoryview(data)  # a str too: its UTF-8 bytes, not copied
-                i = 0
-                while True:  # the frames of one message (RFC 6455 fragmentation)
-                    k = min(n - i, step)
-                    self.w.write(wp.header(op if i == 0 else wp.CONT, k, i + k >= n))
-                    self.w.write(mv[i:i + k])
-                    await asyncio.wait_for(self.w.drain(), limits.WS_WRITE_TIMEOUT_S)
-                    i += k
-                    if i >= n:
-                        break
-                mv = data = None
+                i = 0  # bytes of the message sent
+                for p in data if isinstance(data, tuple) else (data,):
+                    mv = memoryview(p)  # a str too: its UTF-8 bytes, not copied
+                    j = 0
+                    while j < len(mv) or not n:  # the frames of one message (RFC 6455 fragmentation)
+                        k = min(len(mv) - j, step)
+                        written = False
+                        wait = 0
+                        while True:  # a full heap (the agent's turn holds it for a moment): room
+                            try:  # made, a while given and the step again (made, or drained)
+                                if not written:
+                                    hdr, piece = wp.header(op if i == 0 else wp.CONT, k, i + k >= n), mv[j:j + k]
+                                    self.w.write(hdr)  # (the stream takes it whole or keeps
+                                    self.w.write(piece)  # it: no room only when it keeps some)
+                                    written = True
+                                    hdr = piece = None
+                                await asyncio.wait_for(self.w.drain(), limits.WS_WRITE_TIMEOUT_S)
+                                break
+                            except MemoryError:
+                                wait = await _no_room(wait)
+                        i += k
+                        j += k
+                        if not n:
+                            break
+                mv = p = data = None
                 if op == wp.CLOSE:
                     return
         except asyncio.CancelledError:
@@ -383,6 +424,19 @@ async def serve(sr, sw):
         pass
     except (EOFError, OSError, asyncio.TimeoutError):
         pass  # reset, EOF, timeout: the finally below frees the slot
+    except MemoryError as e:
+        if not me[2]:
+            await gw.refuse(sw)
+        else:  # upgraded: closed with 1013 "try again later" and why, not without a word
+            mimi.spare(False)
+            log.exception("ws", "connection", e)
+            try:
+                p = wp.close_payload(wp.TRY_LATER, "the board is out of memory")
+                sw.write(wp.header(wp.CLOSE, len(p)))
+                sw.write(p)
+                await asyncio.wait_for(sw.drain(), limits.WS_CLOSE_WAIT_S)
+            except Exception:
+                pass
     except Exception as e:
         log.exception("ws", "connection", e)
     finally:

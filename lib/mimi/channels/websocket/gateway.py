@@ -22,7 +22,10 @@ _shed_lately = []  # addresses whose connections were shed or timed out lately (
 
 def text(obj):
     """obj as the JSON of a text message, never invalid UTF-8 (RFC 6455 makes a client
-    fail the connection on that): what slipped through elsewhere goes out as U+FFFD."""
+    fail the connection on that): what slipped through elsewhere goes out as U+FFFD. A
+    content in pieces (bus.pieces()): a tuple of pieces (connection.py)."""
+    if isinstance(obj.get("content"), tuple):
+        return sys.modules["mimi.channels.websocket.connection"].pieces(obj)
     from mimi.utf8 import clean
 
     return clean(json.dumps(obj))
@@ -68,9 +71,30 @@ def chart(want):
                     "page", want)
 
 
-async def _connection(sr, sw):
-    wsconn = channels.load("websocket.connection")
+NO_ROOM = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 38\r\nConnection: close\r\n\r\nthe board is out of memory; try again\n"
 
+
+async def refuse(sw):
+    """A connection not upgraded yet that found no room in the heap (its code, its
+    buffers): the spare given back (mimi.spare()) and a 503 said, not left hanging."""
+    mimi.spare(False)
+    log.warning("ws", "no room in the heap for a connection; refused (503)")
+    try:
+        sw.write(NO_ROOM)
+        await sw.drain()
+    except Exception:  # (the peer gone, or no room even for that)
+        pass
+
+
+async def _connection(sr, sw):
+    try:
+        wsconn = channels.load("websocket.connection")
+    except MemoryError:
+        try:
+            await refuse(sw)
+        finally:
+            sw.close()
+        return
     try:
         await wsconn.serve(sr, sw)
     finally:
@@ -81,6 +105,7 @@ async def _connection(sr, sw):
                 mimi.drop("net.wsproto")
             if "mimi.services.portal" not in sys.modules:
                 mimi.drop("net.httpserver")
+                mimi.drop("net.listen")  # (httpserver's import)
 
 
 async def run():
