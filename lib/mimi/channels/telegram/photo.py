@@ -33,7 +33,7 @@ async def _send(bot, chat_id, name, hours):
         c = Chart(name, hours, tz_s(), query.units(name)[0])
         ctype, body = httpbody.form((("chat_id", chat_id), ("caption", "%s, last %s h" % (name, query.num(hours)))),
                                     "photo", name + ".png", "image/png", httpbody.Pieces(c.size(), c.pieces))
-        await api.call("sendPhoto", {"chat_id": chat_id}, form=(ctype, body))  # (its chat: a 429 holds it)
+        await api.call("sendPhoto", form=(ctype, body), chat=chat_id)  # (a 429 holds its chat)
         log.info(out.TAG, "chart of %s (%s h) sent to %s", name, query.num(hours), chat_id)
     except Exception as e:  # noqa: B902 - the flash, the heap or Telegram: say so
         log.error(out.TAG, "chart for %s failed: %s %s", chat_id, type(e).__name__, e)
