@@ -1,8 +1,8 @@
 """Soak (issue 16 item 5): the whole firmware (tools/sim) under a capped heap answers
 many messages from WebSocket and Telegram chats at once, each turn with a tool call
 (the fake LLM calls a tool, then echoes the user's text). Every message gets exactly
-one reply, its own, in order; the heap in use after the run is the heap after the
-warm-up (within HEAP_SLACK); the session files and the usage ledger stay within their caps.
+one reply, its own, in order; the heap in use after the run is no more than the heap
+after the warm-up plus HEAP_SLACK; the session files and the usage ledger stay within their caps.
 
 `make test`: 500 messages on each interpreter; `make soak`: MIMI_SOAK_MESSAGES (10,000).
 Prints the heap after warm-up and after every round of messages, the firmware idle
@@ -184,7 +184,7 @@ def test_soak(tmp_path, fake_anthropic, fake_telegram, tag, mp):
                 await soak.round(sent_, n)
                 sent_ += n
                 curve.append((soak.done, await soak.heap(curve[-1][1])))
-            if abs(curve[-1][1] - curve[0][1]) > HEAP_SLACK:
+            if curve[-1][1] - curve[0][1] > HEAP_SLACK:
                 # A block only a stale word (an idle thread's stack, a register: the GC is
                 # conservative) still points at goes once that word is written again; a
                 # leak stays. One more message each, and the figure after it is the one judged.
@@ -217,7 +217,9 @@ def test_soak(tmp_path, fake_anthropic, fake_telegram, tag, mp):
         assert len([m for m in st["sent"] if m["chat_id"] == c]) == sent
     # every turn: a tool call, then the answer
     assert soak.requests == 2 * soak.done, soak.requests
-    assert abs(after - before) <= HEAP_SLACK, (curve, "modules loaded, dropped since warm-up:", soak.mods)
+    # growth is what a leak makes; less than after the warm-up is what the warm-up held
+    # for a moment (on 32-bit a figure now and then 7-17 KB above the ones around it)
+    assert after - before <= HEAP_SLACK, (curve, "modules loaded, dropped since warm-up:", soak.mods)
     files = image_files(tmp_path / "fs.img")
     sessions = {p: n for p, n in files.items() if p.startswith("/spiffs/sessions/")}
     assert len(sessions) == chats and max(sessions.values()) <= limits.SESSION_FILE_MAX, sessions
