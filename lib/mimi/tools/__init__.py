@@ -29,7 +29,7 @@ TOOLS = (
      '"required":["path","old_string","new_string"]}'),
     ("list_dir", "files", "List files under /spiffs/, optionally only those starting with prefix.",
      '{"type":"object","properties":{"prefix":{"type":"string","description":'
-     '"Optional path prefix filter, e.g. /spiffs/memory/"}},"required":[]}'),
+     '"Optional path prefix filter, e.g. /spiffs/memory/"}}}'),
     ("cron_add", "cron",
      "Schedule a message to yourself: every interval_s seconds, at at_epoch (Unix time: call "
      "get_current_time first) or daily at time HH:MM (local). It runs as a new turn answered "
