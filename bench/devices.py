@@ -11,27 +11,34 @@ devices and a device turn) are bench/boot.py's and bench/longrun.py's; docs/benc
 from common import BUILD, Table, cli, interpreters, make_image, median, mkimage, mp_args, run_mp
 
 
+BEFORE = 3455, 3803  # the table's bytes (Anthropic's, OpenAI's shape) when issue 23 was filed
+
+
 def schema_table():
-    from mimi.tools import TOOLS, NEEDS
+    from mimi.tools import TOOLS, NEEDS, _NONE
 
     def size(rows, openai):
         fmt = ('{"type":"function","function":{"name":"%s","description":"%s","parameters":%s}},' if openai
                else '{"name":"%s","description":"%s","input_schema":%s},')
-        return sum(len(fmt % (n, d, s)) for n, _, d, s in rows)
+        bare = '{"type":"function","function":{"name":"%s","description":"%s"}},'  # no arguments
+        return sum(len(bare % (n, d) if openai and s == _NONE else fmt % (n, d, s)) for n, _, d, s in rows)
 
     body = ("devices", "i2c", "history", "rules")  # SPEC §13 and §14's tools
     base = [t for t in TOOLS if t[1] not in body]
     t = Table("Tool schemas each LLM request carries (bytes of JSON)",
               ["devices", "tools offered", "Anthropic shape", "+ over no device tools",
-               "OpenAI shape", "+ over no device tools"])
+               "+ over the table before issue 23 (%d)" % BEFORE[0],
+               "OpenAI shape", "+ over no device tools", "+ over the table before issue 23 (%d)" % BEFORE[1]])
     for label, have in (("none", 0), ("attached", 1), ("attached, after an I2C scan", 3)):
         rows = [r for r in TOOLS if not NEEDS.get(r[0]) or NEEDS[r[0]] & have]
         extra = [r[0] for r in rows if r not in base]
-        t.add(label, ", ".join(extra), size(rows, False), size(rows, False) - size(base, False),
-              size(rows, True), size(rows, True) - size(base, True))
+        a, o = size(rows, False), size(rows, True)
+        t.add(label, ", ".join(extra), a, a - size(base, False), a - BEFORE[0],
+              o, o - size(base, True), o - BEFORE[1])
     t.notes = ("All the firmware's tools are sent with every request (names, descriptions, input "
-               "schemas); the device, history and rule tools are offered only where they can do "
-               "something (lib/mimi/tools/__init__.py NEEDS). Issue 23's budget: +600 bytes with no "
+               "schemas; in OpenAI's shape a tool without arguments goes without parameters); the "
+               "device, history and rule tools are offered only where they can do something "
+               "(lib/mimi/tools/__init__.py NEEDS). Issue 23's budget: +600 bytes a request with no "
                "device; +1.6 KB for all device, history and rule tools (issue 24).")
     return t
 

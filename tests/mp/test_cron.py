@@ -356,7 +356,7 @@ def test_schemas_match_mimiclaw():
                  ("at_epoch", "integer"), ("message", "string"), ("channel", "string"),
                  ("chat_id", "string")):
         assert add["properties"][k]["type"] == t
-    assert registry.schema("cron_list") == {"type": "object", "properties": {}, "required": []}
+    assert registry.schema("cron_list") == {"type": "object", "properties": {}}
     rm = registry.schema("cron_remove")
     assert rm["required"] == ["job_id"]
     assert rm["properties"]["job_id"] == {"type": "string", "description": "The 8-character job ID to remove"}

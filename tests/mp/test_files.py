@@ -27,8 +27,8 @@ def test_schemas_are_mimiclaws():
         "required": ["path", "old_string", "new_string"]}
     assert registry.schema("list_dir") == {
         "type": "object", "properties": {"prefix": {
-            "type": "string", "description": "Optional path prefix filter, e.g. /spiffs/memory/"}},
-        "required": []}
+            "type": "string", "description": "Optional path prefix filter, e.g. /spiffs/memory/"}}}
+    # (MimiClaw's has an empty "required" list besides: the same schema, 14 bytes less a request)
     names = registry.names()
     for n in ("read_file", "write_file", "edit_file", "list_dir"):
         assert n in names

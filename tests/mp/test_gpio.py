@@ -110,4 +110,4 @@ def test_schemas_match_mimiclaw():
                        "state": {"type": "integer", "description": "1 for HIGH, 0 for LOW"}},
         "required": ["pin", "state"]}
     assert registry.schema("gpio_read")["required"] == ["pin"]
-    assert registry.schema("gpio_read_all") == {"type": "object", "properties": {}, "required": []}
+    assert registry.schema("gpio_read_all") == {"type": "object", "properties": {}}

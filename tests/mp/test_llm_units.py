@@ -102,7 +102,7 @@ def test_clock_tool():
     from mimi.tools.registry import registry as reg
 
     assert "get_current_time" in reg.names()
-    assert reg.schema("get_current_time") == {"type": "object", "properties": {}, "required": []}
+    assert reg.schema("get_current_time") == {"type": "object", "properties": {}}
     assert now_text("+08:00", 1767229323) == \
         "2026-01-01 09:02:03 UTC+08:00 (Thursday), unix 1767229323"
     cfg.set("tz", "-05:30")
@@ -233,6 +233,26 @@ def test_openai_conversion():
     assert body["max_completion_tokens"] == 4096 and "max_tokens" not in body
     assert "tools" not in body and "tool_choice" not in body
     assert body["model"] == DEFAULT_MODEL["openai"]
+
+
+def test_tools_without_arguments_go_without_parameters_in_openai_shape():
+    # OpenAI: "omitting parameters defines a function with an empty parameter list"; the
+    # firmware's no-argument tools save those bytes in every request. Anthropic's
+    # input_schema is required: kept. A tool whose arguments are in its words keeps it.
+    from mimi.tools import TOOLS
+    from mimi.tools.registry import registry
+
+    none = [n for n, _, _, s in TOOLS if s == '{"type":"object","properties":{}}']
+    assert "get_current_time" in none and "cron_list" in none and "i2c_scan" not in none
+    o, a = FakeTransport(Resp(200, {"choices": [{"message": {"content": "x"}}]})), \
+        FakeTransport(anthropic_ok("x"))
+    OpenAI("k", client=o).chat("S", [{"role": "user", "content": "q"}], registry)
+    Anthropic("k", client=a).chat("S", [{"role": "user", "content": "q"}], registry)
+    fns = {t["function"]["name"]: t["function"] for t in o.sent[0][3]["tools"]}
+    assert fns and all(("parameters" in f) == (n not in none) for n, f in fns.items())
+    assert fns["read_file"]["parameters"]["required"] == ["path"]
+    assert all(t["input_schema"]["type"] == "object" for t in a.sent[0][3]["tools"])
+    assert sorted(t["name"] for t in a.sent[0][3]["tools"]) == sorted(fns)
 
 
 def test_retries_backoff_and_errors():

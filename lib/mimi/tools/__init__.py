@@ -5,7 +5,7 @@
 # handler(args: dict, ctx) -> str. Descriptions are written into requests as they are:
 # no '"', '\' or control characters in them (tests/host/test_tool_table.py).
 _PATH = '"path":{"type":"string","description":"Absolute path starting with /spiffs/"}'
-_NONE = '{"type":"object","properties":{},"required":[]}'
+_NONE = '{"type":"object","properties":{}}'  # no arguments: OpenAI's shape leaves it out
 _PIN = '"pin":{"type":"integer","description":"GPIO pin number"}'
 _STR = '{"type":"string"}'
 _NAME = '{"type":"object","properties":{"name":{}}}'
@@ -29,7 +29,7 @@ TOOLS = (
      '"required":["path","old_string","new_string"]}'),
     ("list_dir", "files", "List files under /spiffs/, optionally only those starting with prefix.",
      '{"type":"object","properties":{"prefix":{"type":"string","description":'
-     '"Optional path prefix filter, e.g. /spiffs/memory/"}},"required":[]}'),
+     '"Optional path prefix filter, e.g. /spiffs/memory/"}}}'),
     ("cron_add", "cron",
      "Schedule a message to yourself: every interval_s seconds, at at_epoch (Unix time: call "
      "get_current_time first) or daily at time HH:MM (local). It runs as a new turn answered "
@@ -57,7 +57,7 @@ TOOLS = (
     # i2c_scan's optional sda/scl are named in its words, not as properties: with none
     # attached the three must stay within +600 bytes in the OpenAI shape too (each tool's
     # wrapper there is 27 bytes longer than Anthropic's).
-    ("device_list", "devices", "Devices, last readings.", '{"type":"object"}'),
+    ("device_list", "devices", "Devices, last readings.", _NONE),
     ("device_add", "devices",
      "type: digital_in button analog_in ntc ldr soil ds18b20 dht11 dht22 sht3x aht20 bme280 "
      "bh1750 hcsr04 digital_out relay pwm servo rgb_led buzzer; pin or sda scl addr; log_min: "
@@ -78,7 +78,7 @@ TOOLS = (
     ("rule_add", "rules", "Board rule: name device when:above|below value hysteresis,"
      "changes,rises,falls,pressed then:set target to otherwise,notify text,ask prompt",
      '{"type":"object"}'),
-    ("rule_list", "rules", "Rules and ids.", '{"type":"object","properties":{}}'),
+    ("rule_list", "rules", "Rules and ids.", _NONE),
     ("rule_remove", "rules", "Remove a rule.", '{"type":"object","properties":{"id":{}}}'),
 )
 # Tools a request offers only when mimi.devices.offer() has their bit: 1 devices are
