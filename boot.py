@@ -5,12 +5,13 @@ import sys
 if sys.platform == "esp32":
     import machine
 
-    try:  # the flash's LittleFS with the firmware's cache (fs.lfs), before anything writes
+    try:  # the flash's LittleFS with the firmware's cache, before anything writes
         import flashbdev
-        from mimi import fs
+        from mimi import drop, flashmount
 
-        fs.remount("/", flashbdev.bdev)
-        del flashbdev, fs  # (boot.py's names are the REPL's)
+        flashmount.remount("/", flashbdev.bdev)
+        drop("flashmount")
+        del flashbdev, flashmount, drop  # (boot.py's names are the REPL's)
     except Exception as e:
         sys.print_exception(e)
     try:  # an exception in boot.py would skip main.py (pyexec returns 0)

@@ -1,5 +1,5 @@
 # Flash block reads counted per cause (bench/flashreads.py through bench/mp/turn.py "flash"):
-# the image is mounted as VfsLfs2 with the board's options (fs.lfs, as boot.py) on a block
+# the image is mounted as VfsLfs2 with the board's options (flashmount.lfs, as boot.py) on a block
 # device that counts its readblocks() calls (each a read of the flash chip on the board),
 # behind a VFS that names the path and the operation of every call. Reads made while a
 # call runs are charged to it; reads made after open() returns (the file's contents) to
@@ -72,7 +72,7 @@ class Fs:
 
 
 def mount(dev):
-    from mimi.fs import lfs  # (the board's mount options, as boot.py sets them)
+    from mimi.flashmount import lfs  # (the board's mount options, as boot.py sets them)
 
     fs = Fs(lfs(Dev(dev)))
     vfs.mount(fs, "/")

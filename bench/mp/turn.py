@@ -42,7 +42,7 @@ if not A.get("locked_vfs"):
 
         flashcount.mount(_dev)
     else:
-        from mimi.fs import lfs
+        from mimi.flashmount import lfs
 
         vfs.mount(lfs(_dev), "/")
     from mimi import unload

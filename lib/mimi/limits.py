@@ -9,7 +9,7 @@ except ImportError:  # host tools (CPython) read these numbers too
 # Filesystem
 BLOCK_SIZE = const(4096)
 FS_OFFSET = const(0x200000)  # where MicroPython's auto "vfs" partition starts
-# LittleFS as the firmware mounts it (boot.py remounts the board's root, fs.lfs()):
+# LittleFS as the firmware mounts it (boot.py remounts the board's root, flashmount.py):
 # reads of 128 bytes into a 512-byte cache, where MicroPython's defaults read 32 into
 # 128, so a path look-up reads a folder's metadata log in a quarter of the flash reads
 # (docs/benchmarks.md §13), for 0.8 KB more heap on the mount and 384 B per open file.

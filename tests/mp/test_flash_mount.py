@@ -1,13 +1,13 @@
 # The flash's LittleFS as the firmware mounts it: MicroPython's _boot.py mounts the
 # board's partition with VfsLfs2's defaults (32-byte reads, a 128-byte cache), then
-# boot.py mounts it again with limits.FS_* (fs.lfs): the flash reads that follow are
+# boot.py mounts it again with limits.FS_* (mimi/flashmount.py): the flash reads that follow are
 # the new mount's, and every file the old one held is there.
 import os
 import sys
 import vfs
 import support
 from cutflash import BS, CutFlash
-from mimi import fs, limits
+from mimi import flashmount, fs, limits
 
 BLOCKS = 64
 HEAPSIZE = "4m"
@@ -96,6 +96,7 @@ def test_boot_py_mounts_the_board_flash_with_the_firmware_options():
             for name in fakes:
                 del sys.modules[name]
         assert machine.freqs == [240000000]  # (the rest of boot.py ran too)
+        assert "mimi.flashmount" not in sys.modules  # (dropped: nothing keeps it after boot)
         assert mounted_at("/") is not booted and type(mounted_at("/")) is vfs.VfsLfs2
         dev.reads = []
         check_files("")
@@ -114,7 +115,7 @@ def test_remount_keeps_files_and_a_failed_one_changes_nothing():
     dev = made_with_defaults()
     vfs.mount(vfs.VfsLfs2(dev), "/f")
     try:
-        assert fs.remount("/f", dev)
+        assert flashmount.remount("/f", dev)
         check_files("/f")
         # written under the new mount: a file inline up to the bigger cache, compactions
         for k in range(120):
@@ -122,17 +123,17 @@ def test_remount_keeps_files_and_a_failed_one_changes_nothing():
             fs.append("/f/spiffs/memory/MEMORY.md", ["- %d\n" % k])
         FILES["/spiffs/memory/note.md"] = FILES["/spiffs/memory/note.md"][:119 * 3 + 100]
         FILES["/spiffs/memory/MEMORY.md"] += "".join("- %d\n" % k for k in range(120)).encode()
-        assert fs.remount("/f", dev)  # (on every soft reset: the same options again)
+        assert flashmount.remount("/f", dev)  # (on every soft reset: the same options again)
         check_files("/f")
         try:  # no filesystem there: the old mount stays
-            fs.remount("/f", Flash())
+            flashmount.remount("/f", Flash())
             raise AssertionError("mounted a blank flash")
         except OSError:
             pass
         check_files("/f")
     finally:
         vfs.umount("/f")
-    vfs.mount(fs.lfs(dev), "/f")  # and a new boot finds them
+    vfs.mount(flashmount.lfs(dev), "/f")  # and a new boot finds them
     try:
         check_files("/f")
     finally:
@@ -140,7 +141,7 @@ def test_remount_keeps_files_and_a_failed_one_changes_nothing():
 
 
 def test_remount_leaves_other_filesystems():
-    assert not fs.remount("/nothing-mounted-here", Flash())
+    assert not flashmount.remount("/nothing-mounted-here", Flash())
     host = [p for m, p in vfs.mount() if type(m) is vfs.VfsPosix][0]  # (the host's files)
-    assert not fs.remount(host, Flash())
+    assert not flashmount.remount(host, Flash())
     assert type(mounted_at(host)) is vfs.VfsPosix
