@@ -5,6 +5,15 @@ import sys
 if sys.platform == "esp32":
     import machine
 
+    try:  # the flash's LittleFS with the firmware's cache, before anything writes
+        import flashbdev
+        from mimi import drop, flashmount
+
+        flashmount.remount("/", flashbdev.bdev)
+        drop("flashmount")
+        del flashbdev, flashmount, drop  # (boot.py's names are the REPL's)
+    except Exception as e:
+        sys.print_exception(e)
     try:  # an exception in boot.py would skip main.py (pyexec returns 0)
         machine.freq(240000000)
     except ValueError as e:

@@ -170,6 +170,9 @@ def _lfs(blocks, buffer=None):
     # so files up to 128 bytes are inline). With littlefs-python's defaults (cache =
     # block size) files up to 512 bytes are inlined, and the board's first metadata
     # compaction then loses their tails (main.py came back as 0xFF after one boot).
+    # The firmware mounts it with a 512-byte cache (boot.py, limits.FS_*), which takes
+    # files inlined up to a smaller cache as they are; kept to 128 here, the folders of
+    # the image's many small files hold less, and a look-up in them reads less.
     fs = LittleFS(block_size=limits.BLOCK_SIZE, block_count=blocks, name_max=255, mount=False,
                   read_size=32, prog_size=32, cache_size=128, lookahead_size=32)
     if buffer is None:

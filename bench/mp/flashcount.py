@@ -1,8 +1,9 @@
 # Flash block reads counted per cause (bench/flashreads.py through bench/mp/turn.py "flash"):
-# the image is mounted as VfsLfs2 on a block device that counts its readblocks() calls
-# (each a read of the flash chip on the board), behind a VFS that names the path and the
-# operation of every call. Reads made while a call runs are charged to it; reads made
-# after open() returns (the file's contents) to ("read", path) until the next call.
+# the image is mounted as VfsLfs2 with the board's options (flashmount.lfs, as boot.py) on a block
+# device that counts its readblocks() calls (each a read of the flash chip on the board),
+# behind a VFS that names the path and the operation of every call. Reads made while a
+# call runs are charged to it; reads made after open() returns (the file's contents) to
+# ("read", path) until the next call.
 # The agent's phases (prompt, session load, LLM calls, tools, session save) are marked
 # by wrapping the worker's functions, so each read is charged to (phase, op, path).
 import vfs
@@ -71,7 +72,9 @@ class Fs:
 
 
 def mount(dev):
-    fs = Fs(vfs.VfsLfs2(Dev(dev)))
+    from mimi.flashmount import lfs  # (the board's mount options, as boot.py sets them)
+
+    fs = Fs(lfs(Dev(dev)))
     vfs.mount(fs, "/")
     return fs
 

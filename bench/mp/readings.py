@@ -156,7 +156,9 @@ def flash_mode():
 
     dev = Counting(A["blocks"])
     vfs.VfsLfs2.mkfs(dev)
-    vfs.mount(vfs.VfsLfs2(dev), "/")  # as the board mounts its partition (readsize/progsize 32)
+    from mimi.flashmount import lfs
+
+    vfs.mount(lfs(dev), "/")  # as the board mounts its partition (boot.py)
 
     step = A["every_s"]
     devices = ["dev%d" % k for k in range(A["devices"])]

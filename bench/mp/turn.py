@@ -26,8 +26,8 @@ from mimi import board  # noqa: E402
 _blocks = board.image_blocks(A["image"])
 board.mount_image(A["image"])
 if not A.get("locked_vfs"):
-    # One thread here: mount VfsLfs2 itself, as on the board (a C file system, made
-    # whole per call by the GIL). The host's LockedVfs, a Python wrapper that takes
+    # One thread here: mount VfsLfs2 itself, as boot.py does on the board (a C file system,
+    # made whole per call by the GIL). The host's LockedVfs, a Python wrapper that takes
     # fs.lock around every call for the unix port's free threads, makes each read of
     # an import a Python call, whose garbage shreds the heap between module objects.
     import vfs
@@ -42,7 +42,9 @@ if not A.get("locked_vfs"):
 
         flashcount.mount(_dev)
     else:
-        vfs.mount(vfs.VfsLfs2(_dev), "/")
+        from mimi.flashmount import lfs
+
+        vfs.mount(lfs(_dev), "/")
     from mimi import unload
 
     unload("mimi.board.host_vfs")

@@ -1,5 +1,6 @@
-# Small filesystem helpers: atomic rewrites (temp file + rename, which LittleFS
-# makes power-cut safe), appends, capped reads, directory creation and walking.
+# Small filesystem helpers: atomic rewrites (temp file + rename, or in place over an
+# existing file, which LittleFS makes power-cut safe), appends, capped reads, directory
+# creation and walking.
 # Every flash write goes through here, under `lock`.
 import os
 import _thread
@@ -113,13 +114,25 @@ def encode(text):
     return data
 
 
-def write_atomic(path, data, dirs=True):
+def write_atomic(path, data, dirs=True, replace=False):
     """Write all of `data` (str, checked by encode(), or bytes; or a list of them,
     written one after the other) to `path`; a power cut leaves old or new. A failed
     write leaves no temporary file. dirs=False: the caller knows its folder is there
-    (each look-up reads the flash)."""
+    (each look-up reads the flash).
+    replace=True: the caller found the file there (size() >= 0, under `lock`); one
+    piece is then written over it in place, not to a temporary file renamed over it
+    (three changes to the folder's metadata log, which every look-up in the folder
+    reads, instead of one). Still old or new: LittleFS commits an existing file's new
+    contents when it is closed, and not at all after a failed write (a full flash)."""
     parts = data if isinstance(data, list) else [data]
     parts = [encode(p) if isinstance(p, str) else p for p in parts]
+    if replace and len(parts) == 1:
+        with lock:
+            # (a Ctrl-C comes at a branch: none between the open, which truncates
+            # nothing on the flash yet, and the write)
+            with open(path, "wb") as f:
+                f.write(parts[0])
+        return
     tmp = path + ".tmp"
     with lock:
         if dirs:

@@ -9,6 +9,17 @@ except ImportError:  # host tools (CPython) read these numbers too
 # Filesystem
 BLOCK_SIZE = const(4096)
 FS_OFFSET = const(0x200000)  # where MicroPython's auto "vfs" partition starts
+# LittleFS as the firmware mounts it (boot.py remounts the board's root, flashmount.py):
+# reads of 128 bytes into a 512-byte cache, where MicroPython's defaults read 32 into
+# 128, so a path look-up reads a folder's metadata log in a quarter of the flash reads
+# (docs/benchmarks.md §13), for 0.8 KB more heap on the mount and 384 B per open file.
+# The lookahead (bytes, 8 blocks each) finds free blocks 1024 at a time, not 256 per
+# walk of the whole filesystem. None of it is stored on the flash, but files up to the
+# cache's size are kept inline in their folder's metadata: mount what the firmware
+# wrote with these, never with a smaller cache (docs/board.md).
+FS_READ_SIZE = const(128)
+FS_PROG_SIZE = const(32)
+FS_LOOKAHEAD = const(128)
 SPIFFS = "/spiffs"
 CONFIG_PATH = "/config.json"
 DEFAULTS_DIR = "/defaults"  # pristine copies of spiffs_data/, installed at boot

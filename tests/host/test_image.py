@@ -75,6 +75,77 @@ def test_firmware_boots_from_image(tmp_path, files, flash):
     assert "installed" in text
 
 
+OLD_IMAGE_CHECK = r"""
+import sys, os, hashlib, binascii
+sys.path[:] = [sys.argv[2]]
+from mimi import board, fs
+
+def files(top='/'):
+    for name, kind, *_ in os.ilistdir(top):
+        p = top.rstrip('/') + '/' + name
+        if kind == 0x4000 and p != board.HOST_MOUNT:
+            yield from files(p)
+        elif kind != 0x4000:
+            yield p
+
+def sums():
+    for p in sorted(files()):
+        with open(p, 'rb') as f:
+            print('SUM', p, binascii.hexlify(hashlib.sha256(f.read()).digest()).decode())
+
+board.mount_image(sys.argv[1])
+sums()
+fs.append('/spiffs/memory/MEMORY.md', ['- and coffee\n'])
+fs.write_atomic('/spiffs/memory/note.md', 'n' * 300)
+fs.write_atomic('/spiffs/config/USER.md', 'u' * 40)
+board.mount_image(board.host_path(sys.argv[1]))  # (a new boot)
+sums()
+"""
+
+
+def test_image_made_with_micropythons_defaults_keeps_its_files(tmp_path, files):
+    """A board flashed before the firmware mounted its flash with limits.FS_* has an
+    image made with MicroPython's defaults (read/prog 32, cache 128, lookahead 32: what
+    tools/mkimage.py made then): mounted as the firmware now mounts it, every file
+    reads back, and what the firmware writes (appends, files inline up to the bigger
+    cache) reads back after a remount and with the image builder."""
+    import hashlib
+
+    from littlefs import LittleFS
+
+    old = LittleFS(block_size=4096, block_count=1536, name_max=255, mount=False,
+                   read_size=32, prog_size=32, cache_size=128, lookahead_size=32)
+    old.format()
+    old.mount()
+    user = {"/spiffs/memory/MEMORY.md": b"- likes tea\n" * 30, "/spiffs/memory/note.md": b"x" * 100,
+            "/spiffs/config/USER.md": b"Name: Ada\n" * 20}
+    tree = dict(files, **user)
+    for path, data in sorted(tree.items()):
+        old.makedirs(path.rsplit("/", 1)[0] or "/", exist_ok=True)
+        with old.open(path, "wb") as f:
+            f.write(data)
+    img = tmp_path / "fs.img"
+    img.write_bytes(old.context.buffer)
+    script = tmp_path / "check.py"
+    script.write_text(OLD_IMAGE_CHECK)
+    r = subprocess.run([micropython_bin(), str(script), str(img), str(ROOT / "build" / "lib")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    runs = r.stdout.split("SUM /boot.py ")
+    assert len(runs) == 3, r.stdout + r.stderr
+    before, after = [dict(line.split(" ", 2)[1:] for line in ("SUM /boot.py " + run).splitlines()
+                          if line.startswith("SUM ")) for run in runs[1:]]
+    assert before == {p: hashlib.sha256(d).hexdigest() for p, d in tree.items()}
+    tree["/spiffs/memory/MEMORY.md"] += b"- and coffee\n"
+    tree["/spiffs/memory/note.md"] = b"n" * 300
+    tree["/spiffs/config/USER.md"] = b"u" * 40
+    assert after == {p: hashlib.sha256(d).hexdigest() for p, d in tree.items()}
+    again = mkimage._lfs(1536, img.read_bytes())  # (tools/mkimage.py's sync opens it so)
+    for path in user:
+        with again.open(path, "rb") as f:
+            assert f.read() == tree[path], path
+
+
 def test_secrets_file_baked_into_config(tmp_path):
     secrets = tmp_path / "secrets.json"
     secrets.write_text(json.dumps({"api_key": "sk-test-1234567890", "wifi_ssid": "home"}))

@@ -25,7 +25,7 @@ LIB = ROOT / "lib"
 # Lowest first. A module belongs to the layer of its longest listed prefix.
 LAYERS = (
     ("leaves", ("mimi", "mimi.limits", "mimi.log", "mimi.fs", "mimi.utf8", "mimi.jsonscan",
-                "mimi.jsonutil")),
+                "mimi.jsonutil", "mimi.flashmount")),
     ("board", ("mimi.board",)),
     ("net, config, bus", ("mimi.net", "mimi.config", "mimi.bus")),
     ("services, channels, tools", ("mimi.services", "mimi.channels", "mimi.tools", "mimi.devices",

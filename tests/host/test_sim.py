@@ -109,8 +109,9 @@ import sys, json
 sys.path[:] = [sys.argv[2]]
 from mimi import board
 board.mount_image(sys.argv[1])
-with open("/config.json", "w") as f:  # too big to be inline: a save needs a free block
-    json.dump({"ws_token": "full-flash-token", "model": "m" * 90, "tavily_key": "t" * 120}, f)
+with open("/config.json", "w") as f:  # too big to be inline (> 512 B): a save needs a free block
+    json.dump({"ws_token": "full-flash-token", "model": "m" * 90, "tavily_key": "t" * 120,
+               "search_key": "s" * 120, "proxy_user": "u" * 90, "api_base": "https://" + "a" * 60 + ".example.com"}, f)
 import os
 os.mkdir("/junk")
 n = 0

@@ -5,10 +5,10 @@
 # equally likely) and the chip is copied as it was when power went at that moment,
 # half the time with that block torn (a program or erase that only got part way). The
 # step then finishes on the live chip, so its committed result is known, and the copy
-# is "booted": mounted by a new VfsLfs2 at /, the firmware's boot repairs run (an
-# interrupted OTA swap finished, *.tmp removed), its loaders run (settings, cron,
-# sessions), and every file must be what it was before the step or after it; the
-# code folders must be the old version or the new one, whole.
+# is "booted": mounted by a new VfsLfs2 at / (as boot.py mounts it: mimi/flashmount.py),
+# the firmware's boot repairs run (an interrupted OTA swap finished, *.tmp removed), its
+# loaders run (settings, cron, sessions), and every file must be what it was before the
+# step or after it; the code folders must be the old version or the new one, whole.
 #   micropython powercut.py ARGS.json
 # ARGS: {"lib", "image", "seed", "cuts", "save", "save_every"}; the result is printed
 # as "POWERCUT ..." lines (tests/host/test_powercut.py reads them). The first cut of
@@ -26,6 +26,7 @@ import random  # noqa: E402
 import hashlib  # noqa: E402
 import binascii  # noqa: E402
 from mimi import board  # noqa: E402
+from mimi.flashmount import lfs  # noqa: E402  (as boot.py mounts the board's flash)
 from cutflash import CutFlash  # noqa: E402
 
 CODE = ("/lib", "/defaults", "/certs", "/boot.py", "/main.py")  # what an OTA update swaps
@@ -331,7 +332,7 @@ def check(snap, before, after, work):
     vfs.umount("/")
     try:
         try:
-            vfs.mount(vfs.VfsLfs2(cut), "/")
+            vfs.mount(lfs(cut), "/")
         except OSError as e:
             return "does not mount: %r" % e
         try:
@@ -371,7 +372,7 @@ with open(args["image"], "rb") as f:
     data = bytearray(f.read())
 board.mount_image(args["image"])  # the host's files move to /host, as in the simulator
 dev = CutFlash(data, rng)
-live = vfs.VfsLfs2(dev)
+live = lfs(dev)
 vfs.umount("/")
 vfs.mount(live, "/")
 from mimi.config import defaults  # noqa: E402

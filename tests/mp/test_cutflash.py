@@ -3,7 +3,7 @@
 import json
 import vfs
 from cutflash import CutFlash
-from mimi import fs
+from mimi import flashmount, fs
 
 BLOCKS = 64
 HEAPSIZE = "8m"
@@ -27,17 +27,18 @@ def contents(snap, path):
         vfs.umount("/cut")
 
 
-def every_cut(change, path, allowed):
+def every_cut(change, path, allowed, lfs=vfs.VfsLfs2):
     """Run change() on a copy of the flash once per program/erase it makes, cut there
-    (not done, then torn half way); -> how many cuts were checked."""
+    (not done, then torn half way), LittleFS mounted by lfs(dev); -> how many cuts
+    were checked."""
     dev = fresh()
-    live = vfs.VfsLfs2(dev)
+    live = lfs(dev)
     vfs.mount(live, "/pc")
     prepare = change(None)
     vfs.umount("/pc")
     base = bytearray(dev.data)
     dev.arm(False)
-    vfs.mount(vfs.VfsLfs2(dev), "/pc")
+    vfs.mount(lfs(dev), "/pc")
     change(prepare)
     total = dev.ops
     vfs.umount("/pc")
@@ -46,7 +47,7 @@ def every_cut(change, path, allowed):
         for tear in (None, 17):
             dev = CutFlash(bytearray(base))
             dev.arm(True, at, tear)
-            vfs.mount(vfs.VfsLfs2(dev), "/pc")
+            vfs.mount(lfs(dev), "/pc")
             change(prepare)
             vfs.umount("/pc")
             got = contents(dev.snap[0], path)
@@ -82,6 +83,25 @@ def test_an_append_and_a_rewrite_are_old_or_new():
 
     assert every_cut(change, "/a.md", (old, old + b"y" * 300)) >= 4
     assert every_cut(change, "/b.md", (old, b"z" * 5000)) >= 4
+
+
+def test_a_file_rewritten_in_place_is_old_or_new():
+    # write_file over an existing file (fs.write_atomic(replace=True)): no temporary
+    # file; inline in the folder's metadata or in blocks of its own, before and after,
+    # as the board mounts its flash
+    sizes = ((100, 300), (100, 6000), (6000, 50), (6000, 9000), (300, 0))
+    for old, new in sizes:
+        old, new = b"o" * old, b"n" * new
+
+        def change(prepare):
+            if prepare is None:
+                fs.write_atomic("/pc/memory/f.md", old)
+                fs.write_atomic("/pc/memory/g.md", old)  # (a neighbour in the metadata)
+                return True
+            fs.write_atomic("/pc/memory/f.md", new, replace=True)
+
+        assert every_cut(change, "/memory/f.md", (old, new), flashmount.lfs) >= 2
+        assert every_cut(change, "/memory/g.md", (old,), flashmount.lfs) >= 2
 
 
 def tree(top):

@@ -7,9 +7,11 @@ from mimi.config import settings as config
 from mimi.config.settings import cfg
 
 FS_BLOCKS = 160
-# A /config.json too big to live inside its folder's metadata, as a configured
-# board's is: saving it needs a free block.
-BIG = {"api_base": "https://" + "a" * 150 + ".example.com", "model": "m" * 90, "tavily_key": "t" * 120}
+# A /config.json too big to live inside its folder's metadata (files up to the
+# mount's 512-byte cache do, limits.FS_READ_SIZE), as a configured board's is: saving
+# it needs a free block.
+BIG = {"api_base": "https://" + "a" * 150 + ".example.com", "model": "m" * 90, "tavily_key": "t" * 120,
+       "search_key": "s" * 120, "proxy_user": "u" * 90}
 
 
 def setup():

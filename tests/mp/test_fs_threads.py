@@ -105,12 +105,14 @@ def loop_side(sched, bot):
 
 
 def remount_raw():
-    """The image mounted by MicroPython's VfsLfs2 alone, as a board would at boot."""
+    """The image mounted by MicroPython's VfsLfs2 alone (no firmware layer around it), as
+    the board mounts it at boot (boot.py: mimi/flashmount.py)."""
     from mimi.board import host, host_vfs
+    from mimi.flashmount import lfs
 
     bdev = host_vfs.FileBlockDev(board.host_path(host.image_path), FS_BLOCKS)
     vfs.umount("/")
-    vfs.mount(vfs.VfsLfs2(bdev), "/")
+    vfs.mount(lfs(bdev), "/")
 
 
 def all_files(top):

@@ -8,7 +8,7 @@
 import vfs
 import mimi
 from cutflash import CutFlash
-from mimi import fs, limits
+from mimi import flashmount, fs, limits
 
 HEAPSIZE = "16m"
 TIMEOUT = 300
@@ -30,7 +30,7 @@ def on(dev, fn):
     home = [m for m, at in vfs.mount() if at == "/"][0]
     vfs.umount("/")
     try:
-        vfs.mount(vfs.VfsLfs2(dev), "/")
+        vfs.mount(flashmount.lfs(dev), "/")  # (as boot.py mounts the board's flash)
         try:
             return fn()
         finally:

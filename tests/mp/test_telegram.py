@@ -376,18 +376,35 @@ async def test_poll_survives_409_429_502():
 
 
 async def test_offset_survives_restart():
-    b, task = await started()
-    await update(chat_id=ALLOWED, text="one")
-    await inbound()
-    task.cancel()
-    b._close()
-    # a new instance (as after a reboot) starts from the saved offset
-    b2, task2 = await started()
-    await update(chat_id=ALLOWED, text="two")
-    m = await inbound()
-    assert m.content == "two"
-    assert bus.inbound.get_nowait() is None
-    task2.cancel()
+    saves = []  # whether each save of the offset rewrote the file in place
+    write = fs.write_atomic
+
+    def spy(path, data, dirs=True, replace=False):
+        if path == limits.TG_OFFSET_PATH:
+            saves.append(replace)
+        return write(path, data, dirs, replace)
+
+    fs.write_atomic = spy
+    try:
+        b, task = await started()
+        await update(chat_id=ALLOWED, text="one")
+        await inbound()
+        await update(chat_id=ALLOWED, text="one more")
+        await inbound()
+        task.cancel()
+        b._close()
+        # a new instance (as after a reboot) starts from the saved offset
+        b2, task2 = await started()
+        await update(chat_id=ALLOWED, text="two")
+        m = await inbound()
+        assert m.content == "two"
+        assert bus.inbound.get_nowait() is None
+        task2.cancel()
+    finally:
+        fs.write_atomic = write
+    # made once (a temporary file renamed: a new file), then rewritten in place, also
+    # by the instance that found it at its start (a rename in / read the flash ~300 times)
+    assert saves == [False, True, True], saves
 
 
 async def test_duplicate_message_dropped():

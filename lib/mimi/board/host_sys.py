@@ -130,12 +130,15 @@ def mount_image(path, block_count=None, mkfs=False):
     if block_count is None:
         block_count = image_blocks(path)
     from mimi.board.host_vfs import FileBlockDev, LockedVfs
+    from mimi.flashmount import lfs
     from mimi.fs import lock
 
     bdev = FileBlockDev(path, block_count, limits.BLOCK_SIZE)
     if mkfs:
-        vfs.VfsLfs2.mkfs(bdev)
-    fs = LockedVfs(vfs.VfsLfs2(bdev), lock)  # no GIL here: one thread in LittleFS at a time
+        vfs.VfsLfs2.mkfs(bdev)  # (as the board's first boot makes it: inisetup.py)
+    # LittleFS as boot.py remounts the board's (flashmount.lfs); no GIL here: one
+    # thread in it at a time
+    fs = LockedVfs(lfs(bdev), lock)
     if host.image_path is None:
         posix = vfs.VfsPosix("/")
         cwd = os.getcwd()

@@ -169,7 +169,7 @@ def _write(p, data):
             why = "files_quota_kb" if cap < _room else "what the flash leaves beside the system's files"
             return QUOTA_ERR % (used >> 10, max(cap, 0) >> 10, why, need >> 10)
         try:
-            fs.write_atomic(p, data, dirs or fs.parent(p) == limits.SPIFFS)
+            fs.write_atomic(p, data, dirs or fs.parent(p) == limits.SPIFFS, size >= 0)
         except OSError as e:
             _used = None  # the flash changed under the count: count again
             log.exception("files", "write " + p, e)

@@ -18,8 +18,10 @@ def connect(bot, token):
     bot.poll_api = Api(config.cfg.get("tg_api_base"), token, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S)
     bot.username = None
     bot.offset = bot.saved_offset = bot.unsaved = 0
+    bot.offset_file = False
     try:
         with open(limits.TG_OFFSET_PATH) as f:
+            bot.offset_file = True
             d = json.load(f)
         if str(d.get("bot")) == str(bot.bot_id):
             bot.offset = bot.saved_offset = int(d.get("offset") or 0)

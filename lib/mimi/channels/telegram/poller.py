@@ -193,6 +193,7 @@ class Telegram:
         self.username = None
         self.offset = 0
         self.saved_offset = 0
+        self.offset_file = False  # /tg_offset.json is there: rewritten in place (fs.write_atomic)
         self.unsaved = 0  # updates taken since the offset was last written
         self.limit = limits.TG_POLL_LIMIT  # updates asked for (fewer after a batch cut short)
         self.stuck = 0  # polls in a row that took no update for want of room
@@ -217,7 +218,10 @@ class Telegram:
         if self.offset == self.saved_offset:
             return
         try:
-            fs.write_atomic(limits.TG_OFFSET_PATH, json.dumps({"bot": self.bot_id, "offset": self.offset}))
+            # (in place once the file is there: a rename in / read the flash ~300 times, this ~25)
+            fs.write_atomic(limits.TG_OFFSET_PATH, json.dumps({"bot": self.bot_id, "offset": self.offset}),
+                            False, self.offset_file)
+            self.offset_file = True
             self.saved_offset = self.offset
             self.unsaved = 0
         except OSError as e:
