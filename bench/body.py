@@ -7,8 +7,9 @@ firmware at rest, and a week's chart sent the way a chat's /chart sends it.
   BH1750, relay, NTC) logged and four rules checked every second, the logging sped up
   to every second so that its batches are written during the run; and a probe alone.
 - The Telegram channel's chart path (channels/telegram/photo.py): a week (2,016
-  readings) drawn and sent with sendPhoto to the fake Bot API over HTTP: the live heap
-  at its peak (sampled after gc.collect() at every piece), its time, the loop's gap.
+  readings) drawn into a file and sent with sendPhoto to the fake Bot API over HTTP:
+  the live heap at its peak (sampled after gc.collect() at every read and write of the
+  flash), the first chart's and a second one's, its time, the loop's gap.
 - The heap after boot, settled (tools/sim, 60 s up: 'boot marked healthy (heap in use
   N)'), with the four devices alone and with them logging every minute and the four
   rules checked every second.
@@ -29,6 +30,7 @@ RULES = ["rule_add('fan', 'room', 'above', 'set', value=28, hysteresis=1, every_
          "rule_add('damp', 'room.humidity', 'above', 'notify', value=70, every_s=1, text='damp')"]
 HEAPS = ("384k", None)  # a heap without PSRAM (at most GC_SMALL_HEAP; at 288k the four simulated parts' host side
 # leaves no 1.3 KB block at boot, on main too), and the port's 1 MB
+QSTR = re.compile(r"^qstr pool: .*n_total_bytes=(\d+)", re.M)  # micropython.qstr_info()
 SETTLED = re.compile(r"boot marked healthy \(heap in use (\d+)\)")
 
 
@@ -64,7 +66,8 @@ def tables(n=None):
                   ["interpreter", "probe alone, worst ms (median)", "4 devices logged + 4 rules every second, "
                    "worst ms (median)", "max ms", "readings kept (median)"])
     chart = Table("A week's chart sent on Telegram (channels/telegram/photo.py to the fake Bot API, %d runs)" % n,
-                  ["interpreter", "live peak above the firmware before it", "heap kept after it",
+                  ["interpreter", "live peak above the firmware before it", "of it, the names' pool grown",
+                   "the same, a second chart", "heap kept after it",
                    "took ms (median)", "loop's longest gap ms (median)"])
     heap = Table("Heap after boot, settled, with four devices (SHT3x, BH1750, relay, NTC)",
                  ["interpreter", "heap", "the devices alone", "logging every minute + 4 rules every second",
@@ -94,9 +97,11 @@ def tables(n=None):
                                                               tg_token=tg["token"]), heap="2m", mp=mp, timeout=300)
                     if rc or not recs:
                         raise RuntimeError(out[-3000:])
+                    qs = [int(x) for x in QSTR.findall(out)]
+                    recs[0]["qstr"] = qs[1] - qs[0] if len(qs) == 2 else 0
                     runs.append(recs[0])
                 kb = lambda b: "%.1f KB" % (b / 1024)  # noqa: E731
-                chart.add(label, kb(runs[0]["peak"]), kb(median([r["after"] for r in runs[1:]])),
+                chart.add(label, kb(runs[0]["peak"]), kb(runs[0]["qstr"]), kb(runs[0]["peak2"]), kb(median([r["after"] for r in runs[1:]])),
                           median([r["took_ms"] for r in runs[1:]]), median([r["worst_ms"] for r in runs[1:]]))
         finally:
             tg.close()
@@ -111,10 +116,12 @@ def tables(n=None):
     stall.notes = ("bench/mp/body.py: the rules' loop (services/rules/engine.py) reads the four parts "
                    "(conversions awaited) and judges the rules; readings go to the store in batches of "
                    "HISTORY_BATCH (the store loaded for each and dropped). The probe sleeps 1 ms at a time.")
-    chart.notes = ("The chart's code, its state, the multipart body's pieces and the send connection "
-                   "(its buffer), above the firmware with the Telegram channel before the command; "
-                   "the store is not resident (loaded for it). Over plain HTTP: on the board the TLS "
-                   "buffers are mbedTLS's, outside the MicroPython heap.")
+    chart.notes = ("Sampled (after gc.collect()) at every read and write of the flash: the store's "
+                   "reads while the chart is made, the PNG written to its temporary file, the file read "
+                   "as it is sent (channels/charts.py); above the firmware with the Telegram channel "
+                   "before the command; the store is not resident (loaded for it). The first chart also "
+                   "interns its code's names (and opens the send connection). Over plain HTTP: on the "
+                   "board the TLS buffers are mbedTLS's, outside the MicroPython heap.")
     heap.notes = ("The devices added on the REPL (with log_min=1 and the rules of bench/body.py RULES the "
                   "second time), then the firmware booted again and left 60 s; no Telegram. Runs of the "
                   "same build differ by 1-3 KB (docs/benchmarks.md §1): the medians of %d." % n)

@@ -277,6 +277,7 @@ HISTORY_READ_CHUNK = const(512)  # bytes read per open while a range is streamed
 HISTORY_POINTS = const(12)  # points in time a summary gives (device_history)
 CHART_W = const(480)  # the PNG chart's size in pixels
 CHART_H = const(240)
+CHART_SPILL = "/chart_%s.tmp"  # a chart's PNG waits here to be sent (outside /spiffs; a few random hex digits)
 CHART_COLUMNS = const(160)  # columns of a chart's JSON form (the chat page draws the SVG)
 LOG_MIN_MAX = const(1440)  # a device's log_min (minutes between logged readings; 0: not logged)
 

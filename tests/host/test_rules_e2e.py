@@ -4,7 +4,8 @@ Feishu. A person makes rules by chat; the parts change on the console (sim_set) 
 board acts on its own: a button's press reaches the chat through a notify rule with no
 LLM call (a flapping one held by the cooldown), a temperature over a threshold switches
 a relay and it returns below the threshold minus the hysteresis, the rules are still
-there and running after a restart; /chart on Telegram sends a PNG that CPython's zlib
+there and running after a restart, with the WiFi down a set rule still acts and the
+notices wait, summed up in one message when it is back; /chart on Telegram sends a PNG that CPython's zlib
 and a PNG parse read, on Feishu an uploaded image (or a text summary without the
 permission), on the WebSocket the chart's data for the page."""
 import asyncio
@@ -102,6 +103,58 @@ def test_telegram_rules_act_without_the_llm_and_survive_a_restart(tmp_path, fake
         sim.wait_for(r"2 cool: when room above 28 \(hysteresis 1\), checked every 1 s: set fan to on, "
                      r"otherwise off; to telegram 42; holds now")
         assert len(llm.requests) == calls
+
+
+def test_with_the_network_down_set_rules_act_and_notices_wait_then_come_summed_up(tmp_path, fake_telegram,
+                                                                                   fake_anthropic):
+    tg, llm = fake_telegram, fake_anthropic
+    with Sim.start(tmp_path, "ws_port=0", "tg_api_base=" + tg["base_url"], "tg_token=" + tg["token"], "tg_allow=42",
+                   "wifi_ssid=host-network", *llm_settings(llm), console=True, parts=PARTS) as sim:
+        sim.wait_for(r"tg: .*polling")
+        tg.update(chat_id=42, text="/start")  # the owner's chat (the fake knows a chat once it has written)
+        tg.wait(lambda s: len(s["sent"]) == 1, 30)
+        devices(sim)
+        for n, line in enumerate((  # made on the REPL: their notices go to the owner, Telegram chat 42
+                "rule_add('cool', 'room', 'above', 'set', value=28, hysteresis=1, every_s=1, target='fan', to='on', "
+                "otherwise='off')",
+                "rule_add('hot', 'room', 'above', 'notify', value=28, every_s=1, text='{name} is hot: {value}')",
+                "rule_add('rising', 'room', 'rises', 'notify', hysteresis=2, every_s=1, text='{name} rises: {value}')",
+                "rule_add('damp', 'room.humidity', 'above', 'notify', value=70, every_s=1, text='damp: {value}')",
+                "rule_add('bell', 'door', 'pressed', 'notify', text='someone at the {name}')"), 1):
+            sim.send(line + "\r")
+            sim.wait_for(r"OK: rule %d" % n)
+        time.sleep(2)  # judged once at 25 degrees: nothing holds
+        assert not relay_on(sim)
+        sent = len(tg.state()["sent"])
+
+        # the WiFi goes and stays down (the host's WLAN refuses to come back until told)
+        pos = len(sim.output())
+        sim.send("from mimi import board; w = board.wlan(); w.active(False); w.active = lambda on=None: False\r")
+        sim.wait_for(r"W wifi: .*reconnecting", timeout=30, start=pos)
+        console(sim, "sim_set('sht3x@0x44', temp=30, hum=80)", "HOT")
+        until(lambda: relay_on(sim), what="the relay switched with the network down")
+        press(sim)
+        sim.wait_for(r"rule 5 \(bell\) fired", start=pos)
+        for rule in ("hot", "rising", "damp"):
+            sim.wait_for(r"rule \d \(%s\) fired" % rule, start=pos)
+        time.sleep(1)
+        assert len(tg.state()["sent"]) == sent  # nothing went out: the notices wait
+        assert "W wifi" in sim.output()[pos:] and "I wifi: connected" not in sim.output()[pos:]
+
+        # back: the four notices come summed up in one message, once
+        sim.send("del w.active; w.active(True)\r")
+        sim.wait_for(r"I wifi: connected to 'host-network'", timeout=90, start=pos)
+        st = tg.wait(lambda s: any(m["visible"].startswith("While I could not send") for m in s["sent"]), 60)
+        new = [m["visible"] for m in st["sent"][sent:] if m["chat_id"] == 42]
+        assert len(new) == 1, new
+        lines = new[0].split("\n")
+        assert lines[0] == "While I could not send, 4 notices came:", new
+        assert sorted(lines[1:]) == ["\u2022 damp: 80 %", "\u2022 room is hot: 30 \u00b0C",  # (a list, as Telegram shows it)
+                                     "\u2022 room rises: 30 \u00b0C", "\u2022 someone at the door"], new
+        time.sleep(2)
+        assert [m["visible"] for m in tg.state()["sent"][sent:]] == new  # not twice
+        assert relay_on(sim) and llm.requests == []  # no LLM call in any of it
+        assert "Traceback" not in sim.output()
 
 
 def test_websocket_chat_makes_a_rule_and_its_notice_comes_on_the_page(tmp_path, fake_anthropic):

@@ -102,6 +102,35 @@ async def test_a_button_press_reaches_the_chat_through_its_interrupt():
     assert sent() == [("websocket", "home", "door was pressed")]
 
 
+async def test_a_notice_to_a_websocket_chat_with_no_page_open_is_said_in_the_log():
+    # SPEC §7 and §14 keep no notices for a chat page that is closed: what reaches it is
+    # what an open page gets; a rule's notice is in no session (only the agent's turns are)
+    from mimi.channels.websocket import gateway
+
+    parts.attach("button", pin=4)
+    assert call("device_add", name="door", type="button", pin=4).startswith("OK")
+    assert call("rule_add", name="bell", device="door", when="pressed", then="notify",
+                text="someone at the {name}").startswith("OK")
+    e = engine()
+    clock = Ticks()
+    await clock.step(e)
+    parts.set("button@4", pressed=1)
+    time.sleep_ms(5)
+    parts.set("button@4", pressed=0)
+    await clock.step(e)
+    m = bus.outbound.get_nowait()
+    assert (m.channel, m.chat_id, m.content, m.kind) == ("websocket", "home", "someone at the door", bus.REPLY)
+    assert gateway.clients == []
+    log.clear()
+    await gateway.send(m)
+    assert any("W ws: no client on chat home; a rule's notice is not kept: someone at the door" in line
+               for line in log.recent()), log.recent()
+    assert not fs.exists("/spiffs/sessions/ws_home.jsonl")
+    log.clear()
+    await gateway.send(bus.Msg("websocket", "home", "an answer"))  # an agent's: stored by the agent first
+    assert any("no client on chat home; the reply stays in its session" in line for line in log.recent())
+
+
 async def test_a_flapping_input_is_held_by_the_cooldown():
     parts.attach("button", pin=4, bounce=3)
     call("device_add", name="door", type="button", pin=4)

@@ -62,7 +62,10 @@ async def send(msg):
                 data = text(obj)
             n += c.push(data, status=msg.kind != bus.REPLY)
     if not n and msg.kind == bus.REPLY:
-        log.info("ws", "no client on chat %s; the reply stays in its session", msg.chat_id)
+        if isinstance(msg.meta, dict) and "notice" in msg.meta:  # a rule's (services/rules/act.py)
+            log.warning("ws", "no client on chat %s; a rule's notice is not kept: %s", msg.chat_id, msg.content)
+        else:
+            log.info("ws", "no client on chat %s; the reply stays in its session", msg.chat_id)
 
 
 def chart(want):

@@ -4,25 +4,26 @@
 # held: the readings stream from the flash twice, once for their min and max (the
 # scale), once for each plot column's span of pixel rows (joined to the next column
 # across gaps shorter than two readings), and png.Encoder asks for the rows one at a
-# time: a row is its background (grid, axes) copied from one of four templates, the
-# labels' glyph rows (font.py) and the curve's columns that cross it, found through
-# the columns sorted by their top row.
+# time (rows.py): a row is its background (grid, axes) copied from one of four
+# templates, the labels' glyph rows (font.py) and the curve's columns that cross it,
+# found through the columns sorted by their top row.
+#
+# The store and query.py are needed only while the chart is made (the two passes, the
+# labels), the rows' drawing (rows.py, font.py) and the encoder (png.py) only once rows
+# are asked for: nothing here keeps the first two, so a caller can drop the store's code
+# before the PNG is made (channels/charts.py).
 import math
 from array import array
 from micropython import const
 from mimi import board, limits
-from mimi.services.history import font, png, query, store
 
-BG = const(0)
-GRID = const(1)
-INK = const(2)
-LINE = const(3)
-PALETTE = ((255, 255, 255), (221, 221, 221), (64, 64, 64), (31, 119, 180))
+PALETTE = ((255, 255, 255), (221, 221, 221), (64, 64, 64), (31, 119, 180))  # rows.py's BG, GRID, INK, LINE
 _LEFT = const(46)  # room for the value labels (7 characters)
 _RIGHT = const(10)
 _TOP = const(26)  # two lines of text above the plot
 _BOTTOM = const(14)  # the time labels below it
 _EMPTY = const(255)  # a column's top row when it has no readings
+_ADVANCE = const(6)  # font.py's ADVANCE: the layout is made before the font is loaded (row())
 _TIME_TICKS = (600, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800)
 
 
@@ -42,14 +43,8 @@ def _decimals(step):
     return d
 
 
-def _with_unit(v, unit):
-    return query.num(v) + (unit if unit[:1] in ("\u00b0", "%") else " " + unit) if unit else query.num(v)
-
-
-def glyphs(text):
-    """Glyph numbers of `text` in font.CHARS ('?' for characters it does not draw)."""
-    q = font.CHARS.find("?")
-    return bytes(i if i >= 0 else q for i in (font.CHARS.find(c) for c in text))
+def _with_unit(num, v, unit):
+    return num(v) + (unit if unit[:1] in ("\u00b0", "%") else " " + unit) if unit else num(v)
 
 
 class Chart:
@@ -66,6 +61,8 @@ class Chart:
                 _LEFT + _RIGHT + 16, _TOP + _BOTTOM + 16, _EMPTY - 1))
         if field not in (0, 1):
             raise ValueError("field is 0 (the value) or 1 (the second value)")
+        from mimi.services.history import query, store
+
         self.w = width
         self.h = height
         s0, s1 = query.span_of(hours, now)
@@ -77,7 +74,8 @@ class Chart:
         self.order = array("H", bytes(2 * cols))
         self.first = array("H", bytes(2 * (_EMPTY + 2)))
         rb = (width * 2 + 7) // 8
-        t = [bytearray(1 + rb) for _ in range(4)]  # rows: outside the plot, in it, a grid line, the time axis
+        # the rows' templates (painted by the first row: rows.py): outside the plot, in it, a grid line, the time axis
+        self.templates = [bytearray(1 + rb) for _ in range(4)]
         self.buf = bytearray(1 + rb)
         st = query.Stats()  # a first pass for the scale ...
         for r in store.records(name, s0, s1):
@@ -117,7 +115,8 @@ class Chart:
         self._join(max(1, 2 * st.step * cols // span + 1))
         self._sort()
 
-        self.labels = bytearray()  # each: x (2 bytes), y, n, then n glyph numbers
+        self.labels = bytearray()  # each: x (2 bytes), y, n, then n bytes of UTF-8 (glyph numbers once drawn)
+        self.painted = False
         grid = bytearray()
         d = _decimals(step)
         v = a
@@ -125,18 +124,10 @@ class Chart:
             y = ypix(v)
             grid.append(y)
             text = ("%%.%df" % d) % v
-            self._label(_LEFT - 4 - len(text) * font.ADVANCE, y - 3, text)
+            self._label(_LEFT - 4 - len(text) * _ADVANCE, y - 3, text)
             v += step
         self.grid = bytes(grid)
-        xs = self._time_ticks(s0, span, tz_s, y1 + 4)
-        for x in range(_LEFT, _LEFT + cols):
-            _px(t[2], x, GRID)
-            _px(t[3], x, INK)
-        for x in xs:
-            _px(t[1], x, GRID)
-        for k in (1, 2, 3):
-            _px(t[k], _LEFT - 1, INK)
-        self.templates = t
+        self.ticks = array("H", self._time_ticks(s0, span, tz_s, y1 + 4, store.EPOCH))
 
         unit = unit or ""
         head = "%s  last %s h" % (title or name, query.num(hours))
@@ -145,17 +136,18 @@ class Chart:
         if st.n:
             e = store.EPOCH
             line = "min %s %s   max %s %s" % (
-                _with_unit(st.lo, unit), query.when(e + st.lo_s, tz_s, days),
-                _with_unit(st.hi, unit), query.when(e + st.hi_s, tz_s, days))
-            mean = "   mean " + _with_unit(st.mean(), unit)
-            if (len(line) + len(mean)) * font.ADVANCE <= width - 4:
+                _with_unit(query.num, st.lo, unit), query.when(e + st.lo_s, tz_s, days),
+                _with_unit(query.num, st.hi, unit), query.when(e + st.hi_s, tz_s, days))
+            mean = "   mean " + _with_unit(query.num, st.mean(), unit)
+            if (len(line) + len(mean)) * _ADVANCE <= width - 4:
                 line += mean
             self.marks = [(_LEFT + (s - s0) * cols // span, ypix(v)) for s, v in ((st.lo_s, st.lo), (st.hi_s, st.hi))]
         else:
             line = "no readings in this time"
             self.marks = []
         self._label(2, 13, line)
-        self.encoder = png.Encoder(width, height, 2, PALETTE, self.row, deflate)
+        self.deflate = deflate
+        self._enc = self._rows = None
 
     def _join(self, gap):
         """Join each column's span of rows to the next column's with readings, when
@@ -198,7 +190,7 @@ class Chart:
             order[first[k]] = x
         self.active = []
 
-    def _time_ticks(self, s0, span, tz_s, ty):
+    def _time_ticks(self, s0, span, tz_s, ty, e):
         """The time ticks' columns (their labels added), at most ~8, on local hours."""
         from mimi.board.clock import WEEKDAYS
 
@@ -207,7 +199,6 @@ class Chart:
             if span // t <= 8:
                 tick = t
                 break
-        e = store.EPOCH
         u = ((e + s0 + tz_s) // tick + 1) * tick - tz_s  # the first, in Unix time
         xs = []
         while u - e < s0 + span:
@@ -220,68 +211,38 @@ class Chart:
             else:
                 text = "%02d:%02d" % (lt[3], lt[4])
             xs.append(x)
-            w = len(text) * font.ADVANCE
+            w = len(text) * _ADVANCE
             self._label(min(x - w // 2, self.w - w), ty, text)
             u += tick
         return xs
 
     def _label(self, x, y, text):
-        g = glyphs(text[:255])
+        g = text.encode()
+        while len(g) > 255:
+            text = text[:-1]
+            g = text.encode()
         x = max(0, x)
         self.labels += bytes((x & 255, x >> 8, y, len(g))) + g
 
     def row(self, y):
-        r = self.buf
-        y1 = self.h - _BOTTOM
-        r[:] = self.templates[(2 if y in self.grid else 1) if _TOP <= y < y1 else 3 if y == y1 else 0]
-        bits = font.BITS
-        lb = self.labels
-        j = 0
-        while j < len(lb):
-            n = lb[j + 3]
-            k = y - lb[j + 2]
-            if 0 <= k < font.H:
-                x = lb[j] | lb[j + 1] << 8
-                for i in range(n):
-                    m = bits[lb[j + 4 + i] * font.H + k]
-                    if m:
-                        for b in range(font.W):
-                            if m & (16 >> b):
-                                _px(r, x + i * font.ADVANCE + b, INK)
-            j += 4 + n
-        if y == 0:
-            self.active = []
-        order = self.order
-        act = self.active
-        for j in range(self.first[y + 1], self.first[y + 2]):
-            act.append(order[j])
-        if act:
-            bot = self.bot
-            keep = []
-            for x in act:
-                if bot[x] >= y:
-                    _px(r, _LEFT + x, LINE)
-                    keep.append(x)
-            self.active = keep
-        for mx, my in self.marks:
-            d = y - my
-            if -3 <= d <= 3:
-                for x in range(mx - 3, mx + 4) if d in (-3, 3) else (mx - 3, mx + 3):
-                    _px(r, x, INK)
-        return r
+        """Row y of the PNG (services/history/rows.py, loaded with the encoder)."""
+        return self._rows.row(self, y)
+
+    def encoder(self):
+        """The PNG's encoder (png.py, loaded then)."""
+        if self._enc is None:
+            from mimi.services.history import png, rows
+
+            self._rows = rows
+            self._enc = png.Encoder(self.w, self.h, 2, PALETTE, self.row, self.deflate)
+        return self._enc
 
     def size(self):
-        return self.encoder.size()
+        return self.encoder().size()
 
     def pieces(self):
-        return self.encoder.pieces()
+        return self.encoder().pieces()
 
     def write(self, out):
-        return self.encoder.write(out)
+        return self.encoder().write(out)
 
-
-def _px(r, x, c):
-    if 0 <= x < (len(r) - 1) * 4:
-        i = 1 + (x >> 2)
-        sh = 6 - ((x & 3) << 1)
-        r[i] = r[i] & ~(3 << sh) | c << sh

@@ -12,6 +12,7 @@ from mimi.services.rules import engine as eng
 
 TAG = "rules"
 _HOUR_MS = 3600000
+NOTICE = {"notice": True}  # a notice's meta: not an agent's answer, so in no session (websocket/gateway.py)
 
 
 def _rule(rid):
@@ -46,7 +47,7 @@ def _out(dest, text):
     """A notice to a chat now, or kept while the network is down. -> sent."""
     from mimi.services import wifi
 
-    if not wifi.online() or not bus.outbound.put(bus.Msg(dest[0], dest[1], text, bus.REPLY)):
+    if not wifi.online() or not bus.outbound.put(bus.Msg(dest[0], dest[1], text, bus.REPLY, NOTICE)):
         if len(eng.held) < limits.RULE_HELD_MAX:
             eng.held.append((dest, text))
         else:
