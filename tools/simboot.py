@@ -9,14 +9,34 @@
 # board before it boots (mimi/devices/sim/parts.py; sim_set/sim_get on the console).
 import os
 import sys
+import time
+import _thread
 
 image, build_lib = sys.argv[1], sys.argv[2]
 sets = sys.argv[3:]
 
-sys.path[:] = [build_lib]
-from mimi import board  # noqa: E402
 
-board.mount_image(image)
+def _mount(image, done):
+    try:
+        from mimi import board
+
+        board.mount_image(image)
+        done.append(None)
+    except BaseException as e:  # noqa: B902 - raised again below, in the main thread
+        done.append(e)
+
+
+# The mount runs in a thread of its own: its modules (the build's copy) become garbage
+# below, but a word left on the stack that imported them would keep them all alive for
+# good (the conservative GC cannot tell; 10 KB of heap in some builds), and a thread's
+# stack is gone when it ends.
+sys.path[:] = [build_lib]
+_done = []
+_thread.start_new_thread(_mount, (image, _done))
+while not _done:
+    time.sleep_ms(1)
+if _done[0] is not None:
+    raise _done[0]
 # The image's board layer (and a kept previous version's, main.py's fallback) finds
 # the mounted image here: host_path(), the RTC memory file next to it.
 os.putenv("MIMI_SIM_IMAGE", image)
@@ -63,7 +83,7 @@ apply_sets(sets)
 with open("/boot.py") as f:
     exec(f.read(), {"__name__": "boot"})
 # main.py runs in this module's globals: they are the REPL namespace, as on the board.
-del image, build_lib, sets, board, apply_sets, _m, os
+del image, build_lib, sets, apply_sets, _m, _mount, _done, os, time, _thread
 with open("/main.py") as f:
     exec(f.read(), globals())
 # Stopped from the console (Ctrl-D), or main.py's boot guard gave up on an app
