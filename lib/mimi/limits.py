@@ -1,9 +1,4 @@
-# Every size, count and interval of the firmware that more than one module reads, or
-# that tests set, in one place. A limit only one module reads sits at that module's top
-# as _NAME = const(...) instead (portal, Feishu's long connection, a WebSocket
-# connection): folded into its code, it costs no entry here, where every name is a
-# slot of a table held all the time (289 entries today: 293 slots; the 294th makes
-# it 389, +768 bytes on 32-bit).
+# Every size, count and interval of the firmware, in one place.
 # Sizes are bytes unless the name says otherwise.
 try:
     from micropython import const
@@ -159,11 +154,19 @@ HTTP_HEAD_GRACE_MS = const(2000)
 SHED_RECENT = const(32)  # addresses shed lately, remembered: theirs go first among equals
 WS_TOKEN_MIN = const(12)  # characters of a ws_token (empty = auth off)
 WS_AUTH_BACKOFF_S = const(1)  # a wrong token: that address is refused (429) this long, doubling
+WS_AUTH_BACKOFF_MAX_S = const(300)  # ... up to this, until a right token
 WS_AUTH_PEERS = const(16)  # addresses whose failed tokens are remembered; the others share one back-off
 WS_AUTH_FORGET_S = const(300)  # an address's back-off ended this long ago: forgotten
+WS_PING_S = const(60)  # a silent client is pinged; silent this long again, dropped
 WS_FRAME_TIMEOUT_S = const(30)  # a started frame must be complete this soon
+WS_WRITE_TIMEOUT_S = const(20)
 WS_NO_ROOM_TRIES = const(4)  # a frame that found no room in the heap is tried again (after 50 ms, doubling)
+WS_CLOSE_WAIT_S = const(3)  # wait for the peer's close frame after ours
+WS_CLIENT_OUTBOX = const(32)  # frames queued for one client; a client this far behind is dropped
 WS_CLIENT_OUTBOX_BYTES = const(64 * 1024)  # ... or this many bytes behind
+WS_DRAIN_MAX = const(64 * 1024)  # bytes of a refused frame read and discarded to close cleanly
+WS_CHAT_ID_MAX = const(31)
+WS_CHAT_ID_RANDOM = const(8)  # random bytes of a default chat id (16 hex chars)
 WS_PORT_TRIES = const(32)  # ws_port 0: random free ports tried
 WS_PORT_ANY = (20000, 32000)  # ws_port 0 picks from here (below Linux's ephemeral range)
 DISPATCH_LANE_MAX = const(32)  # outbound messages waiting for one channel
@@ -210,6 +213,7 @@ TG_OFFSET_PATH = "/tg_offset.json"  # outside /spiffs: no file tool reaches it
 
 # Feishu / Lark (SPEC §8a)
 FEISHU_MSG_MAX = const(8 * 1024)  # UTF-8 bytes of one reply part
+FEISHU_RICH_MAX = const(30 * 1024)  # Feishu's cap on a post/card request body; a bigger part goes as text
 FEISHU_FRAME_MAX = const(16 * 1024)  # one WebSocket message of the long connection
 FEISHU_PAYLOAD_MAX = const(32 * 1024)  # an event joined from several frames (header sum > 1)
 # An event over those (a message of 9,000 CJK characters is 27 KB) is read in pieces and
@@ -217,9 +221,21 @@ FEISHU_PAYLOAD_MAX = const(32 * 1024)  # an event joined from several frames (he
 FEISHU_LONG_STRING = const(512)  # ... longer than this (the text; ids and types are short),
 FEISHU_LONG_KEPT = const(8 * 1024)  # ... at most this much of it,
 FEISHU_HEADERS_MAX = const(1024)  # ... and each other field of its frame up to this
+FEISHU_PARTS = const(8)  # frames one event may be split into
+FEISHU_PARTS_WAIT_S = const(5)  # the frames of one event arrive within this, or are dropped
 FEISHU_DEDUP = const(64)  # recent message ids remembered: a redelivered event is dropped
+FEISHU_PING_S = const(120)  # ping interval until the server sends its own (PingInterval)
 FEISHU_PING_MIN_S = const(5)  # the server's PingInterval is kept within these
+FEISHU_PING_MAX_S = const(600)
+FEISHU_TIMEOUT_S = const(20)  # one API call, the endpoint request, the WebSocket upgrade
+FEISHU_BACKOFF_MIN_S = const(1)  # reconnects: 1, 2, 4 ... capped; never given up
+FEISHU_BACKOFF_MAX_S = const(60)
+FEISHU_JITTER_MAX_S = const(5)  # the server's ReconnectNonce (a random wait before reconnecting), capped
 FEISHU_REFUSED_S = const(300)  # credentials or long connection refused: retried this often or on change
+FEISHU_TOKEN_MARGIN_S = const(300)  # the tenant token is renewed this long before it expires
+FEISHU_STRANGER_S = const(3600)  # an id outside feishu_allow is told its id once per this
+FEISHU_STRANGERS_MAX = const(32)  # ids remembered for that
+FEISHU_NAMES_MAX = const(32)  # group members' display names remembered
 
 # Devices (SPEC §13: mimi/devices/)
 DEVICES_PATH = "/devices.json"  # outside /spiffs: changed only by the device tools and the REPL
@@ -325,13 +341,25 @@ LOG_RING_BYTES = const(2048)  # the ring of recent lines (log_tail): about 25 of
 # Onboarding portal (access point + captive DNS + settings page)
 AP_IP = "192.168.4.1"  # the ESP32 AP's default address; the captive DNS answers it
 AP_CHANNEL = const(1)
+AP_MAX_CLIENTS = const(4)
 AP_PASS_LEN = const(12)
+PORTAL_PORT = const(80)
 PORTAL_BODY_MAX = const(2048)
+PORTAL_DRAIN_MAX = const(16 * 1024)  # a larger refused body is not read away
+PORTAL_HEADER_MAX = const(2048)
 PORTAL_CLIENTS = const(LWIP_SOCKETS - 1 - WS_MAX_CONN - 2)  # the socket budget's rest while onboarding
+PORTAL_READ_TIMEOUT_S = const(10)
+PORTAL_PEER_PENDING = const(2)  # requests one address may have unfinished; its oldest goes
+PORTAL_AUTH_BACKOFF_S = const(1)  # a wrong current secret: none looked at for this long, doubling
+PORTAL_AUTH_BACKOFF_MAX_S = const(300)  # ... up to this, until a right one
+PORTAL_SCAN_MAX = const(20)
+PORTAL_SCAN_TTL_S = const(30)
+PORTAL_SCAN_POLL_MS = const(50)  # the loop looks this often whether the scan thread is done
 SCAN_STACK = const(8 * 1024)  # the short-lived WiFi scan thread (wlan.scan() blocks 2-3 s)
 PORTAL_CHECK_S = const(5)  # how often the portal looks at the WiFi state
 PORTAL_AFTER_FAILS = const(1)  # failed WiFi attempts (never online since boot) before the AP opens
 PORTAL_PORT_ANY = (32000, 40000)  # port 0 (tests) picks from here
+PORTAL_PORT_TRIES = const(32)
 AP_AUTH_WPA2 = const(3)  # network.AUTH_WPA2_PSK
 DNS_PORT = const(53)
 DNS_TTL_S = const(60)  # what the captive DNS tells phones

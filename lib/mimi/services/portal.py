@@ -17,22 +17,6 @@ import asyncio
 from mimi import limits, log, board, fs, net
 from mimi.config import settings as config
 from mimi.net import httpserver as hs, split_url, html_escape
-from micropython import const
-
-# This module's own limits (lib/mimi/limits.py holds the shared ones): folded into
-# the code, they cost the resident limits table nothing
-_AP_MAX_CLIENTS = const(4)
-_PORTAL_PORT = const(80)
-_PORTAL_DRAIN_MAX = const(16 * 1024)  # a larger refused body is not read away
-_PORTAL_HEADER_MAX = const(2048)
-_PORTAL_READ_TIMEOUT_S = const(10)
-_PORTAL_PEER_PENDING = const(2)  # requests one address may have unfinished; its oldest goes
-_PORTAL_AUTH_BACKOFF_S = const(1)  # a wrong current secret: none looked at for this long, doubling
-_PORTAL_AUTH_BACKOFF_MAX_S = const(300)  # ... up to this, until a right one
-_PORTAL_SCAN_MAX = const(20)
-_PORTAL_SCAN_TTL_S = const(30)
-_PORTAL_SCAN_POLL_MS = const(50)  # the loop looks this often whether the scan thread is done
-_PORTAL_PORT_TRIES = const(32)
 
 TAG = "portal"
 cfg = config.cfg
@@ -79,7 +63,7 @@ class Portal:
         self.sup = sup  # the WiFi supervisor (services/wifi.py)
         host_sim = board.NAME == "host"  # never take this computer's ports 80 and 53
         # 0: a random free port
-        self.want_http = (0 if host_sim else _PORTAL_PORT) if http_port is None else http_port
+        self.want_http = (0 if host_sim else limits.PORTAL_PORT) if http_port is None else http_port
         self.want_dns = (0 if host_sim else limits.DNS_PORT) if dns_port is None else dns_port
         self.host = host
         self.http_port = self.dns_port = None
@@ -107,7 +91,7 @@ class Portal:
         password = ap_password()
         ap.active(True)
         ap.config(ssid=self.ssid, key=password, authmode=limits.AP_AUTH_WPA2,
-                  channel=limits.AP_CHANNEL, max_clients=_AP_MAX_CLIENTS)
+                  channel=limits.AP_CHANNEL, max_clients=limits.AP_MAX_CLIENTS)
         self.ip = ap.ifconfig()[0]
 
         async def http(port):
@@ -117,7 +101,7 @@ class Portal:
             return captive_dns.Server(self.ip, self.host, port)
 
         try:
-            span, tries = limits.PORTAL_PORT_ANY, _PORTAL_PORT_TRIES
+            span, tries = limits.PORTAL_PORT_ANY, limits.PORTAL_PORT_TRIES
             self._http, self.http_port = await hs.on_port(self.want_http, http, span, tries)
             self._dns, self.dns_port = await hs.on_port(self.want_dns, dns, span, tries)
         except BaseException:
@@ -159,12 +143,12 @@ class Portal:
         me = [hs.peer(w), asyncio.current_task(), False, None]
         self.conns.append(me)
         try:
-            if not hs.shed(self.conns, me, limits.PORTAL_CLIENTS, _PORTAL_PEER_PENDING, self.shed):
+            if not hs.shed(self.conns, me, limits.PORTAL_CLIENTS, limits.PORTAL_PEER_PENDING, self.shed):
                 resp = self.response("503 Service Unavailable", "busy, try again")
             else:
                 try:
                     me[3] = hs.Reader(r)
-                    req = await asyncio.wait_for(self._read(me[3]), _PORTAL_READ_TIMEOUT_S)
+                    req = await asyncio.wait_for(self._read(me[3]), limits.PORTAL_READ_TIMEOUT_S)
                     me[2] = True  # read: never shed from now on
                     if req[0] == "GET" and req[1] in ("/", "/index.html", "/scan"):
                         await self.scan(fresh=req[1] == "/scan")  # the page lists the networks
@@ -186,7 +170,7 @@ class Portal:
 
     async def _read(self, rd):
         try:
-            head = await rd.read_head(_PORTAL_HEADER_MAX)
+            head = await rd.read_head(limits.PORTAL_HEADER_MAX)
         except ValueError:
             raise _Refuse("431 Request Header Fields Too Large", "headers too large")
         try:
@@ -198,7 +182,7 @@ class Portal:
             raise _Refuse("400 Bad Request", "bad Content-Length")
         n = int(n)
         if n > limits.PORTAL_BODY_MAX:
-            if n <= _PORTAL_DRAIN_MAX:  # read it away so the client sees the answer, not a reset
+            if n <= limits.PORTAL_DRAIN_MAX:  # read it away so the client sees the answer, not a reset
                 await rd.skip(n)
             raise _Refuse("413 Payload Too Large", "at most %d bytes" % limits.PORTAL_BODY_MAX)
         return method, path, headers, await rd.readexactly(n) if n else b""
@@ -310,13 +294,13 @@ class Portal:
             return ("403 Forbidden", "changing %s on a board already set up needs its current API "
                     "key or gateway token (ws_token)" % ", ".join(sorted(keys)))
         self.fails += 1
-        wait = min(_PORTAL_AUTH_BACKOFF_S << min(self.fails - 1, 16), _PORTAL_AUTH_BACKOFF_MAX_S)
+        wait = min(limits.PORTAL_AUTH_BACKOFF_S << min(self.fails - 1, 16), limits.PORTAL_AUTH_BACKOFF_MAX_S)
         self.wait_until = time.ticks_add(now, wait * 1000)
         log.warning(TAG, "a change of %s refused: wrong API key or gateway token", ", ".join(sorted(keys)))
         return ("403 Forbidden", "wrong API key or gateway token")
 
     async def scan(self, fresh=False):
-        """The networks around, strongest first (cached _PORTAL_SCAN_TTL_S; fresh: a new
+        """The networks around, strongest first (cached PORTAL_SCAN_TTL_S; fresh: a new
         scan once that is over). wlan.scan() holds its caller for 2-3 s on the board,
         so it runs on a short-lived thread and the loop keeps serving meanwhile."""
         import time
@@ -324,7 +308,7 @@ class Portal:
         now = time.ticks_ms()
         age = time.ticks_diff(now, self._scan_at) if self._scan is not None else 0
         # a negative age: the stamp is older than half the ticks period (ESP32: 6.2 days)
-        if self._scan is not None and not (fresh and not 0 <= age <= _PORTAL_SCAN_TTL_S * 1000):
+        if self._scan is not None and not (fresh and not 0 <= age <= limits.PORTAL_SCAN_TTL_S * 1000):
             return self._scan
         box = self._scanning  # a scan already under way: wait for the same one
         if box is None:
@@ -341,7 +325,7 @@ class Portal:
             finally:
                 _thread.stack_size(0)
         while not box:
-            await asyncio.sleep_ms(_PORTAL_SCAN_POLL_MS)
+            await asyncio.sleep_ms(limits.PORTAL_SCAN_POLL_MS)
         if self._scanning is box:
             self._scanning = None
             self._scan, self._scan_at = box[0], now
@@ -370,7 +354,7 @@ class Portal:
         except Exception as e:  # noqa: B902 - the loop waits for this box: always fill it
             log.warning(TAG, "scan failed: %s", e)
         finally:
-            box.append(sorted(nets.values(), key=lambda n: -n["rssi"])[:_PORTAL_SCAN_MAX])
+            box.append(sorted(nets.values(), key=lambda n: -n["rssi"])[:limits.PORTAL_SCAN_MAX])
 
     def page(self, note=None, error=None, form=None):
         """The settings form. Secrets are never written into it: only set/not set."""

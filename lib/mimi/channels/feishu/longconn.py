@@ -25,23 +25,6 @@ from mimi import limits, log, bus, jsonutil
 from mimi.config import settings as config
 from mimi.net.http import ConnectFailure, Timeout
 from mimi.services import wifi, ntp
-from micropython import const
-
-# This module's own limits (lib/mimi/limits.py holds the shared ones): folded into
-# the code, they cost the resident limits table nothing
-_FEISHU_RICH_MAX = const(30 * 1024)  # Feishu's cap on a post/card request body; a bigger part goes as text
-_FEISHU_PARTS = const(8)  # frames one event may be split into
-_FEISHU_PARTS_WAIT_S = const(5)  # the frames of one event arrive within this, or are dropped
-_FEISHU_PING_S = const(120)  # ping interval until the server sends its own (PingInterval)
-_FEISHU_PING_MAX_S = const(600)
-_FEISHU_TIMEOUT_S = const(20)  # one API call, the endpoint request, the WebSocket upgrade
-_FEISHU_BACKOFF_MIN_S = const(1)  # reconnects: 1, 2, 4 ... capped; never given up
-_FEISHU_BACKOFF_MAX_S = const(60)
-_FEISHU_JITTER_MAX_S = const(5)  # the server's ReconnectNonce (a random wait before reconnecting), capped
-_FEISHU_TOKEN_MARGIN_S = const(300)  # the tenant token is renewed this long before it expires
-_FEISHU_STRANGER_S = const(3600)  # an id outside feishu_allow is told its id once per this
-_FEISHU_STRANGERS_MAX = const(32)  # ids remembered for that
-_FEISHU_NAMES_MAX = const(32)  # group members' display names remembered
 
 TAG = "feishu"
 CHANNEL = "feishu"
@@ -90,7 +73,7 @@ class Api:
         if self.client is None:
             from mimi.net.http import AsyncClient
 
-            self.client = AsyncClient(self.key[0], proxy=self.key[3], timeout_s=_FEISHU_TIMEOUT_S)
+            self.client = AsyncClient(self.key[0], proxy=self.key[3], timeout_s=limits.FEISHU_TIMEOUT_S)
         return self.client
 
     def close(self):
@@ -136,7 +119,7 @@ class Api:
         except (TypeError, ValueError):
             life = 0
         self.token = token
-        self.until = time.ticks_add(time.ticks_ms(), max(60, life - _FEISHU_TOKEN_MARGIN_S) * 1000)
+        self.until = time.ticks_add(time.ticks_ms(), max(60, life - limits.FEISHU_TOKEN_MARGIN_S) * 1000)
         return token
 
 
@@ -163,7 +146,7 @@ class Feishu:
         self.strangers = {}  # chat id -> ticks_ms when told
         self.names = {}  # open_id -> display name (group senders)
         self.parts = {}  # frame message_id -> [ticks_ms, [payload or None, ...]]
-        self.ping_s = _FEISHU_PING_S
+        self.ping_s = limits.FEISHU_PING_S
         self.nonce_s = 0
         self.rx = 0  # ticks_ms of the last frame from the server
         self.why = None  # why the current session is being ended
@@ -200,7 +183,7 @@ class Feishu:
 
     # ---------------------------------------------------------------- long connection
     async def run(self):
-        backoff = _FEISHU_BACKOFF_MIN_S
+        backoff = limits.FEISHU_BACKOFF_MIN_S
         idle = False
         while True:
             if not (cfg.get("feishu_app_id") and cfg.get("feishu_app_secret")):
@@ -224,19 +207,19 @@ class Feishu:
             except Exception as e:
                 wait = self._connect_failed(e, backoff)
                 if wait == backoff:
-                    backoff = min(backoff * 2, _FEISHU_BACKOFF_MAX_S)
+                    backoff = min(backoff * 2, limits.FEISHU_BACKOFF_MAX_S)
                 await self._wait_change(wait)
                 continue
             wifi.healthy()
             start = time.ticks_ms()
             why = await self._session(conn, service)
-            if time.ticks_diff(time.ticks_ms(), start) > _FEISHU_BACKOFF_MAX_S * 1000:
-                backoff = _FEISHU_BACKOFF_MIN_S  # it had been working: come back at once
-            wait = backoff + os.urandom(1)[0] * min(self.nonce_s, _FEISHU_JITTER_MAX_S) // 255
+            if time.ticks_diff(time.ticks_ms(), start) > limits.FEISHU_BACKOFF_MAX_S * 1000:
+                backoff = limits.FEISHU_BACKOFF_MIN_S  # it had been working: come back at once
+            wait = backoff + os.urandom(1)[0] * min(self.nonce_s, limits.FEISHU_JITTER_MAX_S) // 255
             log.info(TAG, "long connection ended (%s); reconnecting in %d s", why, wait)
             if why != "settings changed":
                 await self._wait_change(wait)
-                backoff = min(backoff * 2, _FEISHU_BACKOFF_MAX_S)
+                backoff = min(backoff * 2, limits.FEISHU_BACKOFF_MAX_S)
 
     async def _connect(self):
         """Endpoint, bot identity, WebSocket -> (Conn, service id)."""
@@ -261,7 +244,7 @@ class Feishu:
         except ValueError:
             service = 0
         conn = await wsclient.connect(url, limits.FEISHU_FRAME_MAX, proxy_from_config(cfg),
-                                      timeout_s=_FEISHU_TIMEOUT_S)
+                                      timeout_s=limits.FEISHU_TIMEOUT_S)
         log.info(TAG, "long connection open (ping every %d s)", self.ping_s)
         return conn, service
 
@@ -293,7 +276,7 @@ class Feishu:
             return
         p = conf.get("PingInterval")
         if isinstance(p, int) and p > 0:
-            self.ping_s = min(max(p, limits.FEISHU_PING_MIN_S), _FEISHU_PING_MAX_S)
+            self.ping_s = min(max(p, limits.FEISHU_PING_MIN_S), limits.FEISHU_PING_MAX_S)
         n = conf.get("ReconnectNonce")
         if isinstance(n, int) and n >= 0:
             self.nonce_s = n
@@ -368,7 +351,7 @@ class Feishu:
 
         while True:
             silent = time.ticks_diff(time.ticks_ms(), self.rx) // 1000
-            if silent > 2 * self.ping_s + _FEISHU_TIMEOUT_S:
+            if silent > 2 * self.ping_s + limits.FEISHU_TIMEOUT_S:
                 return self._stop(task, "no frame from the server for %d s" % silent)
             try:
                 await conn.send(encode(Frame(0, service, [["type", "ping"]])))
@@ -430,10 +413,10 @@ class Feishu:
             return f.payload, 0
         mid = f.get("message_id") or ""
         now = time.ticks_ms()
-        for k in [k for k, v in self.parts.items() if time.ticks_diff(now, v[0]) > _FEISHU_PARTS_WAIT_S * 1000]:
+        for k in [k for k, v in self.parts.items() if time.ticks_diff(now, v[0]) > limits.FEISHU_PARTS_WAIT_S * 1000]:
             log.warning(TAG, "event %s dropped: its frames did not all arrive", k)
             del self.parts[k]
-        if total > _FEISHU_PARTS or not 0 <= seq < total:
+        if total > limits.FEISHU_PARTS or not 0 <= seq < total:
             return b"", 0
         entry = self.parts.get(mid)
         if entry is None:
@@ -528,7 +511,7 @@ class Feishu:
         if what == "stranger":
             from mimi import channels
 
-            if not channels.tell_again(self.strangers, chat, _FEISHU_STRANGER_S, _FEISHU_STRANGERS_MAX):
+            if not channels.tell_again(self.strangers, chat, limits.FEISHU_STRANGER_S, limits.FEISHU_STRANGERS_MAX):
                 return
             log.info(TAG, "message from %s, which is not in feishu_allow", chat)
             _tell(chat, STRANGER % (chat, chat))
@@ -562,7 +545,7 @@ class Feishu:
                 log.info(TAG, "no name for %s (%s); the app needs contact:user.base:readonly", open_id, e)
             if not isinstance(name, str) or not name.strip():
                 name = "user-" + open_id[-6:]
-            if len(self.names) >= _FEISHU_NAMES_MAX:
+            if len(self.names) >= limits.FEISHU_NAMES_MAX:
                 self.names.pop(next(iter(self.names)))
             self.names[open_id] = name
         return name
@@ -603,7 +586,7 @@ class Feishu:
             how = fmt.kind(part)
             while True:
                 body = json.dumps({"receive_id": rid, "msg_type": how, "content": fmt.content(part, how)}).encode()
-                if how != fmt.TEXT and len(body) > _FEISHU_RICH_MAX:
+                if how != fmt.TEXT and len(body) > limits.FEISHU_RICH_MAX:
                     how = fmt.TEXT
                     continue
                 try:

@@ -20,18 +20,6 @@ from mimi.net import httpserver as hs
 from mimi.net import wsproto as wp
 from mimi.channels.websocket import gateway as gw
 from mimi.channels.websocket.gateway import CHANNEL, clients, _conns, _fails, text, _forget
-from micropython import const
-
-# This module's own limits (lib/mimi/limits.py holds the shared ones): folded into
-# the code, they cost the resident limits table nothing
-_WS_AUTH_BACKOFF_MAX_S = const(300)  # ... up to this, until a right token
-_WS_PING_S = const(60)  # a silent client is pinged; silent this long again, dropped
-_WS_WRITE_TIMEOUT_S = const(20)
-_WS_CLOSE_WAIT_S = const(3)  # wait for the peer's close frame after ours
-_WS_CLIENT_OUTBOX = const(32)  # frames queued for one client; a client this far behind is dropped
-_WS_DRAIN_MAX = const(64 * 1024)  # bytes of a refused frame read and discarded to close cleanly
-_WS_CHAT_ID_MAX = const(31)
-_WS_CHAT_ID_RANDOM = const(8)  # random bytes of a default chat id (16 hex chars)
 
 _SHARED = "*"  # _fails key of the back-off shared by addresses without their own
 
@@ -54,7 +42,7 @@ def pieces(obj):
 def new_chat_id():
     """A connection's chat id until it names one: random, so a new anonymous client
     never lands in an earlier one's session (a counter restarts at 1 every boot)."""
-    return net.random_id(_WS_CHAT_ID_RANDOM)
+    return net.random_id(limits.WS_CHAT_ID_RANDOM)
 
 
 async def _no_room(wait):
@@ -86,7 +74,7 @@ class Client:
     # --- sending (any task on the loop) ------------------------------------
     def push(self, data, op=wp.TEXT, status=False):
         """Queue one message (it goes out in frames of at most WS_FRAME_MAX). A client
-        with _WS_CLIENT_OUTBOX messages waiting, or WS_CLIENT_OUTBOX_BYTES behind the
+        with WS_CLIENT_OUTBOX messages waiting, or WS_CLIENT_OUTBOX_BYTES behind the
         next one to go, is not reading: it is dropped (a "working" status is just
         skipped). So one message of any size fits, and what waits behind it is capped."""
         if self.dead or self.closing:
@@ -94,7 +82,7 @@ class Client:
         n = 0
         for p in data if isinstance(data, tuple) else (data,):  # (pieces: gateway.text())
             n += len(memoryview(p))
-        if op != wp.CLOSE and (len(self.out) >= _WS_CLIENT_OUTBOX or self.out_bytes -
+        if op != wp.CLOSE and (len(self.out) >= limits.WS_CLIENT_OUTBOX or self.out_bytes -
                                (self.out[0][2] if self.out else 0) >= limits.WS_CLIENT_OUTBOX_BYTES):
             if status:
                 return False  # a "working" status can be skipped; a reply cannot
@@ -147,7 +135,7 @@ class Client:
                                     self.w.write(piece)  # it: no room only when it keeps some)
                                     written = True
                                     hdr = piece = None
-                                await asyncio.wait_for(self.w.drain(), _WS_WRITE_TIMEOUT_S)
+                                await asyncio.wait_for(self.w.drain(), limits.WS_WRITE_TIMEOUT_S)
                                 break
                             except MemoryError:
                                 wait = await _no_room(wait)
@@ -171,11 +159,11 @@ class Client:
         pinged = False
         while not self.dead:
             # Backpressure: a client that floods us but reads slowly is read slowly.
-            while len(self.out) >= _WS_CLIENT_OUTBOX // 2 and not self.dead:
+            while len(self.out) >= limits.WS_CLIENT_OUTBOX // 2 and not self.dead:
                 self.room.clear()
                 await self.room.wait()
             try:
-                await asyncio.wait_for(self.rd.fill(1), _WS_PING_S)
+                await asyncio.wait_for(self.rd.fill(1), limits.WS_PING_S)
             except asyncio.TimeoutError:
                 if pinged:
                     log.info("ws", "client %s: no answer to ping; dropped", self.chat_id)
@@ -214,7 +202,7 @@ class Client:
     async def _flush(self):
         if self.sender:
             try:
-                await asyncio.wait_for(self.sender, _WS_CLOSE_WAIT_S)
+                await asyncio.wait_for(self.sender, limits.WS_CLOSE_WAIT_S)
             except Exception:
                 pass
 
@@ -223,17 +211,17 @@ class Client:
         the TCP connection goes (unread data would make the close a reset)."""
         self.push(wp.close_payload(code, reason), wp.CLOSE)
         try:
-            await asyncio.wait_for(self._linger(skip), _WS_CLOSE_WAIT_S)
+            await asyncio.wait_for(self._linger(skip), limits.WS_CLOSE_WAIT_S)
         except Exception:
             pass
         await self._flush()
 
     async def _linger(self, skip):
-        if skip > _WS_DRAIN_MAX:
+        if skip > limits.WS_DRAIN_MAX:
             return
         await self.rd.skip(skip)
         while True:
-            fin, op, payload = await wp.read_frame(self.rd, _WS_DRAIN_MAX)
+            fin, op, payload = await wp.read_frame(self.rd, limits.WS_DRAIN_MAX)
             if op == wp.CLOSE:
                 return
 
@@ -266,7 +254,7 @@ class Client:
         if cid is not None and cid != "":
             cid = chat_id_ok(cid)
             if cid is None:
-                return self.error("chat_id: 1 to %d of A-Z a-z 0-9 _ -" % _WS_CHAT_ID_MAX)
+                return self.error("chat_id: 1 to %d of A-Z a-z 0-9 _ -" % limits.WS_CHAT_ID_MAX)
             self.chat_id = cid
         if not bus.inbound.put(bus.Msg(CHANNEL, self.chat_id, content)):
             log.warning("ws", "inbound queue full; told client %s to retry", self.chat_id)
@@ -278,7 +266,7 @@ def chat_id_ok(cid):
     if isinstance(cid, bool) or not isinstance(cid, (str, int)):
         return None
     cid = str(cid)
-    if not 0 < len(cid) <= _WS_CHAT_ID_MAX:
+    if not 0 < len(cid) <= limits.WS_CHAT_ID_MAX:
         return None
     for ch in cid:
         if ch not in _ID_OK:
@@ -301,7 +289,7 @@ def own_hosts():
 
 async def _respond(w, status, body, ctype="text/plain; charset=utf-8", extra=()):
     w.write(hs.http_response(status, body, ctype, extra))
-    await asyncio.wait_for(w.drain(), _WS_WRITE_TIMEOUT_S)
+    await asyncio.wait_for(w.drain(), limits.WS_WRITE_TIMEOUT_S)
 
 
 async def _handshake(rd, w, me):
@@ -389,7 +377,7 @@ def _failed(peer):
     if key == _SHARED and n == 1:
         log.warning("ws", "wrong gateway tokens from more than %d addresses: the others now share "
                     "one back-off", limits.WS_AUTH_PEERS)
-    wait = min(limits.WS_AUTH_BACKOFF_S << min(n - 1, 16), _WS_AUTH_BACKOFF_MAX_S)
+    wait = min(limits.WS_AUTH_BACKOFF_S << min(n - 1, 16), limits.WS_AUTH_BACKOFF_MAX_S)
     _fails[key] = (n, time.ticks_add(time.ticks_ms(), wait * 1000))
 
 
@@ -446,7 +434,7 @@ async def serve(sr, sw):
                 p = wp.close_payload(wp.TRY_LATER, "the board is out of memory")
                 sw.write(wp.header(wp.CLOSE, len(p)))
                 sw.write(p)
-                await asyncio.wait_for(sw.drain(), _WS_CLOSE_WAIT_S)
+                await asyncio.wait_for(sw.drain(), limits.WS_CLOSE_WAIT_S)
             except Exception:
                 pass
     except Exception as e:
