@@ -54,9 +54,14 @@ def watch(name, coro, quiet=False):
         outer, _current = _current, name
         try:
             y = coro.send(arg) if exc is None else coro.throw(exc)
-        except StopIteration as e:
-            return e.value
-        finally:  # the task ends with an exception as it would unwatched
+        except BaseException as e:  # noqa: B902 - the task ends with it as it would unwatched
+            # a finished task can stay reachable (asyncio's run queue leaves a stale link
+            # to it): it keeps this generator, not what coro held (its module's code)
+            coro = None
+            if isinstance(e, StopIteration):
+                return e.value
+            raise
+        finally:
             _current = outer
             _timed(name, t0, quiet)
         arg = exc = None
