@@ -5,6 +5,7 @@
 import sys
 import time
 import _thread
+from micropython import const
 import mimi
 from mimi import limits, log, bus, channels, short, unload
 from mimi.config import settings as config
@@ -22,6 +23,7 @@ _stop = False
 # thread answers (why not or None, whether the heap ran out): agent/selftest.py
 ASKED = "asked"
 check = None
+_SCRUB_CALLS = const(16)  # nested calls by _scrub(): 4 KB of stack on 32-bit, 6.4 KB on 64-bit
 TOO_BIG = ("Sorry, this turn did not fit in the board's free memory (prompt, history and "
            "tools). Try again, or send /reset to start the chat afresh.")
 
@@ -255,6 +257,16 @@ def handle(msg):
         log.error("agent", "no room in the heap for a turn of %s; told so", msg.session)
 
 
+def _scrub(n=_SCRUB_CALLS):
+    """Write over the stack a turn used below the loop with frames that hold nothing
+    but small ints. The GC scans this thread's stack as roots, word by word, and the
+    idle wait (bus.get_blocking: time.sleep_ms) leaves holes in its frames: a pointer
+    a turn left in one kept a finished coroutine or the code of a module dropped since
+    (telegram/format.py's 6 KB) in the heap until the next turn, minutes on an idle
+    board (docs/reliability.md, "Soak")."""
+    return _scrub(n - 1) if n else 0
+
+
 def _loop():
     global _started, check
     log.info("agent", "agent thread running")
@@ -278,6 +290,7 @@ def _loop():
                 except Exception as e:
                     log.exception("agent", "handling %r" % (msg,), e)
                 msg = None
+                _scrub()
     finally:
         _started = False
         if "mimi.usage.ledger" in sys.modules:

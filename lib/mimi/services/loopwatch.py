@@ -66,6 +66,11 @@ class _Watched:
         outer, _current = _current, self.name
         try:  # the coroutine's end (StopIteration) and exceptions pass through
             return self.coro.throw(arg) if exc else self.coro.send(arg)
+        except BaseException:  # noqa: B902 - the task ends with it as it would unwatched
+            # a finished task can stay reachable (asyncio's run queue leaves a stale link
+            # to it): it keeps this object, not what the coroutine held (its module's code)
+            self.coro = None
+            raise
         finally:
             _current = outer
             _timed(self.name, t0, self.quiet)
