@@ -97,6 +97,13 @@ def compiled_lib():
     return _compiled
 
 
+def pytest_configure(config):
+    # Under xdist, compiled here before the workers start: on a fresh clone each would
+    # otherwise compile the whole tree at the same time as the other.
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        compiled_lib()
+
+
 def run_mp(module, func, tmp_path, heapsize=None, blocks=256, timeout=60, fixtures=None,
            param=None, mp=None):
     cmd = [mp or micropython_bin()]
