@@ -1,19 +1,19 @@
 # MicroPython side of bench/devices.py: the device layer on simulated parts (the firmware's
 # code, from the compiled tree, on a fresh LittleFS image).
-#   micropython bench/mp/devices.py ARGS.json   ({"lib", "image", "runs"})
+#   micropython bench/mp/devices.py ARGS.json   ({"lib", "image", "mp_dir", "runs"})
 # "BENCH {json}" lines:
 #   {"case": "read", "type", "first_ms", "median_ms", "cold_ms"}  device_read through the
 #     registry as the agent calls it: the first (code loaded), then the median of `runs`;
 #     cold: the median when the code is dropped after each (a short heap)
 #   {"case": "stall", "type", "took_ms", "worst_ms", "how"}  the asyncio loop's longest
-#     gap (a probe task sleeping 1 ms) while one read runs: how = "awaited" (aread) or
+#     gap (bench/mp/loopgap.py) while one read runs: how = "awaited" (aread) or
 #     "blocking" (read() called on the loop, what a naive rule would do)
 import sys
 import json
 
 with open(sys.argv[1]) as f:
     A = json.load(f)
-sys.path[:] = [A["lib"], ".frozen"]
+sys.path[:] = [A["lib"], ".frozen", A["mp_dir"]]
 from mimi import board  # noqa: E402
 
 board.mount_image(A["image"], 256, mkfs=True)
@@ -24,6 +24,7 @@ from mimi.config import settings as config  # noqa: E402
 from mimi.devices.sim import parts  # noqa: E402
 from mimi.tools.registry import registry  # noqa: E402
 import mimi.devices as devices  # noqa: E402
+import loopgap  # noqa: E402  (bench/mp/)
 
 config.cfg.load()
 DEVICES = (  # (part spec, device_add arguments)
@@ -88,20 +89,9 @@ for _, args in DEVICES:
 
 
 async def stall(name, how, label=None):
-    worst = [0]
-    stop = []
-
-    async def probe():
-        last = time.ticks_ms()
-        while not stop:
-            await asyncio.sleep_ms(1)
-            now = time.ticks_ms()
-            worst[0] = max(worst[0], time.ticks_diff(now, last) - 1)
-            last = now
-
-    task = asyncio.create_task(probe())
+    probe = loopgap.Probe()
     await asyncio.sleep_ms(20)
-    worst[0] = 0
+    probe.worst = 0
     t0 = time.ticks_ms()
     err = None
     with devices.use() as t:
@@ -116,9 +106,8 @@ async def stall(name, how, label=None):
             err = str(e)
     took = time.ticks_diff(time.ticks_ms(), t0)
     await asyncio.sleep_ms(5)
-    stop.append(1)
-    await task
-    out({"case": "stall", "type": label or name, "how": how, "took_ms": took, "worst_ms": worst[0],
+    worst = await probe.stop()
+    out({"case": "stall", "type": label or name, "how": how, "took_ms": took, "worst_ms": worst,
          "error": err})
 
 
