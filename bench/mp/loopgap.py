@@ -1,4 +1,4 @@
-# The asyncio loop's longest gap, for bench/mp/stall.py and bench/mp/devices.py: a probe
+# The asyncio loop's longest gap, for bench/mp/stall.py, devices.py and body.py: a probe
 # task sleeps 1 ms at a time and keeps the longest time between its wake-ups (minus the
 # 1 ms). Those scripts find this module on sys.path as A["mp_dir"] (bench/common.py mp_args).
 import asyncio
