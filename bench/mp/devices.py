@@ -40,14 +40,20 @@ DEVICES = (  # (part spec, device_add arguments)
 )
 
 
+REST_MS = {"dht": 2100, "sonar": 60}  # a part's own rest between two reads (a DHT22's 2 s)
+_last = {}  # name: ticks_ms when it was last read (or added)
+
+
+def rest_left(name):
+    """ms until `name` may be read again: its rest less the time since its last read
+    (the other parts' reads in between count)."""
+    if name not in _last:
+        return 0
+    return max(0, REST_MS.get(name, 0) - time.ticks_diff(time.ticks_ms(), _last[name]))
+
+
 def out(rec):
     print("BENCH " + json.dumps(rec))
-
-
-def ms(fn):
-    t0 = time.ticks_us()
-    r = fn()
-    return time.ticks_diff(time.ticks_us(), t0) / 1000, r
 
 
 for spec, args in DEVICES:
@@ -55,31 +61,29 @@ for spec, args in DEVICES:
         parts.attach_spec(spec)
         r = registry.call("device_add", args)
         assert r.startswith("OK"), r
-time.sleep_ms(2100)  # the DHT's rest since it was added
+        _last[args["name"]] = time.ticks_ms()  # (adding reads it)
 
 
 def read(name):
+    time.sleep_ms(rest_left(name))
+    t0 = time.ticks_us()
     r = registry.call("device_read", {"name": name})
+    _last[name] = time.ticks_ms()
     assert " = " in r and not r.startswith("Error"), r
-    return r
+    return time.ticks_diff(time.ticks_us(), t0) / 1000
 
 
 for _, args in DEVICES:
     name = args["name"]
-    rest = 2000 if name == "dht" else 60 if name == "sonar" else 0
     mimi.unload("mimi.tools.devices")
-    first, _ = ms(lambda: read(name))
-    times = []
-    for _ in range(A["runs"]):
-        time.sleep_ms(rest)
-        times.append(ms(lambda: read(name))[0])
+    first = read(name)
+    times = [read(name) for _ in range(A["runs"])]
     cold = []
     short = mimi.short
     mimi.short = lambda measure=False: True  # as on a board without PSRAM: code dropped after each
     try:
         for _ in range(A["runs"]):
-            time.sleep_ms(rest)
-            cold.append(ms(lambda: read(name))[0])
+            cold.append(read(name))
     finally:
         mimi.short = short
     times.sort()
@@ -105,6 +109,7 @@ async def stall(name, how, label=None):
         except Exception as e:  # the stuck bus: the read fails, the loop's gap still counts
             err = str(e)
     took = time.ticks_diff(time.ticks_ms(), t0)
+    _last[name] = time.ticks_ms()
     await asyncio.sleep_ms(5)
     worst = await probe.stop()
     out({"case": "stall", "type": label or name, "how": how, "took_ms": took, "worst_ms": worst,
@@ -115,7 +120,7 @@ async def stalls():
     for _ in range(A["runs"]):
         for _, args in DEVICES:
             for how in ("awaited", "blocking"):
-                await asyncio.sleep_ms(2100 if args["name"] == "dht" else 100)
+                await asyncio.sleep_ms(max(100, rest_left(args["name"])))
                 await stall(args["name"], how)
         parts.set("sht3x@0x44", fault="stuck")  # a bus held low: each transfer waits the I2C timeout
         for how in ("awaited", "blocking"):
