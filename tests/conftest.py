@@ -173,12 +173,12 @@ def _make_runner(module, func, s, mp, param=None, param_fixtures=()):
 # core runs out of work (xdist's own order, by number of tests, put the soak last). The
 # other files follow, those with more tests first (xdist's order).
 LONG_FIRST = (
-    "host/test_soak.py",  # 220
+    "host/test_soak.py",  # 150
     "host/test_bench_smoke.py",  # 150
     "mp/test_telegram.py",  # 135
     "host/test_deploy_uart.py",  # 95
-    "host/test_ota_sim.py",  # 65
-    "host/test_faults.py",  # 65
+    "host/test_ota_sim.py",  # 55
+    "host/test_faults.py",  # 55
     "mp/test_devices_more.py",  # 55
     "mp/test_http.py",  # 50
     "host/test_layout_update.py",  # 45
