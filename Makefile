@@ -36,7 +36,7 @@ $(STAMP): requirements.txt
 setup: $(STAMP)
 
 test: setup lint mp32 frozen $(if $(wildcard /usr/bin/chromium),,browser) $(if $(and $(wildcard /usr/sbin/squid),$(wildcard /usr/sbin/danted)),,proxies)
-	$(BIN)/python -m pytest -n 2 --dist loadfile $(TEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder $(TEST_ARGS)
 
 lint: setup
 	$(BIN)/ruff check .

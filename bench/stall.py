@@ -48,6 +48,7 @@ def tables(n=None):
     try:
         with tempfile.TemporaryDirectory() as tmp:
             args = {"lib": str(BUILD / "lib"), "image": str(Path(tmp) / "flash.img"), "runs": n,
+                    "mp_dir": str(BENCH / "mp"),
                     "dns": resolver.port, "tg_port": int(tg["base_url"].rsplit(":", 1)[1]),
                     "tg_token": tg["token"], "ntp_port": clock.info()["good"], "scan_ms": SCAN_MS}
             for label, mp in interpreters.all_present():

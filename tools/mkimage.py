@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,19 +88,29 @@ def compile_tree(build, march=None):
         if old not in wanted:  # its source is gone: never let an import find it
             old.unlink(missing_ok=True)
             old.with_name(old.name + ".src").unlink(missing_ok=True)
+    todo = []
     for src in sources:
-        rel = src.relative_to(ROOT)
-        out = build / rel.with_suffix(".mpy")
+        out = build / src.relative_to(ROOT).with_suffix(".mpy")
         out.parent.mkdir(parents=True, exist_ok=True)
         # By content, not by time: a branch switch or a moved file can leave an .mpy
         # newer than a source it was not compiled from.
         digest = hashlib.sha1(src.read_bytes()).hexdigest()
         seen = out.with_name(out.name + ".src")
         if again or march or not out.exists() or not seen.exists() or seen.read_text() != digest:
-            compile_module(src, out, march)
-            if not march:
-                seen.write_text(digest)
-        files["/" + str(rel.with_suffix(".mpy"))] = out.read_bytes()
+            todo.append((src, out, seen, digest))
+
+    def compile_one(job):
+        src, out, seen, digest = job
+        compile_module(src, out, march)
+        if not march:
+            seen.write_text(digest)
+
+    if todo:  # one mpy-cross per module: a fresh tree's 170 of them, on every core
+        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            list(pool.map(compile_one, todo))
+    for src in sources:
+        rel = src.relative_to(ROOT)
+        files["/" + str(rel.with_suffix(".mpy"))] = (build / rel.with_suffix(".mpy")).read_bytes()
     if again:
         stamp.write_text(flags)
     return files

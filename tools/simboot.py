@@ -7,6 +7,7 @@
 # mount itself; its modules are dropped before anything else is imported.
 # MIMI_SIM_PARTS (tools/sim --part, one spec a line) wires simulated parts to the
 # board before it boots (mimi/devices/sim/parts.py; sim_set/sim_get on the console).
+# MIMI_SIM_LIMITS (tests) shortens waits of lib/mimi/limits.py: shorten_limits() below.
 import os
 import sys
 import time
@@ -77,13 +78,27 @@ def apply_sets(sets):
             print("sim: --set %s applies to this run only: not saved (%s)" % (item, fs.why(e)))
 
 
+def shorten_limits(spec):
+    """MIMI_SIM_LIMITS="NAME=N,...": tests' shorter waits (lib/mimi/limits.py), e.g. a boot
+    counted as good after 20 s instead of 60 (HEALTHY_AFTER_S=20)."""
+    from mimi import limits
+
+    for item in spec.split(","):
+        name, _, value = item.partition("=")
+        if not hasattr(limits, name):
+            raise SystemExit("sim: MIMI_SIM_LIMITS: limits has no %s" % name)
+        setattr(limits, name, int(value))
+
+
 if os.getenv("MIMI_SIM_PARTS"):
     exec("from mimi.devices.sim.parts import boot; boot()")
+if os.getenv("MIMI_SIM_LIMITS"):
+    shorten_limits(os.getenv("MIMI_SIM_LIMITS"))
 apply_sets(sets)
 with open("/boot.py") as f:
     exec(f.read(), {"__name__": "boot"})
 # main.py runs in this module's globals: they are the REPL namespace, as on the board.
-del image, build_lib, sets, apply_sets, _m, _mount, _done, os, time, _thread
+del image, build_lib, sets, apply_sets, shorten_limits, _m, _mount, _done, os, time, _thread
 with open("/main.py") as f:
     exec(f.read(), globals())
 # Stopped from the console (Ctrl-D), or main.py's boot guard gave up on an app

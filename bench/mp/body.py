@@ -2,8 +2,8 @@
 # week's chart sent the way /chart sends it on Telegram. Modes:
 #   stall  four simulated parts logged and four rules checked every second by the rules'
 #          loop (services/rules/engine.py; the logging sped up to every second so that
-#          batches go to the flash during the run), a probe task sleeping 1 ms at a time
-#          keeping the longest gap between its wake-ups; and the same probe alone
+#          batches go to the flash during the run), the loop's longest gap meanwhile
+#          (bench/mp/loopgap.py); and the same probe alone
 #   chart  a week of readings (2,016, every 5 minutes), then the Telegram channel's
 #          chart path (channels/telegram/photo.py: the chart drawn into a file, then sent
 #          with sendPhoto to the fake Bot API over HTTP): its live heap sampled (after
@@ -15,13 +15,14 @@ import json
 
 with open(sys.argv[1]) as _f:
     A = json.load(_f)
-sys.path[:] = [".frozen", A["lib"]]
+sys.path[:] = [".frozen", A["lib"], A["mp_dir"]]
 import gc  # noqa: E402
 import math  # noqa: E402
 import time  # noqa: E402
 import asyncio  # noqa: E402
 import mimi  # noqa: E402
 from mimi import board, log  # noqa: E402
+import loopgap  # noqa: E402  (bench/mp/)
 
 T0 = 1767225600  # 2026-01-01 00:00 UTC
 WEEK = 2016
@@ -29,20 +30,6 @@ WEEK = 2016
 
 def out(rec):
     print("BENCH " + json.dumps(rec))
-
-
-class Probe:
-    def __init__(self):
-        self.worst = 0
-        self.stop = False
-
-    async def run(self):
-        last = time.ticks_ms()
-        while not self.stop:
-            await asyncio.sleep_ms(1)
-            now = time.ticks_ms()
-            self.worst = max(self.worst, time.ticks_diff(now, last) - 1)
-            last = now
 
 
 def mount():
@@ -61,7 +48,6 @@ async def stall_mode():
     log.info = lambda *a: None
     mount()
     wifi.supervisor._online = True
-    probe = Probe()
     if A["case"] == "rules":
         cfg.update({"gpio_allow": "4,5,8,9,21"})
         parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=25, hum=50)
@@ -87,7 +73,7 @@ async def stall_mode():
         await asyncio.sleep_ms(100)
         for lg in engine.logs.values():
             lg[0] = 1000  # logged every second: batches of 30 go to the flash during the run
-    p = asyncio.create_task(probe.run())
+    probe = loopgap.Probe()
     end = time.ticks_add(time.ticks_ms(), A["seconds"] * 1000)
     k = 0
     from mimi import bus
@@ -100,9 +86,7 @@ async def stall_mode():
             parts.set("ntc@5", temp=20 + (k // 8) % 3)
         while bus.outbound.get_nowait() is not None:
             pass
-    probe.stop = True
-    await p
-    rec = {"case": A["case"], "worst_ms": probe.worst}
+    rec = {"case": A["case"], "worst_ms": await probe.stop()}
     if A["case"] == "rules":
         from mimi.services.history import store
 
@@ -157,20 +141,18 @@ async def chart_mode():
     gc.collect()
     before = gc.mem_alloc()
     mods = set(sys.modules)
-    probe = Probe()
-    p = asyncio.create_task(probe.run())
+    probe = loopgap.Probe()
     t = time.ticks_ms()
     from mimi import channels
 
     await channels.load("telegram.photo").chart(bot, "42", ["room", 168])
     took = time.ticks_diff(time.ticks_ms(), t)
-    probe.stop = True
-    await p
+    worst = await probe.stop()
     gc.collect()
     after = gc.mem_alloc()
     micropython.qstr_info()
     rec = {"case": "chart", "peak": peak[0] - before if A["sample"] else None, "after": after - before,
-           "took_ms": took, "worst_ms": probe.worst, "left": sorted(set(sys.modules) - mods)}
+           "took_ms": took, "worst_ms": worst, "left": sorted(set(sys.modules) - mods)}
     if A["sample"]:  # a second chart: its names are interned, the send connection open
         peak[0] = 0
         await channels.load("telegram.photo").chart(bot, "42", ["room", 168])

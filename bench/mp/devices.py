@@ -1,19 +1,19 @@
 # MicroPython side of bench/devices.py: the device layer on simulated parts (the firmware's
 # code, from the compiled tree, on a fresh LittleFS image).
-#   micropython bench/mp/devices.py ARGS.json   ({"lib", "image", "runs"})
+#   micropython bench/mp/devices.py ARGS.json   ({"lib", "image", "mp_dir", "runs"})
 # "BENCH {json}" lines:
 #   {"case": "read", "type", "first_ms", "median_ms", "cold_ms"}  device_read through the
 #     registry as the agent calls it: the first (code loaded), then the median of `runs`;
 #     cold: the median when the code is dropped after each (a short heap)
 #   {"case": "stall", "type", "took_ms", "worst_ms", "how"}  the asyncio loop's longest
-#     gap (a probe task sleeping 1 ms) while one read runs: how = "awaited" (aread) or
+#     gap (bench/mp/loopgap.py) while one read runs: how = "awaited" (aread) or
 #     "blocking" (read() called on the loop, what a naive rule would do)
 import sys
 import json
 
 with open(sys.argv[1]) as f:
     A = json.load(f)
-sys.path[:] = [A["lib"], ".frozen"]
+sys.path[:] = [A["lib"], ".frozen", A["mp_dir"]]
 from mimi import board  # noqa: E402
 
 board.mount_image(A["image"], 256, mkfs=True)
@@ -24,6 +24,7 @@ from mimi.config import settings as config  # noqa: E402
 from mimi.devices.sim import parts  # noqa: E402
 from mimi.tools.registry import registry  # noqa: E402
 import mimi.devices as devices  # noqa: E402
+import loopgap  # noqa: E402  (bench/mp/)
 
 config.cfg.load()
 DEVICES = (  # (part spec, device_add arguments)
@@ -39,14 +40,20 @@ DEVICES = (  # (part spec, device_add arguments)
 )
 
 
+REST_MS = {"dht": 2100, "sonar": 60}  # a part's own rest between two reads (a DHT22's 2 s)
+_last = {}  # name: ticks_ms when it was last read (or added)
+
+
+def rest_left(name):
+    """ms until `name` may be read again: its rest less the time since its last read
+    (the other parts' reads in between count)."""
+    if name not in _last:
+        return 0
+    return max(0, REST_MS.get(name, 0) - time.ticks_diff(time.ticks_ms(), _last[name]))
+
+
 def out(rec):
     print("BENCH " + json.dumps(rec))
-
-
-def ms(fn):
-    t0 = time.ticks_us()
-    r = fn()
-    return time.ticks_diff(time.ticks_us(), t0) / 1000, r
 
 
 for spec, args in DEVICES:
@@ -54,31 +61,29 @@ for spec, args in DEVICES:
         parts.attach_spec(spec)
         r = registry.call("device_add", args)
         assert r.startswith("OK"), r
-time.sleep_ms(2100)  # the DHT's rest since it was added
+        _last[args["name"]] = time.ticks_ms()  # (adding reads it)
 
 
 def read(name):
+    time.sleep_ms(rest_left(name))
+    t0 = time.ticks_us()
     r = registry.call("device_read", {"name": name})
+    _last[name] = time.ticks_ms()
     assert " = " in r and not r.startswith("Error"), r
-    return r
+    return time.ticks_diff(time.ticks_us(), t0) / 1000
 
 
 for _, args in DEVICES:
     name = args["name"]
-    rest = 2000 if name == "dht" else 60 if name == "sonar" else 0
     mimi.unload("mimi.tools.devices")
-    first, _ = ms(lambda: read(name))
-    times = []
-    for _ in range(A["runs"]):
-        time.sleep_ms(rest)
-        times.append(ms(lambda: read(name))[0])
+    first = read(name)
+    times = [read(name) for _ in range(A["runs"])]
     cold = []
     short = mimi.short
     mimi.short = lambda measure=False: True  # as on a board without PSRAM: code dropped after each
     try:
         for _ in range(A["runs"]):
-            time.sleep_ms(rest)
-            cold.append(ms(lambda: read(name))[0])
+            cold.append(read(name))
     finally:
         mimi.short = short
     times.sort()
@@ -88,20 +93,9 @@ for _, args in DEVICES:
 
 
 async def stall(name, how, label=None):
-    worst = [0]
-    stop = []
-
-    async def probe():
-        last = time.ticks_ms()
-        while not stop:
-            await asyncio.sleep_ms(1)
-            now = time.ticks_ms()
-            worst[0] = max(worst[0], time.ticks_diff(now, last) - 1)
-            last = now
-
-    task = asyncio.create_task(probe())
+    probe = loopgap.Probe()
     await asyncio.sleep_ms(20)
-    worst[0] = 0
+    probe.worst = 0
     t0 = time.ticks_ms()
     err = None
     with devices.use() as t:
@@ -115,10 +109,10 @@ async def stall(name, how, label=None):
         except Exception as e:  # the stuck bus: the read fails, the loop's gap still counts
             err = str(e)
     took = time.ticks_diff(time.ticks_ms(), t0)
+    _last[name] = time.ticks_ms()
     await asyncio.sleep_ms(5)
-    stop.append(1)
-    await task
-    out({"case": "stall", "type": label or name, "how": how, "took_ms": took, "worst_ms": worst[0],
+    worst = await probe.stop()
+    out({"case": "stall", "type": label or name, "how": how, "took_ms": took, "worst_ms": worst,
          "error": err})
 
 
@@ -126,7 +120,7 @@ async def stalls():
     for _ in range(A["runs"]):
         for _, args in DEVICES:
             for how in ("awaited", "blocking"):
-                await asyncio.sleep_ms(2100 if args["name"] == "dht" else 100)
+                await asyncio.sleep_ms(max(100, rest_left(args["name"])))
                 await stall(args["name"], how)
         parts.set("sht3x@0x44", fault="stuck")  # a bus held low: each transfer waits the I2C timeout
         for how in ("awaited", "blocking"):

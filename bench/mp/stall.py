@@ -1,6 +1,6 @@
 # MicroPython side of bench/stall.py: the asyncio loop's worst stall while the
 # firmware does its network chores, seen by a probe task that sleeps 1 ms at a time
-# and keeps the longest gap between its wake-ups (minus the 1 ms).
+# and keeps the longest gap between its wake-ups (minus the 1 ms): bench/mp/loopgap.py.
 #   micropython bench/mp/stall.py ARGS.json   (a file: long argv items abort this port)
 # One "BENCH {json}" line per case and run: case, worst_ms, logged (the firmware's own
 # "W loop: stalled" lines during the case).
@@ -9,7 +9,7 @@ import json
 
 with open(sys.argv[1]) as f:
     A = json.load(f)
-sys.path[:] = [A["lib"], ".frozen"]
+sys.path[:] = [A["lib"], ".frozen", A["mp_dir"]]
 from mimi import board  # noqa: E402
 
 board.mount_image(A["image"], 256, mkfs=True)
@@ -21,6 +21,7 @@ from mimi import log  # noqa: E402
 from mimi.net import dns  # noqa: E402
 from mimi.config import settings as config  # noqa: E402
 from mimi.services import loopwatch  # noqa: E402
+import loopgap  # noqa: E402  (bench/mp/)
 
 config.cfg.load()
 os.putenv("MIMI_DNS", "127.0.0.1:%d" % A["dns"])  # the board asks its network's DNS server
@@ -96,18 +97,7 @@ CASES = (
 
 async def measure(name, fn):
     dns._cache.clear()
-    done = []
-    worst = [0]
-
-    async def probe():
-        last = time.ticks_ms()
-        while not done:
-            await asyncio.sleep_ms(1)
-            now = time.ticks_ms()
-            worst[0] = max(worst[0], time.ticks_diff(now, last) - 1)
-            last = now
-
-    p = asyncio.create_task(probe())
+    p = loopgap.Probe()
     await asyncio.sleep_ms(5)
     log.clear()
     log.mute = True
@@ -115,10 +105,9 @@ async def measure(name, fn):
     await asyncio.create_task(loopwatch.watch(name, fn()))
     took = time.ticks_diff(time.ticks_ms(), t0)
     log.mute = False
-    done.append(1)
-    await p
+    worst = await p.stop()
     logged = len([x for x in log.recent() if "stalled" in x])
-    out({"case": name, "worst_ms": worst[0], "took_ms": took, "logged": logged})
+    out({"case": name, "worst_ms": worst, "took_ms": took, "logged": logged})
 
 
 async def main():

@@ -23,6 +23,11 @@ sys.path.insert(0, str(ROOT / "lib"))
 from mimi import limits  # noqa: E402
 
 OUTAGE_S = float(os.getenv("MIMI_FAULTS_OUTAGE_S") or 8)
+# `make test`'s short form: the firmware's retry waits capped (tools/simboot.py
+# MIMI_SIM_LIMITS): an LLM call is tried again after 1 s each time, not 1, 2, 4 s; the
+# Telegram poller's back-off stops at 2 s, not 60. `make soak` keeps the board's own.
+SHORT = {} if os.getenv("MIMI_FAULTS_OUTAGE_S") else {
+    "MIMI_SIM_LIMITS": "LLM_BACKOFF_MAX_S=1,TG_BACKOFF_MAX_S=2"}
 TOKEN = "faults-test-token-1"
 A, B = 42, 43  # allowed Telegram chats
 
@@ -32,7 +37,7 @@ def sim(tmp_path, fake_anthropic, fake_telegram):
     tg = fake_telegram
     with Sim.start(tmp_path, "ws_port=0", "ws_token=" + TOKEN, "tg_api_base=" + tg["base_url"],
                    "tg_token=" + tg["token"], "tg_allow=%d,%d" % (A, B), "wifi_ssid=host-network",
-                   *llm_settings(fake_anthropic), console=True) as s:
+                   *llm_settings(fake_anthropic), console=True, env=SHORT) as s:
         s.wait_for(r"tg: .*polling")
         yield s
 

@@ -4,7 +4,7 @@ many messages from WebSocket and Telegram chats at once, each turn with a tool c
 one reply, its own, in order; the heap in use after the run is no more than the heap
 after the warm-up plus HEAP_SLACK; the session files and the usage ledger stay within their caps.
 
-`make test`: 500 messages on each interpreter; `make soak`: MIMI_SOAK_MESSAGES (10,000).
+`make test`: 300 messages on each interpreter; `make soak`: MIMI_SOAK_MESSAGES (10,000).
 Prints the heap after warm-up and after every round of messages, the firmware idle
 (pytest -s): the curve in docs/reliability.md."""
 import asyncio
@@ -25,11 +25,11 @@ sys.path.insert(0, str(ROOT / "tools"))
 import mkimage  # noqa: E402
 from mimi import limits  # noqa: E402
 
-MESSAGES = int(os.getenv("MIMI_SOAK_MESSAGES") or 500)
+MESSAGES = int(os.getenv("MIMI_SOAK_MESSAGES") or 300)
 HEAPS = {"": "768k", "mp32": "512k"}  # 64-bit: well under the port's 2 MB; 32-bit: 2.5x the board's heap
 WS_CHATS = ("soak-a", "soak-b", "soak-c")
 TG_CHATS = (42, 43)
-ROUND = max(50, MESSAGES // 50)  # messages per chat between two heap figures (a new connection each)
+ROUND = max(30, MESSAGES // 50)  # messages per chat between two heap figures (a new connection each)
 WARMUP = 3  # messages per chat before the first heap figure: every module a turn loads
 HEAP_SLACK = 2 * 1024
 SETTLE_DIFF = 1024  # a figure this far from the one before is read on for SETTLE_S seconds
