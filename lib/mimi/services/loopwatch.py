@@ -60,6 +60,11 @@ class _Watched:
     def throw(self, exc):  # cancellation and timeouts go to the task
         return self._step(exc, True)
 
+    def close(self):  # as a coroutine's: one never run, or dropped
+        c, self.coro = self.coro, None
+        if c is not None:
+            c.close()
+
     def _step(self, arg, exc):
         global _current
         t0 = time.ticks_ms()
