@@ -85,8 +85,9 @@ def tasks(stop):
     from mimi.services import wifi, loopwatch, watchdog
 
     w = loopwatch.watch  # each task's steps timed: "W loop: stalled 850 ms in telegram"
+    wifi.supervisor.portal = True  # the onboarding portal's check runs while offline
     ts = [w("wifi", wifi.supervisor.run()), w("boot guard", safemode.guard()),
-          w("watchdog", watchdog.task()), w("portal", wifi.onboard()), loopwatch.task()]
+          w("watchdog", watchdog.task()), loopwatch.task()]
     if not safemode.active:
         from mimi.channels import dispatch
         from mimi.services import ntp, cron

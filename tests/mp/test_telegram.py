@@ -239,7 +239,8 @@ async def test_a_reply_whose_rest_finds_no_room_is_not_sent_twice():
 
     fmt.render_html = failing
     lane = dispatch.Lane("telegram", b.send, b.owe)
-    lane.start()
+    lane.start()  # nothing to send: no task
+    assert lane.task is None
     lane.push(bus.Msg("telegram", ALLOWED, text))
     for _ in range(200):
         st = await state()
@@ -251,7 +252,7 @@ async def test_a_reply_whose_rest_finds_no_room_is_not_sent_twice():
     seen = [m["visible"][:40] for m in st["sent"]]
     assert len(st["sent"]) == 2 and st["sent"][0]["visible"].startswith("Part 0"), seen
     assert st["sent"][1]["visible"].startswith("Sorry, the rest of my answer did not fit"), seen
-    lane.task.cancel()
+    assert lane.task is None  # all sent: the lane's task ended
     task.cancel()
 
 

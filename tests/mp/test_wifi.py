@@ -310,6 +310,28 @@ async def test_onboarding_needed_without_settings_or_before_the_first_connection
     t.cancel()
 
 
+async def test_the_portal_check_runs_only_while_offline():
+    """An online board holds no task for the onboarding portal: the supervisor starts
+    its check (onboard()) when the board is offline, and the check ends once online."""
+    check = limits.PORTAL_CHECK_S
+    limits.PORTAL_CHECK_S = 0  # module constant, shortened for this test
+    try:
+        sup, w, clock, cfg = make()
+        sup.portal = True
+        t = asyncio.create_task(sup.run())
+        await until(lambda: sup._onboard is not None)  # connecting: offline
+        first = sup._onboard
+        await until(sup.online)
+        await until(first.done)  # online: no check left
+        w.drop()  # offline again: the check again (until online again)
+        await until(lambda: sup._onboard is not first)
+        await until(sup._onboard.done)
+        assert sup.online()
+        t.cancel()
+    finally:
+        limits.PORTAL_CHECK_S = check
+
+
 async def test_portal_code_loaded_only_while_onboarding():
     import sys
     from mimi import board

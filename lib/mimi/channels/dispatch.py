@@ -1,7 +1,8 @@
 # The outbound dispatcher (a loop task): takes replies and statuses off
 # bus.outbound and hands each to its channel's sender. Every channel has its own
-# lane (a short queue and a task), so a slow channel (Telegram over TLS) never
-# holds up another; within a channel the order is kept (status before reply).
+# lane (a short queue and a task while it holds messages), so a slow channel (Telegram
+# over TLS) never holds up another; within a channel the order is kept (status before
+# reply). An idle lane holds no task.
 # It also starts the channels of the table (channels/__init__.py): each configured
 # one's code loaded, its sender registered here, its loop task handed to startup.
 import asyncio
@@ -21,11 +22,11 @@ class Lane:
         self.send = send
         self.owe = owe
         self.items = []
-        self.ev = asyncio.Event()
         self.task = None
 
     def start(self):
-        if self.task is None:
+        """The lane's task, while it has messages to send: it ends once they went."""
+        if self.task is None and self.items:
             self.task = asyncio.create_task(self.run())
 
     def push(self, msg):
@@ -43,22 +44,23 @@ class Lane:
                 old = self.items.pop(0)
                 log.error("dispatch", "%s is not keeping up; dropped %r", self.channel, old)
         self.items.append(msg)
-        self.ev.set()
+        self.start()
 
     async def run(self):
-        while True:
-            while not self.items:
-                self.ev.clear()
-                await self.ev.wait()
-            msg = self.items.pop(0)
-            try:
-                await self.send(msg)
-            except MemoryError:
-                await self.no_room(msg)
-            except Exception as e:
-                log.exception("dispatch", "sending %r" % (msg,), e)
-            msg = None
-            await asyncio.sleep_ms(0)  # let the channel's own tasks (client senders) run
+        try:
+            while self.items:
+                msg = self.items.pop(0)
+                try:
+                    await self.send(msg)
+                except MemoryError:
+                    await self.no_room(msg)
+                except Exception as e:
+                    log.exception("dispatch", "sending %r" % (msg,), e)
+                msg = None
+                await asyncio.sleep_ms(0)  # let the channel's own tasks (client senders) run
+        finally:
+            if self.task is asyncio.current_task():  # (not a newer one: run()'s end cancels)
+                self.task = None
 
 
     async def no_room(self, msg):

@@ -26,7 +26,7 @@ def install():
         return
 
     def create_task(coro):
-        if _current is not None:
+        if _current is not None and not isinstance(coro, _Watched):  # watched under its own name
             coro = watch(_current, coro)
         return make(coro)
 

@@ -4,8 +4,9 @@
 # exponential backoff, notices a lost link or a lost IP, reconnects (which renews
 # DHCP), re-checks the lease periodically, and reconnects when the settings change.
 # Others read `online()` (any thread) or `await wait_online()` (loop tasks).
-# It also decides when the onboarding portal is needed: onboard() loads the portal
-# (services/portal.py) only then, and drops it once the board is online.
+# It also decides when the onboarding portal is needed: while the board is offline it
+# runs onboard(), which loads the portal (services/portal.py) only then, and drops it
+# once the board is online; an online board holds neither.
 import asyncio
 import mimi
 from mimi import limits, log, board
@@ -25,6 +26,8 @@ def _ip_ok(ip):
 
 
 class Supervisor:
+    portal = False  # startup.tasks(): look for onboarding (onboard()) while offline
+
     def __init__(self, wlan=None, cfg=None, sleep_ms=None):
         self._wlan = wlan
         self.cfg = cfg or config.cfg
@@ -41,6 +44,7 @@ class Supervisor:
         self._changed = False
         self._force = False
         self._suspects = 0
+        self._onboard = None  # onboard()'s task
         self.cfg.watch(self._on_settings)
 
     def wlan(self):
@@ -84,6 +88,10 @@ class Supervisor:
             self._changed = True
 
     def _set_online(self, on):
+        if not on and self.portal and (self._onboard is None or self._onboard.done()):
+            from mimi.services import loopwatch
+
+            self._onboard = asyncio.create_task(loopwatch.watch("portal", onboard(self)))
         if on == self._online:
             return
         self._online = on
@@ -231,20 +239,24 @@ supervisor = Supervisor()
 
 
 async def onboard(sup=supervisor):
-    """Loop task: the onboarding portal while it is needed (see Supervisor.onboarding);
-    its code is loaded for that time only."""
+    """Loop task while the board is offline (Supervisor starts it): the onboarding
+    portal while it is needed (see Supervisor.onboarding), its code loaded for that
+    time only; ends once the board is online (onboarding is then not needed)."""
     while True:
         await asyncio.sleep(limits.PORTAL_CHECK_S)
-        if sup.onboarding():
-            try:
-                from mimi.services import portal
+        if not sup.onboarding():
+            if sup.online():
+                return
+            continue
+        try:
+            from mimi.services import portal
 
-                await portal.serve(sup)
-            except Exception as e:  # the portal must never take the loop down: try again later
-                log.exception("portal", "onboarding portal failed", e)
-            finally:
-                mimi.drop("services.portal")
-                mimi.drop("services.captive_dns")
+            await portal.serve(sup)
+        except Exception as e:  # the portal must never take the loop down: try again later
+            log.exception("portal", "onboarding portal failed", e)
+        finally:
+            mimi.drop("services.portal")
+            mimi.drop("services.captive_dns")
 
 
 def online():
