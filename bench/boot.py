@@ -89,7 +89,8 @@ def settled_once(tmp, mp, telegram):
     try:
         with Sim.start(tmp, *sets, console=True, micropython=mp) as sim:
             sim.wait_for(r"I app: ready")
-            sim.send("print('written', open('/spiffs/cron.json', 'w').write(%r))\r" % (
+            # closed before the firmware stops: LittleFS commits a file when it is closed
+            sim.send("f = open('/spiffs/cron.json', 'w'); f.write(%r); f.close(); print('written', 1)\r" % (
                 CRON % ("telegram" if tg else "websocket")))
             sim.wait_for(r"written \d+")
         with Sim.start(tmp, *sets, console=True, micropython=mp) as sim:
@@ -101,6 +102,7 @@ def settled_once(tmp, mp, telegram):
                 assert "polling" in sim.output(), sim.output()
             sim.send("heap_info()\r")
             h = sim.wait_for(HEAP, start=m.end())
+            assert "1 job(s) loaded" in sim.output(), sim.output()  # the target configuration
             return int(h.group(2) if smoke() else m.group(1)), int(h.group(2))
     finally:
         if tg:
