@@ -65,8 +65,14 @@ def prompt(system):
         if cut >= 0:
             parts[-1], turn = parts[-1][:cut], parts[-1][cut:]
     rest = parts.pop() if len(parts) > 1 else ""
-    return ([dumps(p) for p in parts if p], [dumps(rest)] if rest else [],
-            [dumps(turn)] if turn else [])
+    return ([x for p in parts for x in _literals(p)], _literals(rest), _literals(turn))
+
+
+def _literals(text):
+    """text as JSON string literals of PROMPT_CHUNK characters each: a 16 KB prompt
+    given as one str never needs one block its escaped size (a short heap has none)."""
+    step = limits.PROMPT_CHUNK
+    return [dumps(text[i:i + step]) for i in range(0, len(text), step)]
 
 
 def inner(lits):
