@@ -20,9 +20,11 @@ WEEK = 2016
 PNG_BYTES = 29132  # 480 x 240, 2 bits a pixel, stored deflate blocks
 # The free heap it is drawn and sent in, spread as the heap leaves it, its names interned
 # by an earlier chart: its live peak is ~21.7 KB on 32-bit, within issue 24's 24 KB
-# (docs/benchmarks.md §14); in pieces it needs 32 KB (30 fails: no 848-byte block), 48 KB
-# on 64-bit (44 fails)
-BUDGET = 32 * 1024 if sys.maxsize < 2 ** 31 else 48 * 1024
+# (docs/benchmarks.md §14); in pieces it needed 32 KB (30 fails: no 848-byte block), 48 KB
+# on 64-bit (44 fails); with the flash's bigger file caches (§13) 30 KB passes alone but 32
+# failed once in a make test run (no 793-byte block, the poller's task running beside it):
+# 4 KB over that
+BUDGET = 36 * 1024 if sys.maxsize < 2 ** 31 else 52 * 1024
 
 
 def tg():
