@@ -8,6 +8,7 @@ number of polls and its sender told), and a WebSocket connection the gateway has
 room for is refused with 503, not left hanging."""
 import asyncio
 import json
+from contextlib import contextmanager
 
 import pytest
 import websockets
@@ -28,6 +29,20 @@ def _answered(got, tag):
     return got in (503, 1013) or got == wholefw.answer(tag) or got.startswith(SORRY)
 
 
+@contextmanager
+def _booted(tmp_path, llm, tg, fake_search, find, what, heap):
+    """The whole firmware (wholefw's workload, Telegram and the WebSocket) on the
+    interpreter find() gives, in heap, ready; skipped without that interpreter."""
+    mp, why = find()
+    if not mp:
+        pytest.skip("needs %s: %s" % (what, why))
+    wholefw.prepare(tmp_path, llm["ca"])
+    with Sim.start(tmp_path, *wholefw.settings(llm, tg), console=True, heap=heap,
+                   micropython=mp) as sim:
+        wholefw.ready(sim, fake_search)
+        yield sim
+
+
 def _ws(sim, llm):
     """A WebSocket turn -> its answer, or 503 (no room for a connection: refused), or
     1013 (closed for want of room, and said so)."""
@@ -39,14 +54,8 @@ def test_a_turn_with_no_room_is_answered_and_telegram_takes_the_next_update(
     # 32-bit .mpy at TURN_HEAP: the turns find no room. Before: the WebSocket turn was
     # apologised for, but Telegram then took no update ("no update taken from a batch
     # (no room in the heap); retry in 1 s" every second) and never answered again.
-    mp32, why = mp32_bin()
-    if not mp32:
-        pytest.skip("needs the 32-bit MicroPython: %s" % why)
     llm, tg = fake_anthropic, fake_telegram
-    wholefw.prepare(tmp_path, llm["ca"])
-    with Sim.start(tmp_path, *wholefw.settings(llm, tg), console=True, heap=TURN_HEAP,
-                   micropython=mp32) as sim:
-        wholefw.ready(sim, fake_search)
+    with _booted(tmp_path, llm, tg, fake_search, mp32_bin, "the 32-bit MicroPython", TURN_HEAP) as sim:
         got = []
         for tag in ("ws", "tg1", "tg2"):
             llm.reset()
@@ -66,14 +75,9 @@ def test_an_update_with_no_room_is_skipped_and_its_sender_told(
     # The frozen build at 128 KB with the heap filled from the console but for ~10 KB:
     # a 6 KB message is more than the poller can take. Before: skipped with a log line,
     # its sender never told. Then the heap is given back: the next message is answered.
-    mp, why = mp32_frozen_bin()
-    if not mp:
-        pytest.skip("needs the frozen 32-bit MicroPython: %s" % why)
     llm, tg = fake_anthropic, fake_telegram
-    wholefw.prepare(tmp_path, llm["ca"])
-    with Sim.start(tmp_path, *wholefw.settings(llm, tg), console=True, heap="128k",
-                   micropython=mp) as sim:
-        wholefw.ready(sim, fake_search)
+    with _booted(tmp_path, llm, tg, fake_search, mp32_frozen_bin, "the frozen 32-bit MicroPython",
+                 "128k") as sim:
         at = len(sim.output())
         sim.send("B = []; exec('try:\\n while 1: B.append(bytearray(1024))\\nexcept MemoryError: pass');"
                  " del B[:10]; import gc; gc.collect(); print('ballast', len(B))\r")
