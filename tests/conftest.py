@@ -5,7 +5,9 @@ its own `micropython` process (tests/mp/runner.py) on a fresh LittleFS image
 mounted at / by the firmware's board layer. Module-level settings read from the
 source (without running it):
   HEAPSIZE = "256k"      heap cap for every test of the file (-X heapsize)
-  HEAP = {"test_x": "256k"}  per-test heap caps
+  HEAP = {"test_x": "256k"}  per-test heap caps; a pair ("320k", "224k") is the cap on
+                         the 64-bit interpreter, then on the 32-bit ones (8-byte words
+                         take a third more heap: one cap is tight on one, loose on the other)
   FS_BLOCKS = 1536       size of the fresh filesystem in 4 KB blocks (default 256)
   TIMEOUT = 60           seconds before the test is killed and failed (times
                          MIMI_TIMEOUT_SCALE from the environment: long runs, `make fuzz`)
@@ -144,18 +146,22 @@ class MpFile(pytest.File):
                     for p, extra in params.items():
                         yield pytest.Function.from_parent(
                             self, name="%s[%s]" % (node.name, "-".join(filter(None, (p, tag)))),
-                            callobj=_make_runner(self.path.stem, node.name, settings, mp, p, extra))
+                            callobj=_make_runner(self.path.stem, node.name, settings, mp, tag, p, extra))
                 else:
                     yield pytest.Function.from_parent(
                         self, name=node.name + ("[%s]" % tag if tag else ""),
-                        callobj=_make_runner(self.path.stem, node.name, settings, mp))
+                        callobj=_make_runner(self.path.stem, node.name, settings, mp, tag))
 
 
-def _make_runner(module, func, s, mp, param=None, param_fixtures=()):
+def _make_runner(module, func, s, mp, tag, param=None, param_fixtures=()):
+    heap = s["heap"].get(func, s["heapsize"])
+    if isinstance(heap, tuple):
+        heap = heap[1 if tag else 0]
+
     def run(request, tmp_path):
         names = tuple(s["fixtures"]) + tuple(param_fixtures)
         fixtures = {name: request.getfixturevalue(name) for name in names}
-        r = run_mp(module, func, tmp_path, s["heap"].get(func, s["heapsize"]), s["blocks"],
+        r = run_mp(module, func, tmp_path, heap, s["blocks"],
                    s["timeout"], fixtures, param, mp)
         out = r.stdout + r.stderr
         if r.returncode == 3 and "SKIP:" in out:
