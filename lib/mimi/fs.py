@@ -188,11 +188,12 @@ def read_text(path, limit=None):
     return read_sized_text(path, limit)[0]
 
 
-def read_sized_text(path, limit=None, piece=1024):
+def read_sized_text(path, limit=None, piece=1024, pieces=False):
     """(read_text(path, limit), the file's size), from one look-up of the path. Read and
     decoded `piece` bytes at a time: the only block as big as the text is the text
     itself (bytes then str needed two, and a 5 KB file's second one was what a short
-    heap lacked, bench/longrun.py)."""
+    heap lacked, bench/longrun.py). pieces: a longer text stays a tuple of those pieces
+    (bus.pieces()), never one block its size."""
     with lock, open(path, "rb") as f:
         size = f.seek(0, 2)
         f.seek(0)
@@ -210,7 +211,9 @@ def read_sized_text(path, limit=None, piece=1024):
             carry = raw[len(text):] if left > 0 else b""
             out.append(decode(text))
             raw = text = None
-    return (out[0] if len(out) == 1 else "".join(out)), size
+    if len(out) < 2:
+        return (out[0] if out else ""), size
+    return (tuple(out) if pieces else "".join(out)), size
 
 
 def decode(data):

@@ -4,7 +4,7 @@
 import gc
 from mimi import limits, log, short
 from mimi.llm.provider import LLMError, stripped
-from mimi.tools.registry import cap
+from mimi.tools.registry import cap, text_bytes
 
 TOO_MANY_CALLS = ("Error: too many tool calls in one response (at most %d); "
                   "call this tool again in your next response")
@@ -119,10 +119,10 @@ def _act(reply, step, st, registry, ctx, enc, progress):
             log.info("agent", "tool %s (%d bytes of args)", c.name, size)
             if progress:
                 progress(c.name, _detail(args))
-            out = registry.call(c.name, c.args, ctx) if registry else \
+            out = registry.call(c.name, c.args, ctx, True) if registry else \
                 "Error: unknown tool '%s'" % c.name
             out = cap(out or "(empty)", min(limits.TOOL_OUTPUT_MAX, st[1]))
-            st[1] -= len(memoryview(out))
+            st[1] -= text_bytes(out)
         content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": args})
         results.append({"type": "tool_result", "tool_use_id": c.id, "content": out})
     msgs = [{"role": "assistant", "content": content}, {"role": "user", "content": results}]
