@@ -167,7 +167,7 @@ def turns():
 
     def counted(self, *a, **kw):  # a tool that failed (out of memory...) fails the turn here
         out = call(self, *a, **kw)
-        if out.startswith("Error"):
+        if isinstance(out, str) and out.startswith("Error"):  # (a text in pieces: a file read)
             tool_errors[0] += 1
             tool_errors[1] = tool_errors[1] or "%s: %s" % (a[0] if a else "?", out[:120])
         return out

@@ -115,9 +115,9 @@ def encode(text):
 
 
 def write_atomic(path, data, dirs=True, replace=False):
-    """Write all of `data` (str, checked by encode(), or bytes; or a list of them,
-    written one after the other) to `path`; a power cut leaves old or new. A failed
-    write leaves no temporary file. dirs=False: the caller knows its folder is there
+    """Write all of `data` (str, checked by encode(), or bytes; or a list of them, or of
+    iterables of bytes made as they are written, one after the other) to `path`; a
+    power cut leaves old or new. A failed write leaves no temporary file. dirs=False: the caller knows its folder is there
     (each look-up reads the flash).
     replace=True: the caller found the file there (size() >= 0, under `lock`); one
     piece is then written over it in place, not to a temporary file renamed over it
@@ -131,7 +131,7 @@ def write_atomic(path, data, dirs=True, replace=False):
             # (a Ctrl-C comes at a branch: none between the open, which truncates
             # nothing on the flash yet, and the write)
             with open(path, "wb") as f:
-                f.write(parts[0])
+                _put(f, parts[0])
         return
     tmp = path + ".tmp"
     with lock:
@@ -140,16 +140,25 @@ def write_atomic(path, data, dirs=True, replace=False):
         try:
             with open(tmp, "wb") as f:
                 for p in parts:
-                    f.write(p)
+                    _put(f, p)
             os.rename(tmp, path)
         except BaseException:  # a full flash, or a Ctrl-C: no temporary file stays
             remove(tmp)
             raise
 
 
+def _put(f, p):
+    if isinstance(p, (bytes, bytearray, memoryview)):
+        f.write(p)
+    else:  # a part made as it is written: its bytes in pieces (sessions' long lines)
+        for q in p:
+            f.write(q)
+
+
 def append(path, parts):
-    """Add each of `parts` (str, checked by encode(), or bytes) to the end of `path`,
-    made with its folders when missing, as one change. Returns the file's size after."""
+    """Add each of `parts` (str, checked by encode(), bytes, or an iterable of bytes made
+    as it is written) to the end of `path`, made with its folders when missing, as one
+    change. Returns the file's size after."""
     parts = [encode(p) if isinstance(p, str) else p for p in parts]
     with lock:
         try:  # (an existing file opened without creating: one look-up of the path)
@@ -164,7 +173,7 @@ def append(path, parts):
         with f:
             f.seek(0, 2)
             for p in parts:
-                f.write(p)
+                _put(f, p)
             return f.tell()
 
 
@@ -188,11 +197,12 @@ def read_text(path, limit=None):
     return read_sized_text(path, limit)[0]
 
 
-def read_sized_text(path, limit=None, piece=1024):
+def read_sized_text(path, limit=None, piece=1024, pieces=False):
     """(read_text(path, limit), the file's size), from one look-up of the path. Read and
     decoded `piece` bytes at a time: the only block as big as the text is the text
     itself (bytes then str needed two, and a 5 KB file's second one was what a short
-    heap lacked, bench/longrun.py)."""
+    heap lacked, bench/longrun.py). pieces: a longer text stays a tuple of those pieces
+    (bus.pieces()), never one block its size."""
     with lock, open(path, "rb") as f:
         size = f.seek(0, 2)
         f.seek(0)
@@ -210,7 +220,9 @@ def read_sized_text(path, limit=None, piece=1024):
             carry = raw[len(text):] if left > 0 else b""
             out.append(decode(text))
             raw = text = None
-    return (out[0] if len(out) == 1 else "".join(out)), size
+    if len(out) < 2:
+        return (out[0] if out else ""), size
+    return (tuple(out) if pieces else "".join(out)), size
 
 
 def decode(data):

@@ -99,6 +99,7 @@ PROMPT_CHUNK = const(1024)  # the prompt (and a message's long text) is read and
 HEAP_SHORT = const(96 * 1024)  # less free: a turn drops code after use (mimi.short())
 HEAP_SPARE = const(768)  # kept aside for telling a person that memory ran out (mimi.spare())
 PROMPT_SPILL = "/prompt.tmp"  # and escapes the prompt into this file (outside /spiffs)
+TURN_SPILL = "/turn.tmp"  # ... and the turn's tool calls and results into this one
 
 SKILL_TITLE_MAX = const(64)
 SKILL_DESC_MAX = const(256)

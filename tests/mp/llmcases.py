@@ -306,6 +306,36 @@ def big_turn(kind):
     assert snap(kind, bodies=False)["requests"][-1]["size"] > 16000 + 20 * 300
 
 
+def tool_results_spilled_on_a_short_heap(kind):
+    """On a short heap the turn's tool calls and results are written to limits.TURN_SPILL
+    once and every later call of the turn reads them from there: the model gets the same
+    requests as with room."""
+    import mimi
+    from mimi import fs
+
+    text = "\u00e9\"\\ \u4e2d " * 500 + "x" * 1500  # escapes, characters across pieces
+    sent = []
+    for tight in (False, True):
+        llmfake.script(fixture(kind), {"tool_calls": [call("echo", text=text)]},
+                       {"tool_calls": [call("get_current_time")]}, {"text": "done"})
+        fs.remove(limits.TURN_SPILL)
+        mimi._short = tight
+        try:
+            p = provider(kind)
+            t = turn(p, "go")
+            p.close()
+        finally:
+            mimi._short = False
+        assert t.text == "done" and t.tool_calls == 2 and t.error is None, t
+        assert fs.exists(limits.TURN_SPILL) == tight
+        last = snap(kind, last=1)["requests"][0]["body"]
+        sent.append(([m["role"] for m in last["messages"]], [c for _, c in tool_outputs(kind, last)]))
+    clean(kind, handshakes=None)
+    assert sent[0] == sent[1], [(r, [len(c) for c in cs]) for r, cs in sent]
+    assert sent[1][1] == ["echo:%s@7" % text, "2026-01-01 09:00:00 UTC+00:00"], sent[1][0]
+    fs.remove(limits.TURN_SPILL)
+
+
 def cache_survives_memory_change(kind):
     """The worker's system prompt is [fixed instructions, memory... + turn context]:
     when memory changes between turns, the tools + fixed part are still cache reads."""

@@ -58,6 +58,22 @@ def test_read_errors_and_cap():
     assert call("read_file") == "Error: 'path' required (string)"
 
 
+def test_long_read_stays_in_pieces_for_the_agent():
+    # The agent takes a long file as 1 KB pieces (bus.pieces()): a short heap has no block
+    # its size. Every other caller gets the same text joined.
+    text = "é" * 1500 + "x" * 3000  # a character across each 1 KB read
+    write("/spiffs/long.md", text)
+    got = registry.call("read_file", {"path": "/spiffs/long.md"}, None, True)
+    assert isinstance(got, tuple) and len(got) > 1 and all(len(p.encode()) <= 1024 for p in got)
+    assert "".join(got) == text == call("read_file", path="/spiffs/long.md")
+    write("/spiffs/big.md", "é" * 20000)  # over the cap: the note is the last piece
+    got = registry.call("read_file", {"path": "/spiffs/big.md"}, None, True)
+    assert isinstance(got, tuple) and "".join(got) == call("read_file", path="/spiffs/big.md")
+    assert got[-1].startswith("\n[cut: /spiffs/big.md is 40000 bytes; showed the first %d]"
+                              % len("".join(got[:-1]).encode()))
+    assert len("".join(got).encode()) <= limits.TOOL_OUTPUT_MAX
+
+
 def test_edit_first_occurrence_only():
     write("/spiffs/memory/MEMORY.md", "name: ?\nname: ?\n")
     r = call("edit_file", path="/spiffs/memory/MEMORY.md", old_string="name: ?", new_string="name: Ada")

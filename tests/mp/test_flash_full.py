@@ -76,16 +76,17 @@ def test_session_save_on_full_flash_is_said_and_kept():
     mark = len(log.recent(100))
     q2 = "q2 " + "x" * 600  # (more than LittleFS keeps inline in the folder's metadata: a block)
     sessions.append(key, "user", q2)
-    sessions.append(key, "assistant", "a2")
+    a2 = ("a2 ", "\u00e9\"" * 400, " end")  # a long answer in pieces (bus.pieces())
+    sessions.append(key, "assistant", a2)
     err = sessions.flush()
     assert err and "not saved" in err and "flash is full" in err, err
     assert any("session" in line for line in log.recent(100)[mark:])
     # The chat goes on with what could not be written.
-    assert [m["content"] for m in sessions.load(key)] == ["q1", "a1", q2, "a2"]
+    assert [m["content"] for m in sessions.load(key)] == ["q1", "a1", q2, "".join(a2)]
     unfill()
     assert sessions.flush() is None
     with open(sessions.path(key)) as f:
-        assert [json.loads(x)["content"] for x in f.read().split("\n") if x] == ["q1", "a1", q2, "a2"]
+        assert [json.loads(x)["content"] for x in f.read().split("\n") if x] == ["q1", "a1", q2, "".join(a2)]
     assert tmp_files() == []
 
 

@@ -70,3 +70,7 @@ def test_validator_catches_mismatched_tool_result_id(kind):
 
 def test_big_turn(kind):
     c.big_turn(kind)
+
+
+def test_tool_results_spilled_on_a_short_heap(kind):
+    c.tool_results_spilled_on_a_short_heap(kind)

@@ -22,6 +22,20 @@ def test_a_text_in_pieces_is_stored_as_one_message():
     assert sessions.load("tg_p")[1]["content"] == "".join(pieces)
 
 
+def test_a_text_in_pieces_too_long_for_a_line_keeps_what_fits():
+    from mimi import limits
+
+    pieces = tuple("%d " % i + "x" * 1000 for i in range(limits.SESSION_LINE_MAX // 1000 + 4))
+    sessions.append("tg_q", "assistant", pieces)
+    sessions.flush()
+    with open(sessions.path("tg_q")) as f:
+        raw = f.read()
+    assert len(raw.encode()) <= limits.SESSION_LINE_MAX
+    got = json.loads(raw)["content"]
+    assert got.endswith("\n[cut: message too long]") and "".join(pieces).startswith(got[:-25])
+    assert len(got) > limits.SESSION_LINE_MAX - 1100
+
+
 def test_long_lines_are_sent_from_the_file_on_a_short_heap():
     # a short heap never holds a long stored message: it is found in the file in blocks
     # and sent from there (a Region), as stored; one that is not sent as stored (a \ud

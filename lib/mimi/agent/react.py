@@ -4,7 +4,7 @@
 import gc
 from mimi import limits, log, short
 from mimi.llm.provider import LLMError, stripped
-from mimi.tools.registry import cap
+from mimi.tools.registry import cap, text_bytes
 
 TOO_MANY_CALLS = ("Error: too many tool calls in one response (at most %d); "
                   "call this tool again in your next response")
@@ -55,7 +55,8 @@ def run_turn(provider, system, history, user_text, registry, ctx=None, progress=
     if enc:
         messages = [enc(m) if isinstance(m, dict) else m for m in messages]
     usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
-    st = [0, limits.TURN_TOOL_BYTES, set()]  # tool calls run, output budget left, ids seen (hashes)
+    # tool calls run, output budget left, ids seen (hashes), tool messages spilled (_spill)
+    st = [0, limits.TURN_TOOL_BYTES, set(), 0]
     turn = None
     try:
         for step in range(limits.MAX_TOOL_ITER):
@@ -119,14 +120,40 @@ def _act(reply, step, st, registry, ctx, enc, progress):
             log.info("agent", "tool %s (%d bytes of args)", c.name, size)
             if progress:
                 progress(c.name, _detail(args))
-            out = registry.call(c.name, c.args, ctx) if registry else \
+            out = registry.call(c.name, c.args, ctx, True) if registry else \
                 "Error: unknown tool '%s'" % c.name
             out = cap(out or "(empty)", min(limits.TOOL_OUTPUT_MAX, st[1]))
-            st[1] -= len(memoryview(out))
+            st[1] -= text_bytes(out)
         content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": args})
         results.append({"type": "tool_result", "tool_use_id": c.id, "content": out})
     msgs = [{"role": "assistant", "content": content}, {"role": "user", "content": results}]
-    return [enc(m) for m in msgs] if enc else msgs
+    if not enc:
+        return msgs
+    content = results = out = None
+    msgs = [enc(m) for m in msgs]
+    return [_spill(m, st) for m in msgs] if short() else msgs
+
+
+def _spill(m, st):
+    """An encoded message as a Region of limits.TURN_SPILL (net/httpbody.py), written
+    there once: on a short heap the turn's tool results (a 5 KB file read, the search
+    answer) are read from the flash by each later call of the turn, as the prompt is
+    (agent/context.py), instead of held escaped until the turn ends. Kept in RAM when
+    the flash says no."""
+    from mimi import fs
+    from mimi.net.httpbody import Region, leaves
+
+    try:
+        with fs.lock, open(limits.TURN_SPILL, "ab" if st[3] else "wb") as f:
+            at = f.seek(0, 2)
+            for p in leaves((m,)):
+                f.write(p)
+            n = f.tell() - at
+    except OSError as e:
+        log.warning("agent", "tool results kept in RAM: %s", e)
+        return m
+    st[3] += 1
+    return Region(limits.TURN_SPILL, at, n)
 
 
 def _history(history, user_text):

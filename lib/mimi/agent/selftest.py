@@ -31,7 +31,7 @@ class _Client:
         from mimi.net.http import Response
 
         pieces = httpbody.flat(body)
-        self.sent = httpbody.length(pieces)
+        self.sent = httpbody.length(body)
         if bytes(memoryview(pieces[0])[:1]) != b"{" or bytes(memoryview(pieces[-1])[-1:]) != b"}":
             raise ValueError("the request is not a JSON object")
         return Response(200, "OK", {}, ANSWERS[self.name])

@@ -162,7 +162,7 @@ def run_message(msg):
     except MemoryError as e:  # say so: never a silently shorter prompt or history
         failures += 1
         llm = None
-        _forget(True)
+        _forget()
         mimi.spare(False)  # room for the line and the reply
         log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
         return TOO_BIG
@@ -173,8 +173,9 @@ def run_message(msg):
     finally:
         if llm is not None and hasattr(llm, "stream"):
             llm.stream = None  # (kept for the next turn, which may be nobody's)
-        if short(True):  # a short heap keeps nothing of a turn: scattered, it would break
-            _forget()  # up the room the next turn needs
+        if short(True):  # a short heap keeps nothing of a turn, its code neither: kept, it
+            _forget()  # leaves the loop too little room to send a long answer (its
+            # formatter's code and parts) and breaks up the room the next turn needs
         busy = False
         _alive()
 
@@ -189,25 +190,23 @@ def _partials(msg):
     return put
 
 
-def _forget(everything=False):
-    """What a turn leaves on a short heap goes; everything (a turn that found no room):
-    the agent path's code too (loaded again by the next turn), so that the loop has
-    the room to send the apology."""
+def _forget():
+    """What a turn leaves goes (a short heap, or a turn that found no room): its
+    connection and the agent path's code (loaded again by the next turn), so that the
+    loop has the room to send the answer or the apology."""
     provider = sys.modules.get("mimi.llm.provider")  # (no import: this must work without room)
     if provider:
         provider.drop()  # its connection, buffer and objects (net/tls.py keeps the roots)
     provider = None
     for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
-                 "mimi.llm.failure", "mimi.llm.stream", "mimi.jsonscan"):
+                 "mimi.llm.failure", "mimi.llm.stream", "mimi.jsonscan",
+                 "mimi.agent.react", "mimi.agent.context", "mimi.llm.provider", "mimi.llm",
+                 "mimi.tools.registry", "mimi.memory.store", "mimi.memory.skills", "mimi.memory",
+                 "mimi.net.httpsync", "mimi.net.httpbody"):
         unload(name)
-    if everything:
-        for name in ("mimi.agent.react", "mimi.agent.context", "mimi.llm.provider", "mimi.llm",
-                     "mimi.tools.registry", "mimi.memory.store", "mimi.memory.skills", "mimi.memory",
-                     "mimi.net.httpsync", "mimi.net.httpbody"):
-            unload(name)
-        import gc
+    import gc
 
-        gc.collect()
+    gc.collect()
 
 
 def _release(llm):
@@ -250,7 +249,7 @@ def handle(msg):
             _put_out(bus.Msg(msg.channel, msg.chat_id, reply, bus.REPLY, msg.meta))
     except MemoryError:
         reply = None
-        _forget(True)
+        _forget()
         mimi.spare(False)
         if channels.get(msg.channel).label:
             _put_out(bus.Msg(msg.channel, msg.chat_id, TOO_BIG, bus.REPLY, msg.meta))

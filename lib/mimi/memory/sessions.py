@@ -41,7 +41,7 @@ def path(key):
 
 def _line(role, content, ts):
     if isinstance(content, tuple):  # a text in pieces (bus.pieces()): written in them
-        return _pieces_line(role, content, ts)
+        return _Pieces(role, content, ts)
     rec = {"role": role, "content": content, "ts": ts}
     data = fs.encode(json.dumps(rec))
     if len(data) <= limits.SESSION_LINE_MAX or not isinstance(content, str):
@@ -58,31 +58,54 @@ def _line(role, content, ts):
         keep -= len(data) - limits.SESSION_LINE_MAX + 64
 
 
-def _pieces_line(role, content, ts):
-    """The line of a text in pieces, as a tuple of its bytes pieces (each JSON-escaped
-    alone); a text too long for a line keeps the pieces that fit, and says so."""
-    out = [_ROLE_JSON[role], b'"']
-    end = ('","ts":%d}' % ts).encode()
-    n = len(out[0]) + 1 + len(end)
-    for p in content:
-        e = memoryview(fs.encode(json.dumps(p)))[1:-1]  # (ValueError: not valid UTF-8)
-        if n + len(e) > limits.SESSION_LINE_MAX - 32:
-            out.append(b"\\n[cut: message too long]")
-            break
-        out.append(e)
-        n += len(e)
-    out.append(end)
-    return tuple(out)
+def _escaped(piece):
+    """One piece of a text as JSON string content (a view, no copy); ValueError when it
+    is not valid UTF-8."""
+    e = json.dumps(piece)
+    if len(memoryview(e)) != len(e):  # not ASCII: checked strictly
+        e = fs.encode(e)
+    return memoryview(e)[1:-1]
+
+
+class _Pieces:
+    """The line of a text in pieces (bus.pieces(): a long answer), escaped piece by
+    piece as it is written: it holds the reply's own pieces, never an escaped copy
+    of them (a 10 KB answer's copy was what a short heap lacked at its save). A text
+    too long for a line keeps the pieces that fit, and says so. Iterating it gives
+    the line's bytes in pieces; n is their length."""
+
+    def __init__(self, role, content, ts):
+        self.role = role
+        self.end = ('","ts":%d}' % ts).encode()
+        n = len(_ROLE_JSON[role]) + 1 + len(self.end)
+        keep = 0
+        for p in content:
+            k = len(_escaped(p))  # (ValueError: not valid UTF-8)
+            if n + k > limits.SESSION_LINE_MAX - 32:
+                n += len(_CUT)
+                break
+            n += k
+            keep += 1
+        self.pieces = content if keep == len(content) else content[:keep]
+        self.cut = keep < len(content)
+        self.n = n
+
+    def __iter__(self):
+        yield _ROLE_JSON[self.role]
+        yield b'"'
+        for p in self.pieces:
+            yield _escaped(p)
+        if self.cut:
+            yield _CUT
+        yield self.end
+
+
+_CUT = b"\\n[cut: message too long]"
 
 
 def _bytes(data):
-    """Bytes of a line (bytes, or a tuple of pieces)."""
-    if not isinstance(data, tuple):
-        return len(data)
-    n = 0
-    for p in data:
-        n += len(p)
-    return n
+    """Bytes of a line (bytes, or _Pieces)."""
+    return data.n if isinstance(data, _Pieces) else len(data)
 
 
 def append(key, role, content):
@@ -132,8 +155,7 @@ def _flush_key(key):
     p = path(key)
     with fs.lock:  # the append and a compaction it triggers are one change
         try:
-            size = fs.append(p, [x for data in lines for x in (data if isinstance(data, tuple)
-                                                                else (data,)) + (b"\n",)])
+            size = fs.append(p, [x for data in lines for x in (data, b"\n")])
         except OSError as e:  # LittleFS commits nothing of a failed append
             log.exception("session", "write " + p, e)
             keep = []
@@ -392,7 +414,12 @@ def load(key, encode=None, n=limits.HISTORY_MAX):
         # would need a block its size, which a busy heap may not have even with room
         msgs = _tail(p, n, encode is not None and short(), encode is not None)
         for data in _pending.get(key, ()):  # could not be written (flash full): still this chat's
-            _take(b"".join(data) if isinstance(data, tuple) else data, msgs, p, -1)
+            if isinstance(data, _Pieces):
+                b = bytearray()
+                for q in data:
+                    b += q
+                data = bytes(b)
+            _take(data, msgs, p, -1)
     msgs = repair(msgs[-n:])
     if encode:
         import gc

@@ -241,7 +241,7 @@ def _response(buf, head, body, method, cap):
     body's framing in buf. Returns (status, reason, headers, keep_alive)."""
     buf.clear()
     yield (_W, head)
-    if isinstance(body, list):  # a tuple body, flattened by _build
+    if isinstance(body, tuple):  # a body of parts (net/httpbody.py)
         from mimi.net import httpbody
 
         yield from httpbody.send_parts(buf, body)
@@ -398,12 +398,8 @@ class _Base:
         if not path.startswith("/") or " " in path:
             raise ValueError("path must start with / and hold no spaces: %r" % path)
         ctype = None
-        if body is None or isinstance(body, (bytes, bytearray, memoryview)):
+        if body is None or isinstance(body, (bytes, bytearray, memoryview, tuple)):
             data = body
-        elif isinstance(body, tuple):
-            from mimi.net import httpbody
-
-            data = httpbody.flat(body)
         elif isinstance(body, str):
             data = body.encode()
         else:
@@ -425,7 +421,7 @@ class _Base:
         if ctype and "content-type" not in given:
             lines.append("Content-Type: " + ctype)
         if (data is not None or method in ("POST", "PUT", "PATCH")) and "content-length" not in given:
-            if isinstance(data, list):
+            if isinstance(data, tuple):
                 from mimi.net import httpbody
 
                 n = httpbody.length(data)

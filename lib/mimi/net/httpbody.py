@@ -40,34 +40,37 @@ def _atoms(pieces):
             yield p
 
 
-def flat(parts, out=None):
-    """A tuple body as the flat list of its pieces, in order: nested tuples are opened,
-    the items of a list separated by commas (a JSON array's or object's members). One
-    list for the body, not a generator per nested part."""
-    if out is None:
-        out = []
-    for p in parts:
-        if isinstance(p, tuple):
-            flat(p, out)
-        elif isinstance(p, list):
-            for k in range(len(p)):
-                if k:
-                    out.append(_SEP)
-                q = p[k]
-                if isinstance(q, tuple):
-                    flat(q, out)
-                elif isinstance(q, list):
-                    flat((q,), out)
-                else:
-                    out.append(q)
+def leaves(body):
+    """A tuple body's pieces in order, walked as they are sent: the items of a tuple one
+    after the other, those of a list separated by commas (a JSON array's or object's
+    members). Never listed: the reference turn's request has ~400 pieces, whose list
+    (2 KB, grown a step at a time) was what a short heap lacked."""
+    seqs, at = [body], [0]
+    while seqs:
+        s, k = seqs[-1], at[-1]
+        if k == len(s):
+            seqs.pop()
+            at.pop()
+            continue
+        at[-1] = k + 1
+        if k and isinstance(s, list):
+            yield _SEP
+        p = s[k]
+        if isinstance(p, tuple) or isinstance(p, list):
+            seqs.append(p)
+            at.append(0)
         else:
-            out.append(p)
-    return out
+            yield p
 
 
-def length(pieces):
+def flat(body):
+    """The pieces of a tuple body as a list (tests; the update check's counted request)."""
+    return list(leaves(body))
+
+
+def length(body):
     n = 0
-    for p in pieces:
+    for p in leaves(body):
         if isinstance(p, (Region, Pieces)):
             n += p.n
         else:
@@ -75,15 +78,15 @@ def length(pieces):
     return n
 
 
-def send_parts(buf, pieces):
-    """Write a flat body: small pieces gathered in the (still unused) receive buffer,
+def send_parts(buf, body):
+    """Write a tuple body: small pieces gathered in the (still unused) receive buffer,
     pieces as big as the buffer written from where they are, Regions read into it."""
     mv = buf.mv
     size = len(mv)
     n = 0
     f = name = None  # the file of the last Region, open until the body is sent
     try:
-        for p in _atoms(pieces):
+        for p in _atoms(leaves(body)):
             if isinstance(p, Region):
                 if p.path != name:
                     if f:

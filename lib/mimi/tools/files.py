@@ -128,8 +128,8 @@ def read_file(args, ctx):
     p, err = check_path(args.get("path"))
     if err:
         return err
-    try:  # (one look-up of the path: each reads the flash)
-        text, size = fs.read_sized_text(p, READ_CAP)
+    try:  # (one look-up of the path: each reads the flash; a long text stays in pieces)
+        text, size = fs.read_sized_text(p, READ_CAP, pieces=True)
     except OSError as e:  # (a folder or a missing file is asked about only now)
         if fs.isdir(p):
             return "Error: %s is a directory (use list_dir)" % p
@@ -137,7 +137,9 @@ def read_file(args, ctx):
             return "Error: file not found: %s" % p
         return "Error: cannot read %s (%s)" % (p, e)
     if size > READ_CAP:
-        text += "\n[cut: %s is %d bytes; showed the first %d]" % (p, size, len(text.encode()))
+        shown = sum(len(memoryview(t)) for t in text) if isinstance(text, tuple) else len(memoryview(text))
+        note = "\n[cut: %s is %d bytes; showed the first %d]" % (p, size, shown)
+        text = text + (note,) if isinstance(text, tuple) else text + note
     return text if text else "(empty file)"
 
 

@@ -83,8 +83,10 @@ class Registry:
             out.append((n, d, s))
         return out
 
-    def call(self, name, args=None, ctx=None):
-        """Run tool `name` with args (dict or JSON text); the result string, never raises."""
+    def call(self, name, args=None, ctx=None, pieces=False):
+        """Run tool `name` with args (dict or JSON text); the result string, never raises.
+        pieces: a long result may come as a tuple of str (bus.pieces(): a file read in
+        1 KB pieces, never one block its size), as the agent sends it; else joined."""
         tool = self._tools.get(name)
         if tool is None:
             return "Error: unknown tool '%s'" % name
@@ -114,6 +116,9 @@ class Registry:
                 unload(mod)
         if out is None:
             out = ""
+        elif isinstance(out, tuple):
+            if not pieces:
+                out = "".join(out)
         elif not isinstance(out, str):
             out = str(out)
         return cap(out)
@@ -155,8 +160,20 @@ def check_args(schema, args):
     return args, None
 
 
+def text_bytes(text):
+    """UTF-8 bytes of a str or of a text in pieces (a tuple of str)."""
+    if isinstance(text, tuple):
+        return sum(len(memoryview(t)) for t in text)
+    return len(memoryview(text))
+
+
 def cap(text, limit=limits.TOOL_OUTPUT_MAX):
-    """At most `limit` UTF-8 bytes, cut on a character boundary, with a note when cut."""
+    """At most `limit` UTF-8 bytes, cut on a character boundary, with a note when cut.
+    A text in pieces stays so when it fits (joined only to be cut)."""
+    if isinstance(text, tuple):
+        if text_bytes(text) <= limit:
+            return text
+        text = "".join(text)
     if len(text) * 4 <= limit:  # fast path: can't be over even if all 4-byte chars
         return text
     data = text.encode()
