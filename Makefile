@@ -18,7 +18,7 @@ help:
 	@echo "                     erase the board, write MicroPython and the filesystem image"
 	@echo "make deploy PORT=... [MIP=1] [FORCE=1]  copy the code to a running board (user data kept)"
 	@echo "make mpremote-config install the mpremote shortcuts (memory-read, config-show, ...)"
-	@echo "make bundle          build the OTA update bundle into build/ (OTA_KEY=... signs it)"
+	@echo "make bundle          build the OTA update bundle into build/ (OTA_KEY=... signs it; SIM=1: for the simulator)"
 	@echo "make bench           run the benchmarks (bench/, results in docs/benchmarks.md)"
 	@echo "make frozen          build MicroPython's unix port with the firmware frozen in (build/mpy/;"
 	@echo "                     FROZEN_BITS=\"32 64\", MPY_SRC=checkout or tarball)"
@@ -119,7 +119,7 @@ mpremote-config: setup
 	@$(BIN)/python tools/mpremote_config.py install
 
 bundle: setup
-	@$(BIN)/python tools/bundle.py $(if $(OTA_KEY),--key $(OTA_KEY))
+	@$(BIN)/python tools/bundle.py $(if $(OTA_KEY),--key $(OTA_KEY)) $(if $(SIM),--sim)
 
 # Headless Chromium for the chat page test (tests/host/test_chat_page.py); skipped there if absent.
 browser:

@@ -98,7 +98,7 @@ def certs(tmp):
 def make_image(path, ca=None, flash="8M"):
     """A fresh board image as tools/sim makes it (code, defaults), with `ca` (PEM
     path) as /certs/roots.pem so the firmware trusts the fake servers' test CA."""
-    files = mkimage.image_files(BUILD, ca_bundle=ca)
+    files = mkimage.image_files(BUILD, ca_bundle=ca, sim=True)
     mkimage.build_image(path, flash, files)
     return str(path)
 

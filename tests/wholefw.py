@@ -83,7 +83,7 @@ def _history(text):
 def prepare(tmp, ca, body=False):
     """tmp/fs.img: the code, the defaults and the workload's files (see above); body:
     with RULES and the SHT3x logged every minute (issue 24)."""
-    files = mkimage.image_files(ROOT / "build")
+    files = mkimage.image_files(ROOT / "build", sim=True)
     files[CA_FILE] = Path(ca).read_bytes()
     files["/spiffs/config/SOUL.md"] = (LINE * 200).encode()
     files["/spiffs/config/USER.md"] = (LINE * 200).encode()

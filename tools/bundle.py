@@ -2,7 +2,9 @@
 """Build an over-the-air update bundle (CPython host tool).
 
 The bundle holds the same compiled application and default files as the
-filesystem image (tools/mkimage.py), never /config.json:
+board's filesystem image (tools/mkimage.py), never /config.json; --sim makes one
+for the simulator (tools/sim), with its host-only modules (an update swaps /lib/mimi
+whole: a board's bundle would leave the simulator without its board layer):
 
     b"MIMIOTA1\\n"
     b"<manifest length> <hex HMAC-SHA256 of the manifest, or ->\\n"
@@ -50,11 +52,11 @@ def bundle_bytes(files, version, key=None):
     return head + body, man
 
 
-def app_files(build):
+def app_files(build, sim=False):
     sys.path.insert(0, str(ROOT / "tools"))
     import mkimage
 
-    files = mkimage.image_files(build)
+    files = mkimage.image_files(build, sim=sim)
     files.pop("/config.json", None)
     return files
 
@@ -64,10 +66,11 @@ def main(argv=None):
     ap.add_argument("-o", "--out", help="bundle path (default build/mimiclaw-VERSION.bundle)")
     ap.add_argument("--version", default=None, help="version string (default mimi.VERSION)")
     ap.add_argument("--key", default=os.environ.get("MIMI_OTA_KEY"), help="ota_key to sign with")
+    ap.add_argument("--sim", action="store_true", help="a bundle for the simulator (with its host-only modules)")
     a = ap.parse_args(argv)
     build = ROOT / "build"
     version = a.version or app_version()
-    data, man = bundle_bytes(app_files(build), version, a.key)
+    data, man = bundle_bytes(app_files(build, a.sim), version, a.key)
     out = Path(a.out or build / ("mimiclaw-%s.bundle" % version))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(data)

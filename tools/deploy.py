@@ -46,13 +46,22 @@ RESET = ("import sys\nif sys.platform == 'esp32':\n    import machine\n    machi
          "else:\n    from mimi import board\n    board.reset()\n")
 
 
-def deploy_files():
-    """{device path: bytes} of what deploy writes; never user data."""
-    files = mkimage.image_files(ROOT / "build")
+def deploy_files(sim=False):
+    """{device path: bytes} of what deploy writes; never user data. sim: to the
+    simulator, with its host-only modules (the swap replaces /lib/mimi whole)."""
+    files = mkimage.image_files(ROOT / "build", sim=sim)
     files.pop(limits.CONFIG_PATH, None)
     for path in files:
         assert not path.startswith(NEVER[0]) and path != NEVER[1], path
     return files
+
+
+def is_simulator(port):
+    """A pseudo-terminal is the simulator's console (tools/sim --pty): a board is a USB
+    serial port (or rfc2217:/socket:). Wrong the safe way: a board reached over a pty
+    gets the host-only modules too (~38 KB of flash), never imports them."""
+    path = os.path.realpath(port)
+    return path.startswith("/dev/pts/") or path[:9] == "/dev/ttys" and path[9:].isdigit()  # Linux, macOS
 
 
 def stage(files, where):
@@ -120,7 +129,7 @@ def main(argv=None):
             raise flash.Fail("PORT is required, e.g. make deploy PORT=/dev/ttyACM0")
         if not a.dry_run:
             flash.check_port(a.port)
-        files = deploy_files()
+        files = deploy_files(sim=is_simulator(a.port))
         if a.mip:  # /lib/<package>: outside what the swap replaces
             run(a.port, ["mip", "install"] + list(MIP_PACKAGES), a.dry_run)
         with tempfile.TemporaryDirectory(prefix="mimi-deploy-") as tmp:

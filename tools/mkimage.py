@@ -2,7 +2,8 @@
 """Build the board's LittleFS filesystem image (CPython host tool).
 
 The image holds what the board's flash filesystem holds: /boot.py, /main.py,
-/lib/** (compiled to .mpy with mpy-cross), /defaults/** (spiffs_data/, installed
+/lib/** (compiled to .mpy with mpy-cross; the host-only modules of HOST_ONLY only
+in the simulator's images), /defaults/** (spiffs_data/, installed
 into /spiffs by the firmware at boot), /certs/roots.pem when a CA bundle is
 built, and optionally /config.json from a secrets file.
 
@@ -28,6 +29,27 @@ FLASH_SIZES = {"8M": 8 * 1024 * 1024, "16M": 16 * 1024 * 1024, "32M": 32 * 1024 
 # What a sync replaces. Other packages in /lib (micropython-lib's logging and aiorepl,
 # which `make deploy MIP=1` installs) are the user's, as on a board: kept.
 CODE_TOP = ("/boot.py", "/main.py", "/lib/mimi", "/defaults", "/certs")
+# What only the host simulator imports, as paths under lib/: its board layer
+# (board/host*.py), micropython-lib's drivers over its simulated buses (board/hostlib/)
+# and its simulated parts (devices/sim/). A board never imports them (board/__init__.py
+# picks esp32*), so its images, OTA bundles, deploys and frozen firmware
+# (firmware/manifest.py) leave them out: ~38 KB of .mpy.
+HOST_ONLY = ("mimi/board/host", "mimi/devices/sim/")
+
+
+def host_only(rel):
+    """rel: a module's path under lib/ ("mimi/board/host_io.py") or the board's
+    ("/lib/mimi/board/host_io.mpy")."""
+    rel = str(rel)
+    return (rel[5:] if rel.startswith("/lib/") else rel).startswith(HOST_ONLY)
+
+
+def board_package():
+    """The mimi package's modules a board runs, as paths inside lib/mimi/ ("board/esp32.py"):
+    what firmware/manifest.py freezes."""
+    pkg = ROOT / "lib" / "mimi"
+    return [p.relative_to(pkg).as_posix() for p in app_sources()
+            if not host_only(p.relative_to(ROOT / "lib").as_posix())]
 
 
 def block_count(flash):
@@ -116,9 +138,12 @@ def compile_tree(build, march=None):
     return files
 
 
-def image_files(build, config=None, ca_bundle=None):
-    """Everything that goes on the board's filesystem, as {device path: bytes}."""
+def image_files(build, config=None, ca_bundle=None, sim=False):
+    """Everything that goes on the board's filesystem, as {device path: bytes};
+    sim=True: the simulator's, with the host-only modules (HOST_ONLY) too."""
     files = compile_tree(build)
+    if not sim:
+        files = {p: d for p, d in files.items() if not host_only(p)}
     for name in ("boot.py", "main.py"):
         files["/" + name] = (ROOT / name).read_bytes()
     data = ROOT / "spiffs_data"
@@ -291,9 +316,10 @@ def main(argv=None):
     ap.add_argument("-o", "--out", default=str(ROOT / "build" / "fs.img"))
     ap.add_argument("--flash", choices=sorted(FLASH_SIZES), default="8M")
     ap.add_argument("--config", help="JSON settings file baked into /config.json")
+    ap.add_argument("--sim", action="store_true", help="the simulator's image (with its host-only modules)")
     a = ap.parse_args(argv)
     build = ROOT / "build"
-    files = image_files(build, config=a.config)
+    files = image_files(build, config=a.config, sim=a.sim)
     blocks = build_image(a.out, a.flash, files)
     print("%s: LittleFS, %d blocks of %d bytes (%s flash), %d files" % (
         a.out, blocks, limits.BLOCK_SIZE, a.flash, len(files)))

@@ -42,6 +42,21 @@ def test_make_bundle_from_the_image_files(tmp_path):
     assert tops <= {"lib", "defaults", "certs", "boot.py", "main.py"}
 
 
+def test_a_board_bundle_has_no_host_only_module_the_simulator_s_has_them(tmp_path):
+    # a board never imports the simulator's board layer and parts; the simulator's own
+    # updates (bundle.py --sim) must bring them, since an update swaps /lib/mimi whole
+    bundle.main(["-o", str(tmp_path / "board.bundle"), "--version", "1"])
+    bundle.main(["-o", str(tmp_path / "sim.bundle"), "--version", "1", "--sim"])
+    board = parse((tmp_path / "board.bundle").read_bytes())[2]
+    sim = parse((tmp_path / "sim.bundle").read_bytes())[2]
+    assert not [p for p in board if mkimage.host_only(p)]
+    assert "/lib/mimi/board/esp32.mpy" in board and "/lib/mimi/board/esp32_io.mpy" in board
+    extra = set(sim) - set(board)
+    assert {"/lib/mimi/board/host.mpy", "/lib/mimi/board/hostlib/dht.mpy",
+            "/lib/mimi/devices/sim/parts.mpy"} <= extra
+    assert all(mkimage.host_only(p) for p in extra) and set(board) <= set(sim)
+
+
 def test_unsigned_bundle():
     data, man = bundle.bundle_bytes({"/main.py": b"x"}, "0")
     assert parse(data)[1] == "-"

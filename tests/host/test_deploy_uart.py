@@ -75,7 +75,7 @@ def test_fs_cp_200kb_over_a_uart_is_byte_identical(uart, tmp_path):
 
 
 def test_full_deploy_over_a_uart_then_a_reset_mid_deploy(tmp_path):
-    files = deploy.deploy_files()
+    files = deploy.deploy_files(sim=True)  # to the simulator: with its host-only modules
     with Sim.start(tmp_path, "ws_port=0", pty=True, baud=921600) as sim:
         sim.wait_for(r"I app: ready")
         mpremote(sim.tty, "resume", "exec", "memory_write('kept across deploys')")

@@ -1,25 +1,34 @@
 """firmware/: the frozen-module manifest compiles for the ESP32-S3, and the OTA
 partition table is sound and understood by tools/flash.py."""
-import ast
 import csv
+import os
 import subprocess
 import sys
 
 import mkimage
+import pytest
 from conftest import ROOT
 
 FW = ROOT / "firmware"
 
 
 def manifest_calls(name="manifest.py"):
-    tree = ast.parse((FW / name).read_text())
+    """[(function, args, kwargs)] of the manifest's calls, run as MicroPython's
+    tools/manifestfile.py runs it: its own folder the working directory, the manifest
+    functions in its globals."""
     calls = []
-    for node in tree.body:
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            c = node.value
-            args = [ast.literal_eval(a) for a in c.args]
-            kw = {k.arg: ast.literal_eval(k.value) for k in c.keywords}
-            calls.append((c.func.id, args, kw))
+
+    def recorder(fn):
+        return lambda *args, **kw: calls.append((fn, list(args), kw))
+
+    g = {fn: recorder(fn) for fn in ("include", "require", "package", "module", "metadata")}
+    cwd, path = os.getcwd(), list(sys.path)
+    os.chdir(FW)
+    try:
+        exec(compile((FW / name).read_text(), str(FW / name), "exec"), g)
+    finally:
+        os.chdir(cwd)
+        sys.path[:] = path
     return calls
 
 
@@ -33,9 +42,46 @@ def test_manifest_names_the_board_manifest_and_packages():
     assert (FW / "../lib/mimi/__init__.py").resolve().is_file()
 
 
+def test_the_board_firmware_freezes_no_host_only_module():
+    files = [kw["files"] for f, a, kw in manifest_calls() if f == "package"][0]
+    lib = (FW / "../lib").resolve()
+    every = sorted(p.relative_to(lib / "mimi").as_posix() for p in (lib / "mimi").rglob("*.py"))
+    assert "board/esp32.py" in files and "__init__.py" in files and "devices/drivers/dht.py" in files
+    assert sorted(files) == [p for p in every if not mkimage.host_only("mimi/" + p)]
+    assert {"board/host.py", "board/host_io.py", "board/hostlib/dht.py", "devices/sim/parts.py"} <= set(every) - set(files)
+
+
+def test_micropython_s_manifest_reader_freezes_no_host_only_module(tmp_path):
+    # the manifest as a firmware build reads it (MicroPython's tools/manifestfile.py, from
+    # the source `make frozen` builds from; the ESP32 port's own manifest stands empty)
+    import mpbuild
+
+    try:
+        with mpbuild._Lock():
+            tree, _ = mpbuild.source()
+    except mpbuild.Missing as e:
+        pytest.skip(str(e))
+    (tmp_path / "boards").mkdir()
+    (tmp_path / "boards" / "manifest.py").write_text("")
+    sys.path.insert(0, str(tree / "tools"))
+    try:
+        import manifestfile
+    finally:
+        del sys.path[0]
+    m = manifestfile.ManifestFile(manifestfile.MODE_FREEZE, {
+        "MPY_DIR": str(tree), "PORT_DIR": str(tmp_path), "BOARD_DIR": str(tmp_path),
+        "MPY_LIB_DIR": str(tree / "lib" / "micropython-lib")})
+    m.execute(str(FW / "manifest.py"))
+    frozen = {f.target_path for f in m.files()}
+    assert {"logging.py", "aiorepl.py", "mimi/__init__.py", "mimi/board/esp32.py"} <= frozen
+    assert {p for p in frozen if p.startswith("mimi/")} == {"mimi/" + p for p in mkimage.board_package()}
+    assert not [p for p in frozen if mkimage.host_only(p)]
+
+
 def test_unix_manifest_freezes_the_same_package_without_micropython_lib():
     # manifest_unix.py: the host's frozen build (docs/benchmarks.md §3c) measures the
-    # board's; it must freeze what manifest.py does, from what a bare checkout has
+    # board's; it must freeze what manifest.py does (and the host-only modules the
+    # simulator imports: the whole package), from what a bare checkout has
     calls = manifest_calls("manifest_unix.py")
     pkgs = [(a[0], kw.get("base_path")) for f, a, kw in calls if f == "package"]
     assert pkgs == [("mimi", "../lib")]
@@ -49,7 +95,9 @@ def test_every_manifest_module_compiles_for_xtensawin(tmp_path):
         if f != "package":
             continue
         base = (FW / kw.get("base_path", ".")).resolve()
-        for src in sorted((base / args[0]).rglob("*.py")):
+        listed = kw.get("files")
+        for src in sorted((base / args[0]).rglob("*.py")) if listed is None else \
+                [base / args[0] / f for f in listed]:
             rel = src.relative_to(base)
             try:
                 # the name a frozen module gets: its path inside the package tree

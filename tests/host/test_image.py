@@ -23,7 +23,19 @@ print('LIB', sorted(os.listdir('/lib/mimi'))[:3])
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    return mkimage.image_files(ROOT / "build")
+    return mkimage.image_files(ROOT / "build", sim=True)  # the simulator boots it
+
+
+def test_a_board_image_has_no_host_only_module():
+    # board/host*, board/hostlib/ and devices/sim/ are the simulator's: a board never
+    # imports them (board/__init__.py), so its image, bundles and deploys go without
+    board = mkimage.image_files(ROOT / "build")
+    sim = mkimage.image_files(ROOT / "build", sim=True)
+    assert not [p for p in board if "/host" in p or "/devices/sim/" in p]
+    assert "/lib/mimi/board/esp32.mpy" in board and "/lib/mimi/devices/drivers/__init__.mpy" in board
+    extra = sorted(set(sim) - set(board))
+    assert "/lib/mimi/board/host.mpy" in extra and "/lib/mimi/devices/sim/sht3x.mpy" in extra
+    assert all(mkimage.host_only(p) for p in extra) and set(board) <= set(sim)
 
 
 @pytest.mark.parametrize("flash,blocks", [("8M", 1536), ("16M", 3584)])

@@ -66,7 +66,7 @@ def lib_files(text):
 
 
 def new_lib():
-    return {p for p in deploy.deploy_files() if p.startswith("/lib/")}
+    return {p for p in deploy.deploy_files(sim=True) if p.startswith("/lib/")}
 
 
 def old_lib(old_tree):
@@ -104,7 +104,7 @@ def test_ota_update_from_the_old_layout_leaves_no_old_module(old_tree, tmp_path)
 
     www = tmp_path / "www"
     www.mkdir()
-    (www / "new.bundle").write_bytes(bundle.bundle_bytes(bundle.app_files(ROOT / "build"), "8.8.8")[0])
+    (www / "new.bundle").write_bytes(bundle.bundle_bytes(bundle.app_files(ROOT / "build", sim=True), "8.8.8")[0])
     srv = otaserver.start(www)
     try:
         with old_sim(old_tree, tmp_path, console=True) as sim:

@@ -37,7 +37,7 @@ def mip():
 
 def image_with(tmp_path, extra):
     """tmp_path/fs.img, as tools/sim makes a new one, with `extra` {path: bytes} in it."""
-    files = mkimage.image_files(ROOT / "build")
+    files = mkimage.image_files(ROOT / "build", sim=True)
     files.update(extra)
     mkimage.build_image(tmp_path / "fs.img", "8M", files)
 

@@ -46,7 +46,7 @@ def www(tmp_path):
 def make_bundle(folder, name, version, replace):
     """The current build as a bundle, VERSION set to `version`, and `replace` {device
     path of an .mpy: Python source} compiled in."""
-    files = bundle.app_files(ROOT / "build")
+    files = bundle.app_files(ROOT / "build", sim=True)
     # the package as built, with another VERSION line
     init, n = re.subn(r'(?m)^VERSION = .*$', "VERSION = %r" % version,
                       (ROOT / "lib" / "mimi" / "__init__.py").read_text())

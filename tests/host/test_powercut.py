@@ -29,7 +29,7 @@ TOKEN = "powercut-token"
 
 def run_cuts(tmp_path, seed, cuts, save_every):
     image = tmp_path / "base.img"
-    mkimage.build_image(image, limits.FS_OFFSET + FLASH_DATA, mkimage.image_files(ROOT / "build"))
+    mkimage.build_image(image, limits.FS_OFFSET + FLASH_DATA, mkimage.image_files(ROOT / "build", sim=True))
     save = tmp_path / "cuts"
     save.mkdir()
     args = tmp_path / "args.json"

@@ -123,6 +123,24 @@ def test_deploy_dry_run_and_errors(tmp_path):
     assert r.returncode == 2 and "is not there" in r.stderr
 
 
+def test_deploy_tells_the_simulator_s_pty_from_a_board(tmp_path):
+    # to the simulator a deploy sends its host-only modules too (without them it
+    # would not boot); a board gets its own modules only
+    import deploy
+
+    master, slave = os.openpty()
+    try:
+        (tmp_path / "tty").symlink_to(os.ttyname(slave))  # tools/sim --pty-link
+        assert deploy.is_simulator(os.ttyname(slave)) and deploy.is_simulator(str(tmp_path / "tty"))
+    finally:
+        os.close(master)
+        os.close(slave)
+    for port in ("/dev/ttyACM0", "/dev/ttyUSB0", "/dev/tty.usbmodem1101", "rfc2217://10.0.0.5:4000", "COM3"):
+        assert not deploy.is_simulator(port), port
+    assert not [p for p in deploy.deploy_files() if "/board/host" in p]
+    assert "/lib/mimi/board/host.mpy" in deploy.deploy_files(sim=True)
+
+
 def test_mpremote_shortcuts(sim, tmp_path):
     port = sim.tty
     env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "xdg"))

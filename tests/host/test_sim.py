@@ -136,7 +136,7 @@ def test_sim_boots_a_full_flash_and_says_what_it_could_not_save(tmp_path):
     import mkimage
 
     img = tmp_path / "fs.img"
-    mkimage.build_image(img, "8M")
+    mkimage.build_image(img, "8M", mkimage.image_files(ROOT / "build", sim=True))  # as tools/sim makes it
     (tmp_path / "fill.py").write_text(FILL)
     r = subprocess.run([micropython_bin(), str(tmp_path / "fill.py"), str(img), str(ROOT / "build" / "lib")],
                        capture_output=True, text=True, timeout=120)

@@ -4,7 +4,9 @@ from support import FakeTime, raises
 from mimi.board.clock import Clock, parse_tz, format_tz, EPOCH_2000
 from mimi import board, fs, limits
 
-HEAP = {"test_largest_free_block_of_a_fragmented_heap": "128k"}
+# (64-bit, 32-bit): the fragmented test needs the imports plus >32 KB to fill, 124k / 88-92k
+# today whatever the temp and checkout paths (measured 2026-12; 128k for both left 64-bit at 97%)
+HEAP = {"test_largest_free_block_of_a_fragmented_heap": ("144k", "104k")}
 
 
 def test_unix_time_same_on_both_epochs():
