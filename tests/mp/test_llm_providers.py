@@ -70,3 +70,7 @@ def test_validator_catches_mismatched_tool_result_id(kind):
 
 def test_big_turn(kind):
     c.big_turn(kind)
+
+
+def test_connection_kept_past_the_provider(kind):
+    c.connection_kept_past_the_provider(kind)

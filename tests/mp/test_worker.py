@@ -269,3 +269,22 @@ def test_a_turns_garbage_does_not_make_the_heap_short():
     assert worker.run_message(bus.Msg("websocket", "w10", "hi")) == "tidy answer"
     assert s.left < limits.HEAP_SHORT  # ... but the turn's garbage made it look short
     assert not mimi.short()  # the end of the turn saw the room: it keeps the provider
+
+
+def test_a_short_heap_lets_the_provider_go_but_keeps_its_connection():
+    """The end of a turn on a short heap forgets the provider (its code and buffer) and
+    keeps its idle connection for the next turn (bench/longrun.py: a TLS handshake a
+    turn on 32-bit, a third of the turns on 64-bit at 512 KB, before); a turn that found
+    no room closes it too (llmcases.connection_kept_past_the_provider: the provider's part)."""
+    import sys
+
+    seen = []
+    for keep in (True, False):
+        __import__("mimi.llm.provider")  # (a turn loads it; _forget(True) unloads it)
+        m = sys.modules["mimi.llm.provider"]
+        real, m.drop = m.drop, seen.append
+        try:
+            worker._forget(not keep)
+        finally:
+            m.drop = real
+    assert seen == [True, False]

@@ -173,8 +173,8 @@ def run_message(msg):
     finally:
         if llm is not None and hasattr(llm, "stream"):
             llm.stream = None  # (kept for the next turn, which may be nobody's)
-        if short(True):  # a short heap keeps nothing of a turn: scattered, it would break
-            _forget()  # up the room the next turn needs
+        if short(True):  # a short heap keeps nothing of a turn but the LLM connection:
+            _forget()  # scattered, it would break up the room the next turn needs
         busy = False
         _alive()
 
@@ -195,7 +195,8 @@ def _forget(everything=False):
     the room to send the apology."""
     provider = sys.modules.get("mimi.llm.provider")  # (no import: this must work without room)
     if provider:
-        provider.drop()  # its connection, buffer and objects (net/tls.py keeps the roots)
+        provider.drop(not everything)  # its buffer and objects; its connection too when
+        # the turn found no room (net/tls.py keeps the roots)
     provider = None
     for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
                  "mimi.llm.failure", "mimi.llm.stream", "mimi.jsonscan"):
