@@ -15,13 +15,15 @@ BEFORE = 3455, 3803  # the table's bytes (Anthropic's, OpenAI's shape) when issu
 
 
 def schema_table():
-    from mimi.tools import TOOLS, NEEDS, _NONE
+    from mimi.tools import TOOLS, NEEDS
+
+    noargs = '{"type":"object","properties":{}}'  # left out in OpenAI's shape (llm/openai.py _NOARGS)
 
     def size(rows, openai):
         fmt = ('{"type":"function","function":{"name":"%s","description":"%s","parameters":%s}},' if openai
                else '{"name":"%s","description":"%s","input_schema":%s},')
         bare = '{"type":"function","function":{"name":"%s","description":"%s"}},'  # no arguments
-        return sum(len(bare % (n, d) if openai and s == _NONE else fmt % (n, d, s)) for n, _, d, s in rows)
+        return sum(len(bare % (n, d) if openai and s == noargs else fmt % (n, d, s)) for n, _, d, s in rows)
 
     body = ("devices", "i2c", "history", "rules")  # SPEC §13 and §14's tools
     base = [t for t in TOOLS if t[1] not in body]

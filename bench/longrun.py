@@ -25,8 +25,9 @@ import wholefw
 HI_KB = {"64-bit": 480, "32-bit": 320, "64-bit frozen": 320, "32-bit frozen": 224}
 STEP_KB = 16
 # the long run's heap (32-bit frozen: issue 12's target for the whole firmware). 64-bit:
-# a heap with room (limits.HEAP_SHORT free between turns, as a board with PSRAM has), so
-# that the provider and its connection are kept; 32-bit .mpy: short, each turn alone.
+# about limits.HEAP_SHORT free between turns (a turn in three ends below it and drops
+# its code); 32-bit .mpy: short, each turn alone. The LLM connection is kept either way
+# (a short heap drops the provider, not its connection: worker._forget()).
 LONG_KB = {"64-bit": 512, "32-bit": 304, "64-bit frozen": 320, "32-bit frozen": 192}
 TURNS = 1000
 
@@ -172,9 +173,8 @@ def tables(n=None):
                "32-bit); largest block probed up to 64 KB "
                "(limits.HEAP_PROBE_MAX). TLS: mimi.net.tls.stats() at the end (the shared "
                "context; Telegram's fake Bot API is plain HTTP, so every TLS connection is "
-               "the LLM's, kept alive for a turn's 4 calls; with a short heap (32-bit here) "
-               "the provider and its connection are dropped after each turn, so one handshake "
-               "a turn).")
+               "the LLM's, kept alive for a turn's 4 calls and between turns; with a short "
+               "heap the provider is dropped after each turn and its connection kept).")
     return [m, r]
 
 

@@ -352,3 +352,35 @@ def cache_survives_memory_change(kind):
     assert 0 < t3.usage["cache_read"] < t2.usage["cache_read"]
     assert t3.usage["cache_read"] > len(fixed) // 4 // 2
     p.close()
+
+
+def connection_kept_past_the_provider(kind):
+    """A turn that ends short of heap (agent/worker.py _forget: provider.drop(True)) lets
+    the provider go, not its idle connection: the next turn's provider, made again from
+    the same settings, sends on it (one TLS handshake for both turns); drop() closes it,
+    and changed settings do not take it."""
+    from mimi.net import tls
+    from mimi.llm import provider as llm
+
+    fx = fixture(kind)
+    cfg = dict(provider=kind, api_key=fx["api_key"], api_base=fx["base_url"], model="test-model")
+    llm.drop()
+    llmfake.script(fx, {"text": "one"}, {"text": "two"}, {"text": "three"})
+    p = llm.from_config(cfg)
+    p.client.ca = board.host_path(fx["ca"])  # (the test CA; a board's is the ca_file setting)
+    assert turn(p).text == "one"
+    opened = tls.stats()["open"]
+    llm.drop(True)
+    assert p.client._sock is not None and p.client._buf is None  # the 2 KB buffer went
+    q = llm.from_config(cfg)
+    assert q is not p and q.client is p.client
+    assert turn(q).text == "two" and q.client.handshakes == 1
+    clean(kind, handshakes=1)
+    llm.drop(True)
+    cfg["model"] = "test-other"  # other settings: a provider of its own, the old one closed
+    r = llm.from_config(cfg)
+    assert r.client is not p.client and p.client._sock is None and tls.stats()["open"] == opened - 1
+    r.client.ca = p.client.ca
+    assert turn(r).text == "three" and r.client.handshakes == 1
+    llm.drop()
+    assert r.client._sock is None and tls.stats()["open"] == opened - 1

@@ -162,6 +162,31 @@ def test_encoded_prompt_is_the_same_prompt():
     assert all(len(json.loads(x).encode()) <= limits.PROMPT_CHUNK + 2 for x in sections)
 
 
+def test_spilled_prompt_is_the_same_prompt_in_two_regions():
+    """On a short heap the escaped prompt goes to a file (limits.PROMPT_SPILL) that the
+    requests read as Regions: the same prompt, and pieces written one after the other
+    are one Region. (A Region per 1 KB piece, ~20, were kept for the turn wherever the
+    escaping's garbage had left them: they split a short heap's free room, and
+    ChipClaw's turn on 64-bit frozen found no 4 KB block for its read_file below 122 KB.)"""
+    import json
+
+    small_files()
+    write("/spiffs/config/SOUL.md", "  \n" + ("h\u00e9llo w\u00f6rld \u4e2d\u6587 \"q\"\n\n   " * 900))
+    write("/spiffs/config/USER.md", "x" * 3000)
+    write("/spiffs/memory/MEMORY.md", "\t" * 5000)
+    fixed, sections, turn = context.encoded("telegram", "1", limits.PROMPT_SPILL)
+    f, d = context.build_parts("telegram", "1")
+    with open(limits.PROMPT_SPILL, "rb") as fh:
+        data = fh.read()
+
+    def text(regions):
+        return "".join(json.loads('"' + data[r.start:r.start + r.n].decode() + '"') for r in regions)
+
+    assert text(fixed) == f and text(sections) + text(turn) == d
+    assert len(sections) == 2, [(r.start, r.n) for r in sections]  # SOUL + USER, then the rest
+    assert sum(r.n for r in fixed + sections + turn) == len(data)
+
+
 def test_fixed_instructions_match_the_tools():
     from mimi.tools.registry import registry
 

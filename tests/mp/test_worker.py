@@ -269,3 +269,30 @@ def test_a_turns_garbage_does_not_make_the_heap_short():
     assert worker.run_message(bus.Msg("websocket", "w10", "hi")) == "tidy answer"
     assert s.left < limits.HEAP_SHORT  # ... but the turn's garbage made it look short
     assert not mimi.short()  # the end of the turn saw the room: it keeps the provider
+
+
+def test_a_short_heap_lets_the_provider_go_but_keeps_its_connection():
+    """The end of a turn on a short heap forgets the provider (its code and buffer) and
+    keeps its idle connection for the next turn (bench/longrun.py: a TLS handshake a
+    turn on 32-bit, a third of the turns on 64-bit at 512 KB, before): held by the worker
+    while the provider's module is unloaded, the client's module kept loaded; a turn that
+    found no room closes it (llmcases.connection_kept_past_the_provider: the provider's part)."""
+    import sys
+
+    class Client:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    client = Client()
+    seen = []
+    __import__("mimi.llm.provider")  # (a turn loads it and the client's module)
+    __import__("mimi.net.httpsync")
+    m = sys.modules["mimi.llm.provider"]
+    m.drop = lambda keep: seen.append(keep) or (("sig", client) if keep else None)
+    worker._forget(True)
+    assert seen == [True] and worker._kept == ("sig", client) and not client.closed
+    assert "mimi.llm.provider" not in sys.modules and "mimi.net.httpsync" in sys.modules
+    worker._forget(False)  # no room: the connection held goes too
+    assert client.closed and worker._kept is None and "mimi.net.httpsync" not in sys.modules

@@ -275,6 +275,17 @@ def encoded(channel, chat_id, spill=None, group=False):
                 return Region(spill, f.tell(), f.write(memoryview(json.dumps(s))[1:-1]))
 
             fixed, sections, turn = _build(channel, chat_id, enc, group)
+        # Pieces next to each other in the file are one Region: a section's ~20 pieces
+        # make two (SOUL + USER, then the rest, in the order they were written), not
+        # ~20 small objects kept for the turn wherever the escaping's garbage left them
+        # (they split a short heap's free room: a 4 KB read_file then found no block).
+        out = []
+        for r in sections:
+            if out and out[-1].start + out[-1].n == r.start:
+                out[-1].n += r.n
+            else:
+                out.append(r)
+        sections = out
     return [fixed], sections, [turn]  # llm.provider.prompt()'s shape
 
 

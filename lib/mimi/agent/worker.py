@@ -103,7 +103,7 @@ def run_message(msg):
     """One turn for msg (a bus.Msg) -> the reply text ("" when nobody is to be told:
     a heartbeat or cron turn refused by a spend cap). Never raises. The session gets
     the user text and the answer only when the turn succeeded."""
-    global busy, turns, failures
+    global busy, turns, failures, _kept
     refused = _refused(msg)
     if refused is not None:
         return refused
@@ -115,6 +115,10 @@ def run_message(msg):
         from mimi.agent import react
         from mimi.memory import sessions
         from mimi.tools.registry import Ctx, registry
+
+        if _kept:  # the connection of a turn that ended on a short heap
+            provider.keep(_kept)
+            _kept = None
 
         key = msg.session
         meta = msg.meta if isinstance(msg.meta, dict) else {}
@@ -173,9 +177,9 @@ def run_message(msg):
     finally:
         if llm is not None and hasattr(llm, "stream"):
             llm.stream = None  # (kept for the next turn, which may be nobody's)
-        if short(True):  # a short heap keeps nothing of a turn, its code neither: kept, it
-            _forget()  # leaves the loop too little room to send a long answer (its
-            # formatter's code and parts) and breaks up the room the next turn needs
+        if short(True):  # a short heap keeps nothing of a turn but the LLM connection, its
+            _forget(True)  # code neither: kept, it leaves the loop too little room to send a
+            # long answer (its formatter's code and parts) and breaks up the next turn's room
         busy = False
         _alive()
 
@@ -190,23 +194,33 @@ def _partials(msg):
     return put
 
 
-def _forget():
-    """What a turn leaves goes (a short heap, or a turn that found no room): its
-    connection and the agent path's code (loaded again by the next turn), so that the
-    loop has the room to send the answer or the apology."""
+def _forget(keep=False):
+    """What a turn leaves goes (a short heap, or a turn that found no room): the agent
+    path's code (loaded again by the next turn), so that the loop has the room to send
+    the answer or the apology. keep (a short heap): the idle LLM connection stays for
+    the next turn (provider.drop()), held here while its provider's module is unloaded,
+    and with it the client's module (its code lives as long as the client anyway)."""
+    global _kept
     provider = sys.modules.get("mimi.llm.provider")  # (no import: this must work without room)
     if provider:
-        provider.drop()  # its connection, buffer and objects (net/tls.py keeps the roots)
+        _kept = provider.drop(keep)  # its buffer and objects (net/tls.py keeps the roots)
+    elif _kept and not keep:
+        _kept[1].close()
+        _kept = None
     provider = None
     for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
                  "mimi.llm.failure", "mimi.llm.stream", "mimi.jsonscan",
                  "mimi.agent.react", "mimi.agent.context", "mimi.llm.provider", "mimi.llm",
                  "mimi.tools.registry", "mimi.memory.store", "mimi.memory.skills", "mimi.memory",
                  "mimi.net.httpsync", "mimi.net.httpbody"):
-        unload(name)
+        if not (_kept and name == "mimi.net.httpsync"):
+            unload(name)
     import gc
 
     gc.collect()
+
+
+_kept = None  # (settings' signature, idle LLM client): _forget(True) to the next turn
 
 
 def _release(llm):

@@ -6,7 +6,7 @@ from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, parts, 
 from mimi.net import split_url
 
 OFFICIAL_HOST = "api.openai.com"
-_NOARGS = b'{"type":"object","properties":{}}'  # mimi/tools _NONE: a tool without arguments
+_NOARGS = '{"type":"object","properties":{}}'  # a tool without arguments (mimi/tools)
 
 
 def _text(content):
@@ -74,7 +74,7 @@ class OpenAI(Provider):
         # A tool without arguments goes without "parameters" ("omitting parameters defines
         # a function with an empty parameter list"): 31-47 bytes less in every request.
         return [(b'{"type":"function","function":{"name":"', n, b'","description":"', d, b'"}}')
-                if len(s) == len(_NOARGS) and bytes(s) == _NOARGS else
+                if s == _NOARGS else
                 (b'{"type":"function","function":{"name":"', n, b'","description":"', d,
                  b'","parameters":', s, b"}}") for n, d, s in specs]
 

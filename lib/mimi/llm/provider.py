@@ -320,13 +320,12 @@ class Provider:
 
 def _specs(tools):
     """[(name, description as JSON string content, schema JSON)] of a Registry or of a
-    list of tool dicts (Anthropic's shape), as views: their byte lengths are free."""
+    list of tool dicts (Anthropic's shape), as str: the request's parts for the whole turn
+    (no memoryview of each, 48 B apiece on 64-bit, kept as long: the body takes str)."""
     if hasattr(tools, "specs"):
-        specs = tools.specs()
-    else:
-        specs = [(t["name"], dumps(t.get("description") or "")[1:-1], dumps(t["input_schema"]))
-                 for t in tools]
-    return [(memoryview(n), memoryview(d), memoryview(s)) for n, d, s in specs]
+        return tools.specs()
+    return [(t["name"], dumps(t.get("description") or "")[1:-1], dumps(t["input_schema"]))
+            for t in tools]
 
 
 def from_config(cfg, client=None, sleep=None):
@@ -342,24 +341,28 @@ def from_config(cfg, client=None, sleep=None):
         raise ValueError("no API key: set one with set_api_key('...')")
     model = cfg.get("model") or DEFAULT_MODEL[name]
     proxy = None
-    if client is None:
+    kept = client is None
+    if kept:
         from mimi.net import http
 
         proxy = http.proxy_from_config(cfg)
-        # Same settings as last turn: keep the provider and its open TLS connection.
+        # Same settings as last turn: keep the provider and its open TLS connection
+        # (or, after drop(True), the connection alone).
         sig = (name, key, model, base, cfg.get("max_tokens"), repr(proxy))
         if _cached and _cached[0] == sig:
-            return _cached[1]
-        if _cached:
+            if isinstance(_cached[1], Provider):
+                return _cached[1]
+            client = _cached[1]
+        elif _cached:
             _cached[1].close()
-            _cached = None
+        _cached = None
     if name == "anthropic":
         from mimi.llm.anthropic import Anthropic as cls
     else:
         from mimi.llm.openai import OpenAI as cls
     p = cls(key, model, base, cfg.get("max_tokens"), client=client, ca=None,
             proxy=proxy, sleep=sleep)
-    if client is None:
+    if kept:
         _cached = (sig, p)
     return p
 
@@ -367,9 +370,31 @@ def from_config(cfg, client=None, sleep=None):
 _cached = None
 
 
-def drop():
-    """Forget the provider kept for the next turn, closing its connection."""
+def drop(keep=False):
+    """Forget the provider kept for the next turn, closing its connection. keep (the end
+    of a turn on a short heap): the provider goes (its code, buffer and encoded parts)
+    but its idle connection stays for the next turn's provider: it holds only its client
+    and socket objects in this heap (~0.6 KB on 32-bit; mbedTLS's buffers are in the C
+    heap, and worker._release() closes it when that is tight), and a handshake made
+    again costs the board its time and the C heap's churn every turn. -> (settings'
+    signature, client) kept, for keep() after this module is loaded again, or None."""
     global _cached
     if _cached:
-        _cached[1].close()
+        c = _cached[1]
+        if isinstance(c, Provider):
+            c = c.client
+        if keep and getattr(c, "_sock", None) is not None:
+            c._buf = None  # (made again by the next request)
+            _cached = (_cached[0], c)
+            return _cached
+        c.close()
         _cached = None
+
+
+def keep(kept):
+    """The connection drop(True) returned, for the next from_config() of this module
+    (loaded again since: agent/worker.py unloads it on a short heap)."""
+    global _cached
+    if _cached and _cached[1] is not kept[1]:
+        _cached[1].close()
+    _cached = kept

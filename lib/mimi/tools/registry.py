@@ -31,12 +31,13 @@ class Ctx:
 
 class Registry:
     def __init__(self, table=()):
-        # name -> (description, schema: JSON text or dict, handler or module name)
+        # name -> (name, handler or module name, description, schema: JSON text or dict):
+        # the table's own rows (a constant of the frozen build: nothing copied to RAM)
         self._tools = {}
         self._order = []
-        for name, module, desc, schema in table:
-            self._order.append(name)
-            self._tools[name] = (desc, schema, module)
+        for row in table:
+            self._order.append(row[0])
+            self._tools[row[0]] = row
 
     def add(self, name, description, schema, handler):
         # both APIs refuse the whole request over one bad tool name
@@ -47,13 +48,13 @@ class Registry:
             raise ValueError("tool %s: the input schema must be a JSON object schema" % name)
         if name not in self._tools:
             self._order.append(name)
-        self._tools[name] = (description, schema, handler)
+        self._tools[name] = (name, handler, description, schema)
 
     def names(self):
         return list(self._order)
 
     def schema(self, name):
-        s = self._tools[name][1]
+        s = self._tools[name][3]
         return jsonutil.loads(s) if isinstance(s, str) else s
 
     def key(self):
@@ -75,7 +76,8 @@ class Registry:
             need = NEEDS.get(n)
             if need and not need & have:
                 continue
-            d, s, _ = self._tools[n]
+            t = self._tools[n]
+            d, s = t[2], t[3]
             if not isinstance(s, str):  # an add()ed tool: encoded here
                 import json  # (only then: each import of json looks for a json.py first)
 
@@ -99,7 +101,7 @@ class Registry:
 
             gc.collect()
         try:
-            handler = tool[2]
+            handler = tool[1]
             if isinstance(handler, str):  # the module loads when its tool is called
                 mod = "mimi.tools." + handler
                 if mod in sys.modules or handler in KEEP:
