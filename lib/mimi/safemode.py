@@ -125,9 +125,7 @@ def confirm():
 def _firmware_valid():
     """The firmware slot this boot runs is kept (esp_ota_mark_app_valid_cancel_rollback)."""
     try:
-        P = getattr(board, "Partition", None)
-        if P is not None:
-            P.mark_app_valid_cancel_rollback()
+        board.firmware_valid()
     except (OSError, AttributeError, MemoryError):
         pass  # no rollback support in this firmware build (or no room to ask now: next boot)
 

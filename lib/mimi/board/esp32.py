@@ -18,6 +18,12 @@ except ImportError:
     Partition = None
 
 
+def firmware_valid():
+    """The firmware slot this boot runs is kept (esp_ota_mark_app_valid_cancel_rollback)."""
+    if Partition is not None:
+        Partition.mark_app_valid_cancel_rollback()
+
+
 def rtc_memory(data=None):
     """RTC slow memory: survives resets (watchdog, crash, machine.reset), not power-off."""
     rtc = machine.RTC()

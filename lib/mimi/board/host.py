@@ -4,6 +4,7 @@
 # board/host_sys.py, loaded when first used (board.__getattr__).
 import gc
 import os
+import sys
 import time
 import vfs
 from mimi import limits
@@ -83,6 +84,20 @@ class SimWLAN:
 
 
 _wlan = None
+
+
+app_valid = False  # firmware_valid() was called (host_sys.Partition.valid when it loads)
+
+
+def firmware_valid():
+    """As the board's: the simulated OTA slots (board/host_sys.py) mark the running one
+    valid, now or when they first load: a boot that never touches OTA does not load
+    them for this (1.1 KB of heap the board does not have)."""
+    global app_valid
+    app_valid = True
+    slots = sys.modules.get("mimi.board.host_sys")
+    if slots:
+        slots.Partition.mark_app_valid_cancel_rollback()
 
 
 def wlan():

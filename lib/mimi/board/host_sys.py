@@ -64,7 +64,7 @@ class Partition:
     slots = {}
     running = "ota_0"
     boot = "ota_0"
-    valid = False
+    valid = getattr(sys.modules.get("mimi.board.host"), "app_valid", False)  # (board.firmware_valid())
     ota = True  # False: a factory-only table like the stock firmware's
 
     def __init__(self, id, block_size=4096):

@@ -246,10 +246,11 @@ class Scheduler:
             except Exception as e:  # keep the scheduler alive whatever one job does
                 log.exception("cron", "tick failed", e)
                 delay = limits.CRON_TICK_S
+            ring = asyncio.create_task(bus.ring(self._wake, int(delay * 1000)))
             try:
-                await asyncio.wait_for_ms(self._wake.wait(), int(delay * 1000))
-            except asyncio.TimeoutError:
-                pass
+                await self._wake.wait()
+            finally:
+                ring.cancel()
 
 
 service = Scheduler()

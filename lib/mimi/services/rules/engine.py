@@ -20,7 +20,7 @@ import time
 import asyncio
 import _thread
 import mimi
-from mimi import limits, log
+from mimi import limits, log, bus
 from mimi.devices import state as devstate
 
 TAG = "rules"
@@ -104,10 +104,11 @@ async def run():
             log.exception(TAG, "a pass failed", e)
             wait = 1000
         if wait > 0:
+            ring = asyncio.create_task(bus.ring(_wake, wait))
             try:
-                await asyncio.wait_for_ms(_wake.wait(), wait)
-            except asyncio.TimeoutError:
-                pass
+                await _wake.wait()
+            finally:
+                ring.cancel()
 
 
 def waiting(name=None):
