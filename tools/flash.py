@@ -117,9 +117,9 @@ def trimmed(img):
     return img[:end]
 
 
-def build_fs(out, blocks, secrets=None):
+def build_fs(out, blocks, secrets=None, sim=False):
     try:
-        files = mkimage.image_files(ROOT / "build", config=secrets)
+        files = mkimage.image_files(ROOT / "build", config=secrets, sim=sim)
     except ValueError as e:
         raise Fail("secrets file refused: %s" % e)
     fs = mkimage._lfs(blocks)
@@ -167,7 +167,7 @@ def cmd_image(a):
         off, fs_size = fs_region(table, size, len(fw))
     else:
         fw, off, fs_size = None, limits.FS_OFFSET, size - limits.FS_OFFSET
-    img, n = build_fs(build / ("fs-%s.img" % a.flash), fs_size // limits.BLOCK_SIZE, secrets)
+    img, n = build_fs(build / ("fs-%s.img" % a.flash), fs_size // limits.BLOCK_SIZE, secrets, a.sim)
     print("%s: LittleFS for 0x%x, %d blocks, %d files%s" % (
         img, off, fs_size // limits.BLOCK_SIZE, n, ", with /config.json" if secrets else ""))
     if fw is None:
@@ -212,6 +212,9 @@ def main(argv=None):
         p.add_argument("--out-dir", default=str(ROOT / "build"), help="where the images go")
         p.add_argument("--secrets-required", action="store_true",
                        help="fail when the secrets file is missing (it was named explicitly)")
+        if name == "image":
+            p.add_argument("--sim", action="store_true",
+                           help="with the host simulator's board layer (tools/sim boots it), not a board's")
         if name == "flash":
             p.add_argument("--port", default="")
             p.add_argument("--no-erase", action="store_true",

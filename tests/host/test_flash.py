@@ -235,7 +235,8 @@ def test_flashed_files_survive_the_boards_first_writes(tmp_path):
     from simproc import Sim
 
     fw = firmware(tmp_path / "fw.bin")
-    rc, out, err = run_flash("image", "--firmware", str(fw), "--flash", "8M", out_dir=tmp_path)
+    # (--sim: the same image with the simulator's board layer, which a board's leaves out)
+    rc, out, err = run_flash("image", "--firmware", str(fw), "--flash", "8M", "--sim", out_dir=tmp_path)
     assert rc == 0, out + err
     img = tmp_path / "flash.img"
     data = (tmp_path / "mimiclaw-8M.bin").read_bytes()[0x200000:]
