@@ -23,7 +23,6 @@ import mimi
 from mimi import limits, log
 import mimi.devices as pkg
 from mimi.devices import state
-from mimi.devices.lines import text, line_of  # noqa: F401  (the tools' too)
 
 TAG = "devices"
 
@@ -333,9 +332,21 @@ def said(dev, e):
     return "Error: %s failed: %s: %s" % (dev.label(), type(e).__name__, e)
 
 
+# A reading's text and a device's line are devices/lines.py's, loaded when one is asked
+# for (a listing, an answer), not by a rules' pass that reads and judges numbers; it goes
+# with the table's code (state.drop()).
+
+def text(reading):
+    from mimi.devices import lines
+
+    return lines.text(reading)
+
+
 def line(dev):
     """`living_temp (sht3x at 0x44 on SDA 8 / SCL 9): 21.5 °C, humidity 40 % (2 min ago)`"""
-    return line_of(_row(dev))
+    from mimi.devices import lines
+
+    return lines.line_of(_row(dev))
 
 
 def owner(pin):
