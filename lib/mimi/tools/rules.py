@@ -20,7 +20,7 @@ def rule_add(args, ctx):
 
 def rule_list(args, ctx):
     running = "mimi.services.rules.engine" in sys.modules  # (their state: the loop's)
-    return mimi.run("services.rules.book", "listing", mimi.run("services.rules.check", "states") if running else None)
+    return mimi.run("services.rules.book", "listing", mimi.run("services.rules.upkeep", "states") if running else None)
 
 
 def rule_remove(args, ctx):

@@ -13,14 +13,15 @@
 # that fails to read is retried with backoff (doubling up to RULE_BACKOFF_MAX_S) and its
 # rules' chats are told once, and again when it reads again.
 #
-# History: a logging device's readings go to services/history/store.py (loaded for the
-# batch and dropped: take()) HISTORY_BATCH at a time or an hour's, and for a device read
-# more often than every 5 minutes only whole 5-minute slots (the store averages each
-# slot into its long tier).
+# History: a logging device's readings wait in the engine; HISTORY_BATCH of them or an
+# hour's go to services/history/store.py (upkeep.write(): for a device read more often
+# than every 5 minutes only whole 5-minute slots; the store averages each slot into its
+# long tier).
 #
 # A rule in RAM is a list: its definition (the file's, services/rules/book.py) then its
-# state; the texts of notices and asks stay in the file.
-import sys
+# state; the texts of notices and asks stay in the file. What a pass needs only now and
+# then (the rules loaded, a batch written, the states listed) is services/rules/upkeep.py,
+# loaded for it: the pass, loaded every second on a heap without PSRAM, stays small.
 import time
 import struct
 import mimi
@@ -50,60 +51,15 @@ _REC = const(12)  # bytes of a waiting reading: "<Iff" Unix time, value, second 
 _NAN = float("nan")
 
 
-def _row(d, old):
-    name, _, label = d["device"].partition(".")
-    r = [d["id"], name, label, d["when"], d.get("value"), d.get("hysteresis") or 0,
-         d.get("every_s", 0) * 1000, d.get("cooldown_s", 0) * 1000, d["then"], d.get("target"),
-         d.get("to"), d.get("otherwise"), time.ticks_ms(), None, None, None]
-    return old if old and old[:_NEXT] == r[:_NEXT] else r
-
-
-def load():
-    """The rules from the file, the logging devices from the device table; what did not
-    change keeps its state (and its waiting readings)."""
-    eng.stale = False
-    old = {r[_ID]: r for r in eng.rules}
-    eng.rules = [_row(d, old.get(d["id"])) for d in mimi.run("services.rules.book", "read")]
-    new = {}
-    for name, m in devstate.logging():
-        lg = eng.logs.get(name)
-        new[name] = [m * 60000, time.ticks_ms(), bytearray()] if lg is None or lg[0] != m * 60000 else lg
-    alive = [r[0] for r in devstate.rows or ()]
-    for name, lg in eng.logs.items():
-        if name not in new and lg[2] and name in alive:
-            _write(name, lg, True)  # (its logging stopped: what it read is kept; a removed device's goes)
-    eng.logs = new
-    devstate.pressed = eng.press if any(r[_WHEN] == "pressed" for r in eng.rules) else None
-    buttons = [r[_DEV] for r in eng.rules if r[_WHEN] == "pressed"]
-    if buttons:  # their interrupts armed (the handler outlives the driver: devices/state.py)
-        with devstate.Use() as t:
-            for name in buttons:
-                try:
-                    t.need(name).driver()
-                except Exception as e:
-                    log.warning(TAG, "button %s: %s", name, e)
-    files = sys.modules.get("mimi.tools.files")
-    if files:  # the room the file tools leave for the history follows the devices that log
-        files.recount()
-
-
 def due(t, now):
     return time.ticks_diff(now, t) >= 0
-
-
-def prune():
-    """History of devices that are gone goes (at boot)."""
-    from mimi import fs
-
-    if fs.isdir(limits.HISTORY_DIR):
-        mimi.run("services.history.store services.history", "prune", [r[0] for r in devstate.rows or ()])
 
 
 async def step(now):
     """One pass at ticks `now`: presses, then every device due, then waiting notices.
     -> ms until the next is due."""
     if eng.stale:
-        load()
+        mimi.run("services.rules.upkeep", "load")
     while eng.presses:
         name = eng.presses.pop(0)
         for r in eng.rules:
@@ -257,8 +213,7 @@ async def _fire(r, on, text, now):
 
 def _once(name, what, why):
     if (name, what) not in eng.said:
-        eng.said.add((name, what))
-        log.warning(TAG, "%s: its history is not kept now: %s", name, why)
+        mimi.run("services.rules.upkeep", "once", name, what, why)
 
 
 def _keep(name, lg, reading):
@@ -277,52 +232,4 @@ def _keep(name, lg, reading):
         if n > limits.HISTORY_PENDING_MAX:
             buf[:_REC] = b""  # the flash refused the batches: the oldest go
     if n >= limits.HISTORY_BATCH or t - struct.unpack_from("<I", buf, 0)[0] >= limits.HISTORY_FLUSH_S:
-        _write(name, lg, False)
-
-
-def _write(name, lg, whole):
-    """The waiting readings to the store (loaded for it): all of them, or for a device
-    read more often than every 5 minutes those of the slots that ended."""
-    buf = lg[2]
-    n = len(buf) // _REC
-    every_s = lg[0] // 1000
-    if not whole and every_s < limits.HISTORY_STEP_S and n:
-        slot = struct.unpack_from("<I", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S
-        while n and struct.unpack_from("<I", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S == slot:
-            n -= 1
-    if not n:
-        return
-    why = mimi.run("services.history.store services.history", "take", name, buf, n, every_s)
-    if why:
-        _once(name, "write", why)
-    else:
-        with eng.lock:
-            buf[:n * _REC] = b""
-        eng.said.discard((name, "write"))
-
-
-def flush():
-    """Every waiting reading written (engine.flush())."""
-    for name, lg in eng.logs.items():
-        if lg[2]:
-            try:
-                _write(name, lg, True)
-            except Exception as x:
-                log.exception(TAG, "%s: its history was not written" % name, x)
-
-
-def states():
-    """{rule id: its state in words} for the listings."""
-    out = {}
-    now = time.ticks_ms()
-    for r in eng.rules:
-        s = []
-        if r[_ON] is not None:
-            s.append("holds now" if r[_ON] else "does not hold now")
-        if r[_FIRED] is not None:
-            s.append("acted %d s ago" % (time.ticks_diff(now, r[_FIRED]) // 1000))
-        b = eng.bad.get(r[_DEV])
-        if b:
-            s.append("%s failed %d reads in a row" % (r[_DEV], b[0]))
-        out[r[_ID]] = ", ".join(s)
-    return out
+        mimi.run("services.rules.upkeep", "write", name, lg, False)

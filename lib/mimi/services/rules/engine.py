@@ -12,7 +12,7 @@
 # it), as the tools' use of the devices is; with room both stay.
 #
 # History: readings wait here (12 bytes each: "<Iff" Unix time, value, second value or
-# NaN) for their batch (check.py hands them to services/history/store.py); the store's
+# NaN) for their batch (upkeep.py hands them to services/history/store.py); the store's
 # readers add them (waiting()), flush() writes them all (a reset, the loop's end:
 # mimi.close()).
 import sys
@@ -72,7 +72,7 @@ def load():
     """The rules from the file, the logging devices from the table (check.load())."""
     had = "mimi.devices.table" in sys.modules
     try:
-        _check().load()
+        mimi.run("services.rules.upkeep", "load")
     finally:
         _done(had)
 
@@ -94,7 +94,7 @@ async def run():
     _wake = asyncio.ThreadSafeFlag()
     mimi.closers.append(flush)
     _small = gc.mem_free() + gc.mem_alloc() <= limits.GC_SMALL_HEAP
-    mimi.run("services.rules.check", "prune")
+    mimi.run("services.rules.upkeep", "prune")
     load()
     log.info(TAG, "running: %d rule(s), %d device(s) logging", len(rules), len(logs))
     while True:
@@ -125,4 +125,4 @@ def waiting(name=None):
 def flush():
     """Every waiting reading written (before a reset, at the loop's end)."""
     if any(lg[2] for lg in logs.values()):
-        mimi.run("services.rules.check", "flush")
+        mimi.run("services.rules.upkeep", "flush")

@@ -1,0 +1,123 @@
+# What the rules' loop needs now and then, not every pass (services/rules/check.py is the
+# pass, loaded every second on a heap without PSRAM): the rules (re)loaded from the file
+# and the logging devices from the table, a device's batch of readings written to the
+# history, every waiting reading written (a reset, the loop's end), history of removed
+# devices pruned at boot, the rules' states for a listing. Loaded for that and dropped.
+# A rule in RAM: check.py's row (its definition, then its state).
+import sys
+import time
+import struct
+import mimi
+from micropython import const
+from mimi import limits, log
+from mimi.devices import state as devstate
+from mimi.services.rules import engine as eng
+
+TAG = "rules"
+_ID = const(0)  # (check.py's row)
+_DEV = const(1)
+_WHEN = const(3)
+_NEXT = const(12)
+_ON = const(13)
+_FIRED = const(15)
+_REC = const(12)  # bytes of a waiting reading (check.py)
+
+
+def _row(d, old):
+    name, _, label = d["device"].partition(".")
+    r = [d["id"], name, label, d["when"], d.get("value"), d.get("hysteresis") or 0,
+         d.get("every_s", 0) * 1000, d.get("cooldown_s", 0) * 1000, d["then"], d.get("target"),
+         d.get("to"), d.get("otherwise"), time.ticks_ms(), None, None, None]
+    return old if old and old[:_NEXT] == r[:_NEXT] else r
+
+
+def load():
+    """The rules from the file, the logging devices from the device table; what did not
+    change keeps its state (and its waiting readings)."""
+    eng.stale = False
+    old = {r[_ID]: r for r in eng.rules}
+    eng.rules = [_row(d, old.get(d["id"])) for d in mimi.run("services.rules.book", "read")]
+    new = {}
+    for name, m in devstate.logging():
+        lg = eng.logs.get(name)
+        new[name] = [m * 60000, time.ticks_ms(), bytearray()] if lg is None or lg[0] != m * 60000 else lg
+    alive = [r[0] for r in devstate.rows or ()]
+    for name, lg in eng.logs.items():
+        if name not in new and lg[2] and name in alive:
+            write(name, lg, True)  # (its logging stopped: what it read is kept; a removed device's goes)
+    eng.logs = new
+    devstate.pressed = eng.press if any(r[_WHEN] == "pressed" for r in eng.rules) else None
+    buttons = [r[_DEV] for r in eng.rules if r[_WHEN] == "pressed"]
+    if buttons:  # their interrupts armed (the handler outlives the driver: devices/state.py)
+        with devstate.Use() as t:
+            for name in buttons:
+                try:
+                    t.need(name).driver()
+                except Exception as e:
+                    log.warning(TAG, "button %s: %s", name, e)
+    files = sys.modules.get("mimi.tools.files")
+    if files:  # the room the file tools leave for the history follows the devices that log
+        files.recount()
+
+
+def prune():
+    """History of devices that are gone goes (at boot)."""
+    from mimi import fs
+
+    if fs.isdir(limits.HISTORY_DIR):
+        mimi.run("services.history.store services.history", "prune", [r[0] for r in devstate.rows or ()])
+
+
+def once(name, what, why):
+    """Said once in the log until it is over: history that cannot be kept."""
+    if (name, what) not in eng.said:
+        eng.said.add((name, what))
+        log.warning(TAG, "%s: its history is not kept now: %s", name, why)
+
+
+def write(name, lg, whole):
+    """The waiting readings to the store (loaded for it): all of them, or for a device
+    read more often than every 5 minutes those of the slots that ended."""
+    buf = lg[2]
+    n = len(buf) // _REC
+    every_s = lg[0] // 1000
+    if not whole and every_s < limits.HISTORY_STEP_S and n:
+        slot = struct.unpack_from("<I", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S
+        while n and struct.unpack_from("<I", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S == slot:
+            n -= 1
+    if not n:
+        return
+    why = mimi.run("services.history.store services.history", "take", name, buf, n, every_s)
+    if why:
+        once(name, "write", why)
+    else:
+        with eng.lock:
+            buf[:n * _REC] = b""
+        eng.said.discard((name, "write"))
+
+
+def flush():
+    """Every waiting reading written (engine.flush())."""
+    for name, lg in eng.logs.items():
+        if lg[2]:
+            try:
+                write(name, lg, True)
+            except Exception as x:
+                log.exception(TAG, "%s: its history was not written" % name, x)
+
+
+def states():
+    """{rule id: its state in words} for the listings."""
+    out = {}
+    now = time.ticks_ms()
+    for r in eng.rules:
+        s = []
+        if r[_ON] is not None:
+            s.append("holds now" if r[_ON] else "does not hold now")
+        if r[_FIRED] is not None:
+            s.append("acted %d s ago" % (time.ticks_diff(now, r[_FIRED]) // 1000))
+        b = eng.bad.get(r[_DEV])
+        if b:
+            s.append("%s failed %d reads in a row" % (r[_DEV], b[0]))
+        out[r[_ID]] = ", ".join(s)
+    return out
