@@ -112,12 +112,14 @@ _FIELDS = ("name", "type", "params", "mod", "kind", "where", "pins", "bus", "key
 
 def _load(made):
     """The devices checked (devices/types.py) when the file or the settings are new to
-    the device layer, else as state.rows kept them: the code dropped on a short heap
+    the device layer, else as mimi.devices.rows kept them: the code dropped on a short heap
     comes back without reading and checking everything again."""
     global _devs, _made
-    rows = state.rows if pkg.made == made else None
-    if rows is not None:
+    if pkg.made == made and pkg.rows is not None:
+        import json
+
         new = []
+        rows = json.loads(pkg.rows)  # (lists for tuples)
         for row in rows:
             d = Device(*row[:5])
             for k, v in zip(_FIELDS[5:], row[5:]):

@@ -38,10 +38,10 @@ def load():
     old = {r[_ID]: r for r in eng.rules}
     eng.rules = [_row(d, old.get(d["id"])) for d in mimi.run("services.rules.book", "read")]
     new = {}
-    for name, m in devstate.logging():
+    for name, m in mimi.run("devices.lines", "logging"):
         lg = eng.logs.get(name)
         new[name] = [m * 60000, time.ticks_ms(), bytearray()] if lg is None or lg[0] != m * 60000 else lg
-    alive = [r[0] for r in devstate.rows or ()]
+    alive = [r[0] for r in mimi.run("devices.lines", "kept")]
     for name, lg in eng.logs.items():
         if name not in new and lg[2] and name in alive:
             write(name, lg, True)  # (its logging stopped: what it read is kept; a removed device's goes)
@@ -65,7 +65,7 @@ def prune():
     from mimi import fs
 
     if fs.isdir(limits.HISTORY_DIR):
-        mimi.run("services.history.store services.history", "prune", [r[0] for r in devstate.rows or ()])
+        mimi.run("services.history.store services.history", "prune", [r[0] for r in mimi.run("devices.lines", "kept")])
 
 
 def once(name, what, why):
