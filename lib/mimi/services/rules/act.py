@@ -18,7 +18,7 @@ NOTICE = {"notice": True}  # a notice's meta: not an agent's answer, so in no se
 def _rule(rid):
     import mimi
 
-    for r in mimi.run("services.rules.book", "read"):
+    for r in mimi.run("services.rules.file", "read"):
         if r["id"] == rid:
             return r
     return None

@@ -2,7 +2,7 @@
 # pass, loaded every second on a heap without PSRAM): the rules (re)loaded from the file
 # and the logging devices from the table, a device's batch of readings written to the
 # history, every waiting reading written (a reset, the loop's end), history of removed
-# devices pruned at boot, the rules' states for a listing. Loaded for that and dropped.
+# devices pruned at boot. Loaded for that and dropped.
 # A rule in RAM: check.py's row (its definition, then its state).
 import sys
 import time
@@ -18,8 +18,6 @@ _ID = const(0)  # (check.py's row)
 _DEV = const(1)
 _WHEN = const(3)
 _NEXT = const(12)
-_ON = const(13)
-_FIRED = const(15)
 _REC = const(12)  # bytes of a waiting reading (check.py)
 
 
@@ -36,7 +34,7 @@ def load():
     change keeps its state (and its waiting readings)."""
     eng.stale = False
     old = {r[_ID]: r for r in eng.rules}
-    eng.rules = [_row(d, old.get(d["id"])) for d in mimi.run("services.rules.book", "read")]
+    eng.rules = [_row(d, old.get(d["id"])) for d in mimi.run("services.rules.file", "read")]
     new = {}
     for name, m in mimi.run("devices.lines", "logging"):
         lg = eng.logs.get(name)
@@ -104,20 +102,3 @@ def flush():
                 write(name, lg, True)
             except Exception as x:
                 log.exception(TAG, "%s: its history was not written" % name, x)
-
-
-def states():
-    """{rule id: its state in words} for the listings."""
-    out = {}
-    now = time.ticks_ms()
-    for r in eng.rules:
-        s = []
-        if r[_ON] is not None:
-            s.append("holds now" if r[_ON] else "does not hold now")
-        if r[_FIRED] is not None:
-            s.append("acted %d s ago" % (time.ticks_diff(now, r[_FIRED]) // 1000))
-        b = eng.bad.get(r[_DEV])
-        if b:
-            s.append("%s failed %d reads in a row" % (r[_DEV], b[0]))
-        out[r[_ID]] = ", ".join(s)
-    return out
