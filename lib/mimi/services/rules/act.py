@@ -7,18 +7,19 @@
 # is down notices wait (RULE_HELD_MAX of them; more are counted) and go out, or are summed
 # up, when it is back; an ask then is not made (its moment has passed): it is logged.
 import time
+from micropython import const
 from mimi import log, bus, channels, limits
 from mimi.services.rules import engine as eng
 
 TAG = "rules"
-_HOUR_MS = 3600000
+_HOUR_MS = const(3600000)
 NOTICE = {"notice": True}  # a notice's meta: not an agent's answer, so in no session (websocket/gateway.py)
 
 
 def _rule(rid):
     import mimi
 
-    for r in mimi.run("services.rules.file", "read"):
+    for r in mimi.run("services.rules.upkeep", "read"):
         if r["id"] == rid:
             return r
     return None

@@ -1,7 +1,7 @@
 # The rule book: /rules.json (limits.RULES_PATH, outside /spiffs: only the rule tools and
 # the REPL change it), every rule checked before it is written (atomically: a power cut
 # leaves the old file or the new one), and the rules as people read them. Loaded for a
-# change or a listing, and dropped after; the file is read by services/rules/file.py,
+# change or a listing, and dropped after; the file is read by services/rules/upkeep.py,
 # all the engine loads of it.
 #
 # The file, one rule a line:
@@ -16,7 +16,7 @@
 # moved aside to limits.RULES_BAD with a log line; the firmware runs without rules.
 import json
 from mimi import limits, log, fs
-from mimi.services.rules.file import read, WHEN, THEN
+from mimi.services.rules.upkeep import read, WHEN, THEN
 
 TAG = "rules"
 KEYS = ("name", "device", "when", "value", "hysteresis", "every_s", "cooldown_s", "then", "target",

@@ -27,7 +27,7 @@ import struct
 import mimi
 from micropython import const
 from mimi import limits, log, board
-from mimi.devices import state as devstate
+from mimi.devices import state
 from mimi.services.rules import engine as eng
 
 TAG = "rules"
@@ -64,7 +64,7 @@ async def step(now):
         name = eng.presses.pop(0)
         for r in eng.rules:
             if r[_WHEN] == "pressed" and r[_DEV] == name:
-                await _fire(r, None, "pressed", now)
+                await fire(r, None, "pressed", now)
     names = []
     for r in eng.rules:
         if r[_WHEN] != "pressed" and due(r[_NEXT], now) and r[_DEV] not in names:
@@ -90,7 +90,7 @@ async def step(now):
 
 async def _read(name):
     """-> (reading, None) or (None, why)."""
-    with devstate.Use() as t:
+    with state.Use() as t:
         try:
             return await t.aread(name), None
         except Exception as e:
@@ -112,7 +112,7 @@ async def _sample(name, now):
             r[_NEXT] = time.ticks_add(now, max(back, r[_EVERY]))
         if lg:
             lg[1] = time.ticks_add(now, lg[0])
-            _once(name, "read", why)
+            once(name, "read", why)
         if rs and not b[1]:
             b[1] = True
             log.warning(TAG, "%s did not read: %s", name, why)
@@ -131,7 +131,7 @@ async def _sample(name, now):
         await _check(r, reading, now)
 
 
-def _num(v):
+def num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
@@ -144,13 +144,13 @@ async def _check(r, reading, now):
     v = item[1]
     when = r[_WHEN]
     if when == "changes":
-        if r[_REF] is None or (abs(v - r[_REF]) > r[_HYST] if _num(v) and _num(r[_REF]) else v != r[_REF]):
+        if r[_REF] is None or (abs(v - r[_REF]) > r[_HYST] if num(v) and num(r[_REF]) else v != r[_REF]):
             first = r[_REF] is None
             r[_REF] = v
             if not first:
-                await _fire(r, None, item[2], now)
+                await fire(r, None, item[2], now)
         return
-    if not _num(v):
+    if not num(v):
         return
     h = r[_HYST]
     if when in ("rises", "falls"):
@@ -158,7 +158,7 @@ async def _check(r, reading, now):
         up = when == "rises"
         if ref is not None and (v > ref + h if up else v < ref - h):
             r[_REF] = v
-            await _fire(r, None, item[2], now)
+            await fire(r, None, item[2], now)
         elif ref is None or (v < ref if up else v > ref):
             r[_REF] = v  # the lowest (highest) since it last fired
         return
@@ -169,10 +169,10 @@ async def _check(r, reading, now):
     else:
         on = v < x or (was is True and v <= x + h)
     if on != was:
-        await _fire(r, on, item[2], now)
+        await fire(r, on, item[2], now)
 
 
-async def _fire(r, on, text, now):
+async def fire(r, on, text, now):
     """Act on rule r: on True (its condition began to hold), False (it cleared) or None
     (an event: a change, a rise, a press)."""
     cool = r[_COOL] and r[_FIRED] is not None and time.ticks_diff(now, r[_FIRED]) < r[_COOL]
@@ -184,7 +184,7 @@ async def _fire(r, on, text, now):
         if to is None:
             return
         r[_FIRED] = now
-        with devstate.Use() as t:
+        with state.Use() as t:
             try:
                 got = await t.adrive(r[_TARGET], to)
                 log.info(TAG, "rule %d: %s %s: %s = %s", r[_ID], r[_DEV], text, r[_TARGET], t.text(got))
@@ -211,23 +211,23 @@ async def _fire(r, on, text, now):
 
 # --- history ------------------------------------------------------------------------
 
-def _once(name, what, why):
-    if (name, what) not in eng.said:
+def once(name, what, why):
+    if (name, what) not in eng.said:  # (said once: upkeep.once())
         mimi.run("services.rules.upkeep", "once", name, what, why)
 
 
 def _keep(name, lg, reading):
     """A logging device's reading waits for its batch."""
     if not board.clock.valid():
-        return _once(name, "clock", "the clock is not set")
+        return once(name, "clock", "the clock is not set")
     v = reading[0][1]
     v2 = reading[1][1] if len(reading) > 1 else None
-    if not _num(v):
-        return _once(name, "value", "it reads %r, not a number" % reading[0][2])
+    if not num(v):
+        return once(name, "value", "it reads %r, not a number" % reading[0][2])
     t = board.clock.unix()
     buf = lg[2]
     with eng.lock:  # (the agent thread's readers copy it: waiting())
-        buf += struct.pack("<Iff", t, v, v2 if _num(v2) else _NAN)
+        buf += struct.pack("<Iff", t, v, v2 if num(v2) else _NAN)
         n = len(buf) // _REC
         if n > limits.HISTORY_PENDING_MAX:
             buf[:_REC] = b""  # the flash refused the batches: the oldest go

@@ -21,7 +21,7 @@ import asyncio
 import _thread
 import mimi
 from mimi import limits, log
-from mimi.devices import state as devstate
+from mimi.devices import state
 
 TAG = "rules"
 rules = []  # a rule: a list, its definition then its state (check.py)
@@ -36,7 +36,6 @@ stale = True  # the rules or the devices changed: load them again
 lock = _thread.allocate_lock()  # the waiting readings: the loop adds, readers copy
 _wake = None
 _small = False
-_PASS = "mimi.services.rules.check"
 
 
 def press(name):
@@ -55,35 +54,32 @@ def changed():
         _wake.set()
 
 
-def _check():
-    if _PASS not in sys.modules:
-        __import__(_PASS)
-    return sys.modules[_PASS]
-
-
-def _done(had):
+def _drop(table):
+    """After a pass on a heap without PSRAM: its code goes, and the device layer's unless
+    it was loaded before it (`table`: a user's, still using it)."""
     if _small:
-        mimi.unload(_PASS)
-        if not had:
-            devstate.drop()
+        mimi.unload("mimi.services.rules.check")
+        if not table:
+            state.drop()
 
 
 def load():
-    """The rules from the file, the logging devices from the table (check.load())."""
-    had = "mimi.devices.table" in sys.modules
+    """The rules from the file, the logging devices from the table (upkeep.load())."""
+    table = "mimi.devices.table" in sys.modules
     try:
         mimi.run("services.rules.upkeep", "load")
     finally:
-        _done(had)
+        _drop(table)
 
 
 async def step(now):
     """One pass at ticks `now` (check.step()) -> ms until the next is due."""
-    had = "mimi.devices.table" in sys.modules
+    table = "mimi.devices.table" in sys.modules
     try:
-        return await _check().step(now)
+        __import__("mimi.services.rules.check")
+        return await sys.modules["mimi.services.rules.check"].step(now)
     finally:
-        _done(had)
+        _drop(table)
 
 
 async def run():

@@ -1,24 +1,58 @@
-# What the rules' loop needs now and then, not every pass (services/rules/check.py is the
-# pass, loaded every second on a heap without PSRAM): the rules (re)loaded from the file
-# and the logging devices from the table, a device's batch of readings written to the
-# history, every waiting reading written (a reset, the loop's end), history of removed
-# devices pruned at boot. Loaded for that and dropped.
-# A rule in RAM: check.py's row (its definition, then its state).
+# The rule file read (/rules.json, limits.RULES_PATH; its shape: services/rules/book.py),
+# and what the rules' loop needs now and then, not every pass (services/rules/check.py is
+# the pass, loaded every second on a heap without PSRAM): the rules (re)loaded from the
+# file and the logging devices from the table, a device's batch of readings written to
+# the history, every waiting reading written (a reset, the loop's end), history of
+# removed devices pruned at boot. Loaded for that and dropped. A firing rule (act.py)
+# and the rule book read the file here too: what the loop loads stays clear of book.py's
+# checks and words, whose names MicroPython interns for good as a .mpy loads. A file that
+# is not the book's shape is moved aside to limits.RULES_BAD with a log line; the
+# firmware runs without rules. A rule in RAM: check.py's row (its definition, then its
+# state). The engine and the device state are imported where they are used (book.py
+# loads this without them).
 import sys
 import time
+import json
 import struct
 import mimi
 from micropython import const
-from mimi import limits, log
-from mimi.devices import state as devstate
-from mimi.services.rules import engine as eng
+from mimi import limits, log, fs
 
 TAG = "rules"
+WHEN = ("above", "below", "changes", "rises", "falls", "pressed")
+THEN = ("set", "notify", "ask")
 _ID = const(0)  # (check.py's row)
 _DEV = const(1)
 _WHEN = const(3)
 _NEXT = const(12)
 _REC = const(12)  # bytes of a waiting reading (check.py)
+
+
+def read():
+    """The rules of the file ([] without one); a damaged file is moved aside."""
+    try:
+        if fs.size(limits.RULES_PATH) > limits.RULES_FILE_MAX:
+            raise ValueError("over %d bytes" % limits.RULES_FILE_MAX)
+        text = fs.read_text(limits.RULES_PATH, limits.RULES_FILE_MAX)
+    except OSError:
+        return []
+    try:
+        rules = json.loads(text)["rules"]
+        ids = set()
+        for r in rules:
+            if not isinstance(r.get("id"), int) or r["id"] in ids or r.get("when") not in WHEN or \
+                    r.get("then") not in THEN or not isinstance(r.get("device"), str):
+                raise ValueError("rule %r" % (r.get("id"),))
+            ids.add(r["id"])
+        return rules
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        try:
+            fs.rename(limits.RULES_PATH, limits.RULES_BAD)
+            where = "moved aside to " + limits.RULES_BAD
+        except OSError as x:
+            where = "could not be moved aside (%s)" % fs.why(x)
+        log.error(TAG, "%s is damaged (%s): %s; no rules run", limits.RULES_PATH, e, where)
+        return []
 
 
 def _row(d, old):
@@ -32,9 +66,12 @@ def _row(d, old):
 def load():
     """The rules from the file, the logging devices from the device table; what did not
     change keeps its state (and its waiting readings)."""
+    from mimi.devices import state
+    from mimi.services.rules import engine as eng
+
     eng.stale = False
     old = {r[_ID]: r for r in eng.rules}
-    eng.rules = [_row(d, old.get(d["id"])) for d in mimi.run("services.rules.file", "read")]
+    eng.rules = [_row(d, old.get(d["id"])) for d in read()]
     new = {}
     for name, m in mimi.run("devices.lines", "logging"):
         lg = eng.logs.get(name)
@@ -44,10 +81,10 @@ def load():
         if name not in new and lg[2] and name in alive:
             write(name, lg, True)  # (its logging stopped: what it read is kept; a removed device's goes)
     eng.logs = new
-    devstate.pressed = eng.press if any(r[_WHEN] == "pressed" for r in eng.rules) else None
+    state.pressed = eng.press if any(r[_WHEN] == "pressed" for r in eng.rules) else None
     buttons = [r[_DEV] for r in eng.rules if r[_WHEN] == "pressed"]
     if buttons:  # their interrupts armed (the handler outlives the driver: devices/state.py)
-        with devstate.Use() as t:
+        with state.Use() as t:
             for name in buttons:
                 try:
                     t.need(name).driver()
@@ -68,6 +105,8 @@ def prune():
 
 def once(name, what, why):
     """Said once in the log until it is over: history that cannot be kept."""
+    from mimi.services.rules import engine as eng
+
     if (name, what) not in eng.said:
         eng.said.add((name, what))
         log.warning(TAG, "%s: its history is not kept now: %s", name, why)
@@ -76,6 +115,8 @@ def once(name, what, why):
 def write(name, lg, whole):
     """The waiting readings to the store (loaded for it): all of them, or for a device
     read more often than every 5 minutes those of the slots that ended."""
+    from mimi.services.rules import engine as eng
+
     buf = lg[2]
     n = len(buf) // _REC
     every_s = lg[0] // 1000
@@ -96,6 +137,8 @@ def write(name, lg, whole):
 
 def flush():
     """Every waiting reading written (engine.flush())."""
+    from mimi.services.rules import engine as eng
+
     for name, lg in eng.logs.items():
         if lg[2]:
             try:
