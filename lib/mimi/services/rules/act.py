@@ -9,7 +9,7 @@
 import time
 from micropython import const
 from mimi import log, bus, channels, limits
-from mimi.services.rules import engine as eng
+from mimi.services.rules import engine
 
 TAG = "rules"
 _HOUR_MS = const(3600000)
@@ -34,11 +34,11 @@ def _dest(r):
 
 def _room(now, dest):
     """May one more notice go out this hour? Else it is counted for the hour's summary."""
-    h = eng.hour
+    h = engine.hour
     if time.ticks_diff(now, h[0]) >= _HOUR_MS:
         h[0], h[1] = now, 0
     if h[1] >= limits.RULE_NOTICES_HOUR:
-        eng.missed[dest] = eng.missed.get(dest, 0) + 1
+        engine.missed[dest] = engine.missed.get(dest, 0) + 1
         return False
     h[1] += 1
     return True
@@ -49,10 +49,10 @@ def _out(dest, text):
     from mimi.services import wifi
 
     if not wifi.online() or not bus.outbound.put(bus.Msg(dest[0], dest[1], text, bus.REPLY, NOTICE)):
-        if len(eng.held) < limits.RULE_HELD_MAX:
-            eng.held.append((dest, text))
+        if len(engine.held) < limits.RULE_HELD_MAX:
+            engine.held.append((dest, text))
         else:
-            eng.missed[dest] = eng.missed.get(dest, 0) + 1
+            engine.missed[dest] = engine.missed.get(dest, 0) + 1
         return False
     return True
 
@@ -98,10 +98,10 @@ def release(now):
     """Online again, or the hour is over: the notices that waited, each alone when they
     are few, else summed up in one message per chat with the count of those the
     ceiling (or the offline queue) held back."""
-    held, eng.held = eng.held, []
-    if not held and time.ticks_diff(now, eng.hour[0]) < _HOUR_MS:
+    held, engine.held = engine.held, []
+    if not held and time.ticks_diff(now, engine.hour[0]) < _HOUR_MS:
         return  # the hour's count waits for its end
-    missed, eng.missed = eng.missed, {}
+    missed, engine.missed = engine.missed, {}
     by = {}
     for dest, text in held:
         by.setdefault(dest, []).append(text)

@@ -28,7 +28,7 @@ import mimi
 from micropython import const
 from mimi import limits, log, board
 from mimi.devices import state
-from mimi.services.rules import engine as eng
+from mimi.services.rules import engine
 
 TAG = "rules"
 _ID = const(0)
@@ -58,34 +58,34 @@ def due(t, now):
 async def step(now):
     """One pass at ticks `now`: presses, then every device due, then waiting notices.
     -> ms until the next is due."""
-    if eng.stale:
+    if engine.stale:
         mimi.run("services.rules.upkeep", "load")
-    while eng.presses:
-        name = eng.presses.pop(0)
-        for r in eng.rules:
+    while engine.presses:
+        name = engine.presses.pop(0)
+        for r in engine.rules:
             if r[_WHEN] == "pressed" and r[_DEV] == name:
                 await fire(r, None, "pressed", now)
     names = []
-    for r in eng.rules:
+    for r in engine.rules:
         if r[_WHEN] != "pressed" and due(r[_NEXT], now) and r[_DEV] not in names:
             names.append(r[_DEV])
-    for name, lg in eng.logs.items():
+    for name, lg in engine.logs.items():
         if due(lg[1], now) and name not in names:
             names.append(name)
     for name in names:
         await _sample(name, now)
-    if eng.held or (eng.missed and time.ticks_diff(now, eng.hour[0]) >= 3600000):
+    if engine.held or (engine.missed and time.ticks_diff(now, engine.hour[0]) >= 3600000):
         from mimi.services import wifi
 
         if wifi.online():
             mimi.run("services.rules.act", "release", now)
     wait = limits.RULE_EVERY_MAX_S * 1000
-    for r in eng.rules:
+    for r in engine.rules:
         if r[_WHEN] != "pressed":
             wait = min(wait, time.ticks_diff(r[_NEXT], now))
-    for lg in eng.logs.values():
+    for lg in engine.logs.values():
         wait = min(wait, time.ticks_diff(lg[1], now))
-    return max(wait, 0 if eng.stale or eng.presses else 1)
+    return max(wait, 0 if engine.stale or engine.presses else 1)
 
 
 async def _read(name):
@@ -99,13 +99,13 @@ async def _read(name):
 
 
 async def _sample(name, now):
-    rs = [r for r in eng.rules if r[_DEV] == name and r[_WHEN] != "pressed" and due(r[_NEXT], now)]
-    lg = eng.logs.get(name)
+    rs = [r for r in engine.rules if r[_DEV] == name and r[_WHEN] != "pressed" and due(r[_NEXT], now)]
+    lg = engine.logs.get(name)
     if lg and not due(lg[1], now):
         lg = None
     reading, why = await _read(name)
     if reading is None:
-        b = eng.bad.setdefault(name, [0, False])
+        b = engine.bad.setdefault(name, [0, False])
         b[0] += 1
         for r in rs:
             back = min(r[_EVERY] << min(b[0], 16), limits.RULE_BACKOFF_MAX_S * 1000)
@@ -118,8 +118,8 @@ async def _sample(name, now):
             log.warning(TAG, "%s did not read: %s", name, why)
             mimi.run("services.rules.act", "tell", [r[_ID] for r in rs], why + ". Its rules wait and try again.", now)
         return
-    b = eng.bad.pop(name, None)
-    eng.said.discard((name, "read"))
+    b = engine.bad.pop(name, None)
+    engine.said.discard((name, "read"))
     if b and b[1]:
         log.info(TAG, "%s reads again", name)
         mimi.run("services.rules.act", "tell", [r[_ID] for r in rs], "%s reads again; its rules run." % name, now)
@@ -128,14 +128,14 @@ async def _sample(name, now):
         _keep(name, lg, reading)
     for r in rs:
         r[_NEXT] = time.ticks_add(now, r[_EVERY])
-        await _check(r, reading, now)
+        await check(r, reading, now)
 
 
 def num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-async def _check(r, reading, now):
+async def check(r, reading, now):
     for item in reading:
         if item[0] == r[_LABEL] or not r[_LABEL]:
             break
@@ -188,13 +188,13 @@ async def fire(r, on, text, now):
             try:
                 got = await t.adrive(r[_TARGET], to)
                 log.info(TAG, "rule %d: %s %s: %s = %s", r[_ID], r[_DEV], text, r[_TARGET], t.text(got))
-                if r[_TARGET] not in (x[_DEV] for x in eng.rules):  # (a watched one's state is its reads')
-                    eng.bad.pop(r[_TARGET], None)
+                if r[_TARGET] not in (x[_DEV] for x in engine.rules):  # (a watched one's state is its reads')
+                    engine.bad.pop(r[_TARGET], None)
             except Exception as e:
                 d = t.find(r[_TARGET])
                 why = t.said(d, e) if d else "no device %s" % r[_TARGET]
                 log.warning(TAG, "rule %d: %s", r[_ID], why)
-                b = eng.bad.setdefault(r[_TARGET], [0, False])
+                b = engine.bad.setdefault(r[_TARGET], [0, False])
                 if not b[1]:
                     b[1] = True
                     mimi.run("services.rules.act", "tell", [r[_ID]], why, now)
@@ -212,7 +212,7 @@ async def fire(r, on, text, now):
 # --- history ------------------------------------------------------------------------
 
 def once(name, what, why):
-    if (name, what) not in eng.said:  # (said once: upkeep.once())
+    if (name, what) not in engine.said:  # (said once: upkeep.once())
         mimi.run("services.rules.upkeep", "once", name, what, why)
 
 
@@ -226,10 +226,10 @@ def _keep(name, lg, reading):
         return once(name, "value", "it reads %r, not a number" % reading[0][2])
     t = board.clock.unix()
     buf = lg[2]
-    with eng.lock:  # (the agent thread's readers copy it: waiting())
+    with engine.lock:  # (the agent thread's readers copy it: waiting())
         buf += struct.pack("<Iff", t, v, v2 if num(v2) else _NAN)
         n = len(buf) // _REC
         if n > limits.HISTORY_PENDING_MAX:
             buf[:_REC] = b""  # the flash refused the batches: the oldest go
-    if n >= limits.HISTORY_BATCH or t - struct.unpack_from("<I", buf, 0)[0] >= limits.HISTORY_FLUSH_S:
+    if n >= limits.HISTORY_BATCH or t - struct.unpack_from("<Iff", buf, 0)[0] >= limits.HISTORY_FLUSH_S:
         mimi.run("services.rules.upkeep", "write", name, lg, False)

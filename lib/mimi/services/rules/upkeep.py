@@ -42,7 +42,7 @@ def read():
         for r in rules:
             if not isinstance(r.get("id"), int) or r["id"] in ids or r.get("when") not in WHEN or \
                     r.get("then") not in THEN or not isinstance(r.get("device"), str):
-                raise ValueError("rule %r" % (r.get("id"),))
+                raise ValueError("a bad rule %r" % (r.get("id"),))
             ids.add(r["id"])
         return rules
     except (ValueError, KeyError, TypeError, AttributeError) as e:
@@ -67,22 +67,22 @@ def load():
     """The rules from the file, the logging devices from the device table; what did not
     change keeps its state (and its waiting readings)."""
     from mimi.devices import state
-    from mimi.services.rules import engine as eng
+    from mimi.services.rules import engine
 
-    eng.stale = False
-    old = {r[_ID]: r for r in eng.rules}
-    eng.rules = [_row(d, old.get(d["id"])) for d in read()]
+    engine.stale = False
+    old = {r[_ID]: r for r in engine.rules}
+    engine.rules = [_row(d, old.get(d["id"])) for d in read()]
     new = {}
     for name, m in mimi.run("devices.lines", "logging"):
-        lg = eng.logs.get(name)
+        lg = engine.logs.get(name)
         new[name] = [m * 60000, time.ticks_ms(), bytearray()] if lg is None or lg[0] != m * 60000 else lg
     alive = [r[0] for r in mimi.run("devices.lines", "kept")]
-    for name, lg in eng.logs.items():
+    for name, lg in engine.logs.items():
         if name not in new and lg[2] and name in alive:
             write(name, lg, True)  # (its logging stopped: what it read is kept; a removed device's goes)
-    eng.logs = new
-    state.pressed = eng.press if any(r[_WHEN] == "pressed" for r in eng.rules) else None
-    buttons = [r[_DEV] for r in eng.rules if r[_WHEN] == "pressed"]
+    engine.logs = new
+    state.pressed = engine.press if any(r[_WHEN] == "pressed" for r in engine.rules) else None
+    buttons = [r[_DEV] for r in engine.rules if r[_WHEN] == "pressed"]
     if buttons:  # their interrupts armed (the handler outlives the driver: devices/state.py)
         with state.Use() as t:
             for name in buttons:
@@ -105,24 +105,24 @@ def prune():
 
 def once(name, what, why):
     """Said once in the log until it is over: history that cannot be kept."""
-    from mimi.services.rules import engine as eng
+    from mimi.services.rules import engine
 
-    if (name, what) not in eng.said:
-        eng.said.add((name, what))
+    if (name, what) not in engine.said:
+        engine.said.add((name, what))
         log.warning(TAG, "%s: its history is not kept now: %s", name, why)
 
 
 def write(name, lg, whole):
     """The waiting readings to the store (loaded for it): all of them, or for a device
     read more often than every 5 minutes those of the slots that ended."""
-    from mimi.services.rules import engine as eng
+    from mimi.services.rules import engine
 
     buf = lg[2]
     n = len(buf) // _REC
     every_s = lg[0] // 1000
     if not whole and every_s < limits.HISTORY_STEP_S and n:
-        slot = struct.unpack_from("<I", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S
-        while n and struct.unpack_from("<I", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S == slot:
+        slot = struct.unpack_from("<Iff", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S
+        while n and struct.unpack_from("<Iff", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S == slot:
             n -= 1
     if not n:
         return
@@ -130,16 +130,16 @@ def write(name, lg, whole):
     if why:
         once(name, "write", why)
     else:
-        with eng.lock:
+        with engine.lock:
             buf[:n * _REC] = b""
-        eng.said.discard((name, "write"))
+        engine.said.discard((name, "write"))
 
 
 def flush():
     """Every waiting reading written (engine.flush())."""
-    from mimi.services.rules import engine as eng
+    from mimi.services.rules import engine
 
-    for name, lg in eng.logs.items():
+    for name, lg in engine.logs.items():
         if lg[2]:
             try:
                 write(name, lg, True)
