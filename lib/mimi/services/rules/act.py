@@ -83,10 +83,10 @@ def fire(rid, name, value, now):
         log.warning(TAG, "rule %d: the agent is busy; not asked: %s", rid, words)
 
 
-def tell(rids, text, now):
-    """Something about rules `rids` (a device that stopped answering) to their chats, once each."""
+def tell(ids, text, now):
+    """Something about rules `ids` (a device that stopped answering) to their chats, once each."""
     told = []
-    for rid in rids:
+    for rid in ids:
         r = _rule(rid)
         dest = r and _dest(r)
         if dest and dest not in told and _room(now, dest):

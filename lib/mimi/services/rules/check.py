@@ -48,7 +48,6 @@ _ON = const(13)  # above/below: the condition holds (None: not judged yet)
 _REF = const(14)  # changes/rises/falls: the value it compares with
 _FIRED = const(15)  # ticks_ms it last acted (None: never)
 _REC = const(12)  # bytes of a waiting reading: "<Iff" Unix time, value, second value (NaN: none)
-_NAN = float("nan")
 
 
 def due(t, now):
@@ -73,7 +72,7 @@ async def step(now):
         if due(lg[1], now) and name not in names:
             names.append(name)
     for name in names:
-        await _sample(name, now)
+        await _take(name, now)
     if engine.held or (engine.missed and time.ticks_diff(now, engine.hour[0]) >= 3600000):
         from mimi.services import wifi
 
@@ -98,7 +97,8 @@ async def _read(name):
             return None, t.said(d, e)[len("Error: "):] if d else "there is no device %s" % name
 
 
-async def _sample(name, now):
+async def _take(name, now):
+    """Read device `name`, judge its rules due, keep its reading if it logs."""
     rs = [r for r in engine.rules if r[_DEV] == name and r[_WHEN] != "pressed" and due(r[_NEXT], now)]
     lg = engine.logs.get(name)
     if lg and not due(lg[1], now):
@@ -227,7 +227,7 @@ def _keep(name, lg, reading):
     t = board.clock.unix()
     buf = lg[2]
     with engine.lock:  # (the agent thread's readers copy it: waiting())
-        buf += struct.pack("<Iff", t, v, v2 if num(v2) else _NAN)
+        buf += struct.pack("<Iff", t, v, v2 if num(v2) else float("nan"))
         n = len(buf) // _REC
         if n > limits.HISTORY_PENDING_MAX:
             buf[:_REC] = b""  # the flash refused the batches: the oldest go

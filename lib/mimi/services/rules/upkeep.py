@@ -55,11 +55,17 @@ def read():
         return []
 
 
+# The fields of a rule's row after its device and condition, in the row's order: one
+# string longer than the 10 characters under which MicroPython interns a literal, so
+# these keys add no names to its qstr pool (json.loads interns none either).
+_FIELDS = "value hysteresis every_s cooldown_s then target to otherwise"
+
+
 def _row(d, old):
     name, _, label = d["device"].partition(".")
-    r = [d["id"], name, label, d["when"], d.get("value"), d.get("hysteresis") or 0,
-         d.get("every_s", 0) * 1000, d.get("cooldown_s", 0) * 1000, d["then"], d.get("target"),
-         d.get("to"), d.get("otherwise"), time.ticks_ms(), None, None, None]
+    v = [d.get(k) for k in _FIELDS.split()]
+    r = [d["id"], name, label, d["when"], v[0], v[1] or 0, (v[2] or 0) * 1000, (v[3] or 0) * 1000, v[4], v[5],
+         v[6], v[7], time.ticks_ms(), None, None, None]
     return old if old and old[:_NEXT] == r[:_NEXT] else r
 
 
@@ -112,14 +118,14 @@ def once(name, what, why):
         log.warning(TAG, "%s: its history is not kept now: %s", name, why)
 
 
-def write(name, lg, whole):
+def write(name, row, whole):
     """The waiting readings to the store (loaded for it): all of them, or for a device
     read more often than every 5 minutes those of the slots that ended."""
     from mimi.services.rules import engine
 
-    buf = lg[2]
+    buf = row[2]
     n = len(buf) // _REC
-    every_s = lg[0] // 1000
+    every_s = row[0] // 1000
     if not whole and every_s < limits.HISTORY_STEP_S and n:
         slot = struct.unpack_from("<Iff", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S
         while n and struct.unpack_from("<Iff", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S == slot:
