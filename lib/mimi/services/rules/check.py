@@ -187,7 +187,10 @@ async def fire(r, on, text, now):
         with state.Use() as t:
             try:
                 got = await t.adrive(r[_TARGET], to)
-                log.info(TAG, "rule %d: %s %s: %s = %s", r[_ID], r[_DEV], text, r[_TARGET], t.text(got))
+                # (its first item's text: the reading's whole text is devices/lines.py's, which a
+                # pass leaves to the agent thread: one module imported by two threads at once
+                # shows the second a half-made module)
+                log.info(TAG, "rule %d: %s %s: %s = %s", r[_ID], r[_DEV], text, r[_TARGET], got[0][2])
                 if r[_TARGET] not in (x[_DEV] for x in engine.rules):  # (a watched one's state is its reads')
                     engine.bad.pop(r[_TARGET], None)
             except Exception as e:
