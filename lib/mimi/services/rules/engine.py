@@ -96,6 +96,9 @@ async def run():
     while True:
         try:
             wait = await step(time.ticks_ms())
+        except MemoryError:  # a moment of a short heap (a long reply going out): nothing lost
+            log.warning(TAG, "no room in the heap for a pass; the next one tries again")
+            wait = 1000
         except Exception as e:  # one bad pass stops nothing
             log.exception(TAG, "a pass failed", e)
             wait = 1000
