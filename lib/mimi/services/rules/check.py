@@ -219,7 +219,7 @@ def once(name, what, why):
         mimi.run("services.rules.upkeep", "once", name, what, why)
 
 
-def _keep(name, lg, reading):
+def _keep(name, row, reading):
     """A logging device's reading waits for its batch."""
     if not board.clock.valid():
         return once(name, "clock", "the clock is not set")
@@ -228,11 +228,11 @@ def _keep(name, lg, reading):
     if not num(v):
         return once(name, "value", "it reads %r, not a number" % reading[0][2])
     t = board.clock.unix()
-    buf = lg[2]
+    buf = row[2]
     with engine.lock:  # (the agent thread's readers copy it: waiting())
         buf += struct.pack("<Iff", t, v, v2 if num(v2) else float("nan"))
         n = len(buf) // _REC
         if n > limits.HISTORY_PENDING_MAX:
             buf[:_REC] = b""  # the flash refused the batches: the oldest go
     if n >= limits.HISTORY_BATCH or t - struct.unpack_from("<Iff", buf, 0)[0] >= limits.HISTORY_FLUSH_S:
-        mimi.run("services.rules.upkeep", "write", name, lg, False)
+        mimi.run("services.rules.upkeep", "write", name, row, False)
