@@ -71,8 +71,10 @@ async def step(now):
     for name, lg in engine.logs.items():
         if due(lg[1], now) and name not in names:
             names.append(name)
-    for name in names:
-        await _take(name, now)
+    if names:  # the device layer loaded once for them all: each read's and action's use nests
+        with state.Use():  # in this one (on a short heap each use's end dropped it, loaded again by the next)
+            for name in names:
+                await _take(name, now)
     if engine.held or (engine.missed and time.ticks_diff(now, engine.hour[0]) >= 3600000):
         from mimi.services import wifi
 
