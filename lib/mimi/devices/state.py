@@ -6,8 +6,9 @@
 # last readings (the ## Devices part of the prompt is made from them and the rows
 # without the table: devices/lines.py), the I2C controllers' pins, the locks, a button's
 # presses (its pin interrupt's handler is here, so it outlives the driver). The checked
-# rows themselves are the package's (mimi.devices.rows), so this module loads only when
-# a device is used: the boot pass (devices/outputs.py) drops it.
+# rows themselves are the package's (mimi.devices.rows, read by devices/lines.py and the
+# table), so this module loads only when a device is used: the boot pass
+# (devices/outputs.py) drops it. With the rules' loop running it stays: only what must.
 import sys
 import time
 import _thread
@@ -23,20 +24,6 @@ presses = {}  # button name -> [presses since the last reading, ticks of the las
 pressed = None  # fn(name) told of each press as it happens (the rules' `pressed`), or None
 _DEBOUNCE_MS = 50
 _KEEP = ("mimi.devices.state", "mimi.devices.sim")  # never dropped (the simulator's parts)
-
-
-def __getattr__(name):
-    if name == "rows":  # the package's rows parsed (mimi.devices.rows): [row, ...] (lists
-        import json  # for tuples) or None
-
-        text = sys.modules["mimi.devices"].rows  # (the package holds this module: no import)
-        return None if text is None else json.loads(text)
-    raise AttributeError(name)
-
-
-def logging():
-    """[(name, log_min)] of the devices whose readings the history keeps (devices/lines.py)."""
-    return mimi.run("devices.lines", "logging")
 
 
 def lock_of(key):

@@ -23,7 +23,6 @@ import mimi
 from mimi import limits, log
 import mimi.devices as pkg
 from mimi.devices import state
-from mimi.devices.lines import text, line_of  # noqa: F401  (the tools' too)
 
 TAG = "devices"
 
@@ -113,12 +112,14 @@ _FIELDS = ("name", "type", "params", "mod", "kind", "where", "pins", "bus", "key
 
 def _load(made):
     """The devices checked (devices/types.py) when the file or the settings are new to
-    the device layer, else as state.rows kept them: the code dropped on a short heap
+    the device layer, else as mimi.devices.rows kept them: the code dropped on a short heap
     comes back without reading and checking everything again."""
     global _devs, _made
-    rows = state.rows if pkg.made == made else None
-    if rows is not None:
+    if pkg.made == made and pkg.rows is not None:
+        import json
+
         new = []
+        rows = json.loads(pkg.rows)  # (lists for tuples)
         for row in rows:
             d = Device(*row[:5])
             for k, v in zip(_FIELDS[5:], row[5:]):
@@ -333,9 +334,21 @@ def said(dev, e):
     return "Error: %s failed: %s: %s" % (dev.label(), type(e).__name__, e)
 
 
+# A reading's text and a device's line are devices/lines.py's, loaded when one is asked
+# for (a listing, an answer), not by a rules' pass that reads and judges numbers; it goes
+# with the table's code (state.drop()).
+
+def text(reading):
+    from mimi.devices import lines
+
+    return lines.text(reading)
+
+
 def line(dev):
     """`living_temp (sht3x at 0x44 on SDA 8 / SCL 9): 21.5 °C, humidity 40 % (2 min ago)`"""
-    return line_of(_row(dev))
+    from mimi.devices import lines
+
+    return lines.line_of(_row(dev))
 
 
 def owner(pin):

@@ -96,7 +96,7 @@ def device_add(args, ctx):
 def device_remove(args, ctx):
     name = args.get("name")
     if isinstance(name, str) and fs.exists(limits.RULES_PATH):
-        ids = mimi.run("services.rules.book", "users", name)
+        ids = mimi.run("services.rules.book services.rules.upkeep", "users", name)
         if ids:
             return "Error: rule %s uses %s: remove it first (rule_remove)" % (
                 ", ".join(str(i) for i in ids), name)

@@ -1,7 +1,6 @@
 # The rule tools (SPEC §14): rule_add, rule_list, rule_remove. The rule book
 # (services/rules/book.py, loaded for the call) checks and keeps the rules; the loop of
 # services/rules/engine.py runs them, told of each change (devices.changed()).
-import sys
 import mimi
 from mimi import fs, channels, devices
 
@@ -9,7 +8,7 @@ from mimi import fs, channels, devices
 def rule_add(args, ctx):
     ch = ctx.channel if ctx and ctx.channel and channels.get(ctx.channel).label else None
     try:  # a rule made on the REPL, or in a cron or heartbeat turn, tells the owner
-        text = mimi.run("services.rules.book", "add", args, ch, ctx.chat_id if ch else None)
+        text = mimi.run("services.rules.book services.rules.upkeep", "add", args, ch, ctx.chat_id if ch else None)
     except OSError as e:
         return "Error: not saved (%s); no rule was added" % fs.why(e)
     except ValueError as e:
@@ -19,14 +18,13 @@ def rule_add(args, ctx):
 
 
 def rule_list(args, ctx):
-    running = "mimi.services.rules.engine" in sys.modules  # (their state: the loop's)
-    return mimi.run("services.rules.book", "listing", mimi.run("services.rules.check", "states") if running else None)
+    return mimi.run("services.rules.book services.rules.upkeep", "listing")
 
 
 def rule_remove(args, ctx):
     rid = args.get("id")
     try:
-        r = mimi.run("services.rules.book", "remove", rid)
+        r = mimi.run("services.rules.book services.rules.upkeep", "remove", rid)
     except OSError as e:
         return "Error: not saved (%s); nothing changed" % fs.why(e)
     if r is None:

@@ -7,18 +7,19 @@
 # is down notices wait (RULE_HELD_MAX of them; more are counted) and go out, or are summed
 # up, when it is back; an ask then is not made (its moment has passed): it is logged.
 import time
+from micropython import const
 from mimi import log, bus, channels, limits
-from mimi.services.rules import engine as eng
+from mimi.services.rules import engine
 
 TAG = "rules"
-_HOUR_MS = 3600000
+_HOUR_MS = const(3600000)
 NOTICE = {"notice": True}  # a notice's meta: not an agent's answer, so in no session (websocket/gateway.py)
 
 
 def _rule(rid):
     import mimi
 
-    for r in mimi.run("services.rules.book", "read"):
+    for r in mimi.run("services.rules.upkeep", "read"):
         if r["id"] == rid:
             return r
     return None
@@ -33,11 +34,11 @@ def _dest(r):
 
 def _room(now, dest):
     """May one more notice go out this hour? Else it is counted for the hour's summary."""
-    h = eng.hour
+    h = engine.hour
     if time.ticks_diff(now, h[0]) >= _HOUR_MS:
         h[0], h[1] = now, 0
     if h[1] >= limits.RULE_NOTICES_HOUR:
-        eng.missed[dest] = eng.missed.get(dest, 0) + 1
+        engine.missed[dest] = engine.missed.get(dest, 0) + 1
         return False
     h[1] += 1
     return True
@@ -48,10 +49,10 @@ def _out(dest, text):
     from mimi.services import wifi
 
     if not wifi.online() or not bus.outbound.put(bus.Msg(dest[0], dest[1], text, bus.REPLY, NOTICE)):
-        if len(eng.held) < limits.RULE_HELD_MAX:
-            eng.held.append((dest, text))
+        if len(engine.held) < limits.RULE_HELD_MAX:
+            engine.held.append((dest, text))
         else:
-            eng.missed[dest] = eng.missed.get(dest, 0) + 1
+            engine.missed[dest] = engine.missed.get(dest, 0) + 1
         return False
     return True
 
@@ -82,10 +83,10 @@ def fire(rid, name, value, now):
         log.warning(TAG, "rule %d: the agent is busy; not asked: %s", rid, words)
 
 
-def tell(rids, text, now):
-    """Something about rules `rids` (a device that stopped answering) to their chats, once each."""
+def tell(ids, text, now):
+    """Something about rules `ids` (a device that stopped answering) to their chats, once each."""
     told = []
-    for rid in rids:
+    for rid in ids:
         r = _rule(rid)
         dest = r and _dest(r)
         if dest and dest not in told and _room(now, dest):
@@ -97,10 +98,10 @@ def release(now):
     """Online again, or the hour is over: the notices that waited, each alone when they
     are few, else summed up in one message per chat with the count of those the
     ceiling (or the offline queue) held back."""
-    held, eng.held = eng.held, []
-    if not held and time.ticks_diff(now, eng.hour[0]) < _HOUR_MS:
+    held, engine.held = engine.held, []
+    if not held and time.ticks_diff(now, engine.hour[0]) < _HOUR_MS:
         return  # the hour's count waits for its end
-    missed, eng.missed = eng.missed, {}
+    missed, engine.missed = engine.missed, {}
     by = {}
     for dest, text in held:
         by.setdefault(dest, []).append(text)

@@ -1,7 +1,8 @@
 # The rule book: /rules.json (limits.RULES_PATH, outside /spiffs: only the rule tools and
 # the REPL change it), every rule checked before it is written (atomically: a power cut
 # leaves the old file or the new one), and the rules as people read them. Loaded for a
-# change, a listing or the engine's (re)load, and dropped after.
+# change or a listing, and dropped after; the file is read by services/rules/upkeep.py,
+# all the engine loads of it.
 #
 # The file, one rule a line:
 #   {"rules": [
@@ -15,10 +16,9 @@
 # moved aside to limits.RULES_BAD with a log line; the firmware runs without rules.
 import json
 from mimi import limits, log, fs
+from mimi.services.rules.upkeep import read, WHEN, THEN
 
 TAG = "rules"
-WHEN = ("above", "below", "changes", "rises", "falls", "pressed")
-THEN = ("set", "notify", "ask")
 KEYS = ("name", "device", "when", "value", "hysteresis", "every_s", "cooldown_s", "then", "target",
         "to", "otherwise", "text", "prompt")
 _ASKED = ("channel", "chat_id", "id")  # kept with a rule besides KEYS
@@ -26,33 +26,6 @@ _ASKED = ("channel", "chat_id", "id")  # kept with a rule besides KEYS
 
 class Refused(ValueError):
     pass
-
-
-def read():
-    """The rules of the file ([] without one); a damaged file is moved aside."""
-    try:
-        if fs.size(limits.RULES_PATH) > limits.RULES_FILE_MAX:
-            raise ValueError("over %d bytes" % limits.RULES_FILE_MAX)
-        text = fs.read_text(limits.RULES_PATH, limits.RULES_FILE_MAX)
-    except OSError:
-        return []
-    try:
-        rules = json.loads(text)["rules"]
-        ids = set()
-        for r in rules:
-            if not isinstance(r.get("id"), int) or r["id"] in ids or r.get("when") not in WHEN or \
-                    r.get("then") not in THEN or not isinstance(r.get("device"), str):
-                raise ValueError("rule %r" % (r.get("id"),))
-            ids.add(r["id"])
-        return rules
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        try:
-            fs.rename(limits.RULES_PATH, limits.RULES_BAD)
-            where = "moved aside to " + limits.RULES_BAD
-        except OSError as x:
-            where = "could not be moved aside (%s)" % fs.why(x)
-        log.error(TAG, "%s is damaged (%s): %s; no rules run", limits.RULES_PATH, e, where)
-        return []
 
 
 def _save(rules):
@@ -287,15 +260,38 @@ def _n(v):
     return ("%.2f" % v).rstrip("0").rstrip(".") if isinstance(v, float) else str(v)
 
 
-def listing(states=None):
-    """Every rule in words, for rule_list and rules(): states {id: its state now}
-    (engine.states()) when the engine runs."""
+def _states():
+    """{rule id: its state in words} while the rules' loop runs (services/rules/engine.py
+    holds each rule as services/rules/check.py's row), else {}."""
+    import sys
+    import time
+
+    eng = sys.modules.get("mimi.services.rules.engine")
+    out = {}
+    now = time.ticks_ms()
+    for r in eng.rules if eng else ():
+        s = []
+        if r[13] is not None:  # (the row's on, fired, device, id)
+            s.append("holds now" if r[13] else "does not hold now")
+        if r[15] is not None:
+            s.append("acted %d s ago" % (time.ticks_diff(now, r[15]) // 1000))
+        b = eng.bad.get(r[1])
+        if b:
+            s.append("%s failed %d reads in a row" % (r[1], b[0]))
+        out[r[0]] = ", ".join(s)
+    return out
+
+
+def listing():
+    """Every rule in words, for rule_list and rules(), with its state now when the
+    rules' loop runs."""
     rules = read()
+    states = _states()
     out = []
     for r in rules:
         who = "%s %s" % (r["channel"], r["chat_id"]) if r.get("channel") else "the owner"
         line = "%d %s: %s; to %s" % (r["id"], r["name"], describe(r), who)
-        s = (states or {}).get(r["id"])
+        s = states.get(r["id"])
         if s:
             line += "; " + s
         out.append(line)

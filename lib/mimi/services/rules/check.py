@@ -13,21 +13,22 @@
 # that fails to read is retried with backoff (doubling up to RULE_BACKOFF_MAX_S) and its
 # rules' chats are told once, and again when it reads again.
 #
-# History: a logging device's readings go to services/history/store.py (loaded for the
-# batch and dropped: take()) HISTORY_BATCH at a time or an hour's, and for a device read
-# more often than every 5 minutes only whole 5-minute slots (the store averages each
-# slot into its long tier).
+# History: a logging device's readings wait in the engine; HISTORY_BATCH of them or an
+# hour's go to services/history/store.py (upkeep.write(): for a device read more often
+# than every 5 minutes only whole 5-minute slots; the store averages each slot into its
+# long tier).
 #
 # A rule in RAM is a list: its definition (the file's, services/rules/book.py) then its
-# state; the texts of notices and asks stay in the file.
-import sys
+# state; the texts of notices and asks stay in the file. What a pass needs only now and
+# then (the rules loaded, a batch written, the states listed) is services/rules/upkeep.py,
+# loaded for it: the pass, loaded every second on a heap without PSRAM, stays small.
 import time
 import struct
 import mimi
 from micropython import const
 from mimi import limits, log, board
-from mimi.devices import state as devstate
-from mimi.services.rules import engine as eng
+from mimi.devices import state
+from mimi.services.rules import engine
 
 TAG = "rules"
 _ID = const(0)
@@ -47,94 +48,50 @@ _ON = const(13)  # above/below: the condition holds (None: not judged yet)
 _REF = const(14)  # changes/rises/falls: the value it compares with
 _FIRED = const(15)  # ticks_ms it last acted (None: never)
 _REC = const(12)  # bytes of a waiting reading: "<Iff" Unix time, value, second value (NaN: none)
-_NAN = float("nan")
-
-
-def _row(d, old):
-    name, _, label = d["device"].partition(".")
-    r = [d["id"], name, label, d["when"], d.get("value"), d.get("hysteresis") or 0,
-         d.get("every_s", 0) * 1000, d.get("cooldown_s", 0) * 1000, d["then"], d.get("target"),
-         d.get("to"), d.get("otherwise"), time.ticks_ms(), None, None, None]
-    return old if old and old[:_NEXT] == r[:_NEXT] else r
-
-
-def load():
-    """The rules from the file, the logging devices from the device table; what did not
-    change keeps its state (and its waiting readings)."""
-    eng.stale = False
-    old = {r[_ID]: r for r in eng.rules}
-    eng.rules = [_row(d, old.get(d["id"])) for d in mimi.run("services.rules.book", "read")]
-    new = {}
-    for name, m in devstate.logging():
-        lg = eng.logs.get(name)
-        new[name] = [m * 60000, time.ticks_ms(), bytearray()] if lg is None or lg[0] != m * 60000 else lg
-    alive = [r[0] for r in devstate.rows or ()]
-    for name, lg in eng.logs.items():
-        if name not in new and lg[2] and name in alive:
-            _write(name, lg, True)  # (its logging stopped: what it read is kept; a removed device's goes)
-    eng.logs = new
-    devstate.pressed = eng.press if any(r[_WHEN] == "pressed" for r in eng.rules) else None
-    buttons = [r[_DEV] for r in eng.rules if r[_WHEN] == "pressed"]
-    if buttons:  # their interrupts armed (the handler outlives the driver: devices/state.py)
-        with devstate.Use() as t:
-            for name in buttons:
-                try:
-                    t.need(name).driver()
-                except Exception as e:
-                    log.warning(TAG, "button %s: %s", name, e)
-    files = sys.modules.get("mimi.tools.files")
-    if files:  # the room the file tools leave for the history follows the devices that log
-        files.recount()
 
 
 def due(t, now):
     return time.ticks_diff(now, t) >= 0
 
 
-def prune():
-    """History of devices that are gone goes (at boot)."""
-    from mimi import fs
-
-    if fs.isdir(limits.HISTORY_DIR):
-        mimi.run("services.history.store services.history", "prune", [r[0] for r in devstate.rows or ()])
-
-
 async def step(now):
     """One pass at ticks `now`: presses, then every device due, then waiting notices.
     -> ms until the next is due."""
-    if eng.stale:
-        load()
-    while eng.presses:
-        name = eng.presses.pop(0)
-        for r in eng.rules:
+    if engine.stale:
+        mimi.run("services.rules.upkeep", "load")
+    while engine.presses:
+        name = engine.presses.pop(0)
+        for r in engine.rules:
             if r[_WHEN] == "pressed" and r[_DEV] == name:
-                await _fire(r, None, "pressed", now)
+                await fire(r, None, "pressed", now)
     names = []
-    for r in eng.rules:
+    for r in engine.rules:
         if r[_WHEN] != "pressed" and due(r[_NEXT], now) and r[_DEV] not in names:
             names.append(r[_DEV])
-    for name, lg in eng.logs.items():
+    for name, lg in engine.logs.items():
         if due(lg[1], now) and name not in names:
             names.append(name)
-    for name in names:
-        await _sample(name, now)
-    if eng.held or (eng.missed and time.ticks_diff(now, eng.hour[0]) >= 3600000):
+    if names:  # the device layer loaded once for them all: each read's and action's use nests
+        with state.Use():  # in this one (on a short heap each use's end dropped it, loaded again by the next)
+            for name in names:
+                await _take(name, now)
+    if engine.held or (engine.missed and time.ticks_diff(now, engine.hour[0]) >= 3600000):
         from mimi.services import wifi
 
         if wifi.online():
             mimi.run("services.rules.act", "release", now)
     wait = limits.RULE_EVERY_MAX_S * 1000
-    for r in eng.rules:
+    for r in engine.rules:
         if r[_WHEN] != "pressed":
             wait = min(wait, time.ticks_diff(r[_NEXT], now))
-    for lg in eng.logs.values():
+    for lg in engine.logs.values():
         wait = min(wait, time.ticks_diff(lg[1], now))
-    return max(wait, 0 if eng.stale or eng.presses else 1)
+    return max(wait, 0 if engine.stale or engine.presses else 1)
 
 
 async def _read(name):
     """-> (reading, None) or (None, why)."""
-    with devstate.Use() as t:
+    with state.Use() as t:
         try:
             return await t.aread(name), None
         except Exception as e:
@@ -142,28 +99,29 @@ async def _read(name):
             return None, t.said(d, e)[len("Error: "):] if d else "there is no device %s" % name
 
 
-async def _sample(name, now):
-    rs = [r for r in eng.rules if r[_DEV] == name and r[_WHEN] != "pressed" and due(r[_NEXT], now)]
-    lg = eng.logs.get(name)
+async def _take(name, now):
+    """Read device `name`, judge its rules due, keep its reading if it logs."""
+    rs = [r for r in engine.rules if r[_DEV] == name and r[_WHEN] != "pressed" and due(r[_NEXT], now)]
+    lg = engine.logs.get(name)
     if lg and not due(lg[1], now):
         lg = None
     reading, why = await _read(name)
     if reading is None:
-        b = eng.bad.setdefault(name, [0, False])
+        b = engine.bad.setdefault(name, [0, False])
         b[0] += 1
         for r in rs:
             back = min(r[_EVERY] << min(b[0], 16), limits.RULE_BACKOFF_MAX_S * 1000)
             r[_NEXT] = time.ticks_add(now, max(back, r[_EVERY]))
         if lg:
             lg[1] = time.ticks_add(now, lg[0])
-            _once(name, "read", why)
+            once(name, "read", why)
         if rs and not b[1]:
             b[1] = True
             log.warning(TAG, "%s did not read: %s", name, why)
             mimi.run("services.rules.act", "tell", [r[_ID] for r in rs], why + ". Its rules wait and try again.", now)
         return
-    b = eng.bad.pop(name, None)
-    eng.said.discard((name, "read"))
+    b = engine.bad.pop(name, None)
+    engine.said.discard((name, "read"))
     if b and b[1]:
         log.info(TAG, "%s reads again", name)
         mimi.run("services.rules.act", "tell", [r[_ID] for r in rs], "%s reads again; its rules run." % name, now)
@@ -172,14 +130,14 @@ async def _sample(name, now):
         _keep(name, lg, reading)
     for r in rs:
         r[_NEXT] = time.ticks_add(now, r[_EVERY])
-        await _check(r, reading, now)
+        await check(r, reading, now)
 
 
-def _num(v):
+def num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-async def _check(r, reading, now):
+async def check(r, reading, now):
     for item in reading:
         if item[0] == r[_LABEL] or not r[_LABEL]:
             break
@@ -188,13 +146,13 @@ async def _check(r, reading, now):
     v = item[1]
     when = r[_WHEN]
     if when == "changes":
-        if r[_REF] is None or (abs(v - r[_REF]) > r[_HYST] if _num(v) and _num(r[_REF]) else v != r[_REF]):
+        if r[_REF] is None or (abs(v - r[_REF]) > r[_HYST] if num(v) and num(r[_REF]) else v != r[_REF]):
             first = r[_REF] is None
             r[_REF] = v
             if not first:
-                await _fire(r, None, item[2], now)
+                await fire(r, None, item[2], now)
         return
-    if not _num(v):
+    if not num(v):
         return
     h = r[_HYST]
     if when in ("rises", "falls"):
@@ -202,7 +160,7 @@ async def _check(r, reading, now):
         up = when == "rises"
         if ref is not None and (v > ref + h if up else v < ref - h):
             r[_REF] = v
-            await _fire(r, None, item[2], now)
+            await fire(r, None, item[2], now)
         elif ref is None or (v < ref if up else v > ref):
             r[_REF] = v  # the lowest (highest) since it last fired
         return
@@ -213,10 +171,10 @@ async def _check(r, reading, now):
     else:
         on = v < x or (was is True and v <= x + h)
     if on != was:
-        await _fire(r, on, item[2], now)
+        await fire(r, on, item[2], now)
 
 
-async def _fire(r, on, text, now):
+async def fire(r, on, text, now):
     """Act on rule r: on True (its condition began to hold), False (it cleared) or None
     (an event: a change, a rise, a press)."""
     cool = r[_COOL] and r[_FIRED] is not None and time.ticks_diff(now, r[_FIRED]) < r[_COOL]
@@ -228,17 +186,20 @@ async def _fire(r, on, text, now):
         if to is None:
             return
         r[_FIRED] = now
-        with devstate.Use() as t:
+        with state.Use() as t:
             try:
                 got = await t.adrive(r[_TARGET], to)
-                log.info(TAG, "rule %d: %s %s: %s = %s", r[_ID], r[_DEV], text, r[_TARGET], t.text(got))
-                if r[_TARGET] not in (x[_DEV] for x in eng.rules):  # (a watched one's state is its reads')
-                    eng.bad.pop(r[_TARGET], None)
+                # (its first item's text: the reading's whole text is devices/lines.py's, which a
+                # pass leaves to the agent thread: one module imported by two threads at once
+                # shows the second a half-made module)
+                log.info(TAG, "rule %d: %s %s: %s = %s", r[_ID], r[_DEV], text, r[_TARGET], got[0][2])
+                if r[_TARGET] not in (x[_DEV] for x in engine.rules):  # (a watched one's state is its reads')
+                    engine.bad.pop(r[_TARGET], None)
             except Exception as e:
                 d = t.find(r[_TARGET])
                 why = t.said(d, e) if d else "no device %s" % r[_TARGET]
                 log.warning(TAG, "rule %d: %s", r[_ID], why)
-                b = eng.bad.setdefault(r[_TARGET], [0, False])
+                b = engine.bad.setdefault(r[_TARGET], [0, False])
                 if not b[1]:
                     b[1] = True
                     mimi.run("services.rules.act", "tell", [r[_ID]], why, now)
@@ -255,74 +216,25 @@ async def _fire(r, on, text, now):
 
 # --- history ------------------------------------------------------------------------
 
-def _once(name, what, why):
-    if (name, what) not in eng.said:
-        eng.said.add((name, what))
-        log.warning(TAG, "%s: its history is not kept now: %s", name, why)
+def once(name, what, why):
+    if (name, what) not in engine.said:  # (said once: upkeep.once())
+        mimi.run("services.rules.upkeep", "once", name, what, why)
 
 
-def _keep(name, lg, reading):
+def _keep(name, row, reading):
     """A logging device's reading waits for its batch."""
     if not board.clock.valid():
-        return _once(name, "clock", "the clock is not set")
+        return once(name, "clock", "the clock is not set")
     v = reading[0][1]
     v2 = reading[1][1] if len(reading) > 1 else None
-    if not _num(v):
-        return _once(name, "value", "it reads %r, not a number" % reading[0][2])
+    if not num(v):
+        return once(name, "value", "it reads %r, not a number" % reading[0][2])
     t = board.clock.unix()
-    buf = lg[2]
-    with eng.lock:  # (the agent thread's readers copy it: waiting())
-        buf += struct.pack("<Iff", t, v, v2 if _num(v2) else _NAN)
+    buf = row[2]
+    with engine.lock:  # (the agent thread's readers copy it: waiting())
+        buf += struct.pack("<Iff", t, v, v2 if num(v2) else float("nan"))
         n = len(buf) // _REC
         if n > limits.HISTORY_PENDING_MAX:
             buf[:_REC] = b""  # the flash refused the batches: the oldest go
-    if n >= limits.HISTORY_BATCH or t - struct.unpack_from("<I", buf, 0)[0] >= limits.HISTORY_FLUSH_S:
-        _write(name, lg, False)
-
-
-def _write(name, lg, whole):
-    """The waiting readings to the store (loaded for it): all of them, or for a device
-    read more often than every 5 minutes those of the slots that ended."""
-    buf = lg[2]
-    n = len(buf) // _REC
-    every_s = lg[0] // 1000
-    if not whole and every_s < limits.HISTORY_STEP_S and n:
-        slot = struct.unpack_from("<I", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S
-        while n and struct.unpack_from("<I", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S == slot:
-            n -= 1
-    if not n:
-        return
-    why = mimi.run("services.history.store services.history", "take", name, buf, n, every_s)
-    if why:
-        _once(name, "write", why)
-    else:
-        with eng.lock:
-            buf[:n * _REC] = b""
-        eng.said.discard((name, "write"))
-
-
-def flush():
-    """Every waiting reading written (engine.flush())."""
-    for name, lg in eng.logs.items():
-        if lg[2]:
-            try:
-                _write(name, lg, True)
-            except Exception as x:
-                log.exception(TAG, "%s: its history was not written" % name, x)
-
-
-def states():
-    """{rule id: its state in words} for the listings."""
-    out = {}
-    now = time.ticks_ms()
-    for r in eng.rules:
-        s = []
-        if r[_ON] is not None:
-            s.append("holds now" if r[_ON] else "does not hold now")
-        if r[_FIRED] is not None:
-            s.append("acted %d s ago" % (time.ticks_diff(now, r[_FIRED]) // 1000))
-        b = eng.bad.get(r[_DEV])
-        if b:
-            s.append("%s failed %d reads in a row" % (r[_DEV], b[0]))
-        out[r[_ID]] = ", ".join(s)
-    return out
+    if n >= limits.HISTORY_BATCH or t - struct.unpack_from("<Iff", buf, 0)[0] >= limits.HISTORY_FLUSH_S:
+        mimi.run("services.rules.upkeep", "write", name, row, False)

@@ -12,7 +12,7 @@
 # it), as the tools' use of the devices is; with room both stay.
 #
 # History: readings wait here (12 bytes each: "<Iff" Unix time, value, second value or
-# NaN) for their batch (check.py hands them to services/history/store.py); the store's
+# NaN) for their batch (upkeep.py hands them to services/history/store.py); the store's
 # readers add them (waiting()), flush() writes them all (a reset, the loop's end:
 # mimi.close()).
 import sys
@@ -21,7 +21,7 @@ import asyncio
 import _thread
 import mimi
 from mimi import limits, log, bus
-from mimi.devices import state as devstate
+from mimi.devices import state
 
 TAG = "rules"
 rules = []  # a rule: a list, its definition then its state (check.py)
@@ -36,7 +36,6 @@ stale = True  # the rules or the devices changed: load them again
 lock = _thread.allocate_lock()  # the waiting readings: the loop adds, readers copy
 _wake = None
 _small = False
-_PASS = "mimi.services.rules.check"
 
 
 def press(name):
@@ -55,35 +54,32 @@ def changed():
         _wake.set()
 
 
-def _check():
-    if _PASS not in sys.modules:
-        __import__(_PASS)
-    return sys.modules[_PASS]
-
-
-def _done(had):
+def _drop(table):
+    """After a pass on a heap without PSRAM: its code goes, and the device layer's unless
+    it was loaded before it (`table`: a user's, still using it)."""
     if _small:
-        mimi.unload(_PASS)
-        if not had:
-            devstate.drop()
+        mimi.unload("mimi.services.rules.check")
+        if not table:
+            state.drop()
 
 
 def load():
-    """The rules from the file, the logging devices from the table (check.load())."""
-    had = "mimi.devices.table" in sys.modules
+    """The rules from the file, the logging devices from the table (upkeep.load())."""
+    table = "mimi.devices.table" in sys.modules
     try:
-        _check().load()
+        mimi.run("services.rules.upkeep", "load")
     finally:
-        _done(had)
+        _drop(table)
 
 
 async def step(now):
     """One pass at ticks `now` (check.step()) -> ms until the next is due."""
-    had = "mimi.devices.table" in sys.modules
+    table = "mimi.devices.table" in sys.modules
     try:
-        return await _check().step(now)
+        __import__("mimi.services.rules.check")
+        return await sys.modules["mimi.services.rules.check"].step(now)
     finally:
-        _done(had)
+        _drop(table)
 
 
 async def run():
@@ -94,12 +90,15 @@ async def run():
     _wake = asyncio.ThreadSafeFlag()
     mimi.closers.append(flush)
     _small = gc.mem_free() + gc.mem_alloc() <= limits.GC_SMALL_HEAP
-    mimi.run("services.rules.check", "prune")
+    mimi.run("services.rules.upkeep", "prune")
     load()
     log.info(TAG, "running: %d rule(s), %d device(s) logging", len(rules), len(logs))
     while True:
         try:
             wait = await step(time.ticks_ms())
+        except MemoryError:  # a moment of a short heap (a long reply going out): nothing lost
+            log.warning(TAG, "no room in the heap for a pass; the next one tries again")
+            wait = 1000
         except Exception as e:  # one bad pass stops nothing
             log.exception(TAG, "a pass failed", e)
             wait = 1000
@@ -126,4 +125,4 @@ def waiting(name=None):
 def flush():
     """Every waiting reading written (before a reset, at the loop's end)."""
     if any(lg[2] for lg in logs.values()):
-        mimi.run("services.rules.check", "flush")
+        mimi.run("services.rules.upkeep", "flush")

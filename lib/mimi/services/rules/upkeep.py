@@ -1,0 +1,153 @@
+# The rule file read (/rules.json, limits.RULES_PATH; its shape: services/rules/book.py),
+# and what the rules' loop needs now and then, not every pass (services/rules/check.py is
+# the pass, loaded every second on a heap without PSRAM): the rules (re)loaded from the
+# file and the logging devices from the table, a device's batch of readings written to
+# the history, every waiting reading written (a reset, the loop's end), history of
+# removed devices pruned at boot. Loaded for that and dropped. A firing rule (act.py)
+# and the rule book read the file here too: what the loop loads stays clear of book.py's
+# checks and words, whose names MicroPython interns for good as a .mpy loads. A file that
+# is not the book's shape is moved aside to limits.RULES_BAD with a log line; the
+# firmware runs without rules. A rule in RAM: check.py's row (its definition, then its
+# state). The engine and the device state are imported where they are used (book.py
+# loads this without them).
+import sys
+import time
+import json
+import struct
+import mimi
+from micropython import const
+from mimi import limits, log, fs
+
+TAG = "rules"
+WHEN = ("above", "below", "changes", "rises", "falls", "pressed")
+THEN = ("set", "notify", "ask")
+_ID = const(0)  # (check.py's row)
+_DEV = const(1)
+_WHEN = const(3)
+_NEXT = const(12)
+_REC = const(12)  # bytes of a waiting reading (check.py)
+
+
+def read():
+    """The rules of the file ([] without one); a damaged file is moved aside."""
+    try:
+        if fs.size(limits.RULES_PATH) > limits.RULES_FILE_MAX:
+            raise ValueError("over %d bytes" % limits.RULES_FILE_MAX)
+        text = fs.read_text(limits.RULES_PATH, limits.RULES_FILE_MAX)
+    except OSError:
+        return []
+    try:
+        rules = json.loads(text)["rules"]
+        ids = set()
+        for r in rules:
+            if not isinstance(r.get("id"), int) or r["id"] in ids or r.get("when") not in WHEN or \
+                    r.get("then") not in THEN or not isinstance(r.get("device"), str):
+                raise ValueError("a bad rule %r" % (r.get("id"),))
+            ids.add(r["id"])
+        return rules
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        try:
+            fs.rename(limits.RULES_PATH, limits.RULES_BAD)
+            where = "moved aside to " + limits.RULES_BAD
+        except OSError as x:
+            where = "could not be moved aside (%s)" % fs.why(x)
+        log.error(TAG, "%s is damaged (%s): %s; no rules run", limits.RULES_PATH, e, where)
+        return []
+
+
+# The fields of a rule's row after its device and condition, in the row's order: one
+# string longer than the 10 characters under which MicroPython interns a literal, so
+# these keys add no names to its qstr pool (json.loads interns none either).
+_FIELDS = "value hysteresis every_s cooldown_s then target to otherwise"
+
+
+def _row(d, old):
+    name, _, label = d["device"].partition(".")
+    v = [d.get(k) for k in _FIELDS.split()]
+    r = [d["id"], name, label, d["when"], v[0], v[1] or 0, (v[2] or 0) * 1000, (v[3] or 0) * 1000, v[4], v[5],
+         v[6], v[7], time.ticks_ms(), None, None, None]
+    return old if old and old[:_NEXT] == r[:_NEXT] else r
+
+
+def load():
+    """The rules from the file, the logging devices from the device table; what did not
+    change keeps its state (and its waiting readings)."""
+    from mimi.devices import state
+    from mimi.services.rules import engine
+
+    engine.stale = False
+    old = {r[_ID]: r for r in engine.rules}
+    engine.rules = [_row(d, old.get(d["id"])) for d in read()]
+    new = {}
+    for name, m in mimi.run("devices.lines", "logging"):
+        lg = engine.logs.get(name)
+        new[name] = [m * 60000, time.ticks_ms(), bytearray()] if lg is None or lg[0] != m * 60000 else lg
+    alive = [r[0] for r in mimi.run("devices.lines", "kept")]
+    for name, lg in engine.logs.items():
+        if name not in new and lg[2] and name in alive:
+            write(name, lg, True)  # (its logging stopped: what it read is kept; a removed device's goes)
+    engine.logs = new
+    state.pressed = engine.press if any(r[_WHEN] == "pressed" for r in engine.rules) else None
+    buttons = [r[_DEV] for r in engine.rules if r[_WHEN] == "pressed"]
+    if buttons:  # their interrupts armed (the handler outlives the driver: devices/state.py)
+        with state.Use() as t:
+            for name in buttons:
+                try:
+                    t.need(name).driver()
+                except Exception as e:
+                    log.warning(TAG, "button %s: %s", name, e)
+    files = sys.modules.get("mimi.tools.files")
+    if files:  # the room the file tools leave for the history follows the devices that log
+        files.recount()
+
+
+def prune():
+    """History of devices that are gone goes (at boot)."""
+    from mimi import fs
+
+    if fs.isdir(limits.HISTORY_DIR):
+        mimi.run("services.history.store services.history", "prune", [r[0] for r in mimi.run("devices.lines", "kept")])
+
+
+def once(name, what, why):
+    """Said once in the log until it is over: history that cannot be kept."""
+    from mimi.services.rules import engine
+
+    if (name, what) not in engine.said:
+        engine.said.add((name, what))
+        log.warning(TAG, "%s: its history is not kept now: %s", name, why)
+
+
+def write(name, row, whole):
+    """The waiting readings to the store (loaded for it): all of them, or for a device
+    read more often than every 5 minutes those of the slots that ended."""
+    from mimi.services.rules import engine
+
+    buf = row[2]
+    n = len(buf) // _REC
+    every_s = row[0] // 1000
+    if not whole and every_s < limits.HISTORY_STEP_S and n:
+        slot = struct.unpack_from("<Iff", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S
+        while n and struct.unpack_from("<Iff", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S == slot:
+            n -= 1
+    if not n:
+        return
+    why = mimi.run("services.history.store services.history", "take", name, buf, n, every_s)
+    if why:
+        once(name, "write", why)
+    else:
+        with engine.lock:
+            buf[:n * _REC] = b""
+        engine.said.discard((name, "write"))
+
+
+def flush():
+    """Every waiting reading written (engine.flush())."""
+    from mimi.services.rules import engine
+
+    for name, lg in engine.logs.items():
+        if lg[2]:
+            try:
+                write(name, lg, True)
+            except Exception as x:
+                log.exception(TAG, "%s: its history was not written" % name, x)
