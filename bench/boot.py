@@ -76,11 +76,14 @@ RESIDENT = ("mimi mimi.limits mimi.log mimi.fs mimi.config.settings mimi.board.c
             "mimi.channels.telegram.poller mimi.repl").split()
 
 
-def settled_once(tmp, mp, telegram):
-    """The firmware on interpreter mp with a cron job (and Telegram on the fake Bot API):
+def settled_once(tmp, mp, telegram, clients=0):
+    """The firmware on interpreter mp with a cron job (and Telegram on the fake Bot API;
+    and `clients` WebSocket clients connected from its ready line on, idle):
     -> (heap in use settled, nobody at the console; the same after heap_info() typed on
     the console, which loads the REPL commands)."""
+    from contextlib import ExitStack
     from fakes import telegram as fake
+    from websockets.sync.client import connect
 
     tg = fake.start() if telegram else None
     sets = ["ws_port=0", "ws_token=bench-token-123"]
@@ -93,7 +96,10 @@ def settled_once(tmp, mp, telegram):
             sim.send("f = open('/spiffs/cron.json', 'w'); f.write(%r); f.close(); print('written', 1)\r" % (
                 CRON % ("telegram" if tg else "websocket")))
             sim.wait_for(r"written \d+")
-        with Sim.start(tmp, *sets, console=True, micropython=mp) as sim:
+        with Sim.start(tmp, *sets, console=True, micropython=mp) as sim, ExitStack() as held:
+            sim.wait_for(r"I app: ready")
+            for _ in range(clients):  # the library answers the gateway's pings by itself
+                held.enter_context(connect(sim.url + "?token=bench-token-123"))
             if smoke():  # not the 60 s to the healthy mark: heap_info()'s figure twice
                 m = sim.wait_for(r"tg: .*polling" if tg else r"I app: ready")
             else:
@@ -111,13 +117,14 @@ def settled_once(tmp, mp, telegram):
 
 def settled_tables():
     t = Table("Heap after boot, settled (60 s up: the healthy-boot log line)",
-              ["interpreter", "Telegram", "heap in use, nobody at the console", "after heap_info() on the console"])
+              ["interpreter", "Telegram", "WebSocket clients", "heap in use, nobody at the console",
+               "after heap_info() on the console"])
     per = {}
     for label, mp in interpreters():
-        for telegram in (False, True):
+        for telegram, clients in ((False, 0), (False, 1), (True, 0)):
             with tempfile.TemporaryDirectory() as tmp:
-                quiet, typed = settled_once(tmp, mp, telegram)
-            t.add(label, "token + allow-list" if telegram else "not set",
+                quiet, typed = settled_once(tmp, mp, telegram, clients)
+            t.add(label, "token + allow-list" if telegram else "not set", clients,
                   "%d B (%.1f KB)" % (quiet, quiet / 1024), "%d B (%.1f KB)" % (typed, typed / 1024))
         with tempfile.TemporaryDirectory() as tmp:
             mkimage.compile_tree(BUILD)
@@ -128,7 +135,8 @@ def settled_tables():
             per[label] = {r["module"]: r["bytes"] for r in recs}
     t.notes = ("Whole firmware in tools/sim on that interpreter: gateway, heartbeat, agent thread, console, "
                "a cron job (in the Telegram chat when Telegram is set: the fake Bot API of "
-               "tests/fakes/telegram.py, the poller connected). First column: the log's "
+               "tests/fakes/telegram.py, the poller connected; a WebSocket client connected from the ready line on, "
+               "idle, when counted). First column: the log's "
                "'boot marked healthy (heap in use N)' (gc.collect() first, 60 s after boot); second: "
                "heap_info() typed on the console after it, which also loads the REPL commands.")
     m = Table("Heap each resident module adds (imported in boot order after its dependencies)",

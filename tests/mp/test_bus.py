@@ -150,3 +150,88 @@ async def test_both_directions_at_once():
     stop.append(1)
     await _wait(done, 3)
     assert sorted(m for (_, m) in replies) == list(range(total))
+
+
+# bus.within / bus.wait_event: wait_for's behaviour without its two extra tasks.
+async def test_within_times_out_and_leaves_nothing_behind():
+    ev = asyncio.Event()
+    t0 = time.ticks_ms()
+    try:
+        await bus.within(ev.wait(), 0.05)
+        raise AssertionError("no timeout")
+    except asyncio.TimeoutError:
+        pass
+    assert time.ticks_diff(time.ticks_ms(), t0) >= 50
+    # in time: the result, and the alarm gone (no cancel arrives after the deadline)
+    ev.set()
+
+    async def answer():
+        await ev.wait()
+        return "set"
+
+    assert await bus.within(answer(), 0.05) == "set"
+    await asyncio.sleep_ms(120)
+    assert await bus.wait_event(ev, 0.05) is True
+    assert await bus.wait_event(asyncio.Event(), 0.03) is False
+    await asyncio.sleep_ms(80)  # an alarm left running would cancel this sleep
+
+
+async def test_within_keeps_a_callers_cancel_and_other_errors():
+    ev = asyncio.Event()
+    cleaned = []
+
+    async def waiter():
+        try:
+            await bus.within(ev.wait(), 10)
+        finally:
+            cleaned.append(1)
+
+    t = asyncio.create_task(waiter())
+    await asyncio.sleep_ms(10)
+    t.cancel()
+    try:
+        await t
+        raise AssertionError("not cancelled")
+    except asyncio.CancelledError:
+        pass
+    assert cleaned == [1]
+
+    async def fails():
+        await asyncio.sleep_ms(1)
+        raise ValueError("bad frame")
+
+    try:
+        await bus.within(fails(), 10)
+        raise AssertionError("no error")
+    except ValueError as e:
+        assert str(e) == "bad frame"
+    await asyncio.sleep_ms(20)
+
+
+async def test_within_holds_less_than_wait_for():
+    # why it exists: wait_for keeps the awaited call as a task of its own beside a
+    # runner task for as long as it waits (a WebSocket client's ping wait: always)
+    import gc
+
+    async def one(ev, how):
+        try:
+            if how:
+                await bus.within(ev.wait(), 100)
+            else:
+                await asyncio.wait_for(ev.wait(), 100)
+        except asyncio.TimeoutError:
+            pass
+
+    held = []
+    for how in (False, True):
+        ev = asyncio.Event()
+        gc.collect()
+        before = gc.mem_alloc()
+        ts = [asyncio.create_task(one(ev, how)) for _ in range(10)]
+        await asyncio.sleep_ms(10)
+        gc.collect()
+        held.append(gc.mem_alloc() - before)
+        ev.set()
+        for t in ts:
+            await t
+    assert held[1] < held[0] * 85 // 100, held  # ~0.73 on both word sizes

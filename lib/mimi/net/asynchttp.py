@@ -1,7 +1,7 @@
 # The asyncio HTTP client (Telegram's, on the event loop): net/http.py's protocol
 # generators run on asyncio streams. Same API as http.Client, with `await`; reached
 # as http.AsyncClient.
-from mimi import limits, net
+from mimi import bus, limits, net
 from mimi.net.http import _W, _Base, _exchange, _sunk, Timeout, ConnectFailure
 
 
@@ -22,19 +22,11 @@ class AsyncClient(_Base):
         head, data = self._build(method, path, headers, body)
         secs = self.timeout_s if deadline_s is None else deadline_s
         async with self._lock:
-            # the deadline: a small task that cancels this one (asyncio.wait_for() runs the
-            # request as a task of its own beside a runner task: ~0.2 KB more on 32-bit
-            # for as long as it waits, Telegram's long poll all the time)
-            alarm = asyncio.create_task(_alarm(asyncio.current_task(), secs))
-            try:
-                return await self._request(method, head, data, sink)
-            except asyncio.CancelledError:
-                if not alarm.done():
-                    raise  # cancelled by its caller
+            try:  # (not wait_for: bus.within; Telegram's long poll waits all the time)
+                return await bus.within(self._request(method, head, data, sink), secs)
+            except asyncio.TimeoutError:
                 self.close()
                 raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, secs))
-            finally:
-                alarm.cancel()
 
     def detach(self):
         """After a 101 answer (a WebSocket upgrade): the connection leaves the client
@@ -96,10 +88,3 @@ class AsyncClient(_Base):
             else:
                 while res is None:
                     res = await s.readinto(arg)
-
-
-async def _alarm(task, secs):
-    import asyncio
-
-    await asyncio.sleep(secs)
-    task.cancel()

@@ -4,7 +4,7 @@
 # time awaits wait_valid().
 import asyncio
 import mimi
-from mimi import limits, log, board
+from mimi import limits, log, board, bus
 
 last_sync = 0  # Unix time of the last good sync (0: never)
 last_error = None
@@ -41,10 +41,7 @@ def _valid_flag():
 async def wait_valid(poll_s=1):
     """Return once the wall clock is valid (set by SNTP or by hand)."""
     while not clock_ready():
-        try:
-            await asyncio.wait_for(_valid_flag().wait(), poll_s)
-        except asyncio.TimeoutError:
-            pass
+        await bus.wait_event(_valid_flag(), poll_s)
 
 
 async def sync_once(hosts=None, port=None):

@@ -175,12 +175,6 @@ class Feishu:
             self.bot_id = None
         return self.api
 
-    async def _wait_change(self, seconds):
-        try:
-            await asyncio.wait_for(self.changed.wait(), seconds)
-        except asyncio.TimeoutError:
-            pass
-
     # ---------------------------------------------------------------- long connection
     async def run(self):
         backoff = limits.FEISHU_BACKOFF_MIN_S
@@ -190,7 +184,7 @@ class Feishu:
                 if not idle:
                     log.info(TAG, "no app id and secret; idle until set_feishu_creds(app_id, app_secret)")
                     idle = True
-                await self._wait_change(3600)
+                await bus.wait_event(self.changed, 3600)
                 continue
             idle = False
             if not wifi.online():
@@ -208,7 +202,7 @@ class Feishu:
                 wait = self._connect_failed(e, backoff)
                 if wait == backoff:
                     backoff = min(backoff * 2, limits.FEISHU_BACKOFF_MAX_S)
-                await self._wait_change(wait)
+                await bus.wait_event(self.changed, wait)
                 continue
             wifi.healthy()
             start = time.ticks_ms()
@@ -218,7 +212,7 @@ class Feishu:
             wait = backoff + os.urandom(1)[0] * min(self.nonce_s, limits.FEISHU_JITTER_MAX_S) // 255
             log.info(TAG, "long connection ended (%s); reconnecting in %d s", why, wait)
             if why != "settings changed":
-                await self._wait_change(wait)
+                await bus.wait_event(self.changed, wait)
                 backoff = min(backoff * 2, limits.FEISHU_BACKOFF_MAX_S)
 
     async def _connect(self):
@@ -357,11 +351,8 @@ class Feishu:
                 await conn.send(encode(Frame(0, service, [["type", "ping"]])))
             except Closed:
                 return self._stop(task, "ping failed")
-            try:
-                await asyncio.wait_for(self.changed.wait(), self.ping_s)
+            if await bus.wait_event(self.changed, self.ping_s):
                 return self._stop(task, "settings changed")
-            except asyncio.TimeoutError:
-                pass
 
     async def _data(self, conn, f, whole=True):
         """An event frame: joined with its other parts, ACKed, then acted on. whole:

@@ -246,13 +246,6 @@ class Telegram:
         self._network_lost()
         await wifi.wait_online()
 
-    async def _wait_change(self, seconds):
-        """Sleep up to `seconds`; returns early when the Telegram settings change."""
-        try:
-            await asyncio.wait_for(self.changed.wait(), seconds)
-        except asyncio.TimeoutError:
-            pass
-
     # ---------------------------------------------------------------- polling
     async def run(self):
         backoff = limits.TG_BACKOFF_MIN_S
@@ -265,7 +258,7 @@ class Telegram:
                 if not idle_logged:
                     log.info(TAG, "no bot token; Telegram idle until set_tg_token(...)")
                     idle_logged = True
-                await self._wait_change(3600)
+                await bus.wait_event(self.changed, 3600)
                 continue
             idle_logged = False
             if not wifi.online():
@@ -333,7 +326,7 @@ class Telegram:
                     self._free()
                     wait, on_change, backoff = backoff, False, min(backoff * 2, limits.TG_BACKOFF_MAX_S)
                 if on_change:
-                    await self._wait_change(wait)
+                    await bus.wait_event(self.changed, wait)
                 elif wait:
                     await asyncio.sleep(wait)
 

@@ -162,8 +162,8 @@ class Client:
             while len(self.out) >= limits.WS_CLIENT_OUTBOX // 2 and not self.dead:
                 self.room.clear()
                 await self.room.wait()
-            try:
-                await asyncio.wait_for(self.rd.fill(1), limits.WS_PING_S)
+            try:  # (bus.within, not wait_for: this wait is every idle client's)
+                await bus.within(self.rd.fill(1), limits.WS_PING_S)
             except asyncio.TimeoutError:
                 if pinged:
                     log.info("ws", "client %s: no answer to ping; dropped", self.chat_id)
@@ -173,8 +173,8 @@ class Client:
                 continue
             pinged = False
             try:
-                fin, op, payload = await asyncio.wait_for(
-                    wp.read_frame(self.rd, limits.WS_FRAME_MAX), limits.WS_FRAME_TIMEOUT_S)
+                fin, op, payload = await bus.within(wp.read_frame(self.rd, limits.WS_FRAME_MAX),
+                                                    limits.WS_FRAME_TIMEOUT_S)
                 if op == wp.CLOSE:
                     code = wp.close_code(payload)
                     self.push(wp.close_payload(wp.NORMAL if code == 1005 else code), wp.CLOSE)
