@@ -486,7 +486,8 @@ class Text:
         while k < len(self.runs) and self.at[k] < b:
             t = self.runs[k][0]
             x = self.at[k]
-            yield t[max(a, x) - x:min(b, x + len(t)) - x]
+            # a run wholly inside goes as it is: a slice is a copy, even of all of it
+            yield t if a <= x and x + len(t) <= b else t[max(a, x) - x:min(b, x + len(t)) - x]
             k += 1
 
     def u16(self, a, b):
