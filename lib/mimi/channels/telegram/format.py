@@ -48,7 +48,8 @@ class _Inline:
     code = False  # a code block (or table) has text: its next line needs a newline first
 
     def __init__(self, out):
-        self.out = out  # list of [text, style]
+        self.out = out  # list of [[text pieces], style] (made (text, style) by _out())
+        self.styles = {}  # each style once: a run's is shared, not a tuple of its own
 
     def emit(self, text, style):
         if not text:
@@ -57,7 +58,7 @@ class _Inline:
         if o and o[-1][1] == style:
             o[-1][0].append(text)  # joined once at the end: no quadratic copying
         else:
-            o.append([[text], style])
+            o.append([[text], self.styles.setdefault(style, style)])
 
     def parse(self, s, style, links=True):
         # Closers that were searched for and not found from some position cannot be
@@ -288,7 +289,7 @@ def _lines(md, most=limits.TG_LINE_MAX):
 
 
 def _runs(md):
-    """Markdown -> [text, style] runs, a line's at a time (a generator)."""
+    """Markdown -> (text, style) runs, a line's at a time (a generator)."""
     runs = []
     inl = _Inline(runs)
     prev_quote = None  # None before the first line
@@ -368,16 +369,15 @@ def _runs(md):
 
 
 def _out(runs):
-    """The runs made so far, each text joined, handed out (the list emptied)."""
-    for r in runs:
-        r[0] = "".join(r[0])
-    out = runs[:]
+    """The runs made so far as (text, style), each text joined (one piece is not:
+    a join copies), handed out (the list emptied)."""
+    out = [(t[0] if len(t) == 1 else "".join(t), style) for t, style in runs]
     runs.clear()
     return out
 
 
 def parse(md):
-    """Markdown -> list of [text, style] runs."""
+    """Markdown -> list of (text, style) runs."""
     return list(_runs(md))
 
 
@@ -582,7 +582,7 @@ class Text:
         if a < b:
             k = self._run(a)
             for t in self.pieces(a, b):
-                out.append([t, self.runs[k][1]])
+                out.append((t, self.runs[k][1]))
                 k += 1
         return out
 
