@@ -18,6 +18,9 @@ QUOTE = "blockquote"
 PRE = "pre"
 A = "a"
 
+# the plain tags' HTML, made once (a part's HTML holds one per tag: not a new str each)
+TAG_HTML = {t: ("<%s>" % t, "</%s>" % t) for t in (B, I, S, CODE, QUOTE)}
+
 BULLET = "\u2022 "
 RULE = "\u2500" * 8
 
@@ -388,7 +391,7 @@ def _open(tag):
         if tag[0] == PRE:
             return '<pre><code class="language-%s">' % html_escape(tag[1]) if tag[1] else "<pre>"
         return '<a href="%s">' % html_escape(tag[1])
-    return "<%s>" % tag
+    return TAG_HTML[tag][0]
 
 
 def _close(tag):
@@ -396,7 +399,7 @@ def _close(tag):
         if tag[0] == PRE:
             return "</code></pre>" if tag[1] else "</pre>"
         return "</a>"
-    return "</%s>" % tag
+    return TAG_HTML[tag][1]
 
 
 def render_html(runs):
