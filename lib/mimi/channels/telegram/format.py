@@ -19,7 +19,10 @@ PRE = "pre"
 A = "a"
 
 # the plain tags' HTML, made once (a part's HTML holds one per tag: not a new str each)
-TAG_HTML = {t: ("<%s>" % t, "</%s>" % t) for t in (B, I, S, CODE, QUOTE)}
+TAG_HTML = {}
+for t in (B, I, S, CODE, QUOTE):
+    TAG_HTML[t] = ("<%s>" % t, "</%s>" % t)
+del t
 
 BULLET = "\u2022 "
 RULE = "\u2500" * 8
@@ -28,7 +31,13 @@ RULE = "\u2500" * 8
 # ---------------------------------------------------------------- text helpers
 
 def u16len(s):
-    """Length in UTF-16 code units (characters outside the BMP count 2)."""
+    """Length in UTF-16 code units (characters outside the BMP count 2) of a str, or
+    of the texts of a list of runs."""
+    if not isinstance(s, str):
+        n = 0
+        for t, _ in s:
+            n += u16len(t)
+        return n
     n = len(s)
     for byte in s.encode():
         if byte >= 0xF0:
@@ -157,8 +166,10 @@ class _Inline:
             if ok and w == 1 and k + w < n and _word(s[k + w]):
                 ok = False
             if ok and k > i + w:
-                add = (B, I) if w == 3 else (tag,)
-                return s[i + w:k], style + tuple(t for t in add if t not in style), k + w
+                for t in (B, I) if w == 3 else (tag,):
+                    if t not in style:
+                        style += (t,)
+                return s[i + w:k], style, k + w
             k += 1
 
     def _link(self, s, i, missing):
@@ -386,20 +397,15 @@ def parse(md):
 
 # ---------------------------------------------------------------- rendering
 
-def _open(tag):
-    if isinstance(tag, tuple):
-        if tag[0] == PRE:
-            return '<pre><code class="language-%s">' % html_escape(tag[1]) if tag[1] else "<pre>"
-        return '<a href="%s">' % html_escape(tag[1])
-    return TAG_HTML[tag][0]
-
-
-def _close(tag):
-    if isinstance(tag, tuple):
-        if tag[0] == PRE:
+def _tag(tag, end):
+    """A style tag's HTML: its opening (end 0) or its closing (end 1)."""
+    if not isinstance(tag, tuple):
+        return TAG_HTML[tag][end]
+    if tag[0] == PRE:
+        if end:
             return "</code></pre>" if tag[1] else "</pre>"
-        return "</a>"
-    return TAG_HTML[tag][1]
+        return '<pre><code class="language-%s">' % html_escape(tag[1]) if tag[1] else "<pre>"
+    return "</a>" if end else '<a href="%s">' % html_escape(tag[1])
 
 
 def render_html(runs):
@@ -412,13 +418,13 @@ def render_html(runs):
         while k < len(cur) and k < len(style) and cur[k] == style[k]:
             k += 1
         for tag in reversed(cur[k:]):
-            out.append(_close(tag))
+            out.append(_tag(tag, 1))
         for tag in style[k:]:
-            out.append(_open(tag))
+            out.append(_tag(tag, 0))
         out.append(html_escape(text, False))
         cur = style
     for tag in reversed(cur):
-        out.append(_close(tag))
+        out.append(_tag(tag, 1))
     return out
 
 
@@ -427,7 +433,7 @@ def render_plain(runs, limit=limits.TG_MSG_MAX):
     the part still fits."""
     out = []
     extra = 0
-    size = sum(u16len(t) for t, _ in runs)
+    size = u16len(runs)
     for text, style in runs:
         out.append(text)
         for tag in style:
@@ -524,18 +530,13 @@ class Text:
             k -= 1
         return -1
 
-    def in_pre(self, p):
-        """The code block (start, end) that a cut before position p would split, or None."""
-        for a, b in self.spans:
-            if a < p < b:
-                return (a, b)
+    def in_pre(self, p, at=0):
+        """The code block (start, end) that a cut before position p would split (at=1:
+        that holds the character at p), or None."""
+        for blk in self.spans:
+            if blk[0] < p + at and p < blk[1]:
+                return blk
         return None
-
-    def code(self, p):
-        for a, b in self.spans:
-            if a <= p < b:
-                return True
-        return False
 
     def fit(self, limit):
         """Largest end such that [0, end) has at most `limit` UTF-16 units."""
@@ -573,9 +574,9 @@ class Text:
         return end, end
 
     def trim(self, a, b):
-        while a < b and self.char(a) in " \n" and not self.code(a):
+        while a < b and self.char(a) in " \n" and self.in_pre(a, 1) is None:
             a += 1
-        while b > a and self.char(b - 1) in " \n" and not self.code(b - 1):
+        while b > a and self.char(b - 1) in " \n" and self.in_pre(b - 1, 1) is None:
             b -= 1
         return a, b
 
@@ -604,7 +605,7 @@ def parts(md, limit=limits.TG_MSG_MAX):
         units += u16len(run[0])
         while units > limit:
             part, win = _cut(win, limit)
-            units = sum(u16len(r[0]) for r in win)
+            units = u16len(win)
             if part:
                 yield part
     yield from recut(win, limit)
