@@ -295,9 +295,12 @@ def _lines(md, most=limits.TG_LINE_MAX):
                 line = None
             if k < 0:
                 break
-            line = "".join(buf)
+            # not held while the line is worked on: its pieces (one is not joined: a
+            # join copies)
+            line = buf[0] if n == len(buf[0]) else "".join(buf)
+            buf, n = [], 0
             yield line[:-1] if line.endswith("\r") else line, cont
-            buf, n, cont = [], 0, False
+            cont = False
             i = k + 1
     yield "".join(buf), cont
 
@@ -612,9 +615,10 @@ def parts(md, limit=limits.TG_MSG_MAX):
 
 
 def recut(runs, limit):
-    """Runs (a part's, or the window's end) -> each part's runs at most `limit` units."""
+    """Runs (a part's, or the window's end: a list, emptied as the parts go, so that
+    none is held twice) -> each part's runs at most `limit` units."""
     while runs:
-        part, runs = _cut(runs, limit)
+        part, runs[:] = _cut(runs, limit)
         if part:
             yield part
 
