@@ -35,8 +35,8 @@ def u16len(s):
     of the texts of a list of runs."""
     if not isinstance(s, str):
         n = 0
-        for t, _ in s:
-            n += u16len(t)
+        for r in s:
+            n += u16len(r[0])
         return n
     n = len(s)
     for byte in s.encode():
@@ -435,16 +435,15 @@ def render_plain(runs, limit=limits.TG_MSG_MAX):
     """Visible text as a list of str pieces; a link's address is added after it while
     the part still fits."""
     out = []
-    extra = 0
-    size = u16len(runs)
+    size = u16len(runs)  # and the addresses added
     for text, style in runs:
         out.append(text)
         for tag in style:
             if isinstance(tag, tuple) and tag[0] == A and tag[1] != text:
                 add = " (%s)" % tag[1]
-                if size + extra + u16len(add) <= limit:
+                if size + u16len(add) <= limit:
                     out.append(add)
-                    extra += u16len(add)
+                    size += u16len(add)
     return out
 
 
@@ -586,11 +585,10 @@ class Text:
     def slice(self, a, b):
         """The runs of [a, b)."""
         out = []
-        if a < b:
-            k = self._run(a)
-            for t in self.pieces(a, b):
-                out.append((t, self.runs[k][1]))
-                k += 1
+        k = self._run(a)  # (any a: none when a >= b)
+        for t in self.pieces(a, b):
+            out.append((t, self.runs[k][1]))
+            k += 1
         return out
 
 
