@@ -53,8 +53,11 @@ def secrets_equal(a, b):
 
 
 def html_escape(s, quote=True):
-    """Text for HTML: & < > always; with quote also " and ' (attribute values)."""
-    s = str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Text for HTML: & < > always; with quote also " and ' (attribute values). A str
+    with nothing to escape comes back as it is (str(s) would copy it: MicroPython)."""
+    if not isinstance(s, str):
+        s = str(s)
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     if quote:
         s = s.replace('"', "&quot;").replace("'", "&#39;")
     return s

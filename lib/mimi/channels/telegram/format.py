@@ -18,6 +18,12 @@ QUOTE = "blockquote"
 PRE = "pre"
 A = "a"
 
+# the plain tags' HTML, made once (a part's HTML holds one per tag: not a new str each)
+TAG_HTML = {}
+for t in (B, I, S, CODE, QUOTE):
+    TAG_HTML[t] = ("<%s>" % t, "</%s>" % t)
+del t
+
 BULLET = "\u2022 "
 RULE = "\u2500" * 8
 
@@ -25,7 +31,13 @@ RULE = "\u2500" * 8
 # ---------------------------------------------------------------- text helpers
 
 def u16len(s):
-    """Length in UTF-16 code units (characters outside the BMP count 2)."""
+    """Length in UTF-16 code units (characters outside the BMP count 2) of a str, or
+    of the texts of a list of runs."""
+    if not isinstance(s, str):
+        n = 0
+        for r in s:
+            n += u16len(r[0])
+        return n
     n = len(s)
     for byte in s.encode():
         if byte >= 0xF0:
@@ -48,7 +60,8 @@ class _Inline:
     code = False  # a code block (or table) has text: its next line needs a newline first
 
     def __init__(self, out):
-        self.out = out  # list of [text, style]
+        self.out = out  # list of [[text pieces], style] (made (text, style) by _out())
+        self.styles = {}  # each style once: a run's is shared, not a tuple of its own
 
     def emit(self, text, style):
         if not text:
@@ -57,7 +70,7 @@ class _Inline:
         if o and o[-1][1] == style:
             o[-1][0].append(text)  # joined once at the end: no quadratic copying
         else:
-            o.append([[text], style])
+            o.append([[text], self.styles.setdefault(style, style)])
 
     def parse(self, s, style, links=True):
         # Closers that were searched for and not found from some position cannot be
@@ -153,8 +166,10 @@ class _Inline:
             if ok and w == 1 and k + w < n and _word(s[k + w]):
                 ok = False
             if ok and k > i + w:
-                add = (B, I) if w == 3 else (tag,)
-                return s[i + w:k], style + tuple(t for t in add if t not in style), k + w
+                for t in (B, I) if w == 3 else (tag,):
+                    if t not in style:
+                        style += (t,)
+                return s[i + w:k], style, k + w
             k += 1
 
     def _link(self, s, i, missing):
@@ -280,15 +295,18 @@ def _lines(md, most=limits.TG_LINE_MAX):
                 line = None
             if k < 0:
                 break
-            line = "".join(buf)
+            # not held while the line is worked on: its pieces (one is not joined: a
+            # join copies)
+            line = buf[0] if n == len(buf[0]) else "".join(buf)
+            buf, n = [], 0
             yield line[:-1] if line.endswith("\r") else line, cont
-            buf, n, cont = [], 0, False
+            cont = False
             i = k + 1
     yield "".join(buf), cont
 
 
 def _runs(md):
-    """Markdown -> [text, style] runs, a line's at a time (a generator)."""
+    """Markdown -> (text, style) runs, a line's at a time (a generator)."""
     runs = []
     inl = _Inline(runs)
     prev_quote = None  # None before the first line
@@ -368,35 +386,29 @@ def _runs(md):
 
 
 def _out(runs):
-    """The runs made so far, each text joined, handed out (the list emptied)."""
-    for r in runs:
-        r[0] = "".join(r[0])
-    out = runs[:]
+    """The runs made so far as (text, style), each text joined (one piece is not:
+    a join copies), handed out (the list emptied)."""
+    out = [(t[0] if len(t) == 1 else "".join(t), style) for t, style in runs]
     runs.clear()
     return out
 
 
 def parse(md):
-    """Markdown -> list of [text, style] runs."""
+    """Markdown -> list of (text, style) runs."""
     return list(_runs(md))
 
 
 # ---------------------------------------------------------------- rendering
 
-def _open(tag):
-    if isinstance(tag, tuple):
-        if tag[0] == PRE:
-            return '<pre><code class="language-%s">' % html_escape(tag[1]) if tag[1] else "<pre>"
-        return '<a href="%s">' % html_escape(tag[1])
-    return "<%s>" % tag
-
-
-def _close(tag):
-    if isinstance(tag, tuple):
-        if tag[0] == PRE:
+def _tag(tag, end):
+    """A style tag's HTML: its opening (end 0) or its closing (end 1)."""
+    if not isinstance(tag, tuple):
+        return TAG_HTML[tag][end]
+    if tag[0] == PRE:
+        if end:
             return "</code></pre>" if tag[1] else "</pre>"
-        return "</a>"
-    return "</%s>" % tag
+        return '<pre><code class="language-%s">' % html_escape(tag[1]) if tag[1] else "<pre>"
+    return "</a>" if end else '<a href="%s">' % html_escape(tag[1])
 
 
 def render_html(runs):
@@ -409,13 +421,13 @@ def render_html(runs):
         while k < len(cur) and k < len(style) and cur[k] == style[k]:
             k += 1
         for tag in reversed(cur[k:]):
-            out.append(_close(tag))
+            out.append(_tag(tag, 1))
         for tag in style[k:]:
-            out.append(_open(tag))
+            out.append(_tag(tag, 0))
         out.append(html_escape(text, False))
         cur = style
     for tag in reversed(cur):
-        out.append(_close(tag))
+        out.append(_tag(tag, 1))
     return out
 
 
@@ -423,16 +435,15 @@ def render_plain(runs, limit=limits.TG_MSG_MAX):
     """Visible text as a list of str pieces; a link's address is added after it while
     the part still fits."""
     out = []
-    extra = 0
-    size = sum(u16len(t) for t, _ in runs)
+    size = u16len(runs)  # and the addresses added
     for text, style in runs:
         out.append(text)
         for tag in style:
             if isinstance(tag, tuple) and tag[0] == A and tag[1] != text:
                 add = " (%s)" % tag[1]
-                if size + extra + u16len(add) <= limit:
+                if size + u16len(add) <= limit:
                     out.append(add)
-                    extra += u16len(add)
+                    size += u16len(add)
     return out
 
 
@@ -486,7 +497,8 @@ class Text:
         while k < len(self.runs) and self.at[k] < b:
             t = self.runs[k][0]
             x = self.at[k]
-            yield t[max(a, x) - x:min(b, x + len(t)) - x]
+            # a run wholly inside goes as it is: a slice is a copy, even of all of it
+            yield t if a <= x and x + len(t) <= b else t[max(a, x) - x:min(b, x + len(t)) - x]
             k += 1
 
     def u16(self, a, b):
@@ -520,18 +532,13 @@ class Text:
             k -= 1
         return -1
 
-    def in_pre(self, p):
-        """The code block (start, end) that a cut before position p would split, or None."""
-        for a, b in self.spans:
-            if a < p < b:
-                return (a, b)
+    def in_pre(self, p, at=0):
+        """The code block (start, end) that a cut before position p would split (at=1:
+        that holds the character at p), or None."""
+        for blk in self.spans:
+            if blk[0] < p + at and p < blk[1]:
+                return blk
         return None
-
-    def code(self, p):
-        for a, b in self.spans:
-            if a <= p < b:
-                return True
-        return False
 
     def fit(self, limit):
         """Largest end such that [0, end) has at most `limit` UTF-16 units."""
@@ -569,20 +576,19 @@ class Text:
         return end, end
 
     def trim(self, a, b):
-        while a < b and self.char(a) in " \n" and not self.code(a):
+        while a < b and self.char(a) in " \n" and self.in_pre(a, 1) is None:
             a += 1
-        while b > a and self.char(b - 1) in " \n" and not self.code(b - 1):
+        while b > a and self.char(b - 1) in " \n" and self.in_pre(b - 1, 1) is None:
             b -= 1
         return a, b
 
     def slice(self, a, b):
         """The runs of [a, b)."""
         out = []
-        if a < b:
-            k = self._run(a)
-            for t in self.pieces(a, b):
-                out.append([t, self.runs[k][1]])
-                k += 1
+        k = self._run(a)  # (any a: none when a >= b)
+        for t in self.pieces(a, b):
+            out.append((t, self.runs[k][1]))
+            k += 1
         return out
 
 
@@ -600,16 +606,17 @@ def parts(md, limit=limits.TG_MSG_MAX):
         units += u16len(run[0])
         while units > limit:
             part, win = _cut(win, limit)
-            units = sum(u16len(r[0]) for r in win)
+            units = u16len(win)
             if part:
                 yield part
     yield from recut(win, limit)
 
 
 def recut(runs, limit):
-    """Runs (a part's, or the window's end) -> each part's runs at most `limit` units."""
+    """Runs (a part's, or the window's end: a list, emptied as the parts go, so that
+    none is held twice) -> each part's runs at most `limit` units."""
     while runs:
-        part, runs = _cut(runs, limit)
+        part, runs[:] = _cut(runs, limit)
         if part:
             yield part
 
