@@ -112,13 +112,13 @@ def run_message(msg):
     llm = None
     try:
         from mimi.llm import provider
-        from mimi.agent import react
-        from mimi.memory import sessions
-        from mimi.tools.registry import Ctx, registry
 
         if _kept:  # the connection of a turn that ended on a short heap
             provider.keep(_kept)
             _kept = None
+        from mimi.agent import react
+        from mimi.memory import sessions
+        from mimi.tools.registry import Ctx, registry
 
         key = msg.session
         meta = msg.meta if isinstance(msg.meta, dict) else {}
@@ -203,6 +203,8 @@ def _forget(keep=False):
     global _kept
     provider = sys.modules.get("mimi.llm.provider")  # (no import: this must work without room)
     if provider:
+        if _kept:  # (not handed over yet: never dropped unclosed)
+            provider.keep(_kept)
         _kept = provider.drop(keep)  # its buffer and objects (net/tls.py keeps the roots)
     elif _kept and not keep:
         _kept[1].close()

@@ -352,10 +352,10 @@ def from_config(cfg, client=None, sleep=None):
         if _cached and _cached[0] == sig:
             if isinstance(_cached[1], Provider):
                 return _cached[1]
-            client = _cached[1]
+            client = _cached[1]  # (kept until its provider is made: a failure keeps it)
         elif _cached:
             _cached[1].close()
-        _cached = None
+            _cached = None
     if name == "anthropic":
         from mimi.llm.anthropic import Anthropic as cls
     else:
