@@ -126,12 +126,13 @@ def write_atomic(path, data, dirs=True, replace=False):
     contents when it is closed, and not at all after a failed write (a full flash)."""
     parts = data if isinstance(data, list) else [data]
     parts = [encode(p) if isinstance(p, str) else p for p in parts]
-    if replace and len(parts) == 1:
+    if replace and len(parts) == 1 and isinstance(parts[0], (bytes, bytearray, memoryview)):
+        data = parts[0]
         with lock:
             # (a Ctrl-C comes at a branch: none between the open, which truncates
-            # nothing on the flash yet, and the write)
+            # nothing on the flash yet, and the one write)
             with open(path, "wb") as f:
-                _put(f, parts[0])
+                f.write(data)
         return
     tmp = path + ".tmp"
     with lock:
