@@ -9,11 +9,12 @@ include("$(PORT_DIR)/boards/manifest.py")  # the ESP32 port's own frozen modules
 # boot. On the esp32 port ".frozen" comes before "/lib" on sys.path, so the frozen
 # copy is the one imported; see README.md for updates on a frozen build.
 # Without the modules only the host simulator imports (tools/mkimage.py, HOST_ONLY).
-sys.path.insert(0, os.path.abspath("../tools"))  # (the build runs this from its folder)
+_tools = os.path.abspath("../tools")  # (the build runs this from its folder)
+sys.path.insert(0, _tools)
 try:
     import mkimage
 finally:
-    del sys.path[0]
+    sys.path.remove(_tools)  # (by name: mkimage puts lib/ in front of it)
 
 package("mimi", files=mkimage.board_package(), base_path="../lib")
 

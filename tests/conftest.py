@@ -160,8 +160,9 @@ class MpFile(pytest.File):
 
 def _make_runner(module, func, s, mp, tag, param=None, param_fixtures=()):
     heap = s["heap"].get(func, s["heapsize"])
-    if os.getenv("MIMI_HEAP"):  # tests/heapneed.py
-        heap = tuple(os.getenv("MIMI_HEAP").split(",")) * 2
+    if os.getenv("MIMI_HEAP"):  # tests/heapneed.py: "64BIT[,32BIT]"
+        h = os.environ["MIMI_HEAP"].split(",")
+        heap = (h[0], h[-1])
     if isinstance(heap, tuple):
         heap = heap[1 if tag else 0]
 

@@ -13,9 +13,6 @@ NO_ROOM = ("Sorry, my answer did not fit in the board's free memory to be sent. 
            "this chat: ask me to repeat it, shorter, or try again in a moment.")
 
 _lanes = {}
-_running = False
-
-
 class Lane:
     def __init__(self, channel, send, owe=None):
         self.channel = channel
@@ -91,8 +88,6 @@ def register(channel, send, owe=None):
     channels.get(channel)
     lane = Lane(channel, send, owe)
     _lanes[channel] = lane
-    if _running:
-        lane.start()
 
 
 def route(msg):
@@ -106,17 +101,13 @@ def route(msg):
 
 
 async def run():
-    """The dispatcher task (startup.tasks())."""
-    global _running
-    _running = True
-    for lane in _lanes.values():
-        lane.start()
+    """The dispatcher task (startup.tasks()). A lane's task starts when it is given
+    messages (Lane.push())."""
     try:
         while True:
             route(await bus.outbound.get())
             await asyncio.sleep_ms(0)  # lanes run between messages: they fill only when a channel is slow
     finally:
-        _running = False
         for lane in _lanes.values():
             if lane.task:
                 lane.task.cancel()

@@ -137,7 +137,9 @@ def read_file(args, ctx):
             return "Error: file not found: %s" % p
         return "Error: cannot read %s (%s)" % (p, e)
     if size > READ_CAP:
-        shown = sum(len(memoryview(t)) for t in text) if isinstance(text, tuple) else len(memoryview(text))
+        from mimi.tools.registry import text_bytes  # (loaded: it is the caller)
+
+        shown = text_bytes(text)
         note = "\n[cut: %s is %d bytes; showed the first %d]" % (p, size, shown)
         text = text + (note,) if isinstance(text, tuple) else text + note
     return text if text else "(empty file)"
