@@ -98,10 +98,20 @@ def app_sources():
     return sorted(p for p in (ROOT / "lib").rglob("*.py") if "__pycache__" not in p.parts)
 
 
+def comment_only(src):
+    """A package's __init__.py that is only a comment (its description): not compiled
+    for the board. MicroPython imports a folder without one as a package all the same;
+    with one, each package a boot imports keeps its __init__.mpy's name in the qstr pool
+    (~40 B of RAM) and reads the file. The frozen build keeps them (no cost there)."""
+    return src.name == "__init__.py" and all(
+        not line.strip() or line.lstrip().startswith("#") for line in src.read_text().splitlines())
+
+
 def compile_tree(build, march=None):
-    """Compile lib/**/*.py into build/lib/**/*.mpy; returns {device path: bytes}."""
+    """Compile lib/**/*.py into build/lib/**/*.mpy (not the comment-only __init__.py
+    files); returns {device path: bytes}."""
     files = {}
-    sources = app_sources()
+    sources = [src for src in app_sources() if not comment_only(src)]
     stamp = build / "lib" / ".mpy-flags"  # a build made with other flags is made again
     flags = " ".join(mpy_flags()) + " -s /lib"  # (the source names of source_name())
     again = not stamp.exists() or stamp.read_text() != flags

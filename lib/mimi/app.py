@@ -68,6 +68,7 @@ async def console(stop):
             return  # stdin closed (the host without a console)
     from mimi.console import serial
 
+    mimi.drop("console")  # its package, a folder (the raw REPL and the commands bring it back for their time)
     await serial.task(stop, reader, first)
 
 

@@ -40,9 +40,9 @@ class _Command:
 
             return safemode.update(name, *args, **kw)
         where = "update.ota update.download update.boot update" if name[:4] == "ota_" \
-            else "console.heapinfo" if name == "heap_info" \
+            else "console.heapinfo console" if name == "heap_info" \
             else "usage.report usage.file" if name == "usage" else "devices.sim.parts" if name[:4] == "sim_" \
-            else "console.commands"
+            else "console.commands console"
         return mimi.run(where, name, *args, **kw)
 
 

@@ -7,7 +7,7 @@
 # and after OTA_TRIAL_BOOTS such boots the boot check puts the previous version back.
 import json
 import mimi
-from mimi import limits, log, board
+from mimi import limits, log, board, fs
 
 active = False
 boots = 0
@@ -43,8 +43,8 @@ def boot_start(reboot=True):
     boots = int(d.get("boots", 0)) + 1
     d["boots"] = boots
     _store(d)
-    try:
-        done = update("boot_check", reboot=False)
+    try:  # (no /ota: nothing to finish or count, and the update code is not loaded for it)
+        done = update("boot_check", reboot=False) if fs.exists(limits.OTA_DIR) else None
     except Exception as e:  # a broken update check must not add to the crash loop
         log.exception("safemode", "update check failed", e)
         done = None

@@ -32,10 +32,20 @@ def test_a_board_image_has_no_host_only_module():
     board = mkimage.image_files(ROOT / "build")
     sim = mkimage.image_files(ROOT / "build", sim=True)
     assert not [p for p in board if "/host" in p or "/devices/sim/" in p]
-    assert "/lib/mimi/board/esp32.mpy" in board and "/lib/mimi/devices/drivers/__init__.mpy" in board
+    assert "/lib/mimi/board/esp32.mpy" in board and "/lib/mimi/devices/drivers/dht.mpy" in board
     extra = sorted(set(sim) - set(board))
     assert "/lib/mimi/board/host.mpy" in extra and "/lib/mimi/devices/sim/sht3x.mpy" in extra
     assert all(mkimage.host_only(p) for p in extra) and set(board) <= set(sim)
+
+
+def test_a_package_whose_init_is_a_comment_goes_without_it():
+    files = mkimage.image_files(ROOT / "build")
+    # MicroPython imports the folder as a package all the same (test_firmware_boots_from_image);
+    # the __init__.mpy would only cost its name in the qstr pool and a file read
+    assert "/lib/mimi/console/__init__.mpy" not in files and "/lib/mimi/console/serial.mpy" in files
+    assert "/lib/mimi/channels/__init__.mpy" in files and "/lib/mimi/__init__.mpy" in files  # with code
+    assert mkimage.comment_only(ROOT / "lib/mimi/config/__init__.py")
+    assert not mkimage.comment_only(ROOT / "lib/mimi/net/__init__.py")
 
 
 @pytest.mark.parametrize("flash,blocks", [("8M", 1536), ("16M", 3584)])

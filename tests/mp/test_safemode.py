@@ -121,3 +121,24 @@ def test_a_good_version_is_confirmed_on_a_short_heap():
     del ballast
     with open(limits.OTA_DIR + "/state.json") as f:
         assert json.load(f)["state"] == "ok"
+
+
+def test_the_update_check_is_loaded_only_with_an_ota_folder():
+    # without /ota the boot check has nothing to finish, count or clean: not loaded
+    # (its names would stay in the qstr pool); with one it runs as before
+    from mimi import fs
+
+    calls = []
+    real = safemode.update
+    safemode.update = lambda fn, **kw: calls.append(fn)
+    try:
+        assert not fs.exists(limits.OTA_DIR)
+        boot()
+        assert calls == []
+        fs.makedirs(limits.OTA_DIR + "/new")
+        boot()
+        assert calls == ["boot_check"]
+    finally:
+        safemode.update = real
+    boot()  # the real check: the staging a reset interrupted is cleaned as before
+    assert not fs.exists(limits.OTA_DIR + "/new")

@@ -182,3 +182,22 @@ def test_the_check_with_devices_keeps_their_state():
     assert sys.modules["mimi.devices.state"] is state
     assert board.SIM_PINS[21]["level"] == 1
     assert registry.call("device_read", {"name": "lamp"}) == "lamp = on"
+
+
+def test_a_running_channels_package_let_go_at_boot_is_listed_all_the_same():
+    # dispatch.start() drops a channel's package (only a folder) once its module is loaded;
+    # the check still lists and loads each of the channel's modules, then lets it go again
+    from mimi import channels
+    from mimi.channels import dispatch
+    from mimi.update import check
+
+    watched = dispatch.start(channels.find("websocket"))  # as at boot (its task not run here)
+    try:
+        assert "mimi.channels.websocket.gateway" in sys.modules
+        assert "mimi.channels.websocket" not in sys.modules
+        assert check._channels() == [("mimi.channels.websocket", ["chatpage", "connection", "gateway"])]
+        assert "mimi.channels.websocket" not in sys.modules
+    finally:
+        del watched
+        dispatch._started.remove("websocket")
+        dispatch._lanes.pop("websocket", None)

@@ -125,6 +125,8 @@ def start(row):
 
     __import__(row.module)
     mod = sys.modules[row.module]
+    if row.module.count(".") > 2:  # its package (channels/websocket/): a folder, its __init__ a comment
+        mimi.unload(row.module.rpartition(".")[0])
     register(row.name, mod.send, getattr(mod, "owe", None))
     _started.append(row.name)
     return loopwatch.watch(row.name, mod.run())

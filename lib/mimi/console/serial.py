@@ -46,6 +46,7 @@ class Console:
         r = consoleraw.feed(self, c)
         if self.mode == FRIENDLY:  # the raw session ended
             mimi.drop("console.raw")
+            mimi.drop("console")
         return r
 
     def _friendly(self, c):
@@ -186,6 +187,7 @@ async def serve(namespace=None, stop=None, reader=None, first=None):
                 data = await consoleraw.read(con, reader)
                 if con.mode == FRIENDLY:
                     mimi.drop("console.raw")
+                    mimi.drop("console")
                     continue  # mpremote went away without Ctrl-B
             else:
                 data = await _read(reader)

@@ -50,14 +50,8 @@ async def sync_once(hosts=None, port=None):
     global last_error
     from mimi.services import sntp
 
-    for host in hosts or sntp.HOSTS:
-        try:
-            apply(await sntp.aquery(host, port or sntp.PORT))
-            return True
-        except (OSError, sntp.NTPError, IndexError) as e:
-            last_error = "%s: %s" % (host, e)
-            log.warning("ntp", "sync with %s failed: %s", host, e)
-    return False
+    last_error = await sntp.sync_once(apply, hosts, port)
+    return last_error is None
 
 
 async def run():

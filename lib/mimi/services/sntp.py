@@ -1,10 +1,11 @@
 # A small SNTP client (RFC 4330) on a UDP socket: the name resolved and the reply
 # awaited without holding the loop (net/dns.py). Loaded by services/ntp.py for a
-# sync (on the board: at boot and every limits.NTP_RESYNC_S) and dropped after.
+# sync (on the board: at boot and every limits.NTP_RESYNC_S) and dropped after; the
+# sync's steps live here too, so the resident ntp.py holds none of their code or names.
 import os
 import socket
 import struct
-from mimi import limits
+from mimi import limits, log
 
 HOSTS = ["pool.ntp.org", "time.cloudflare.com"]  # tests point these at a fake server
 PORT = 123
@@ -70,3 +71,16 @@ async def aquery(host, port=PORT, timeout_s=limits.NTP_TIMEOUT_S):
             raise NTPError("no reply from %s within %ds" % (host, timeout_s))
         raise
 
+
+async def sync_once(apply, hosts=None, port=None):
+    """Ask each server in turn and apply(unix time) the first answer -> None, else why
+    the last one failed (ntp.sync_once(): the resident side, which sets the clock)."""
+    why = None
+    for host in hosts or HOSTS:
+        try:
+            apply(await aquery(host, port or PORT))
+            return None
+        except (OSError, NTPError, IndexError) as e:
+            why = "%s: %s" % (host, e)
+            log.warning("ntp", "sync with %s failed: %s", host, e)
+    return why

@@ -110,12 +110,15 @@ def _channels():
 
         row = channels.find(name)
         pkg = row.module.rpartition(".")[0] if row and row.module else ""
-        if not pkg.startswith("mimi.channels.") or pkg not in sys.modules:
+        if not pkg.startswith("mimi.channels."):
             continue
+        had = pkg in sys.modules  # (dispatch lets a running channel's package go once its module is loaded)
         try:
-            files = os.listdir(sys.modules[pkg].__path__)
-        except (OSError, AttributeError):
+            files = os.listdir(__import__(pkg, None, None, ("",)).__path__)
+        except (ImportError, OSError, AttributeError):
             files = ()
+        if not had:
+            mimi.unload(pkg)
         names = []
         for f in files:
             n, dot, ext = f.rpartition(".")

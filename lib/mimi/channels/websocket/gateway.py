@@ -104,6 +104,7 @@ async def _connection(sr, sw):
         wsconn = None
         if not _conns:  # the last one: its code goes (the codec and the HTTP parts too,
             mimi.drop("channels.websocket.connection")  # unless the WebSocket client or the portal use them)
+            mimi.drop("channels.websocket")  # (the package came back with it)
             if "mimi.net.wsclient" not in sys.modules:
                 mimi.drop("net.wsproto")
             if "mimi.services.portal" not in sys.modules:
