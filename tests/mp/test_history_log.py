@@ -5,7 +5,7 @@
 # loop's passes run at ticks the test chooses; nothing is waited for.
 import json
 import time
-from support import FakeTime
+from support import FakeTime, rules_load, rules_pass
 from mimi import board, fs, limits
 from mimi.board.clock import Clock
 from mimi.config.settings import cfg
@@ -36,15 +36,13 @@ def temp(k):
 async def run(minutes, log_min, name="room"):
     """The loop's passes each minute for `minutes`, the part following temp(); -> the
     readings the device gave (minute, value)."""
-    from mimi.services.rules import engine
-
-    engine.load()
+    engine = rules_load()
     now = time.ticks_ms()
     read = []
     for k in range(minutes):
         parts.set("sht3x@0x44", temp=temp(k))
         before = engine.logs[name][1]
-        await engine.step(now)
+        await rules_pass(now)
         if engine.logs[name][1] != before:
             read.append((k, temp(k)))
         board.clock.skew += 60

@@ -385,9 +385,8 @@ def prune(keep):
 
 def names():
     """Devices with readings: on the flash, or waiting in the device logger."""
-    eng = _logger()
     with _lock:
-        return sorted(set(_devices()) | set(eng.waiting() if eng else ()))
+        return sorted(set(_devices()) | set(_waiting()))
 
 
 def stats():
@@ -405,10 +404,21 @@ def stats():
 
 # --- reading ------------------------------------------------------------------------
 
-def _logger():
+def _waiting(name=None):
+    """The readings the device logger (services/rules/engine.py) keeps for device
+    `name`'s next batch: (bytes, their every_s) or None; no name: the devices with some
+    waiting."""
     import sys
 
-    return sys.modules.get("mimi.services.rules.engine")  # (the device logger: readings waiting there)
+    eng = sys.modules.get("mimi.services.rules.engine")
+    logs = eng.logs if eng else {}
+    if name is None:
+        return [k for k, lg in logs.items() if lg[2]]
+    lg = logs.get(name)
+    if not lg or not lg[2]:
+        return None
+    with eng.lock:
+        return bytes(lg[2]), lg[0] // 1000
 
 
 def records(name, s0=_SMALLEST, s1=_LARGEST):
@@ -417,8 +427,7 @@ def records(name, s0=_SMALLEST, s1=_LARGEST):
     none; step_s the spacing the record stands for. Streamed from the flash a chunk at
     a time, then the records still in RAM, then the readings the device logger
     (services/rules/engine.py) keeps for its next batch."""
-    eng = _logger()
-    wait = eng.waiting(name) if eng else None
+    wait = _waiting(name)
     with _lock:
         d = _devices().get(name)
         if d is None:
@@ -550,8 +559,7 @@ def _values(recs, k):
 def span(name):
     """(first, last) Unix times of device `name`'s readings, or None: from the file
     names and what the store knows, without reading the files."""
-    eng = _logger()
-    wait = eng.waiting(name) if eng else None
+    wait = _waiting(name)
     with _lock:
         d = _devices().get(name)
         firsts = []

@@ -269,7 +269,7 @@ def _states():
     eng = sys.modules.get("mimi.services.rules.engine")
     out = {}
     now = time.ticks_ms()
-    for r in eng.rules if eng else ():
+    for r in eng and eng.rules or ():
         s = []
         if r[13] is not None:  # (the row's on, fired, device, id)
             s.append("holds now" if r[13] else "does not hold now")

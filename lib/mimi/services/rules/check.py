@@ -22,6 +22,8 @@
 # state; the texts of notices and asks stay in the file. What a pass needs only now and
 # then (the rules loaded, a batch written, the states listed) is services/rules/upkeep.py,
 # loaded for it: the pass, loaded every second on a heap without PSRAM, stays small.
+import gc
+import sys
 import time
 import struct
 import mimi
@@ -48,6 +50,7 @@ _ON = const(13)  # above/below: the condition holds (None: not judged yet)
 _REF = const(14)  # changes/rises/falls: the value it compares with
 _FIRED = const(15)  # ticks_ms it last acted (None: never)
 _REC = const(12)  # bytes of a waiting reading: "<Iff" Unix time, value, second value (NaN: none)
+_SMALL = gc.mem_free() + gc.mem_alloc() <= limits.GC_SMALL_HEAP  # a heap without PSRAM
 
 
 def due(t, now):
@@ -55,8 +58,27 @@ def due(t, now):
 
 
 async def step(now):
-    """One pass at ticks `now`: presses, then every device due, then waiting notices.
-    -> ms until the next is due."""
+    """One pass at ticks `now` (the loop's, services/rules/engine.py): the rules loaded
+    if they changed, presses, then every device due, then waiting notices. -> ms until
+    the next is due. One bad pass stops nothing: logged, the next a second later. On a
+    heap without PSRAM this module and the device layer's code go after it, unless the
+    layer was loaded before it (a user's, still using it)."""
+    table = "mimi.devices.table" in sys.modules
+    try:
+        return await _pass(now)
+    except MemoryError:  # a moment of a short heap (a long reply going out): nothing lost
+        log.warning(TAG, "no room in the heap for a pass; the next one tries again")
+    except Exception as e:
+        log.exception(TAG, "a pass failed", e)
+    finally:
+        if _SMALL:
+            mimi.unload("mimi.services.rules.check")
+            if not table:
+                state.drop()
+    return 1000
+
+
+async def _pass(now):
     if engine.stale:
         mimi.run("services.rules.upkeep", "load")
     while engine.presses:

@@ -75,8 +75,11 @@ def load():
     from mimi.devices import state
     from mimi.services.rules import engine
 
+    first = engine.rules is None
+    if first:
+        prune()
     engine.stale = False
-    old = {r[_ID]: r for r in engine.rules}
+    old = {r[_ID]: r for r in engine.rules or ()}
     engine.rules = [_row(d, old.get(d["id"])) for d in read()]
     new = {}
     for name, m in mimi.run("devices.lines", "logging"):
@@ -87,7 +90,7 @@ def load():
         if name not in new and lg[2] and name in alive:
             write(name, lg, True)  # (its logging stopped: what it read is kept; a removed device's goes)
     engine.logs = new
-    state.pressed = engine.press if any(r[_WHEN] == "pressed" for r in engine.rules) else None
+    state.pressed = engine.changed if any(r[_WHEN] == "pressed" for r in engine.rules) else None
     buttons = [r[_DEV] for r in engine.rules if r[_WHEN] == "pressed"]
     if buttons:  # their interrupts armed (the handler outlives the driver: devices/state.py)
         with state.Use() as t:
@@ -99,12 +102,12 @@ def load():
     files = sys.modules.get("mimi.tools.files")
     if files:  # the room the file tools leave for the history follows the devices that log
         files.recount()
+    if first:
+        log.info(TAG, "running: %d rule(s), %d device(s) logging", len(engine.rules), len(new))
 
 
 def prune():
     """History of devices that are gone goes (at boot)."""
-    from mimi import fs
-
     if fs.isdir(limits.HISTORY_DIR):
         mimi.run("services.history.store services.history", "prune", [r[0] for r in mimi.run("devices.lines", "kept")])
 
