@@ -50,7 +50,6 @@ _ON = const(13)  # above/below: the condition holds (None: not judged yet)
 _REF = const(14)  # changes/rises/falls: the value it compares with
 _FIRED = const(15)  # ticks_ms it last acted (None: never)
 _REC = const(12)  # bytes of a waiting reading: "<Iff" Unix time, value, second value (NaN: none)
-_SMALL = gc.mem_free() + gc.mem_alloc() <= limits.GC_SMALL_HEAP  # a heap without PSRAM
 
 
 def due(t, now):
@@ -65,20 +64,20 @@ async def step(now):
     layer was loaded before it (a user's, still using it)."""
     table = "mimi.devices.table" in sys.modules
     try:
-        return await _pass(now)
+        return await _step(now)
     except MemoryError:  # a moment of a short heap (a long reply going out): nothing lost
         log.warning(TAG, "no room in the heap for a pass; the next one tries again")
     except Exception as e:
         log.exception(TAG, "a pass failed", e)
     finally:
-        if _SMALL:
+        if gc.mem_free() + gc.mem_alloc() <= limits.GC_SMALL_HEAP:  # no PSRAM
             mimi.unload("mimi.services.rules.check")
             if not table:
                 state.drop()
     return 1000
 
 
-async def _pass(now):
+async def _step(now):
     if engine.stale:
         mimi.run("services.rules.upkeep", "load")
     while engine.presses:

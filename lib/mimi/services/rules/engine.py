@@ -32,14 +32,14 @@ wake = None
 # of the module's dictionary for as long as the firmware runs)
 
 
-def changed(press=None):
+def changed(name=None):
     """The rules or the devices changed (any thread): the loop loads them again. A
     button's press (devices/state.py, from its pin interrupt: keep it short) names it."""
     global stale
-    if press is None:
+    if name is None:
         stale = True
     elif len(presses) < 16:
-        presses.append(press)
+        presses.append(name)
     if wake:
         wake.set()
 
