@@ -96,7 +96,8 @@ async def _step(now):
         with state.Use():  # in this one (on a short heap each use's end dropped it, loaded again by the next)
             for name in names:
                 await _take(name, now)
-    if engine.held or (engine.missed and time.ticks_diff(now, engine.hour[0]) >= 3600000):
+    n = engine.notes  # (act.py's: notices held while offline, counted beyond the hour's ceiling)
+    if n and (n[0] or (n[1] and time.ticks_diff(now, n[2]) >= 3600000)):
         from mimi.services import wifi
 
         if wifi.online():

@@ -20,9 +20,7 @@ import mimi
 rules = None  # a rule: a list, its definition then its state (check.py); None: not loaded yet
 logs = {}  # device name -> [every_ms, next ticks_ms, waiting readings (bytearray)]
 bad = {}  # device name -> [failed reads in a row, its rules' chats told]
-held = []  # notices waiting for the network (act.py)
-missed = {}  # (channel, chat) -> notices beyond RULE_HELD_MAX or the hourly ceiling
-hour = [0, 0]  # ticks_ms the notice hour began, notices sent in it
+notes = None  # the notices' count and queue (act.py), from the first notice on
 said = set()  # (device, what) logged once: history that cannot be kept
 presses = []  # buttons pressed since the last pass
 stale = True  # the rules or the devices changed: load them again
