@@ -107,9 +107,14 @@ def load():
 
 
 def prune():
-    """History of devices that are gone goes (at boot)."""
-    if fs.isdir(limits.HISTORY_DIR):
-        mimi.run("services.history.store services.history", "prune", [r[0] for r in mimi.run("devices.lines", "kept")])
+    """History of devices that are gone goes (at boot). The store is loaded for it only
+    when a file there is one's (/history/<device>.<tier><start>): loaded, its names stay
+    in the qstr pool for good, and a boot whose devices all remain has no need of them
+    (the logging's first batch brings them)."""
+    keep = [r[0] for r in mimi.run("devices.lines", "kept")]
+    skip = len(limits.HISTORY_DIR) + 1
+    if any(p[skip:].split(".")[0] not in keep for p in fs.walk_files(limits.HISTORY_DIR)):
+        mimi.run("services.history.store services.history", "prune", keep)
 
 
 def once(name, what, why):
