@@ -161,7 +161,7 @@ async def test_the_boot_prunes_the_history_of_devices_gone_and_loads_the_store_o
     pruned = []
 
     class Store:  # (in the store's place: is it asked?)
-        prune = pruned.append
+        remove = pruned.append
 
     sys.modules["mimi.services.history.store"] = Store
     engine.rules, engine.stale = None, True  # a boot: the first pass prunes, then loads

@@ -252,11 +252,10 @@ def _keep(name, row, reading):
     if not num(v):
         return once(name, "value", "it reads %r, not a number" % reading[0][2])
     t = board.clock.unix()
-    buf = row[2]
-    with engine.lock:  # (the agent thread's readers copy it: waiting())
-        buf += struct.pack("<Iff", t, v, v2 if num(v2) else float("nan"))
-        n = len(buf) // _REC
-        if n > limits.HISTORY_PENDING_MAX:
-            buf[:_REC] = b""  # the flash refused the batches: the oldest go
+    buf = row[2] + struct.pack("<Iff", t, v, v2 if num(v2) else float("nan"))
+    n = len(buf) // _REC
+    if n > limits.HISTORY_PENDING_MAX:
+        buf = buf[_REC:]  # the flash refused the batches: the oldest go
+    row[2] = buf  # (a new bytes: the agent thread's readers take the old or the new, whole)
     if n >= limits.HISTORY_BATCH or t - struct.unpack_from("<Iff", buf, 0)[0] >= limits.HISTORY_FLUSH_S:
         mimi.run("services.rules.upkeep", "write", name, row, False)

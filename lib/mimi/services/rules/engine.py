@@ -14,17 +14,18 @@
 #
 # History: readings wait here (12 bytes each: "<Iff" Unix time, value, second value or
 # NaN) for their batch (upkeep.py hands them to services/history/store.py, whose readers
-# add them); flush() writes them all (a reset, the loop's end: mimi.close()).
+# add them); flush() writes them all (a reset, the loop's end: mimi.close()). They are
+# an immutable bytes, replaced whole by the loop at each change: a reader on the agent
+# thread takes it as it is, with no lock.
 import mimi
 
 rules = None  # a rule: a list, its definition then its state (check.py); None: not loaded yet
-logs = {}  # device name -> [every_ms, next ticks_ms, waiting readings (bytearray)]
+logs = {}  # device name -> [every_ms, next ticks_ms, waiting readings (bytes)]
 bad = {}  # device name -> [failed reads in a row, its rules' chats told]
 notes = None  # the notices' count and queue (act.py), from the first notice on
 said = set()  # (device, what) logged once: history that cannot be kept
 presses = []  # buttons pressed since the last pass
 stale = True  # the rules or the devices changed: load them again
-lock = __import__("_thread").allocate_lock()  # the waiting readings: the loop adds, readers copy
 wake = None
 # (the modules this needs are imported where they are used: each name here is a slot
 # of the module's dictionary for as long as the firmware runs)

@@ -84,7 +84,7 @@ def load():
     new = {}
     for name, m in mimi.run("devices.lines", "logging"):
         lg = engine.logs.get(name)
-        new[name] = [m * 60000, time.ticks_ms(), bytearray()] if lg is None or lg[0] != m * 60000 else lg
+        new[name] = [m * 60000, time.ticks_ms(), b""] if lg is None or lg[0] != m * 60000 else lg
     alive = [r[0] for r in mimi.run("devices.lines", "kept")]
     for name, lg in engine.logs.items():
         if name not in new and lg[2] and name in alive:
@@ -108,13 +108,17 @@ def load():
 
 def prune():
     """History of devices that are gone goes (at boot). The store is loaded for it only
-    when a file there is one's (/history/<device>.<tier><start>): loaded, its names stay
-    in the qstr pool for good, and a boot whose devices all remain has no need of them
-    (the logging's first batch brings them)."""
+    when a segment there is one's (/history/<device>.<tier><start>): loaded, its names
+    stay in the qstr pool for good, and a boot whose devices all remain has no need of
+    them (the logging's first batch brings them)."""
     keep = [r[0] for r in mimi.run("devices.lines", "kept")]
-    skip = len(limits.HISTORY_DIR) + 1
-    if any(p[skip:].split(".")[0] not in keep for p in fs.walk_files(limits.HISTORY_DIR)):
-        mimi.run("services.history.store services.history", "prune", keep)
+    gone = set()
+    for p in fs.walk_files(limits.HISTORY_DIR):
+        name, _, rest = p[len(limits.HISTORY_DIR) + 1:].partition(".")
+        if name not in keep and rest != "bad":
+            gone.add(name)
+    for name in gone:
+        mimi.run("services.history.store services.history", "remove", name)
 
 
 def once(name, what, why):
@@ -144,8 +148,7 @@ def write(name, row, whole):
     if why:
         once(name, "write", why)
     else:
-        with engine.lock:
-            buf[:n * _REC] = b""
+        row[2] = row[2][n * _REC:]  # (what the loop added meanwhile stays)
         engine.said.discard((name, "write"))
 
 
