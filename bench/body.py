@@ -12,7 +12,8 @@ firmware at rest, and a week's chart sent the way a chat's /chart sends it.
   flash), the first chart's and a second one's, its time, the loop's gap.
 - The heap after boot, settled (tools/sim, 60 s up: 'boot marked healthy (heap in use
   N)'), with the four devices alone and with them logging every minute and the four
-  rules checked every second.
+  rules checked every second; at 384k also with each device read once before (the
+  device state that any use of a device keeps, in both).
 """
 import re
 import tempfile
@@ -34,10 +35,14 @@ QSTR = re.compile(r"^qstr pool: .*n_total_bytes=(\d+)", re.M)  # micropython.qst
 SETTLED = re.compile(r"boot marked healthy \(heap in use (\d+)\)")
 
 
-def settled(mp, body, heap=None):
+def settled(mp, body, heap=None, used=False):
     """The settled heap of the whole firmware (no Telegram) with the four devices, and
     with body: logging every minute and the four rules; heap: the MicroPython heap's size
-    (None: the port's, 1 MB on 32-bit)."""
+    (None: the port's, 1 MB on 32-bit). used: each device read once on the console after
+    the boot and the device layer's code dropped, as a short heap drops it after the
+    agent's device_read: what stays is devices/state.py (the drivers' state, the last
+    readings, the locks), which any use of a device loads and keeps, and the simulated
+    parts' host objects (on the board, machine's)."""
     with tempfile.TemporaryDirectory() as tmp:
         sets = ("ws_port=0", "ws_token=bench-token-123", "gpio_allow=4,5,8,9,21")
         with Sim.start(tmp, *sets, console=True, micropython=mp, parts=PARTS, heap=heap) as sim:
@@ -53,6 +58,11 @@ def settled(mp, body, heap=None):
             # the simulator's own share, loaded both times: what the parts' reads load on the host
             # (board/host_io.py, the parts' CRC; on the board machine's objects, no heap)
             sim.send("import mimi.board.host_io, mimi.devices.sim.crc\r")
+            for name in ("room", "light", "fan", "pipe") if used else ():
+                sim.send("device_read(%r)\r" % name)
+                sim.wait_for(r"%s = " % name)
+            if used:
+                sim.send("from mimi.devices import state; state.drop()\r")
             if smoke():
                 sim.send("heap_info()\r")
                 return int(sim.wait_for(r"heap free\s+\d+ bytes \(in use (\d+)\)").group(1))
@@ -70,7 +80,7 @@ def tables(n=None):
                    "the same, a second chart", "heap kept after it",
                    "took ms (median)", "loop's longest gap ms (median)"])
     heap = Table("Heap after boot, settled, with four devices (SHT3x, BH1750, relay, NTC)",
-                 ["interpreter", "heap", "the devices alone", "logging every minute + 4 rules every second",
+                 ["interpreter", "heap", "devices", "the devices alone", "logging every minute + 4 rules every second",
                   "difference"])
     from fakes import telegram as fake
 
@@ -108,11 +118,11 @@ def tables(n=None):
     for label, mp in interpreters():
         if "32-bit" not in label:
             continue
-        for size in HEAPS:
-            a = [settled(mp, False, size) for _ in range(1 if smoke() else n)]
-            b = [settled(mp, True, size) for _ in range(1 if smoke() else n)]
-            heap.add(label, size or "the port's (1 MB)", "%d B" % median(a), "%d B" % median(b),
-                     "%+.1f KB" % ((median(b) - median(a)) / 1024))
+        for size, used in [(h, False) for h in HEAPS] + [(HEAPS[0], True)]:
+            a = [settled(mp, False, size, used) for _ in range(1 if smoke() else n)]
+            b = [settled(mp, True, size, used) for _ in range(1 if smoke() else n)]
+            heap.add(label, size or "the port's (1 MB)", "each read once" if used else "never read",
+                     "%d B" % median(a), "%d B" % median(b), "%+.1f KB" % ((median(b) - median(a)) / 1024))
     stall.notes = ("bench/mp/body.py: the rules' loop (services/rules/engine.py) reads the four parts "
                    "(conversions awaited) and judges the rules; readings go to the store in batches of "
                    "HISTORY_BATCH (the store loaded for each and dropped). The probe sleeps 1 ms at a time.")
@@ -123,7 +133,10 @@ def tables(n=None):
                    "interns its code's names (and opens the send connection). Over plain HTTP: on the "
                    "board the TLS buffers are mbedTLS's, outside the MicroPython heap.")
     heap.notes = ("The devices added on the REPL (with log_min=1 and the rules of bench/body.py RULES the "
-                  "second time), then the firmware booted again and left 60 s; no Telegram. Runs of the "
+                  "second time), then the firmware booted again and left 60 s; no Telegram. 'each read once': "
+                  "after the boot each device read on the console and the device layer's code dropped (as a "
+                  "short heap does after the agent's device_read), so that devices/state.py, which any use of "
+                  "a device keeps, and the simulated parts' host objects are in both. Runs of the "
                   "same build differ by 1-3 KB (docs/benchmarks.md §1): the medians of %d." % n)
     return [stall, chart, heap]
 

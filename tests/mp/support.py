@@ -1,5 +1,6 @@
 # Helpers for MicroPython tests (run by tests/mp/runner.py).
 import os
+import sys
 import json
 
 REPO = ""  # the repository, as a path the firmware can open (under /host)
@@ -183,3 +184,20 @@ def leave_holes(n, size):
     holes = None
     gc.collect()
     return ballast
+
+
+def rules_load():
+    """The rules' loop's state (services/rules/engine.py) loaded, as its first pass or a
+    change does (services/rules/upkeep.py load())."""
+    import mimi
+    from mimi.services.rules import engine
+
+    mimi.run("services.rules.upkeep", "load")
+    return engine
+
+
+async def rules_pass(now):
+    """One pass of the rules' loop at ticks `now` (services/rules/check.py step()) -> ms
+    until the next is due."""
+    __import__("mimi.services.rules.check")
+    return await sys.modules["mimi.services.rules.check"].step(now)

@@ -5,7 +5,7 @@
 # loop's passes run at ticks the test chooses; nothing is waited for.
 import json
 import time
-from support import FakeTime
+from support import FakeTime, rules_load, rules_pass
 from mimi import board, fs, limits
 from mimi.board.clock import Clock
 from mimi.config.settings import cfg
@@ -36,15 +36,13 @@ def temp(k):
 async def run(minutes, log_min, name="room"):
     """The loop's passes each minute for `minutes`, the part following temp(); -> the
     readings the device gave (minute, value)."""
-    from mimi.services.rules import engine
-
-    engine.load()
+    engine = rules_load()
     now = time.ticks_ms()
     read = []
     for k in range(minutes):
         parts.set("sht3x@0x44", temp=temp(k))
         before = engine.logs[name][1]
-        await engine.step(now)
+        await rules_pass(now)
         if engine.logs[name][1] != before:
             read.append((k, temp(k)))
         board.clock.skew += 60
@@ -148,3 +146,31 @@ async def test_the_history_is_the_system_s_space_not_the_file_tools():
     cap = (limits.HISTORY_SEGMENTS + 1 + limits.HISTORY_FINE_SEGMENTS + 1) * limits.BLOCK_SIZE
     assert cap - 2 * limits.BLOCK_SIZE <= room0 - room1 <= cap + 2 * limits.BLOCK_SIZE, (room0 - room1, cap)
     assert call("write_file", path="/spiffs/big.md", content="x" * 100).startswith("OK")
+
+
+async def test_the_boot_prunes_the_history_of_devices_gone_and_loads_the_store_only_then():
+    import sys
+    from mimi.services.rules import engine
+
+    parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=22)
+    call("device_add", name="room", type="sht3x", log_min=1)
+    await run(40, 1)
+    engine.flush()
+    mine = [p for p, d, _ in fs.entries(limits.HISTORY_DIR) if not d]
+    assert mine and all(p.startswith(limits.HISTORY_DIR + "/room.") for p in mine), mine
+    pruned = []
+
+    class Store:  # (in the store's place: is it asked?)
+        remove = pruned.append
+
+    sys.modules["mimi.services.history.store"] = Store
+    engine.rules, engine.stale = None, True  # a boot: the first pass prunes, then loads
+    await rules_pass(time.ticks_ms())
+    del sys.modules["mimi.services.history.store"]
+    assert pruned == []  # every file is a device's that remains: the store is not loaded
+    assert [p for p, d, _ in fs.entries(limits.HISTORY_DIR) if not d] == mine
+    gone = mine[0].replace("/room.", "/attic.")  # a device removed while its history was not
+    fs.write_atomic(gone, fs.read_head(mine[0], 4096))
+    engine.rules, engine.stale = None, True
+    await rules_pass(time.ticks_ms())
+    assert [p for p, d, _ in fs.entries(limits.HISTORY_DIR) if not d] == mine

@@ -21,7 +21,7 @@ last = {}  # device name -> (reading, time.ticks_ms())
 i2c_ids = {}  # (sda, scl) -> the I2C controller (0 or 1) those pins have
 locks = {}  # a device's or a bus's name -> its lock (one measurement, one transfer at a time)
 presses = {}  # button name -> [presses since the last reading, ticks of the last edge]
-pressed = None  # fn(name) told of each press as it happens (the rules' `pressed`), or None
+pressed = None  # fn(name) told of each press as it happens (the rules' `pressed`: engine.changed), or None
 _DEBOUNCE_MS = 50
 _KEEP = ("mimi.devices.state", "mimi.devices.sim")  # never dropped (the simulator's parts)
 

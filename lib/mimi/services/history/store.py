@@ -376,18 +376,10 @@ def remove(name):
     return n
 
 
-def prune(keep):
-    """Remove the history of every device not named in `keep` (removed devices)."""
-    for name in names():
-        if name not in keep:
-            remove(name)
-
-
 def names():
     """Devices with readings: on the flash, or waiting in the device logger."""
-    eng = _logger()
     with _lock:
-        return sorted(set(_devices()) | set(eng.waiting() if eng else ()))
+        return sorted(set(_devices()) | set(_logger()))
 
 
 def stats():
@@ -405,10 +397,19 @@ def stats():
 
 # --- reading ------------------------------------------------------------------------
 
-def _logger():
+def _logger(name=None):
+    """The readings the device logger (services/rules/engine.py) keeps for device
+    `name`'s next batch: (bytes, their every_s) or None; no name: the devices with some."""
     import sys
 
-    return sys.modules.get("mimi.services.rules.engine")  # (the device logger: readings waiting there)
+    eng = sys.modules.get("mimi.services.rules.engine")
+    out = []
+    for k, lg in eng.logs.items() if eng else ():
+        if lg[2]:
+            if k == name:
+                return lg[2], lg[0] // 1000  # (bytes the loop replaces whole: no lock)
+            out.append(k)
+    return None if name else out
 
 
 def records(name, s0=_SMALLEST, s1=_LARGEST):
@@ -417,8 +418,7 @@ def records(name, s0=_SMALLEST, s1=_LARGEST):
     none; step_s the spacing the record stands for. Streamed from the flash a chunk at
     a time, then the records still in RAM, then the readings the device logger
     (services/rules/engine.py) keeps for its next batch."""
-    eng = _logger()
-    wait = eng.waiting(name) if eng else None
+    wait = _logger(name)
     with _lock:
         d = _devices().get(name)
         if d is None:
@@ -550,8 +550,7 @@ def _values(recs, k):
 def span(name):
     """(first, last) Unix times of device `name`'s readings, or None: from the file
     names and what the store knows, without reading the files."""
-    eng = _logger()
-    wait = eng.waiting(name) if eng else None
+    wait = _logger(name)
     with _lock:
         d = _devices().get(name)
         firsts = []

@@ -13,6 +13,11 @@ from mimi.services.rules import engine
 
 TAG = "rules"
 _HOUR_MS = const(3600000)
+# engine.notes, made by the first notice (a firmware whose rules never spoke holds none):
+_HELD = const(0)  # notices waiting for the network: [((channel, chat), text)]
+_MISSED = const(1)  # (channel, chat) -> notices beyond RULE_HELD_MAX or the hourly ceiling
+_BEGAN = const(2)  # ticks_ms the notice hour began
+_SENT = const(3)  # notices sent in it
 NOTICE = {"notice": True}  # a notice's meta: not an agent's answer, so in no session (websocket/gateway.py)
 
 
@@ -32,15 +37,27 @@ def _dest(r):
     return channels.owner()
 
 
+def _notes():
+    n = engine.notes
+    if n is None:
+        n = engine.notes = [[], {}, time.ticks_ms(), 0]
+    return n
+
+
+def _miss(dest):
+    m = _notes()[_MISSED]
+    m[dest] = m.get(dest, 0) + 1
+
+
 def _room(now, dest):
     """May one more notice go out this hour? Else it is counted for the hour's summary."""
-    h = engine.hour
-    if time.ticks_diff(now, h[0]) >= _HOUR_MS:
-        h[0], h[1] = now, 0
-    if h[1] >= limits.RULE_NOTICES_HOUR:
-        engine.missed[dest] = engine.missed.get(dest, 0) + 1
+    n = _notes()
+    if time.ticks_diff(now, n[_BEGAN]) >= _HOUR_MS:
+        n[_BEGAN], n[_SENT] = now, 0
+    if n[_SENT] >= limits.RULE_NOTICES_HOUR:
+        _miss(dest)
         return False
-    h[1] += 1
+    n[_SENT] += 1
     return True
 
 
@@ -49,10 +66,11 @@ def _out(dest, text):
     from mimi.services import wifi
 
     if not wifi.online() or not bus.outbound.put(bus.Msg(dest[0], dest[1], text, bus.REPLY, NOTICE)):
-        if len(engine.held) < limits.RULE_HELD_MAX:
-            engine.held.append((dest, text))
+        held = _notes()[_HELD]
+        if len(held) < limits.RULE_HELD_MAX:
+            held.append((dest, text))
         else:
-            engine.missed[dest] = engine.missed.get(dest, 0) + 1
+            _miss(dest)
         return False
     return True
 
@@ -98,10 +116,11 @@ def release(now):
     """Online again, or the hour is over: the notices that waited, each alone when they
     are few, else summed up in one message per chat with the count of those the
     ceiling (or the offline queue) held back."""
-    held, engine.held = engine.held, []
-    if not held and time.ticks_diff(now, engine.hour[0]) < _HOUR_MS:
+    n = _notes()
+    held, n[_HELD] = n[_HELD], []
+    if not held and time.ticks_diff(now, n[_BEGAN]) < _HOUR_MS:
         return  # the hour's count waits for its end
-    missed, engine.missed = engine.missed, {}
+    missed, n[_MISSED] = n[_MISSED], {}
     by = {}
     for dest, text in held:
         by.setdefault(dest, []).append(text)

@@ -16,7 +16,9 @@
 # moved aside to limits.RULES_BAD with a log line; the firmware runs without rules.
 import json
 from mimi import limits, log, fs
-from mimi.services.rules.upkeep import read, WHEN, THEN
+from mimi.services.rules import upkeep  # (its names taken when used: the rules' loop on the asyncio
+# thread may be importing it right now, and the unix port has no import lock: a module
+# being imported is in sys.modules half-made)
 
 TAG = "rules"
 KEYS = ("name", "device", "when", "value", "hysteresis", "every_s", "cooldown_s", "then", "target",
@@ -76,9 +78,9 @@ def check(args, channel=None, chat_id=None):
             any(ord(c) < 32 for c in name):
         raise Refused("'name' is required: a short text (at most %d characters)" % limits.RULE_NAME_MAX)
     when, then = args.get("when"), args.get("then")
-    if when not in WHEN:
-        raise Refused("'when' must be one of %s" % ", ".join(WHEN))
-    if then not in THEN:
+    if when not in upkeep.WHEN:
+        raise Refused("'when' must be one of %s" % ", ".join(upkeep.WHEN))
+    if then not in upkeep.THEN:
         raise Refused("'then' must be set (a device), notify (a text) or ask (a prompt)")
     r = {"id": 0, "name": name.strip(), "device": args.get("device"), "when": when}
     given = [k for k in KEYS if args.get(k) is not None]
@@ -203,7 +205,7 @@ def add(args, channel=None, chat_id=None):
     OSError when the file could not be written: nothing changed."""
     r, reading = check(args, channel, chat_id)
     with fs.lock:
-        rules = read()
+        rules = upkeep.read()
         if len(rules) >= limits.RULES_MAX:
             raise Refused("at most %d rules; remove one first (rule_list)" % limits.RULES_MAX)
         r["id"] = max([x["id"] for x in rules] + [0]) + 1
@@ -220,7 +222,7 @@ def remove(rid):
     except (TypeError, ValueError):
         return None
     with fs.lock:
-        rules = read()
+        rules = upkeep.read()
         gone = [r for r in rules if r["id"] == rid]
         if not gone:
             return None
@@ -231,7 +233,7 @@ def remove(rid):
 
 def users(device):
     """Ids of the rules that watch or set `device`."""
-    return [r["id"] for r in read() if r["device"].partition(".")[0] == device or r.get("target") == device]
+    return [r["id"] for r in upkeep.read() if r["device"].partition(".")[0] == device or r.get("target") == device]
 
 
 def describe(r):
@@ -269,7 +271,7 @@ def _states():
     eng = sys.modules.get("mimi.services.rules.engine")
     out = {}
     now = time.ticks_ms()
-    for r in eng.rules if eng else ():
+    for r in eng and eng.rules or ():
         s = []
         if r[13] is not None:  # (the row's on, fired, device, id)
             s.append("holds now" if r[13] else "does not hold now")
@@ -285,7 +287,7 @@ def _states():
 def listing():
     """Every rule in words, for rule_list and rules(), with its state now when the
     rules' loop runs."""
-    rules = read()
+    rules = upkeep.read()
     states = _states()
     out = []
     for r in rules:

@@ -22,6 +22,8 @@
 # state; the texts of notices and asks stay in the file. What a pass needs only now and
 # then (the rules loaded, a batch written, the states listed) is services/rules/upkeep.py,
 # loaded for it: the pass, loaded every second on a heap without PSRAM, stays small.
+import gc
+import sys
 import time
 import struct
 import mimi
@@ -55,8 +57,27 @@ def due(t, now):
 
 
 async def step(now):
-    """One pass at ticks `now`: presses, then every device due, then waiting notices.
-    -> ms until the next is due."""
+    """One pass at ticks `now` (the loop's, services/rules/engine.py): the rules loaded
+    if they changed, presses, then every device due, then waiting notices. -> ms until
+    the next is due. One bad pass stops nothing: logged, the next a second later. On a
+    heap without PSRAM this module and the device layer's code go after it, unless the
+    layer was loaded before it (a user's, still using it)."""
+    table = "mimi.devices.table" in sys.modules
+    try:
+        return await _step(now)
+    except MemoryError:  # a moment of a short heap (a long reply going out): nothing lost
+        log.warning(TAG, "no room in the heap for a pass; the next one tries again")
+    except Exception as e:
+        log.exception(TAG, "a pass failed", e)
+    finally:
+        if gc.mem_free() + gc.mem_alloc() <= limits.GC_SMALL_HEAP:  # no PSRAM
+            mimi.unload("mimi.services.rules.check")
+            if not table:
+                state.drop()
+    return 1000
+
+
+async def _step(now):
     if engine.stale:
         mimi.run("services.rules.upkeep", "load")
     while engine.presses:
@@ -75,7 +96,8 @@ async def step(now):
         with state.Use():  # in this one (on a short heap each use's end dropped it, loaded again by the next)
             for name in names:
                 await _take(name, now)
-    if engine.held or (engine.missed and time.ticks_diff(now, engine.hour[0]) >= 3600000):
+    n = engine.notes  # (act.py's: notices held while offline, counted beyond the hour's ceiling)
+    if n and (n[0] or (n[1] and time.ticks_diff(now, n[2]) >= 3600000)):
         from mimi.services import wifi
 
         if wifi.online():
@@ -230,11 +252,10 @@ def _keep(name, row, reading):
     if not num(v):
         return once(name, "value", "it reads %r, not a number" % reading[0][2])
     t = board.clock.unix()
-    buf = row[2]
-    with engine.lock:  # (the agent thread's readers copy it: waiting())
-        buf += struct.pack("<Iff", t, v, v2 if num(v2) else float("nan"))
-        n = len(buf) // _REC
-        if n > limits.HISTORY_PENDING_MAX:
-            buf[:_REC] = b""  # the flash refused the batches: the oldest go
+    buf = row[2] + struct.pack("<Iff", t, v, v2 if num(v2) else float("nan"))
+    n = len(buf) // _REC
+    if n > limits.HISTORY_PENDING_MAX:
+        buf = buf[_REC:]  # the flash refused the batches: the oldest go
+    row[2] = buf  # (a new bytes: the agent thread's readers take the old or the new, whole)
     if n >= limits.HISTORY_BATCH or t - struct.unpack_from("<Iff", buf, 0)[0] >= limits.HISTORY_FLUSH_S:
         mimi.run("services.rules.upkeep", "write", name, row, False)

@@ -75,19 +75,22 @@ def load():
     from mimi.devices import state
     from mimi.services.rules import engine
 
+    first = engine.rules is None
+    if first:
+        prune()
     engine.stale = False
-    old = {r[_ID]: r for r in engine.rules}
+    old = {r[_ID]: r for r in engine.rules or ()}
     engine.rules = [_row(d, old.get(d["id"])) for d in read()]
     new = {}
     for name, m in mimi.run("devices.lines", "logging"):
         lg = engine.logs.get(name)
-        new[name] = [m * 60000, time.ticks_ms(), bytearray()] if lg is None or lg[0] != m * 60000 else lg
+        new[name] = [m * 60000, time.ticks_ms(), b""] if lg is None or lg[0] != m * 60000 else lg
     alive = [r[0] for r in mimi.run("devices.lines", "kept")]
     for name, lg in engine.logs.items():
         if name not in new and lg[2] and name in alive:
             write(name, lg, True)  # (its logging stopped: what it read is kept; a removed device's goes)
     engine.logs = new
-    state.pressed = engine.press if any(r[_WHEN] == "pressed" for r in engine.rules) else None
+    state.pressed = engine.changed if any(r[_WHEN] == "pressed" for r in engine.rules) else None
     buttons = [r[_DEV] for r in engine.rules if r[_WHEN] == "pressed"]
     if buttons:  # their interrupts armed (the handler outlives the driver: devices/state.py)
         with state.Use() as t:
@@ -99,14 +102,23 @@ def load():
     files = sys.modules.get("mimi.tools.files")
     if files:  # the room the file tools leave for the history follows the devices that log
         files.recount()
+    if first:
+        log.info(TAG, "running: %d rule(s), %d device(s) logging", len(engine.rules), len(new))
 
 
 def prune():
-    """History of devices that are gone goes (at boot)."""
-    from mimi import fs
-
-    if fs.isdir(limits.HISTORY_DIR):
-        mimi.run("services.history.store services.history", "prune", [r[0] for r in mimi.run("devices.lines", "kept")])
+    """History of devices that are gone goes (at boot). The store is loaded for it only
+    when a segment there is one's (/history/<device>.<tier><start>): loaded, its names
+    stay in the qstr pool for good, and a boot whose devices all remain has no need of
+    them (the logging's first batch brings them)."""
+    keep = [r[0] for r in mimi.run("devices.lines", "kept")]
+    gone = set()
+    for p in fs.walk_files(limits.HISTORY_DIR):
+        name, _, rest = p[len(limits.HISTORY_DIR) + 1:].partition(".")
+        if name not in keep and rest != "bad":
+            gone.add(name)
+    for name in gone:
+        mimi.run("services.history.store services.history", "remove", name)
 
 
 def once(name, what, why):
@@ -136,8 +148,7 @@ def write(name, row, whole):
     if why:
         once(name, "write", why)
     else:
-        with engine.lock:
-            buf[:n * _REC] = b""
+        row[2] = row[2][n * _REC:]  # (what the loop added meanwhile stays)
         engine.said.discard((name, "write"))
 
 
