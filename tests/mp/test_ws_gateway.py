@@ -533,6 +533,7 @@ async def test_connection_code_is_loaded_only_while_connections_are_open():
             break
         await asyncio.sleep_ms(5)
     assert "mimi.channels.websocket.connection" not in sys.modules  # the last connection took it along
+    assert "mimi.net.reader" not in sys.modules
     ws = await connect()  # and it comes back for the next one
     await ws.send({"type": "message", "content": "again", "chat_id": "back"})
     assert (await next_inbound()).content == "again"
