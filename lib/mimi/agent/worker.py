@@ -149,20 +149,24 @@ def run_message(msg):
         _release(llm)
         llm = None
         turns += 1
-        if turn.error:
+        answer, error = turn.text, turn.error
+        turn = react = registry = Ctx = provider = None
+        if short(True):  # the LLM calls' code goes before the save: a long answer is
+            _forget(True)  # escaped into the session file in its room
+        if error:
             failures += 1
-            log.warning("agent", "%s: turn failed: %s", key, turn.error)
-            return turn.text or SORRY % turn.error
+            log.warning("agent", "%s: turn failed: %s", key, error)
+            return answer or SORRY % error
         if stateless:
-            return turn.text
+            return answer
         from mimi.memory import sessions
 
         sessions.append(key, "user", text)
-        sessions.append(key, "assistant", turn.text)
+        sessions.append(key, "assistant", answer)
         err = sessions.flush()  # a chat that could not be saved is told so
         if not err:
-            return turn.text
-        return turn.text + ("\n\n" + err,) if isinstance(turn.text, tuple) else turn.text + "\n\n" + err
+            return answer
+        return answer + ("\n\n" + err,) if isinstance(answer, tuple) else answer + "\n\n" + err
     except MemoryError as e:  # say so: never a silently shorter prompt or history
         failures += 1
         llm = None
