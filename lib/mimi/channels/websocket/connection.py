@@ -20,8 +20,9 @@ from mimi.net import wsproto as wp
 from mimi.net.reader import Reader
 from mimi.channels.websocket import gateway as gw
 from mimi.channels.websocket.gateway import CHANNEL, clients, _conns, text, _forget
+from micropython import const
 
-_ID_OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+_ID_OK = const("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
 def pieces(obj):

@@ -15,8 +15,9 @@ from mimi.net import httpserver as hs
 from mimi.net import wsproto as wp
 from mimi.channels.websocket import gateway as gw
 from mimi.channels.websocket.gateway import _conns, _fails
+from micropython import const
 
-_SHARED = "*"  # _fails key of the back-off shared by addresses without their own
+_SHARED = const("*")  # _fails key of the back-off shared by addresses without their own
 
 
 async def run(rd, w, me):
