@@ -104,15 +104,6 @@ def _api(bot):
     return channels.load("telegram.status").api(bot)
 
 
-def _between():
-    """A message of a running turn is out (its status, a step, the answer so far): on a
-    short heap this module goes until the next one (the turn's "typing" and status
-    message are status.py's), so the turn's LLM calls have its room."""
-    if mimi.short():
-        mimi.drop("channels.telegram.send")
-        mimi.drop("channels.sending")
-
-
 def _refused(e):
     """Did Telegram (or its gateway) answer that it did not take the message?"""
     return isinstance(e, tg.ApiError) and (e.code == 429 or e.code in (502, 503, 504))
@@ -274,32 +265,18 @@ async def send(bot, msg):
         await channels.load("telegram.photo").chart(bot, chat_id, meta["chart"])
         _rest(bot)
         return
-    if msg.kind == bus.PARTIAL:  # (UTF-8 bytes are never fewer than Telegram's UTF-16 units)
-        if st is not None and len(memoryview(msg.content)) <= limits.TG_MSG_MAX:
-            st.delay, st.every = 0, limits.TG_EDIT_MIN_S if meta.get("group") else limits.TG_STREAM_EDIT_S
-            st.say(msg.content)
-            if not st.lock.locked() and wifi.online():
-                async with st.lock:
-                    await st.update(_api(bot))
-        _between()
+    if msg.kind == bus.PARTIAL or msg.kind == bus.STATUS and st is not None:
+        if st is not None:  # the answer so far, or a step of the running turn: status.py's
+            await st.event(bot, msg)
         return
     if msg.kind == bus.STATUS:
-        if st is not None:  # a step of the running turn: its progress message says it
-            if "step" in meta:
-                st.step(meta["step"], meta.get("detail"))
-                if st.message_id is not None and not st.lock.locked():
-                    async with st.lock:
-                        await st.update(_api(bot))
-            _between()
-            return
         if not wifi.online() or _api(bot) is None:
             return
         status = channels.load("telegram.status")
         await status.action(bot, chat_id)  # awaited: typing shows before a fast reply
         st = bot.typing[chat_id] = status.Status(chat_id, reply_to)
         st.task = asyncio.create_task(status.typing(bot, st))
-        status = None
-        _between()
+        status.between()
         return
     if st is not None:
         del bot.typing[chat_id]

@@ -9,7 +9,8 @@
 # finish(api, html, plain), delete(api). Calls on one Status hold its `lock`.
 import time
 import asyncio
-from mimi import limits, log
+import mimi
+from mimi import limits, log, bus
 from mimi.channels.telegram import poller as tg
 from mimi.services import wifi
 
@@ -51,6 +52,26 @@ class Status:
         return not self.gave_up and self.text != self.shown and \
             time.ticks_diff(now, self.start) >= self.delay and \
             time.ticks_diff(now, self.after) >= 0
+
+    async def event(self, bot, msg):
+        """A message of the running turn (the poller hands it here: send.py is not loaded
+        for it): the answer so far, shown at once and edited at most every
+        TG_STREAM_EDIT_S (TG_EDIT_MIN_S in a group; a version over TG_MSG_MAX is left
+        out: the final one is split), or a step, which the message says once shown."""
+        meta = msg.meta or {}
+        if msg.kind == bus.PARTIAL:  # (UTF-8 bytes are never fewer than Telegram's UTF-16 units)
+            if len(memoryview(msg.content)) <= limits.TG_MSG_MAX:
+                self.delay, self.every = 0, limits.TG_EDIT_MIN_S if meta.get("group") else limits.TG_STREAM_EDIT_S
+                self.say(msg.content)
+                if not self.lock.locked() and wifi.online():
+                    async with self.lock:
+                        await self.update(api(bot))
+        elif "step" in meta:
+            self.step(meta["step"], meta.get("detail"))
+            if self.message_id is not None and not self.lock.locked():
+                async with self.lock:
+                    await self.update(api(bot))
+        between()
 
     async def update(self, api):
         """Send the message, or edit it to the latest text, when that is due. Never raises:
@@ -153,6 +174,15 @@ async def _again(e, tries):
     return False
 
 
+def between():
+    """A message of a running turn is out (its status, a step, the answer so far): on a
+    short heap send.py (which update() loads for send.call()) goes until the next one,
+    so that the turn's LLM calls have its room."""
+    if mimi.short():
+        mimi.drop("channels.telegram.send")
+        mimi.drop("channels.sending")
+
+
 def api(bot):
     """The send connection (None without a bot token)."""
     if bot.send_api is None and bot.poll_api is not None:
@@ -183,6 +213,7 @@ async def typing(bot, st):
                 async with st.lock:
                     await action(bot, st.chat_id)
                     await st.update(api(bot))
+                between()
     finally:
         if bot.typing.get(st.chat_id) is st:
             del bot.typing[st.chat_id]
