@@ -116,10 +116,6 @@ def run_message(msg):
         if _kept:  # the connection of a turn that ended on a short heap
             provider.keep(_kept)
             _kept = None
-        from mimi.agent import react
-        from mimi.memory import sessions
-        from mimi.tools.registry import Ctx, registry
-
         key = msg.session
         meta = msg.meta if isinstance(msg.meta, dict) else {}
         # A heartbeat turn stands alone: carrying earlier heartbeat exchanges along
@@ -136,12 +132,19 @@ def run_message(msg):
             from mimi.net import tls  # noqa: F401 - turn's data: the heap is least broken up now
         enc = getattr(llm, "message", None)
         system = _system_prompt(msg.channel, msg.chat_id, enc is not None, bool(meta.get("group")))
-        history = [] if stateless else sessions.load(key, enc)
-        sessions = None
-        if short():  # back for the save, after the LLM calls
-            unload("mimi.memory.sessions")
-            unload("mimi.jsonscan")
+        history = []
+        if not stateless:  # (the prompt's code gone first on a short heap: the two never
+            from mimi.memory import sessions  # share the heap, nor with the calls' code)
+
+            history = sessions.load(key, enc)
+            sessions = None
+            if short():  # back for the save, after the LLM calls
+                unload("mimi.memory.sessions")
+                unload("mimi.jsonscan")
         _alive()
+        from mimi.agent import react
+        from mimi.tools.registry import Ctx, registry
+
         turn = react.run_turn(llm, system, history, text, registry,
                               Ctx(msg.channel, msg.chat_id),
                               _progress(msg) if channels.get(msg.channel).label else None)
