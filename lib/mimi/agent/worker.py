@@ -10,7 +10,7 @@ import mimi
 from mimi import limits, log, bus, channels, short, unload
 from mimi.config import settings as config
 
-SORRY = "Sorry, something went wrong: %s"
+_SORRY = const("Sorry, something went wrong: %s")
 # Read by the watchdog (no lock needed: single writes of small ints/bools).
 progress = time.ticks_ms()  # ticks_ms of the last sign of life
 busy = False  # a turn is running
@@ -159,7 +159,7 @@ def run_message(msg):
         if error:
             failures += 1
             log.warning("agent", "%s: turn failed: %s", key, error)
-            return answer or SORRY % error
+            return answer or _SORRY % error
         if stateless:
             return answer
         from mimi.memory import sessions
@@ -180,7 +180,7 @@ def run_message(msg):
     except Exception as e:  # one bad turn must not stop the agent
         failures += 1
         log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
-        return SORRY % (str(e) or type(e).__name__)
+        return _SORRY % (str(e) or type(e).__name__)
     finally:
         if llm is not None and hasattr(llm, "stream"):
             llm.stream = None  # (kept for the next turn, which may be nobody's)
