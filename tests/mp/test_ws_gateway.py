@@ -524,6 +524,8 @@ async def test_connection_code_is_loaded_only_while_connections_are_open():
     assert "mimi.channels.websocket.connection" not in sys.modules  # listening costs only the listener
     ws = await connect()
     assert ws.status == 101 and "mimi.channels.websocket.connection" in sys.modules
+    # the HTTP part goes once upgraded: a connected client holds only its frames' code
+    assert "mimi.channels.websocket.upgrade" not in sys.modules and "mimi.net.httpserver" not in sys.modules
     await ws.send_raw(wp.frame(wp.CLOSE, struct.pack(">H", 1000), mask_key=KEY))
     assert await ws.close_code() == 1000
     for _ in range(400):
@@ -531,6 +533,7 @@ async def test_connection_code_is_loaded_only_while_connections_are_open():
             break
         await asyncio.sleep_ms(5)
     assert "mimi.channels.websocket.connection" not in sys.modules  # the last connection took it along
+    assert "mimi.net.reader" not in sys.modules
     ws = await connect()  # and it comes back for the next one
     await ws.send({"type": "message", "content": "again", "chat_id": "back"})
     assert (await next_inbound()).content == "again"

@@ -8,27 +8,16 @@
 import json  # (here: an import of json looks for a json.py on the flash each time it runs)
 from mimi import limits, fs, board, channels
 from mimi.memory import store, skills
+from micropython import const
 
 SOUL_PATH = limits.SPIFFS + "/config/SOUL.md"
 USER_PATH = limits.SPIFFS + "/config/USER.md"
-CHAT_ID_SHOWN_MAX = 64
-GROUP = ("- chat_type: group (several people share this chat and its history; each of "
-         "their messages starts with the sender's name, e.g. \"Ann: ...\")\n")
+_CHAT_ID_SHOWN_MAX = const(64)
+_GROUP = const(("- chat_type: group (several people share this chat and its history; each of "
+                "their messages starts with the sender's name, e.g. \"Ann: ...\")\n"))
 
 
-def fixed_part():
-    """The instructions that never change between turns (cacheable prefix)."""
-    return FIXED % {
-        "memory": store.MEMORY_PATH,
-        "note": store.note_path("YYYY-MM-DD"),
-        "skills": skills.DIR,
-        "soul": SOUL_PATH,
-        "user": USER_PATH,
-        "channels": channels.spoken([r.label for r in channels.available() if r.label], "and"),
-    }
-
-
-FIXED = """# MimiClaw
+_FIXED = const("""# MimiClaw
 
 You are MimiClaw, a personal AI assistant running on an ESP32-S3 board. People talk \
 to you through %(channels)s. Reply in the language the user writes in. Be concise: \
@@ -61,7 +50,19 @@ Skills are instructions for particular tasks, stored as %(skills)s/<name>.md and
 listed under Available Skills. When a request matches one, read it first with \
 read_file %(skills)s/<name>.md and follow it. To create a skill, read \
 %(skills)s/skill-creator.md and write the new file as it describes.
-"""
+""")
+
+
+def fixed_part():
+    """The instructions that never change between turns (cacheable prefix)."""
+    return _FIXED % {
+        "memory": store.MEMORY_PATH,
+        "note": store.note_path("YYYY-MM-DD"),
+        "skills": skills.DIR,
+        "soul": SOUL_PATH,
+        "user": USER_PATH,
+        "channels": channels.spoken([r.label for r in channels.available() if r.label], "and"),
+    }
 
 
 def _n(s):
@@ -178,8 +179,8 @@ def _read(f, limit, st, out, enc):
 
 def _turn(channel, chat_id, group):
     cid = str(chat_id)
-    if len(cid) > CHAT_ID_SHOWN_MAX:
-        cid = cid[:CHAT_ID_SHOWN_MAX] + "..."
+    if len(cid) > _CHAT_ID_SHOWN_MAX:
+        cid = cid[:_CHAT_ID_SHOWN_MAX] + "..."
     tz = store.tz_s()
     if board.clock.valid():
         now = board.clock.local_str(tz)
@@ -187,7 +188,7 @@ def _turn(channel, chat_id, group):
         now = "unknown (the clock is not set yet; get_current_time may help)"
     return ("## Current Turn Context\n\n- source_channel: %s\n- source_chat_id: %s\n%s"
             "- local_time: %s\n- today_note: %s\n" % (
-                channel, cid, GROUP if group else "", now, store.note_path()))
+                channel, cid, _GROUP if group else "", now, store.note_path()))
 
 
 def _devices():

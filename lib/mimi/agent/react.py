@@ -5,20 +5,21 @@ import gc
 from mimi import limits, log, short
 from mimi.llm.provider import LLMError, stripped
 from mimi.tools.registry import cap, text_bytes
+from micropython import const
 
-TOO_MANY_CALLS = ("Error: too many tool calls in one response (at most %d); "
-                  "call this tool again in your next response")
-OUT_OF_STEPS = ("Sorry, I ran out of steps (%d model calls) before finishing this. "
-                "Ask me to continue, or try a simpler request.")
-TOO_BIG_ARGS = ("Error: the arguments of this call were %d bytes, over the %d allowed, so it "
-                "was not run. Send big content in parts (write_file a first part, then "
-                "edit_file to add to it).")
-NO_BUDGET = ("Error: this turn's tool output is used up (%d bytes): answer with what you "
-             "have, or ask the user to continue in a new message.")
-REFUSED = "Sorry, %s."
-STOPPED = "Stopped before finishing this: %s."
-EMPTY = "Sorry, the AI model returned an empty answer."
-FAILED = "Sorry, I couldn't reach the AI model: %s"
+_TOO_MANY_CALLS = const(("Error: too many tool calls in one response (at most %d); "
+                         "call this tool again in your next response"))
+_OUT_OF_STEPS = const(("Sorry, I ran out of steps (%d model calls) before finishing this. "
+                       "Ask me to continue, or try a simpler request."))
+_TOO_BIG_ARGS = const(("Error: the arguments of this call were %d bytes, over the %d allowed, so it "
+                       "was not run. Send big content in parts (write_file a first part, then "
+                       "edit_file to add to it)."))
+_NO_BUDGET = const(("Error: this turn's tool output is used up (%d bytes): answer with what you "
+                    "have, or ask the user to continue in a new message."))
+_REFUSED = const("Sorry, %s.")
+_STOPPED = const("Stopped before finishing this: %s.")
+_EMPTY = const("Sorry, the AI model returned an empty answer.")
+_FAILED = const("Sorry, I couldn't reach the AI model: %s")
 
 
 class Turn:
@@ -64,19 +65,19 @@ def run_turn(provider, system, history, user_text, registry, ctx=None, progress=
                 gc.collect()  # the reply fill its holes instead of breaking up free room
             why = ledger.check(who)
             if why:
-                turn = Turn((STOPPED if step else REFUSED) % why, usage, st[0], step, "usage cap")
+                turn = Turn((_STOPPED if step else _REFUSED) % why, usage, st[0], step, "usage cap")
                 break
             try:
                 reply = provider.chat(system, messages, registry)
             except LLMError as e:
-                turn = Turn(FAILED % e, usage, st[0], step + 1, str(e))
+                turn = Turn(_FAILED % e, usage, st[0], step + 1, str(e))
                 break
             ledger.add(provider, reply.usage)
             for k in usage:
                 usage[k] += reply.usage.get(k, 0) or 0
             if not reply.tool_calls:
                 text = stripped(reply.text)  # (a long answer stays in pieces: bus.pieces())
-                turn = Turn(text or EMPTY, usage, st[0], step + 1, None if text else "empty reply")
+                turn = Turn(text or _EMPTY, usage, st[0], step + 1, None if text else "empty reply")
                 break
             messages.extend(_act(reply, step, st, registry, ctx, enc, progress))
             reply = None
@@ -84,7 +85,7 @@ def run_turn(provider, system, history, user_text, registry, ctx=None, progress=
         if hasattr(provider, "forget"):
             provider.forget()  # its encoded prompt and tools stay with this turn
     if turn is None:
-        turn = Turn(OUT_OF_STEPS % limits.MAX_TOOL_ITER, usage, st[0], limits.MAX_TOOL_ITER,
+        turn = Turn(_OUT_OF_STEPS % limits.MAX_TOOL_ITER, usage, st[0], limits.MAX_TOOL_ITER,
                     "iteration limit")
     log.info("agent", "turn: %d LLM calls, %d tool calls, tokens in %d (cache read %d, write %d) "
              "out %d%s", turn.llm_calls, turn.tool_calls, usage["input"], usage["cache_read"],
@@ -110,11 +111,11 @@ def _act(reply, step, st, registry, ctx, enc, progress):
         size = _size(c.args)
         args = c.args if isinstance(c.args, dict) else {}
         if k >= limits.MAX_TOOL_CALLS:
-            out = TOO_MANY_CALLS % limits.MAX_TOOL_CALLS
+            out = _TOO_MANY_CALLS % limits.MAX_TOOL_CALLS
         elif size > limits.TOOL_ARGS_MAX:  # neither run nor kept: sent on every call
-            out, args = TOO_BIG_ARGS % (size, limits.TOOL_ARGS_MAX), {}
+            out, args = _TOO_BIG_ARGS % (size, limits.TOOL_ARGS_MAX), {}
         elif st[1] < limits.TOOL_OUTPUT_MIN:
-            out = NO_BUDGET % limits.TURN_TOOL_BYTES
+            out = _NO_BUDGET % limits.TURN_TOOL_BYTES
         else:
             st[0] += 1
             log.info("agent", "tool %s (%d bytes of args)", c.name, size)

@@ -10,7 +10,7 @@ import mimi
 from mimi import limits, log, bus, channels, short, unload
 from mimi.config import settings as config
 
-SORRY = "Sorry, something went wrong: %s"
+_SORRY = const("Sorry, something went wrong: %s")
 # Read by the watchdog (no lock needed: single writes of small ints/bools).
 progress = time.ticks_ms()  # ticks_ms of the last sign of life
 busy = False  # a turn is running
@@ -116,10 +116,6 @@ def run_message(msg):
         if _kept:  # the connection of a turn that ended on a short heap
             provider.keep(_kept)
             _kept = None
-        from mimi.agent import react
-        from mimi.memory import sessions
-        from mimi.tools.registry import Ctx, registry
-
         key = msg.session
         meta = msg.meta if isinstance(msg.meta, dict) else {}
         # A heartbeat turn stands alone: carrying earlier heartbeat exchanges along
@@ -136,12 +132,19 @@ def run_message(msg):
             from mimi.net import tls  # noqa: F401 - turn's data: the heap is least broken up now
         enc = getattr(llm, "message", None)
         system = _system_prompt(msg.channel, msg.chat_id, enc is not None, bool(meta.get("group")))
-        history = [] if stateless else sessions.load(key, enc)
-        sessions = None
-        if short():  # back for the save, after the LLM calls
-            unload("mimi.memory.sessions")
-            unload("mimi.jsonscan")
+        history = []
+        if not stateless:  # (the prompt's code gone first on a short heap: the two never
+            from mimi.memory import sessions  # share the heap, nor with the calls' code)
+
+            history = sessions.load(key, enc)
+            sessions = None
+            if short():  # back for the save, after the LLM calls
+                unload("mimi.memory.sessions")
+                unload("mimi.jsonscan")
         _alive()
+        from mimi.agent import react
+        from mimi.tools.registry import Ctx, registry
+
         turn = react.run_turn(llm, system, history, text, registry,
                               Ctx(msg.channel, msg.chat_id),
                               _progress(msg) if channels.get(msg.channel).label else None)
@@ -149,20 +152,24 @@ def run_message(msg):
         _release(llm)
         llm = None
         turns += 1
-        if turn.error:
+        answer, error = turn.text, turn.error
+        turn = react = registry = Ctx = provider = None
+        if short(True):  # the LLM calls' code goes before the save: a long answer is
+            _forget(True)  # escaped into the session file in its room
+        if error:
             failures += 1
-            log.warning("agent", "%s: turn failed: %s", key, turn.error)
-            return turn.text or SORRY % turn.error
+            log.warning("agent", "%s: turn failed: %s", key, error)
+            return answer or _SORRY % error
         if stateless:
-            return turn.text
+            return answer
         from mimi.memory import sessions
 
         sessions.append(key, "user", text)
-        sessions.append(key, "assistant", turn.text)
+        sessions.append(key, "assistant", answer)
         err = sessions.flush()  # a chat that could not be saved is told so
         if not err:
-            return turn.text
-        return turn.text + ("\n\n" + err,) if isinstance(turn.text, tuple) else turn.text + "\n\n" + err
+            return answer
+        return answer + ("\n\n" + err,) if isinstance(answer, tuple) else answer + "\n\n" + err
     except MemoryError as e:  # say so: never a silently shorter prompt or history
         failures += 1
         llm = None
@@ -173,7 +180,7 @@ def run_message(msg):
     except Exception as e:  # one bad turn must not stop the agent
         failures += 1
         log.exception("agent", "turn for %s:%s" % (msg.channel, msg.chat_id), e)
-        return SORRY % (str(e) or type(e).__name__)
+        return _SORRY % (str(e) or type(e).__name__)
     finally:
         if llm is not None and hasattr(llm, "stream"):
             llm.stream = None  # (kept for the next turn, which may be nobody's)

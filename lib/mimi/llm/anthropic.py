@@ -2,9 +2,10 @@
 # is already Anthropic's, so a message is encoded as it is; the request adds the
 # prompt-cache marks.
 from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, parts, inner, tokens, joined
+from micropython import const
 
 VERSION = "2023-06-01"
-MARK = b',"cache_control":{"type":"ephemeral"}'
+_MARK = const(b',"cache_control":{"type":"ephemeral"}')
 
 
 class Anthropic(Provider):
@@ -24,14 +25,14 @@ class Anthropic(Provider):
         on the tools, within Anthropic's 4); the per-turn context, which changes every
         turn, is left unmarked, so a memory edit still reads tools + fixed from cache."""
         fixed, sections, turn = p
-        return [(b'{"type":"text","text":"', inner(lits), b'"', MARK if k < 2 else b"", b"}")
+        return [(b'{"type":"text","text":"', inner(lits), b'"', _MARK if k < 2 else b"", b"}")
                 for k, lits in enumerate((fixed, sections, turn)) if lits]
 
     def tool_parts(self, specs):
         """The tools, the last one marked so the tool definitions are cached too."""
         last = len(specs) - 1
         return [(b'{"name":"', n, b'","description":"', d, b'","input_schema":', s,
-                 MARK if k == last else b"", b"}") for k, (n, d, s) in enumerate(specs)]
+                 _MARK if k == last else b"", b"}") for k, (n, d, s) in enumerate(specs)]
 
     def body(self, system, messages, tools, stream=False):
         if self._head is None:  # the same for every call

@@ -4,9 +4,10 @@
 from mimi import jsonutil
 from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, parts, inner, tokens, joined
 from mimi.net import split_url
+from micropython import const
 
 OFFICIAL_HOST = "api.openai.com"
-_NOARGS = '{"type":"object","properties":{}}'  # a tool without arguments (mimi/tools)
+_NOARGS = const('{"type":"object","properties":{}}')  # a tool without arguments (mimi/tools)
 
 
 def _text(content):

@@ -15,6 +15,7 @@ from mimi import limits, log, jsonutil
 from mimi.config.settings import PROVIDERS, DEFAULT_BASE, DEFAULT_MODEL
 from mimi.net import split_url
 from mimi.utf8 import valid
+from micropython import const
 
 
 class LLMError(Exception):
@@ -48,20 +49,20 @@ class Reply:
         self.stop = stop
 
 
-TURN_MARK = "\n## Current Turn Context"  # where a plain-text prompt's per-turn tail starts
+_TURN_MARK = const("\n## Current Turn Context")  # where a plain-text prompt's per-turn tail starts
 
 
 def prompt(system):
     """A system prompt ready for a request: (fixed, sections, turn), each a list of JSON
     string literals (quotes included) whose contents make that block's text; from a
-    plain str or [fixed, rest] (the per-turn tail split off at TURN_MARK), or system
+    plain str or [fixed, rest] (the per-turn tail split off at _TURN_MARK), or system
     itself when it is such a tuple already. Fixed and sections are cache-marked."""
     if isinstance(system, tuple):
         return system
     parts = [system] if isinstance(system, str) else list(system or ())
     turn = ""
     if parts:
-        cut = parts[-1].find(TURN_MARK)
+        cut = parts[-1].find(_TURN_MARK)
         if cut >= 0:
             parts[-1], turn = parts[-1][:cut], parts[-1][cut:]
     rest = parts.pop() if len(parts) > 1 else ""

@@ -9,10 +9,11 @@ import time
 from mimi import limits, jsonutil, short
 from mimi.net.http import ProtocolError, TooLarge
 from mimi.llm.provider import strip_think, dumps
+from micropython import const
 
 # Kinds of mid-stream error worth another try (Anthropic's and OpenAI's names); any
 # other is final: asking again would fail again.
-_AGAIN = ("overloaded_error", "api_error", "rate_limit_error", "server_error", "rate_limit_exceeded")
+_AGAIN = const(("overloaded_error", "api_error", "rate_limit_error", "server_error", "rate_limit_exceeded"))
 
 
 class Stream:

@@ -8,13 +8,15 @@ import json
 import _thread
 from mimi import limits, fs, log, board
 from mimi.utf8 import valid
+from micropython import const
 
 DIR = limits.SPIFFS + "/sessions"
-EXT = ".jsonl"
-_ROLES = ("user", "assistant")
+_EXT = const(".jsonl")
+_ROLES = const(("user", "assistant"))
 _CONTENT = (str, list)
 _ROLE_JSON = {"user": b'{"role":"user","content":', "assistant": b'{"role":"assistant","content":'}
 _OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+_CUT = const(b"\\n[cut: message too long]")
 
 _lock = _thread.allocate_lock()
 _pending = {}  # key -> [encoded line, ...]
@@ -32,7 +34,7 @@ def file_name(key):
 
         h = binascii.hexlify(hashlib.sha256(key.encode()).digest()[:4]).decode()
         safe = safe[: limits.SESSION_NAME_MAX - 9] + "-" + h
-    return safe + EXT
+    return safe + _EXT
 
 
 def path(key):
@@ -98,9 +100,6 @@ class _Pieces:
         if self.cut:
             yield _CUT
         yield self.end
-
-
-_CUT = b"\\n[cut: message too long]"
 
 
 def _bytes(data):
@@ -450,6 +449,6 @@ def list():
     except OSError:
         return out
     for name in names:
-        if name.endswith(EXT):
-            out.append((name[: -len(EXT)], fs.size(DIR + "/" + name)))
+        if name.endswith(_EXT):
+            out.append((name[: -len(_EXT)], fs.size(DIR + "/" + name)))
     return out

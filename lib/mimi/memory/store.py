@@ -3,11 +3,12 @@
 # and the loader both use it, so they cannot disagree.
 from mimi import limits, fs, board
 from mimi.config.settings import tz_s
+from micropython import const
 
 DIR = limits.SPIFFS + "/memory"
 MEMORY_PATH = DIR + "/MEMORY.md"
 NOTE_SEP = "\n---\n"
-DAY_S = 86400
+_DAY_S = const(86400)
 
 
 def today(unix=None):
@@ -23,7 +24,7 @@ def note_dates(days=limits.NOTES_DAYS, unix=None):
     """Today and the days before it, newest first."""
     now = board.clock.unix() if unix is None else unix
     tz = tz_s()
-    return [board.clock.local_date(tz, now - i * DAY_S) for i in range(days)]
+    return [board.clock.local_date(tz, now - i * _DAY_S) for i in range(days)]
 
 
 def read_memory(limit=limits.MEMORY_MAX):

@@ -4,8 +4,9 @@
 # by the first request with such a body: Telegram's and Feishu's bytes bodies never
 # need it.
 from mimi.net.http import _W
+from micropython import const
 
-_SEP = b","
+_SEP = const(b",")
 
 
 class Region:

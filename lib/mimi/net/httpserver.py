@@ -1,65 +1,13 @@
 # The small HTTP/1.1 server side shared by the WebSocket gateway
-# (channels/websocket/connection.py) and the onboarding portal (services/portal.py): buffered
-# reads of a request, its head parsed (query strings and forms decoded), a whole
-# response, and which connection a server short of sockets lets go; the listening
-# port (a fixed one, or a free random one) is net/listen.py.
+# (channels/websocket/upgrade.py) and the onboarding portal (services/portal.py): a
+# request's head parsed (query strings and forms decoded), a whole response, and which
+# connection a server short of sockets lets go; the buffered reads are net/reader.py,
+# the listening port (a fixed one, or a free random one) net/listen.py.
 import time
 import socket
 from mimi import limits
 from mimi.net.listen import on_port  # noqa: F401 - the portal takes it from here
-
-
-class Reader:
-    """Buffered reads over an asyncio stream. Nothing is lost when a read is
-    cancelled (wait_for timeouts): data goes into the buffer as it arrives."""
-
-    def __init__(self, stream):
-        self.s = stream
-        self.buf = b""
-        self.got = 0  # bytes received: 0 = the client has not begun its request
-        self.first = None  # ticks_ms of the first
-
-    async def _more(self, n):
-        d = await self.s.read(n)
-        if not d:
-            raise EOFError
-        if not self.got:
-            self.first = time.ticks_ms()
-        self.got += len(d)
-        self.buf += d
-
-    async def fill(self, n=1):
-        while len(self.buf) < n:
-            await self._more(512)
-
-    async def readexactly(self, n):
-        while len(self.buf) < n:
-            await self._more(n - len(self.buf))
-        out = self.buf[:n]
-        self.buf = self.buf[n:]
-        return out
-
-    async def skip(self, n):
-        while n > 0:
-            if not self.buf:
-                await self._more(min(n, 1024))
-            k = min(n, len(self.buf))
-            self.buf = self.buf[k:]
-            n -= k
-
-    async def read_head(self, limit):
-        """The HTTP request head (up to the blank line); ValueError past `limit` bytes."""
-        while True:
-            i = self.buf.find(b"\r\n\r\n")
-            if i > limit:
-                raise ValueError("request head too large")
-            if i >= 0:
-                head = self.buf[:i]
-                self.buf = self.buf[i + 4:]
-                return head
-            if len(self.buf) > limit:
-                raise ValueError("request head too large")
-            await self._more(512)
+from mimi.net.reader import Reader  # noqa: F401 - the portal takes it from here
 
 
 def unquote(s):

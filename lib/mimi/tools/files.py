@@ -4,10 +4,11 @@
 # and everything outside /spiffs stay out of reach; so do the firmware's own files
 # there (RESERVED). Writes are atomic and kept within a quota (files_quota_kb).
 from mimi import limits, fs, log
+from micropython import const
 
 ROOT = limits.SPIFFS + "/"
-PATH_ERR = "Error: path must start with /spiffs/ and must not contain '..'"
-DOTS = ".\u2024\u2025\u2026\u2027\u3002\ufe52\uff0e\uff61"  # '.' and look-alikes
+_PATH_ERR = const("Error: path must start with /spiffs/ and must not contain '..'")
+_DOTS = const(".\u2024\u2025\u2026\u2027\u3002\ufe52\uff0e\uff61")  # '.' and look-alikes
 # Names right under /spiffs/ that are the firmware's, in any case and with trailing
 # dots: chat histories are private to their chat (another chat's turn must not read
 # or forge them) and cron.json changes only through the cron tools, which check it.
@@ -15,9 +16,9 @@ RESERVED = ("sessions", "cron.json", limits.DEFAULTS_RECORD[len(ROOT):])
 SKIP = (ROOT + "sessions",)  # not even walked by list_dir
 READ_CAP = min(limits.FILE_READ_MAX, limits.TOOL_OUTPUT_MAX - 200)
 DIR_COST = 2 * limits.BLOCK_SIZE  # a folder: its metadata pair
-QUOTA_ERR = ("Error: no room: files here take %d KB and the file tools may use %d KB (%s); this "
-             "needs %d KB more (a file counts in whole 4 KB blocks, a folder 8 KB). Shorten or "
-             "empty files no longer needed.")
+_QUOTA_ERR = const(("Error: no room: files here take %d KB and the file tools may use %d KB (%s); this "
+                    "needs %d KB more (a file counts in whole 4 KB blocks, a folder 8 KB). Shorten or "
+                    "empty files no longer needed."))
 _used = None  # bytes the file tools' files take, in blocks (_cost); None: count at next use
 _room = 0  # what the flash leaves them: free at the count, minus the reserve
 
@@ -50,12 +51,12 @@ def check_path(path):
     if "\\" in path:
         return None, "Error: path must not contain backslashes"
     if not path.startswith(ROOT) or ".." in path:
-        return None, PATH_ERR
+        return None, _PATH_ERR
     for seg in path[len(ROOT):].split("/"):
         if not seg:
             return None, "Error: path must name a file under /spiffs/ (no empty '//' parts or trailing '/')"
-        if all(c in DOTS for c in seg):
-            return None, PATH_ERR
+        if all(c in _DOTS for c in seg):
+            return None, _PATH_ERR
         if seg != seg.strip():
             return None, "Error: path parts must not start or end with spaces"
     if _reserved(path):
@@ -64,7 +65,7 @@ def check_path(path):
 
 
 def _reserved(path):
-    top = path[len(ROOT):].split("/", 1)[0].lower().rstrip(DOTS)
+    top = path[len(ROOT):].split("/", 1)[0].lower().rstrip(_DOTS)
     return top in RESERVED or path.endswith(".tmp")
 
 
@@ -171,7 +172,7 @@ def _write(p, data):
             used, cap = usage()
         if need > 0 and used + need > cap:
             why = "files_quota_kb" if cap < _room else "what the flash leaves beside the system's files"
-            return QUOTA_ERR % (used >> 10, max(cap, 0) >> 10, why, need >> 10)
+            return _QUOTA_ERR % (used >> 10, max(cap, 0) >> 10, why, need >> 10)
         try:
             fs.write_atomic(p, data, dirs or fs.parent(p) == limits.SPIFFS, size >= 0)
         except OSError as e:

@@ -5,8 +5,9 @@
 # (tests, extensions) with a dict schema and a handler.
 import sys
 from mimi import limits, log, fs, jsonutil, short, unload
+from micropython import const
 
-TRUNC_NOTE = "\n[output truncated at %d bytes]"
+_TRUNC_NOTE = const("\n[output truncated at %d bytes]")
 _TYPES = {
     "string": (str,),
     "integer": (int,),
@@ -181,7 +182,7 @@ def cap(text, limit=limits.TOOL_OUTPUT_MAX):
     data = text.encode()
     if len(data) <= limit:
         return text
-    note = TRUNC_NOTE % limit
+    note = _TRUNC_NOTE % limit
     return fs.utf8_cut(data, limit - len(note)).decode() + note
 
 

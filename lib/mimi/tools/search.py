@@ -12,6 +12,7 @@ import json
 from mimi import limits, log, jsonutil
 from mimi.config.settings import cfg
 from mimi.jsonscan import ws, member, skip_value
+from micropython import const
 
 # Base URLs (tests point these at fake servers).
 TAVILY_BASE = "https://api.tavily.com"
@@ -53,8 +54,8 @@ def items(body, path, limit):
 
 
 # --- formatting -----------------------------------------------------------------
-_ENT = (("&amp;", "&"), ("&quot;", '"'), ("&#39;", "'"), ("&#x27;", "'"), ("&lt;", "<"),
-        ("&gt;", ">"), ("&nbsp;", " "))
+_ENT = const((("&amp;", "&"), ("&quot;", '"'), ("&#39;", "'"), ("&#x27;", "'"), ("&lt;", "<"),
+              ("&gt;", ">"), ("&nbsp;", " ")))
 
 
 def _clean(text, cap):
@@ -94,7 +95,7 @@ def format_results(results):
 
 
 # --- HTTP ---------------------------------------------------------------------
-_SAFE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~"
+_SAFE = const("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
 
 
 def quote(text, cap=limits.SEARCH_QUERY_MAX):

@@ -11,17 +11,18 @@ import _thread
 import mimi
 from mimi import limits, log, board
 from mimi.config import settings as config
+from micropython import const
 
 # A row of counters: calls, input tokens (cached ones included), cache reads, cache
 # writes, output tokens. KEYS: the usage dict's names of the last four.
-N = 5
+_N = const(5)
 KEYS = ("input", "cache_read", "cache_write", "output")
 
 lock = _thread.allocate_lock()
 day = -1  # the local day ((unix + tz) // 86400) the counters are for; -1: not loaded yet
 hour = -1  # the local hour ((unix + tz) // 3600)
-today = [0] * N
-this_hour = [0] * N
+today = [0] * _N
+this_hour = [0] * _N
 models = {}  # "provider/model" -> a row, today's
 dirty = False  # counted since the last save
 _saved = None  # ticks_ms of the last save; None: the next one may go at once
@@ -42,12 +43,12 @@ def _roll(d, h):
         if dirty and day >= 0:
             _save()
         for row in (today, this_hour):
-            row[:] = [0] * N
+            row[:] = [0] * _N
         models.clear()
         day, hour = d, h
         _file("usage.file", "load", d, h, this_hour, today, models)
     elif h != hour:
-        this_hour[:] = [0] * N
+        this_hour[:] = [0] * _N
         hour = h
 
 
@@ -78,7 +79,7 @@ def add(provider, usage):
         row = models.get(_key[2])
         if row is None:  # bounded: a model switched a lot adds up under "other"
             k = _key[2] if len(models) < limits.USAGE_MODELS_MAX - 1 else "other"
-            row = models.get(k) or models.setdefault(k, [0] * N)
+            row = models.get(k) or models.setdefault(k, [0] * _N)
         for r in (today, this_hour, row):
             r[0] += 1
             for i in range(4):

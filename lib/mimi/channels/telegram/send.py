@@ -6,7 +6,6 @@
 # an answer) is out and no chat waits with "typing": between turns only the long
 # poll's connection is open (one TLS session at rest, no second client buffer), and
 # this module and the formatter are dropped (loaded again for the next message).
-import time
 import json
 import asyncio
 import mimi
@@ -87,13 +86,6 @@ async def call(api, method, params):
         return {"message_id": None}
 
 
-def _api(bot):
-    """The send connection (None without a bot token)."""
-    if bot.send_api is None and bot.poll_api is not None:
-        bot.send_api = tg.Api(bot.poll_api.base, bot.token, limits.TG_SEND_TIMEOUT_S)
-    return bot.send_api
-
-
 def _rest(bot):
     """A message is out: unless a chat still waits, close the send connection and drop
     this module (loaded again for the next message)."""
@@ -104,6 +96,12 @@ def _rest(bot):
         mimi.drop("channels.telegram.send")
         mimi.drop("channels.telegram.status")
         mimi.drop("channels.sending")
+
+
+def _api(bot):
+    """The send connection (None without a bot token): status.py's, which the turn's
+    "typing" uses while this module may be gone."""
+    return channels.load("telegram.status").api(bot)
 
 
 def _refused(e):
@@ -253,34 +251,6 @@ async def act(bot, what, chat_id, arg=None):
     _rest(bot)
 
 
-async def _action(bot, chat_id):
-    if tg.quiet(chat_id):  # Telegram holds the chat off (a 429): no typing until it is over
-        return
-    try:
-        await _api(bot).call("sendChatAction", {"chat_id": chat_id, "action": "typing"})
-    except asyncio.CancelledError:
-        raise
-    except Exception as e:
-        log.warning(TAG, "typing for %s failed: %s", chat_id, e)
-
-
-async def _typing(bot, st):
-    """While a turn runs: "typing" renewed (Telegram drops it after 5 s) and, once the
-    turn is slow, its progress message (status.py)."""
-    try:
-        while time.ticks_diff(time.ticks_ms(), st.start) < limits.TG_TYPING_MAX_S * 1000:
-            await asyncio.sleep(limits.TG_TYPING_S)
-            if bot.poll_api is None:
-                break
-            if wifi.online():
-                async with st.lock:
-                    await _action(bot, st.chat_id)
-                    await st.update(_api(bot))
-    finally:
-        if bot.typing.get(st.chat_id) is st:
-            del bot.typing[st.chat_id]
-
-
 async def send(bot, msg):
     """The dispatcher's messages for an allowed chat: "typing" for a status, the answer
     so far while it streams (the turn's status message, at once, edited at most every
@@ -295,27 +265,18 @@ async def send(bot, msg):
         await channels.load("telegram.photo").chart(bot, chat_id, meta["chart"])
         _rest(bot)
         return
-    if msg.kind == bus.PARTIAL:  # (UTF-8 bytes are never fewer than Telegram's UTF-16 units)
-        if st is not None and len(memoryview(msg.content)) <= limits.TG_MSG_MAX:
-            st.delay, st.every = 0, limits.TG_EDIT_MIN_S if meta.get("group") else limits.TG_STREAM_EDIT_S
-            st.say(msg.content)
-            if not st.lock.locked() and wifi.online():
-                async with st.lock:
-                    await st.update(_api(bot))
+    if msg.kind == bus.PARTIAL or msg.kind == bus.STATUS and st is not None:
+        if st is not None:  # the answer so far, or a step of the running turn: status.py's
+            await st.event(bot, msg)
         return
     if msg.kind == bus.STATUS:
-        if st is not None:  # a step of the running turn: its progress message says it
-            if "step" in meta:
-                st.step(meta["step"], meta.get("detail"))
-                if st.message_id is not None and not st.lock.locked():
-                    async with st.lock:
-                        await st.update(_api(bot))
-            return
         if not wifi.online() or _api(bot) is None:
             return
-        await _action(bot, chat_id)  # awaited: typing shows before a fast reply
-        st = bot.typing[chat_id] = channels.load("telegram.status").Status(chat_id, reply_to)
-        st.task = asyncio.create_task(_typing(bot, st))
+        status = channels.load("telegram.status")
+        await status.action(bot, chat_id)  # awaited: typing shows before a fast reply
+        st = bot.typing[chat_id] = status.Status(chat_id, reply_to)
+        st.task = asyncio.create_task(status.typing(bot, st))
+        status.between()
         return
     if st is not None:
         del bot.typing[chat_id]

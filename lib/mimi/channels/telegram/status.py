@@ -1,15 +1,18 @@
 # One editable status message per Telegram turn (loaded with send.py, which keeps a
-# Status per chat while a turn runs and renews "typing" with it). A turn still running
-# after TG_PROGRESS_AFTER_S shows ONE short message ("searching the web: weather
-# Lisbon…"), edited as the agent's steps go by (at most one edit per TG_EDIT_MIN_S, the
+# Status per chat while a turn runs), and the "typing" renewed beside it (typing():
+# here, so that on a short heap send.py can go between the turn's messages while its
+# LLM calls run). A turn still running after TG_PROGRESS_AFTER_S shows ONE short
+# message ("searching the web: weather Lisbon…"), edited as the agent's steps go by (at most one edit per TG_EDIT_MIN_S, the
 # latest text wins), and the answer's first part is edited into its place (or it is
 # deleted and the answer sent as usual). Anything else that wants a message it edits
 # as a turn goes (streamed text) uses the same object: say(text), update(api),
 # finish(api, html, plain), delete(api). Calls on one Status hold its `lock`.
 import time
 import asyncio
-from mimi import limits, log
+import mimi
+from mimi import limits, log, bus
 from mimi.channels.telegram import poller as tg
+from mimi.services import wifi
 
 STEPS = {"web_search": "searching the web", "get_current_time": "checking the time",
          "read_file": "reading a file", "write_file": "writing a file",
@@ -49,6 +52,26 @@ class Status:
         return not self.gave_up and self.text != self.shown and \
             time.ticks_diff(now, self.start) >= self.delay and \
             time.ticks_diff(now, self.after) >= 0
+
+    async def event(self, bot, msg):
+        """A message of the running turn (the poller hands it here: send.py is not loaded
+        for it): the answer so far, shown at once and edited at most every
+        TG_STREAM_EDIT_S (TG_EDIT_MIN_S in a group; a version over TG_MSG_MAX is left
+        out: the final one is split), or a step, which the message says once shown."""
+        meta = msg.meta or {}
+        if msg.kind == bus.PARTIAL:  # (UTF-8 bytes are never fewer than Telegram's UTF-16 units)
+            if len(memoryview(msg.content)) <= limits.TG_MSG_MAX:
+                self.delay, self.every = 0, limits.TG_EDIT_MIN_S if meta.get("group") else limits.TG_STREAM_EDIT_S
+                self.say(msg.content)
+                if not self.lock.locked() and wifi.online():
+                    async with self.lock:
+                        await self.update(api(bot))
+        elif "step" in meta:
+            self.step(meta["step"], meta.get("detail"))
+            if self.message_id is not None and not self.lock.locked():
+                async with self.lock:
+                    await self.update(api(bot))
+        between()
 
     async def update(self, api):
         """Send the message, or edit it to the latest text, when that is due. Never raises:
@@ -149,3 +172,48 @@ async def _again(e, tries):
         await asyncio.sleep(1 << tries)
         return True
     return False
+
+
+def between():
+    """A message of a running turn is out (its status, a step, the answer so far): on a
+    short heap send.py (which update() loads for send.call()) goes until the next one,
+    so that the turn's LLM calls have its room."""
+    if mimi.short():
+        mimi.drop("channels.telegram.send")
+        mimi.drop("channels.sending")
+
+
+def api(bot):
+    """The send connection (None without a bot token)."""
+    if bot.send_api is None and bot.poll_api is not None:
+        bot.send_api = tg.Api(bot.poll_api.base, bot.token, limits.TG_SEND_TIMEOUT_S)
+    return bot.send_api
+
+
+async def action(bot, chat_id):
+    if tg.quiet(chat_id):  # Telegram holds the chat off (a 429): no typing until it is over
+        return
+    try:
+        await api(bot).call("sendChatAction", {"chat_id": chat_id, "action": "typing"})
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        log.warning(tg.TAG, "typing for %s failed: %s", chat_id, e)
+
+
+async def typing(bot, st):
+    """While a turn runs: "typing" renewed (Telegram drops it after 5 s) and, once the
+    turn is slow, its progress message."""
+    try:
+        while time.ticks_diff(time.ticks_ms(), st.start) < limits.TG_TYPING_MAX_S * 1000:
+            await asyncio.sleep(limits.TG_TYPING_S)
+            if bot.poll_api is None:
+                break
+            if wifi.online():
+                async with st.lock:
+                    await action(bot, st.chat_id)
+                    await st.update(api(bot))
+                between()
+    finally:
+        if bot.typing.get(st.chat_id) is st:
+            del bot.typing[st.chat_id]

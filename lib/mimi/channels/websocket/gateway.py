@@ -110,6 +110,7 @@ async def _connection(sr, sw):
             if "mimi.services.portal" not in sys.modules:
                 mimi.drop("net.httpserver")
                 mimi.drop("net.listen")  # (httpserver's import)
+                mimi.drop("net.reader")
 
 
 async def run():
