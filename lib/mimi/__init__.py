@@ -1,5 +1,6 @@
 # MimiClaw for MicroPython: a private AI assistant on an ESP32-S3.
 import sys
+import _thread
 
 VERSION = "0.1.0"
 
@@ -61,15 +62,30 @@ def spare(keep=True):
             pass
 
 
+# Code loaded and dropped by both threads (the agent's and the loop's) is imported under
+# one lock: MicroPython has no import lock, and a module being imported sits in
+# sys.modules half-made (the unix port runs both threads at once; the board's GIL can
+# switch in the middle of an import too), where the other thread took it ("no attribute").
+_lock = _thread.allocate_lock()
+
+
+def load(name):
+    """Module `name` (dotted, whole), imported if it is not, whole when returned."""
+    with _lock:
+        __import__(name)
+        return sys.modules[name]
+
+
 def unload(name):
     """Forget module `name` (stateless ones only): its code is freed once nothing else
     holds it, and an import loads it again. For code a turn needs only for a moment."""
-    if sys.modules.pop(name, None) is not None:
-        pkg, _, leaf = name.rpartition(".")
-        try:
-            delattr(sys.modules[pkg], leaf)
-        except (KeyError, AttributeError):
-            pass
+    with _lock:
+        if sys.modules.pop(name, None) is not None:
+            pkg, _, leaf = name.rpartition(".")
+            try:
+                delattr(sys.modules[pkg], leaf)
+            except (KeyError, AttributeError):
+                pass
 
 
 def drop(name):
@@ -83,10 +99,12 @@ def run(names, fn, *args, **kw):
     and the others named (space-separated: what it loads on the way) are dropped
     after it, each unless it was loaded before."""
     names = names.split()
-    new = [n for n in names if "mimi." + n not in sys.modules]
-    __import__("mimi." + names[0])
+    with _lock:
+        new = [n for n in names if "mimi." + n not in sys.modules]
+        __import__("mimi." + names[0])
+        m = sys.modules["mimi." + names[0]]
     try:
-        return getattr(sys.modules["mimi." + names[0]], fn)(*args, **kw)
+        return getattr(m, fn)(*args, **kw)
     finally:
         for n in new:
             drop(n)

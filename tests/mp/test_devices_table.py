@@ -339,3 +339,42 @@ def test_gpio_tools_leave_devices_pins_alone():
     assert ", 5=" not in out and out.endswith("(devices' pins left out: 5=pump)"), out
     assert board.SIM_PINS[5]["mode"] == board.Pin.OUT and board.SIM_PINS[5]["level"] == 0  # still on
     assert call("gpio_write", pin=6, state=1) == "Pin 6 set to HIGH"
+
+
+def test_two_threads_load_and_drop_the_table_at_once():
+    # on a short heap each use loads the table and the last user drops it: the agent's
+    # thread and the loop's (or a slow part's) thread doing so at once must each find
+    # whole modules (MicroPython has no import lock: a module being imported sits
+    # half-made in sys.modules, where the other thread took it: "no attribute 'Use'",
+    # a name read before its module had set it). mimi.load(), run() and unload() take one
+    # lock. (An OSError ENOENT opening a driver's .mpy in the middle of this is left
+    # out: the unix port's VFS under two GIL-less threads, not the firmware's modules.)
+    import _thread
+    import time
+    import mimi
+
+    call("device_add", name="lamp", type="relay", pin=21)
+    fresh(load=False)
+    errors, done = [], []
+
+    def user(n):
+        for _ in range(n):
+            try:
+                with devices.use() as t:
+                    t.read("lamp")
+            except OSError:
+                pass
+            except Exception as e:
+                errors.append(repr(e))
+        done.append(1)
+
+    mimi._short = True
+    try:
+        for _ in range(2):
+            _thread.start_new_thread(user, (150,))
+        t0 = time.ticks_ms()
+        while len(done) < 2 and time.ticks_diff(time.ticks_ms(), t0) < 60000:
+            time.sleep_ms(10)
+    finally:
+        mimi._short = False
+    assert len(done) == 2 and not errors, errors[:3]

@@ -92,6 +92,6 @@ def use():
     """`with devices.use() as t:` t is the device table (mimi/devices/table.py), loaded
     with the file if it is not; on a short heap its code goes again when the last user
     leaves (devices/state.py)."""
-    from mimi.devices import state
+    import mimi
 
-    return state.Use()
+    return mimi.load("mimi.devices.state").Use()

@@ -61,11 +61,8 @@ class Use:
         with lock:
             users += 1
         try:
-            t = sys.modules.get("mimi.devices.table")
-            if t is None:  # loaded by name: the table imports this module, not the other way
-                __import__("mimi.devices.table")
-                t = sys.modules["mimi.devices.table"]
-            return t.get()
+            # by name: the table imports this module, not the other way
+            return mimi.load("mimi.devices.table").get()
         except BaseException:
             self.__exit__()
             raise

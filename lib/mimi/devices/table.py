@@ -59,9 +59,7 @@ class Device:
             if self.mod is None:  # a /drivers/ type
                 self.drv = mimi.run("devices.user", "make", self)
             else:
-                name = "mimi.devices.drivers." + self.mod
-                __import__(name)
-                self.drv = sys.modules[name].make(self)
+                self.drv = mimi.load("mimi.devices.drivers." + self.mod).make(self)
         return self.drv
 
     def label(self):
