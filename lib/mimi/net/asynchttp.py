@@ -1,6 +1,7 @@
 # The asyncio HTTP client (Telegram's, on the event loop): net/http.py's protocol
 # generators run on asyncio streams. Same API as http.Client, with `await`; reached
 # as http.AsyncClient.
+import mimi
 from mimi import bus, limits, net
 from mimi.net.http import _W, _Base, _exchange, _sunk, Timeout, ConnectFailure
 
@@ -63,7 +64,11 @@ class AsyncClient(_Base):
         try:
             from mimi.net import dns  # open_connection's own lookup would hold the loop
 
-            self._sock, _ = await asyncio.open_connection(await dns.resolve(host), port)
+            try:
+                ip = await dns.resolve(host)
+            finally:
+                mimi.drop("net.dns")  # (a kept connection is opened again seldom)
+            self._sock, _ = await asyncio.open_connection(ip, port)
         except OSError as e:
             raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
         self.connects += 1
