@@ -21,6 +21,7 @@ class AsyncClient(_Base):
 
         self._start()
         head, data = self._build(method, path, headers, body)
+        path = headers = body = None  # not held while the answer is awaited (a long poll: 30 s)
         secs = self.timeout_s if deadline_s is None else deadline_s
         async with self._lock:
             try:  # (not wait_for: bus.within; Telegram's long poll waits all the time)
