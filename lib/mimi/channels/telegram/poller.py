@@ -82,6 +82,7 @@ class Api:
                 await asyncio.sleep_ms(quiet(chat))
         ctype, body = form or ("application/json", params if isinstance(params, tuple)
                                else json.dumps(params or {}).encode())
+        params = form = None  # not held while the answer is awaited (getUpdates: 30 s)
         async with self.lock:
             if self.stale:  # after an outage a request on the old socket would time out
                 self.stale = False
@@ -90,9 +91,7 @@ class Api:
                 self.client.close()
                 while tls.must_yield():
                     await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
-            r = await self.client.request(
-                "POST", "/bot%s/%s" % (self.token, method),
-                headers={"Content-Type": ctype}, body=body, deadline_s=deadline_s, sink=sink)
+            r = await self._request(method, ctype, body, deadline_s, sink)
         body = None
         if sink is not None and r.status == 200 and sink.seen:
             return getattr(sink, "result", None)
@@ -110,6 +109,12 @@ class Api:
         if e.code == 429 and chat is not None:  # (tg_allow's chats only: few)
             _quiet[str(chat)] = time.ticks_add(time.ticks_ms(), min(e.retry_after or 1, limits.TG_RETRY_AFTER_MAX_S) * 1000)
         raise e
+
+    def _request(self, method, ctype, body, deadline_s, sink):
+        # (a function of its own: the path and headers it makes are not left behind in
+        # call()'s frame while the answer is awaited)
+        return self.client.request("POST", "/bot%s/%s" % (self.token, method),
+                                   headers={"Content-Type": ctype}, body=body, deadline_s=deadline_s, sink=sink)
 
     def close(self):
         try:
@@ -282,6 +287,7 @@ class Telegram:
                     me = await self.poll_api.call("getMe")
                     self.username = me.get("username") or ""
                     self.bot_id = str(me.get("id") or self.bot_id)
+                    me = None  # (not kept by this frame for good)
                     log.info(TAG, "bot @%s ready, polling", self.username)
                 if self.owed:
                     await self._say_owed()
@@ -295,10 +301,7 @@ class Telegram:
                 self.polling = asyncio.current_task()
                 guard = asyncio.create_task(self._guard())
                 try:
-                    await self.poll_api.call("getUpdates", {
-                        "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
-                        "limit": self.limit, "allowed_updates": ["message"]},
-                        limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S, batch)
+                    await self._get_updates(batch)
                 except asyncio.CancelledError:
                     if not self.cut:  # the poller itself is being stopped
                         raise
@@ -348,6 +351,14 @@ class Telegram:
                     await bus.wait_event(self.changed, wait)
                 elif wait:
                     await asyncio.sleep(wait)
+
+    def _get_updates(self, batch):
+        # (a function of its own: the parameters it makes are not left behind in run()'s
+        # frame while the poll waits)
+        return self.poll_api.call("getUpdates", {
+            "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
+            "limit": self.limit, "allowed_updates": ["message"]},
+            limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S, batch)
 
     async def _guard(self):
         """While a poll is in flight (a task of its own, with the poll's deadline the only
