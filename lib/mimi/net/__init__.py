@@ -8,11 +8,6 @@
 import os
 import binascii
 
-# net/dns.py's state, kept here while that module is not loaded (it loads for a lookup
-# and goes after it): its cache of addresses, and the lock of the loop's one datagram socket
-dns_cache = {}
-dns_slot = None
-
 
 def nodelay(sock):
     """Turn off Nagle: a request head and body (or a status frame and a reply) go out

@@ -8,7 +8,8 @@
 # loop holds at most limits.SOCK_UDP datagram sockets. The packet helpers also serve
 # the onboarding portal's captive DNS.
 # Loaded for a lookup and dropped after it (asynchttp, ntp): its state (the cache and
-# the socket's lock) lives in mimi.net, so a drop loses neither.
+# the socket's lock) is kept on mimi.net (dns_cache, dns_slot: set by the first load,
+# so a board that never resolves holds neither), and a drop loses neither.
 import os
 import socket
 import struct
@@ -18,7 +19,11 @@ from mimi import limits, log, board, net
 
 TAG = "dns"
 ETIMEDOUT = 110  # lwIP and Linux agree
-_cache = net.dns_cache  # name -> (ip, ticks_ms when it expires); expired entries kept as a fallback
+try:
+    _cache = net.dns_cache  # name -> (ip, ticks_ms when it expires); expired entries kept as a fallback
+except AttributeError:
+    _cache = net.dns_cache = {}
+    net.dns_slot = None
 
 
 def is_ip(host):
