@@ -1,7 +1,6 @@
 # The asyncio HTTP client (Telegram's, on the event loop): net/http.py's protocol
 # generators run on asyncio streams. Same API as http.Client, with `await`; reached
 # as http.AsyncClient.
-import mimi
 from mimi import bus, limits, net
 from mimi.net.http import _W, _Base, _exchange, _sunk, Timeout, ConnectFailure
 
@@ -68,6 +67,8 @@ class AsyncClient(_Base):
             try:
                 ip = await dns.resolve(host)
             finally:
+                import mimi  # (loaded: not a name of this module's table for one call)
+
                 mimi.drop("net.dns")  # (a kept connection is opened again seldom)
             self._sock, _ = await asyncio.open_connection(ip, port)
         except OSError as e:
