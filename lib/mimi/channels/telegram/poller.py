@@ -321,6 +321,7 @@ class Telegram:
                 batch = None
                 before = self.offset
                 await self._batch(acts)
+                acts = len(acts)  # (the texts not held by this frame through the next poll)
                 if (acts or stuck) and self.offset == before:  # none taken: not at once again
                     self.stuck += 1
                     if stuck and left and left[0] is not None and self.stuck > limits.TG_STUCK_TRIES:
