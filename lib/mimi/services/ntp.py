@@ -72,7 +72,6 @@ async def run():
         await wifi.supervisor.wait_online()
         ok = await sync_once()
         mimi.drop("services.sntp")
-        mimi.drop("net.dns")  # (its cache stays: mimi.net)
         if ok:
             retry = limits.NTP_RETRY_MIN_S
             await asyncio.sleep(limits.NTP_RESYNC_S)
