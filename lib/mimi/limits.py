@@ -57,7 +57,7 @@ HTTP_RESPONSE_MAX = const(256 * 1024)
 HTTP_HEADER_MAX = const(8 * 1024)  # a whole response head (lines are read one by one)
 HTTP_SINK_MAX = const(64 * 1024 * 1024)  # a body handed to a sink piece by piece (Telegram's updates)
 HTTP_RECV_BUF = const(2048)  # per client: receive buffer (a longer header line is dropped)
-TG_RECV_BUF = const(1024)  # ... Telegram's: held the whole time by the long poll; JSON read piece by piece
+TG_RECV_BUF = const(512)  # ... Telegram's: held the whole time by the long poll; JSON read piece by piece (its head lines are short)
 HTTP_PIECES_COLLECT = const(16 * 1024)  # a chunked body's pieces: gc.collect() this often
 HTTP_REDIRECTS = const(3)  # followed by OTA downloads (update/download.py)
 

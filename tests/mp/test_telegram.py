@@ -690,6 +690,29 @@ async def test_poll_yields_to_the_llm_call_only_where_memory_is_tight():
     task.cancel()
 
 
+async def test_a_reply_owed_cuts_the_poll_in_flight_and_is_said_first():
+    # the dispatcher's last word (owe()): the long poll in flight is cut (it runs in the
+    # poller's own task), the chat told on the poll connection, and polling goes on
+    from mimi.channels.telegram import poller
+
+    await control("config", {"max_poll_s": 30})
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")  # (the fake knows a chat once it wrote)
+    await inbound()
+    await until(lambda: b.polling, "the next long poll in flight")
+    polls = _polls(await state())
+    b.owe(ALLOWED)
+    st = await until(lambda: _sent_n(1), "the owed apology")  # (not after the 30 s poll)
+    assert st["sent"][0]["text"] == poller.NO_ROOM and not b.owed
+    await until(lambda: _polls_after(polls + 1), "the next long poll")
+    assert not task.done()
+    task.cancel()
+
+
+async def _polls_after(n):
+    return _polls(await state()) >= n
+
+
 async def _poll_open():
     st = await state()
     return _polls(st) > 0

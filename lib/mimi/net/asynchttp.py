@@ -20,6 +20,7 @@ class AsyncClient(_Base):
 
         self._start()
         head, data = self._build(method, path, headers, body)
+        path = headers = body = None  # not held while the answer is awaited (a long poll: 30 s)
         secs = self.timeout_s if deadline_s is None else deadline_s
         async with self._lock:
             try:  # (not wait_for: bus.within; Telegram's long poll waits all the time)
@@ -63,7 +64,13 @@ class AsyncClient(_Base):
         try:
             from mimi.net import dns  # open_connection's own lookup would hold the loop
 
-            self._sock, _ = await asyncio.open_connection(await dns.resolve(host), port)
+            try:
+                ip = await dns.resolve(host)
+            finally:
+                import mimi  # (loaded: not a name of this module's table for one call)
+
+                mimi.drop("net.dns")  # (a kept connection is opened again seldom)
+            self._sock, _ = await asyncio.open_connection(ip, port)
         except OSError as e:
             raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
         self.connects += 1

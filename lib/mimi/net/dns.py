@@ -7,17 +7,23 @@
 # exchange() is the loop's one UDP request/reply helper (NTP uses it too), so the
 # loop holds at most limits.SOCK_UDP datagram sockets. The packet helpers also serve
 # the onboarding portal's captive DNS.
+# Loaded for a lookup and dropped after it (asynchttp, ntp): its state (the cache and
+# the socket's lock) is kept on mimi.net (dns_cache, dns_slot: set by the first load,
+# so a board that never resolves holds neither), and a drop loses neither.
 import os
 import socket
 import struct
 import time
 import asyncio
-from mimi import limits, log, board
+from mimi import limits, log, board, net
 
 TAG = "dns"
 ETIMEDOUT = 110  # lwIP and Linux agree
-_cache = {}  # name -> (ip, ticks_ms when it expires); expired entries kept as a fallback
-_slot = None
+try:
+    _cache = net.dns_cache  # name -> (ip, ticks_ms when it expires); expired entries kept as a fallback
+except AttributeError:
+    _cache = net.dns_cache = {}
+    net.dns_slot = None
 
 
 def is_ip(host):
@@ -81,10 +87,9 @@ def parse(pkt, ident):
 
 def slot():
     """The loop's one datagram socket at a time (limits.SOCK_UDP)."""
-    global _slot
-    if _slot is None:
-        _slot = asyncio.Lock()
-    return _slot
+    if net.dns_slot is None:
+        net.dns_slot = asyncio.Lock()
+    return net.dns_slot
 
 
 async def exchange(addr, pkt, check, timeout_ms, tries=1):

@@ -248,6 +248,9 @@ def _response(buf, head, body, method, cap):
     elif body:
         yield (_W, body)
     buf.sent = True
+    # The first bytes awaited here, before _read_head's frames exist: a long poll waits
+    # for them all the time (Telegram's 30 s)
+    yield from buf.fill("response headers")
     version, status, reason, headers = yield from _read_head(buf)
     conn = headers.get("connection", "").lower()
     keep = "close" not in conn and (version != "HTTP/1.0" or "keep-alive" in conn)

@@ -5,6 +5,7 @@
 import os
 import socket
 import struct
+import mimi
 from mimi import limits, log
 
 HOSTS = ["pool.ntp.org", "time.cloudflare.com"]  # tests point these at a fake server
@@ -63,13 +64,16 @@ async def aquery(host, port=PORT, timeout_s=limits.NTP_TIMEOUT_S):
     from mimi.net import dns
 
     pkt, stamp = request()
-    addr = socket.getaddrinfo(await dns.resolve(host), port, 0, socket.SOCK_DGRAM)[0][-1]
     try:
-        return await dns.exchange(addr, pkt, lambda d: _answer(d, stamp), timeout_s * 1000)
-    except OSError as e:
-        if e.errno == dns.ETIMEDOUT:
-            raise NTPError("no reply from %s within %ds" % (host, timeout_s))
-        raise
+        addr = socket.getaddrinfo(await dns.resolve(host), port, 0, socket.SOCK_DGRAM)[0][-1]
+        try:
+            return await dns.exchange(addr, pkt, lambda d: _answer(d, stamp), timeout_s * 1000)
+        except OSError as e:
+            if e.errno == dns.ETIMEDOUT:
+                raise NTPError("no reply from %s within %ds" % (host, timeout_s))
+            raise
+    finally:
+        mimi.drop("net.dns")  # (loaded for the query; its cache stays, on mimi.net)
 
 
 async def sync_once(apply, hosts=None, port=None):

@@ -82,6 +82,7 @@ class Api:
                 await asyncio.sleep_ms(quiet(chat))
         ctype, body = form or ("application/json", params if isinstance(params, tuple)
                                else json.dumps(params or {}).encode())
+        params = form = None  # not held while the answer is awaited (getUpdates: 30 s)
         async with self.lock:
             if self.stale:  # after an outage a request on the old socket would time out
                 self.stale = False
@@ -90,9 +91,7 @@ class Api:
                 self.client.close()
                 while tls.must_yield():
                     await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
-            r = await self.client.request(
-                "POST", "/bot%s/%s" % (self.token, method),
-                headers={"Content-Type": ctype}, body=body, deadline_s=deadline_s, sink=sink)
+            r = await self._request(method, ctype, body, deadline_s, sink)
         body = None
         if sink is not None and r.status == 200 and sink.seen:
             return getattr(sink, "result", None)
@@ -110,6 +109,12 @@ class Api:
         if e.code == 429 and chat is not None:  # (tg_allow's chats only: few)
             _quiet[str(chat)] = time.ticks_add(time.ticks_ms(), min(e.retry_after or 1, limits.TG_RETRY_AFTER_MAX_S) * 1000)
         raise e
+
+    def _request(self, method, ctype, body, deadline_s, sink):
+        # (a function of its own: the path and headers it makes are not left behind in
+        # call()'s frame while the answer is awaited)
+        return self.client.request("POST", "/bot%s/%s" % (self.token, method),
+                                   headers={"Content-Type": ctype}, body=body, deadline_s=deadline_s, sink=sink)
 
     def close(self):
         try:
@@ -198,7 +203,7 @@ class Telegram:
         self.limit = limits.TG_POLL_LIMIT  # updates asked for (fewer after a batch cut short)
         self.stuck = 0  # polls in a row that took no update for want of room
         self.owed = []  # chat ids whose reply found no room to be sent (owe())
-        self.polling = None  # the getUpdates task in flight
+        self.polling = None  # the task while its getUpdates is in flight (run())
         self.recent = []  # keys (small ints) of the (chat, message_id) pairs handled last
         self.strangers = {}  # chat id -> time told (tgsend)
         self.typing = {}  # chat id -> renewal task (tgsend)
@@ -282,14 +287,31 @@ class Telegram:
                     me = await self.poll_api.call("getMe")
                     self.username = me.get("username") or ""
                     self.bot_id = str(me.get("id") or self.bot_id)
+                    me = None  # (not kept by this frame for good)
                     log.info(TAG, "bot @%s ready, polling", self.username)
                 if self.owed:
                     await self._say_owed()
                 batch = Updates(self, *self._room())
-                if not await self._poll({
-                        "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
-                        "limit": self.limit, "allowed_updates": ["message"]}, batch):
-                    continue  # cut for the agent's LLM call: its updates come with the next poll
+                # getUpdates, run in this task (its guard cuts it: see _guard()); unless
+                # the agent's LLM call needs the memory for its TLS connection (net/tls.py:
+                # a board without room for two): then no poll starts
+                while tls.must_yield():
+                    await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
+                self.cut = False
+                self.polling = asyncio.current_task()
+                guard = asyncio.create_task(self._guard())
+                try:
+                    await self._get_updates(batch)
+                except asyncio.CancelledError:
+                    if not self.cut:  # the poller itself is being stopped
+                        raise
+                    self.poll_api.close()  # the request was cut: the connection is out of step
+                    continue  # its updates come with the next poll
+                finally:
+                    self.polling = None
+                    guard.cancel()
+                    guard = None
+                    mimi.drop("channels.telegram.updates")  # (loaded when the answer had updates)
                 wifi.healthy()
                 backoff = limits.TG_BACKOFF_MIN_S
                 conflict = limits.TG_CONFLICT_MIN_S
@@ -299,6 +321,7 @@ class Telegram:
                 batch = None
                 before = self.offset
                 await self._batch(acts)
+                acts = len(acts)  # (the texts not held by this frame through the next poll)
                 if (acts or stuck) and self.offset == before:  # none taken: not at once again
                     self.stuck += 1
                     if stuck and left and left[0] is not None and self.stuck > limits.TG_STUCK_TRIES:
@@ -330,39 +353,25 @@ class Telegram:
                 elif wait:
                     await asyncio.sleep(wait)
 
-    async def _poll(self, params, batch):
-        """getUpdates into batch -> True; unless the agent's LLM call needs the memory for
-        its TLS connection (net/tls.py: a board without room for two): then no poll
-        starts, and one in flight is cut, with the idle send connection -> False (its
-        updates come with the next poll)."""
-        while tls.must_yield():
-            await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
-        self.cut = False
-        self.polling = poll = asyncio.create_task(self.poll_api.call(
-            "getUpdates", params, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S, batch))
-        guard = asyncio.create_task(self._guard(poll))
-        try:
-            await poll
-            return True
-        except asyncio.CancelledError:
-            if not self.cut:  # the poller itself is being stopped
-                poll.cancel()
-                raise
-            self.poll_api.close()  # the request was cut: the connection is out of step
-            return False
-        finally:
-            self.polling = None
-            guard.cancel()
-            mimi.drop("channels.telegram.updates")  # (loaded when the answer had updates)
+    def _get_updates(self, batch):
+        # (a function of its own: the parameters it makes are not left behind in run()'s
+        # frame while the poll waits)
+        return self.poll_api.call("getUpdates", {
+            "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
+            "limit": self.limit, "allowed_updates": ["message"]},
+            limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S, batch)
 
-    async def _guard(self, poll):
+    async def _guard(self):
+        """While a poll is in flight (a task of its own, with the poll's deadline the only
+        other one: bus.within): when the agent's LLM call starts and the board has no room
+        for two TLS connections, the idle send connection is closed and the poll cut."""
         while True:
             await self.llm.wait()
             if tls.must_yield():
                 if self.send_api and not self.send_api.lock.locked():
                     self.send_api.client.close()
                 self.cut = True
-                poll.cancel()
+                self.polling.cancel()
                 return
 
     def owe(self, chat_id):
