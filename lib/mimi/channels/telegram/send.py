@@ -70,8 +70,7 @@ async def call(api, method, params):
     text, chat = params.get("text"), params.get("chat_id")
     if isinstance(text, list):
         head = json.dumps({k: v for k, v in params.items() if k != "text"})
-        params = (head[:-1], ', "text": "' if len(head) > 2 else '"text": "',
-                  tuple(memoryview(json.dumps(p))[1:-1] for p in text), '"}')
+        params = (head[:-1], ', "text": "' if len(head) > 2 else '"text": "', _json(text), '"}')
     buf = api.client._buf
     if buf is not None:  # (what it says of the previous request on this connection)
         buf.sent = False
@@ -85,6 +84,21 @@ async def call(api, method, params):
         api.client.close()  # the answer was not read: the connection is out of step
         log.warning(TAG, "%s went out; no room in the heap to read the answer", method)
         return {"message_id": None}
+
+
+def _json(text):
+    """A part's pieces as a JSON string's content, escaped as they are sent (one
+    piece's copy at a time, not the part's: 4 KB less while a long answer's part goes)."""
+    from mimi.net.httpbody import Pieces
+
+    def escaped():
+        for p in text:
+            yield memoryview(json.dumps(p))[1:-1]
+
+    n = 0
+    for q in escaped():
+        n += len(q)
+    return Pieces(n, escaped)
 
 
 def _api(bot):
@@ -136,11 +150,12 @@ async def plain(bot, chat_id, text):
 
 
 async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
-    """Markdown (a str, or a text in pieces: bus.pieces()) -> HTML parts in order, each
-    made and sent in pieces (format.parts(): no block as big as a part); a part whose
-    entities Telegram refuses is sent again as plain text; any other failure is logged,
-    never re-sent (hold: see _send). status: the turn's status.Status, whose message
-    (when shown) becomes the first part. -> True when every part went out."""
+    """Markdown (a str, or a text in pieces: bus.pieces(), or a list of them: _feed()) ->
+    HTML parts in order, each made and sent in pieces (format.parts(): no block as big
+    as a part); a part whose entities Telegram refuses is sent again as plain text; any
+    other failure is logged, never re-sent (hold: see _send). status: the turn's
+    status.Status, whose message (when shown) becomes the first part. -> True when
+    every part went out."""
     if _api(bot) is None:
         log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
         return False
@@ -163,7 +178,8 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
 
 async def _parts(bot, chat_id, fmt, markdown, reply_to, hold, status, went):
     ok = True
-    for runs in fmt.parts(markdown or "", limits.TG_MSG_MAX):
+    for runs in fmt.parts(_feed(markdown, went) if isinstance(markdown, list) else markdown or "",
+                          limits.TG_MSG_MAX):
         html = fmt.render_html(runs)
         if status is not None:
             status, st = None, status
@@ -205,6 +221,20 @@ async def _parts(bot, chat_id, fmt, markdown, reply_to, hold, status, went):
             log.error(TAG, "plain-text resend to %s failed: %s", chat_id, e)
             ok = False
     return ok
+
+
+def _feed(pieces, went):
+    """A reply's pieces (a list) for the formatter. Once a part went out (the reply is
+    then never sent again), each piece read is let go from the list: the parts sent
+    hold no heap (a 10 KB answer's 8 KB while its third part goes); the formatter keeps
+    what it still needs of them."""
+    k = 0
+    for i in range(len(pieces)):
+        if went[0]:
+            while k < i:
+                pieces[k] = None
+                k += 1
+        yield pieces[i]
 
 
 async def _smaller(bot, chat_id, fmt, runs, hold, went):
@@ -321,5 +351,7 @@ async def send(bot, msg):
         del bot.typing[chat_id]
         await st.lock.acquire()  # its calls are done: the task is cancelled between them
         st.task.cancel()  # (never released: nothing else uses it)
+    if isinstance(msg.content, tuple):  # a long reply: a list, whose pieces _feed() lets go
+        msg.content = list(msg.content)
     await text(bot, chat_id, msg.content, reply_to, hold=True, status=st)
     _rest(bot)
