@@ -195,6 +195,7 @@ TG_UPDATE_MIN = const(4096)  # ... unless the heap has no block this big: then j
 TG_UPDATE_HEAD = const(256)  # bytes of an update kept to name it (update_id, chat) when it cannot be taken
 TG_STUCK_TRIES = const(5)  # polls an update finds no room before it is skipped and its sender told
 TG_ERROR_MAX = const(1024)  # bytes of an error answer read
+TG_ECHO_PEEK = const(128)  # ... of an answer to a message sent, looked at first for an ok and its message_id
 TG_HTTP_SLACK_S = const(15)  # long poll deadline = poll timeout + this
 TG_SEND_TIMEOUT_S = const(20)  # sendMessage / sendChatAction / getMe deadline
 TG_BACKOFF_MIN_S = const(1)  # poll errors: 1, 2, 4 ... capped

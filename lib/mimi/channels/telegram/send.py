@@ -46,7 +46,8 @@ class Echo:
     """The answer to a message sent or edited, read as it arrives (Api.call's sink): its
     first TG_ERROR_MAX bytes kept (an error, a short message); Telegram echoes the
     message whole (4 KB of text and more), of which only message_id is used: seen when
-    the answer was longer and ok, its id in .result."""
+    the answer was longer and ok, or when its first TG_ECHO_PEEK bytes say ok and hold
+    the id (the rest is not kept), its id in .result."""
     seen = False
     result = None
 
@@ -55,9 +56,22 @@ class Echo:
 
     def __call__(self, mv):
         h = self.head
+        if self.seen:
+            return
+        if len(h) < limits.TG_ECHO_PEEK:  # an ok answer's message_id comes first: its
+            # first bytes are looked at before 1 KB of the echo is copied for nothing
+            p = h + bytes(mv[:limits.TG_ECHO_PEEK - len(h)])
+            i = tg.after(p, b'"ok"')
+            j = k = tg.after(p, b'"message_id"')
+            while 0 <= j < len(p) and 48 <= p[j] <= 57:
+                j += 1
+            if i >= 0 and p[i:i + 4] == b"true" and k < j < len(p):
+                self.head, self.seen, self.result = p, True, {"message_id": int(p[k:j])}
+                return
+            p = None
         if len(h) < limits.TG_ERROR_MAX:
             self.head = h = h + bytes(mv[:limits.TG_ERROR_MAX - len(h)])
-        if not self.seen and len(h) >= limits.TG_ERROR_MAX:
+        if len(h) >= limits.TG_ERROR_MAX:
             i = tg.after(h, b'"ok"')  # (no copy of the head: a short heap is short now)
             self.seen = i >= 0 and h[i:i + 4] == b"true"
             self.result = {"message_id": tg.number(h, b'"message_id"')}
