@@ -155,8 +155,6 @@ def run_message(msg):
             return turn.text or SORRY % turn.error
         if stateless:
             return turn.text
-        if short(True):  # the turn's code and state go before the save (see finally:):
-            _forget(True)  # with a long answer it was a 120 KB heap's most crowded moment
         from mimi.memory import sessions
 
         sessions.append(key, "user", text)
