@@ -53,6 +53,7 @@ SSE_LINE_MAX = const(32 * 1024)  # one event of a streamed answer (a server may 
 STREAM_PARTIAL_MS = const(250)  # the text so far of a streamed answer goes out at most this often
 STREAM_PARTIAL_MAX = const(8 * 1024)  # ... while it is at most this long (each is a copy: the reply brings the rest)
 STREAM_PARTIAL_SHORT = const(2 * 1024)  # ... when the heap is short (mimi.short())
+STREAM_PIECE_SHORT = const(512)  # a streamed answer is kept in pieces this big on a short heap (else PROMPT_CHUNK)
 HTTP_RESPONSE_MAX = const(256 * 1024)
 HTTP_HEADER_MAX = const(8 * 1024)  # a whole response head (lines are read one by one)
 HTTP_SINK_MAX = const(64 * 1024 * 1024)  # a body handed to a sink piece by piece (Telegram's updates)
@@ -100,6 +101,7 @@ HEAP_SHORT = const(96 * 1024)  # less free: a turn drops code after use (mimi.sh
 HEAP_SPARE = const(768)  # kept aside for telling a person that memory ran out (mimi.spare())
 PROMPT_SPILL = "/prompt.tmp"  # and escapes the prompt into this file (outside /spiffs)
 TURN_SPILL = "/turn.tmp"  # ... and the turn's tool calls and results into this one
+ANSWER_SPILL = "/answer.tmp"  # ... and a streamed answer's text while it comes (llm/stream.py)
 
 SKILL_TITLE_MAX = const(64)
 SKILL_DESC_MAX = const(256)
@@ -193,6 +195,7 @@ TG_UPDATE_MIN = const(4096)  # ... unless the heap has no block this big: then j
 TG_UPDATE_HEAD = const(256)  # bytes of an update kept to name it (update_id, chat) when it cannot be taken
 TG_STUCK_TRIES = const(5)  # polls an update finds no room before it is skipped and its sender told
 TG_ERROR_MAX = const(1024)  # bytes of an error answer read
+TG_ECHO_PEEK = const(128)  # ... of an answer to a message sent, looked at first for an ok and its message_id
 TG_HTTP_SLACK_S = const(15)  # long poll deadline = poll timeout + this
 TG_SEND_TIMEOUT_S = const(20)  # sendMessage / sendChatAction / getMe deadline
 TG_BACKOFF_MIN_S = const(1)  # poll errors: 1, 2, 4 ... capped

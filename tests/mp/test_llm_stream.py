@@ -156,6 +156,38 @@ def test_a_long_answer_stays_in_pieces(kind):
     p.close()
 
 
+def test_a_long_answer_waits_on_the_flash_on_a_short_heap(kind):
+    # on a short heap the answer's pieces are smaller and, once the text so far is shown
+    # no more, written to limits.ANSWER_SPILL as they come, read back when it has ended;
+    # a flash that says no keeps them in RAM: the same text either way
+    import mimi
+    from mimi import fs
+
+    text = " ".join("w%d-\u00e9\u4e2d" % i for i in range(1500))  # ~15 KB, 1,500 tokens
+    spill = limits.ANSWER_SPILL
+    for path in (spill, "/no-such-dir/answer.tmp"):
+        fs.remove(spill)
+        limits.ANSWER_SPILL = path
+        llmfake.script(c.fixture(kind), {"text": text})
+        p = streaming(kind)
+        mimi._short = True
+        try:
+            got = c.turn(p).text
+        finally:
+            mimi._short = False
+            limits.ANSWER_SPILL = spill
+        assert isinstance(got, tuple) and "".join(got) == text, type(got)
+        assert max(len(x) for x in got) <= limits.STREAM_PIECE_SHORT + 16, [len(x) for x in got]
+        assert p.partials and all(len(x) <= limits.STREAM_PARTIAL_SHORT for x in p.partials)
+        on_flash = fs.size(spill) if fs.exists(spill) else 0
+        if path == spill:  # all of it but the pieces joined while the text so far was shown
+            assert len(text.encode()) - on_flash <= limits.STREAM_PARTIAL_SHORT + 2 * limits.STREAM_PIECE_SHORT, on_flash
+        else:
+            assert on_flash == 0
+        p.close()
+    fs.remove(spill)
+
+
 def test_event_over_the_line_cap_fails_at_once(kind):
     big = "x" * (4 * limits.SSE_LINE_MAX)  # tool arguments come in 3 events of 1/3 each
     llmfake.script(c.fixture(kind), {"tool_calls": [c.call("echo", text=big)]})

@@ -116,6 +116,9 @@ def test_strip_think_and_base():
     assert strip_think("<think>never closed") == ""
     assert strip_think("reasoning</think>Answer") == "Answer"
     assert strip_think(None) == ""
+    # a text in pieces: its ends trimmed, blank end pieces dropped, nothing joined
+    assert strip_think(("  ", " a ", "b\n", "\n \t")) == ("a ", "b")
+    assert strip_think((" \n", "one ", "\t")) == "one" and strip_think((" ", "\n")) == ""
     for base, want in (
             ("http://localhost:11434", ("http://localhost:11434", "/v1", "")),
             ("http://localhost:11434/v1", ("http://localhost:11434", "/v1", "")),

@@ -507,6 +507,25 @@ async def test_a_long_answer_in_pieces_goes_out_as_the_whole_would():
     task.cancel()
 
 
+async def test_a_long_answer_lets_its_pieces_go_as_its_parts_go_out():
+    # once a part went out the reply is never sent again: each piece the formatter has
+    # read is let go (send._feed), so the parts sent hold no heap
+    b, task = await started()
+    para = ("Lorem *ipsum* dolor sit amet, consectetur adipiscing elit. " * 54).strip()
+    text = "\n\n".join(["**Part %d** " % i + para for i in range(3)])
+    pieces = tuple(text[i:i + 700] for i in range(0, len(text), 700))
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    msg = bus.Msg("telegram", ALLOWED, pieces)
+    await b.send(msg)
+    st = await state()
+    assert [m["visible"][:6] for m in st["sent"]] == ["Part 0", "Part 1", "Part 2"], st["sent"]
+    assert "".join(m["visible"] for m in st["sent"]).replace("\n", "") == \
+        text.replace("**", "").replace("*", "").replace("\n", "")
+    assert msg.content[:-1] == [None] * (len(pieces) - 1), msg.content
+    task.cancel()
+
+
 async def test_a_progress_message_that_cannot_take_the_answer_is_deleted():
     b, task = await started()
     await fail(method="editMessageText", status=400, times=2,

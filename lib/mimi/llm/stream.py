@@ -6,7 +6,7 @@
 # kept as a body. Loaded only when a turn streams; kept small (few functions).
 import gc
 import time
-from mimi import limits, jsonutil, short
+from mimi import limits, jsonutil, short, log, fs
 from mimi.net.http import ProtocolError, TooLarge
 from mimi.llm.provider import strip_think, dumps
 from micropython import const
@@ -23,6 +23,7 @@ class Stream:
     # shown, and when the next may be
     kept = 0  # bytes kept (text, tool arguments, a plain body): capped
     n = whole = loose = 0  # the text's characters; pieces joined so far; characters since
+    out = 0  # joined pieces waiting on the flash (spill()); k < 0: -k - 1 of them, then the flash said no
 
     def __init__(self, kind, on_text):
         self.anthropic = kind == "anthropic"
@@ -92,14 +93,18 @@ class Stream:
         self.keep(t)
         p = self.pieces
         # the small pieces since the last whole one joined into one of up to PROMPT_CHUNK:
-        # a long answer is held in such pieces, never in one block as big as itself
+        # a long answer is held in such pieces, never in one block as big as itself (a
+        # short heap: smaller ones, which its holes have room for)
         self.n += len(t)
         self.loose += len(t)
-        if self.loose >= limits.PROMPT_CHUNK or len(p) - self.whole > 32:
+        whole = limits.STREAM_PIECE_SHORT if short() else limits.PROMPT_CHUNK
+        if self.loose >= whole or len(p) - self.whole > 32:
             p[self.whole:] = ["".join(p[self.whole:])]  # (many tiny strings cost more than their text)
-            if self.loose >= limits.PROMPT_CHUNK:
+            if self.loose >= whole:
                 self.whole += 1
                 self.loose = 0
+                if self.out >= 0 and short() and (not self.on_text or self.n > limits.STREAM_PARTIAL_SHORT):
+                    self.spill()  # (the text so far is shown no more)
         now = time.ticks_ms()
         if not self.on_text or self.at is not None and time.ticks_diff(now, self.at) < 0:
             return
@@ -112,6 +117,32 @@ class Stream:
         if shown and shown != self.shown:
             self.shown = shown
             self.on_text(shown)
+
+    def spill(self):
+        """On a short heap the answer's joined pieces wait on the flash
+        (limits.ANSWER_SPILL) while the rest streams in, each replaced by its length in
+        bytes, and come back when it has ended (result()): a 10 KB answer is then not
+        in the heap beside the connection, the event being read and the loop's work,
+        which left a 120 KB heap without the 1 KB the next piece needs. Kept in RAM when
+        the flash says no."""
+        p = self.pieces
+        try:
+            with fs.lock, open(limits.ANSWER_SPILL, "ab" if self.out else "wb") as f:
+                while self.out < self.whole:
+                    p[self.out] = f.write(p[self.out])
+                    self.out += 1
+        except OSError as e:
+            log.warning("llm", "streamed answer kept in RAM: %s", e)
+            self.out = -self.out - 1  # (the pieces written so far come back all the same)
+
+    def unspill(self):
+        """The pieces spill() wrote, read back in place (str(bytes) shares the bytes)."""
+        n = self.out if self.out >= 0 else -self.out - 1
+        if n:
+            p = self.pieces
+            with fs.lock, open(limits.ANSWER_SPILL, "rb") as f:
+                for i in range(n):
+                    p[i] = str(f.read(p[i]), "utf-8")
 
     def args(self, index, t):
         call = self.calls.get(index)
@@ -126,6 +157,7 @@ class Stream:
             raise ProtocolError("the streamed answer ended before its end event")
         if short():  # the events' garbage out first: what the turn keeps of the answer
             gc.collect()  # goes to the lowest holes, not across the room the tools need
+        self.unspill()
         text = self.pieces
         text = text[0] if len(text) == 1 else "".join(text) if self.n <= limits.PROMPT_CHUNK \
             else tuple(text)  # a long answer stays in its pieces (bus.pieces())

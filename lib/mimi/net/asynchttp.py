@@ -90,7 +90,7 @@ class AsyncClient(_Base):
                 return e.value
             res = None
             if op == _W:
-                s.write(arg if isinstance(arg, bytes) else bytes(arg))
+                s.write(arg)  # (a view is not copied: Stream.write copies what it keeps)
                 await s.drain()
             else:
                 while res is None:

@@ -267,11 +267,12 @@ def _rule(t):
 
 
 def _lines(md, most=limits.TG_LINE_MAX):
-    """Markdown (a str, or a text in pieces: bus.pieces()) -> (line, continued), line by
-    line; a line longer than `most` comes in pieces cut at a space (continued: the same
-    line goes on), so no piece of the work is as big as a long paragraph or the text."""
+    """Markdown (a str, or a text in pieces: bus.pieces(), or an iterator of them) ->
+    (line, continued), line by line; a line longer than `most` comes in pieces cut at a
+    space (continued: the same line goes on), so no piece of the work is as big as a
+    long paragraph or the text."""
     step = limits.PROMPT_CHUNK
-    src = md if isinstance(md, tuple) else (md[j:j + step] for j in range(0, len(md), step))
+    src = (md[j:j + step] for j in range(0, len(md), step)) if isinstance(md, str) else md
     buf = []
     n = 0
     cont = False

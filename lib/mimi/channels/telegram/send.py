@@ -45,7 +45,8 @@ class Echo:
     """The answer to a message sent or edited, read as it arrives (Api.call's sink): its
     first TG_ERROR_MAX bytes kept (an error, a short message); Telegram echoes the
     message whole (4 KB of text and more), of which only message_id is used: seen when
-    the answer was longer and ok, its id in .result."""
+    the answer was longer and ok, or when its first TG_ECHO_PEEK bytes say ok and hold
+    the id (the rest is not kept), its id in .result."""
     seen = False
     result = None
 
@@ -54,9 +55,22 @@ class Echo:
 
     def __call__(self, mv):
         h = self.head
+        if self.seen:
+            return
+        if len(h) < limits.TG_ECHO_PEEK:  # an ok answer's message_id comes first: its
+            # first bytes are looked at before 1 KB of the echo is copied for nothing
+            p = h + bytes(mv[:limits.TG_ECHO_PEEK - len(h)])
+            i = tg.after(p, b'"ok"')
+            j = k = tg.after(p, b'"message_id"')
+            while 0 <= j < len(p) and 48 <= p[j] <= 57:
+                j += 1
+            if i >= 0 and p[i:i + 4] == b"true" and k < j < len(p):
+                self.head, self.seen, self.result = p, True, {"message_id": int(p[k:j])}
+                return
+            p = None
         if len(h) < limits.TG_ERROR_MAX:
             self.head = h = h + bytes(mv[:limits.TG_ERROR_MAX - len(h)])
-        if not self.seen and len(h) >= limits.TG_ERROR_MAX:
+        if len(h) >= limits.TG_ERROR_MAX:
             i = tg.after(h, b'"ok"')  # (no copy of the head: a short heap is short now)
             self.seen = i >= 0 and h[i:i + 4] == b"true"
             self.result = {"message_id": tg.number(h, b'"message_id"')}
@@ -69,8 +83,7 @@ async def call(api, method, params):
     text, chat = params.get("text"), params.get("chat_id")
     if isinstance(text, list):
         head = json.dumps({k: v for k, v in params.items() if k != "text"})
-        params = (head[:-1], ', "text": "' if len(head) > 2 else '"text": "',
-                  tuple(memoryview(json.dumps(p))[1:-1] for p in text), '"}')
+        params = (head[:-1], ', "text": "' if len(head) > 2 else '"text": "', _json(text), '"}')
     buf = api.client._buf
     if buf is not None:  # (what it says of the previous request on this connection)
         buf.sent = False
@@ -84,6 +97,21 @@ async def call(api, method, params):
         api.client.close()  # the answer was not read: the connection is out of step
         log.warning(TAG, "%s went out; no room in the heap to read the answer", method)
         return {"message_id": None}
+
+
+def _json(text):
+    """A part's pieces as a JSON string's content, escaped as they are sent (one
+    piece's copy at a time, not the part's: 4 KB less while a long answer's part goes)."""
+    from mimi.net.httpbody import Pieces
+
+    def escaped():
+        for p in text:
+            yield memoryview(json.dumps(p))[1:-1]
+
+    n = 0
+    for q in escaped():
+        n += len(q)
+    return Pieces(n, escaped)
 
 
 def _rest(bot):
@@ -134,11 +162,12 @@ async def plain(bot, chat_id, text):
 
 
 async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
-    """Markdown (a str, or a text in pieces: bus.pieces()) -> HTML parts in order, each
-    made and sent in pieces (format.parts(): no block as big as a part); a part whose
-    entities Telegram refuses is sent again as plain text; any other failure is logged,
-    never re-sent (hold: see _send). status: the turn's status.Status, whose message
-    (when shown) becomes the first part. -> True when every part went out."""
+    """Markdown (a str, or a text in pieces: bus.pieces(), or a list of them: _feed()) ->
+    HTML parts in order, each made and sent in pieces (format.parts(): no block as big
+    as a part); a part whose entities Telegram refuses is sent again as plain text; any
+    other failure is logged, never re-sent (hold: see _send). status: the turn's
+    status.Status, whose message (when shown) becomes the first part. -> True when
+    every part went out."""
     if _api(bot) is None:
         log.warning(TAG, "no connection to Telegram; reply to %s dropped", chat_id)
         return False
@@ -161,7 +190,8 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
 
 async def _parts(bot, chat_id, fmt, markdown, reply_to, hold, status, went):
     ok = True
-    for runs in fmt.parts(markdown or "", limits.TG_MSG_MAX):
+    for runs in fmt.parts(_feed(markdown, went) if isinstance(markdown, list) else markdown or "",
+                          limits.TG_MSG_MAX):
         html = fmt.render_html(runs)
         if status is not None:
             status, st = None, status
@@ -203,6 +233,20 @@ async def _parts(bot, chat_id, fmt, markdown, reply_to, hold, status, went):
             log.error(TAG, "plain-text resend to %s failed: %s", chat_id, e)
             ok = False
     return ok
+
+
+def _feed(pieces, went):
+    """A reply's pieces (a list) for the formatter. Once a part went out (the reply is
+    then never sent again), each piece read is let go from the list: the parts sent
+    hold no heap (a 10 KB answer's 8 KB while its third part goes); the formatter keeps
+    what it still needs of them."""
+    k = 0
+    for i in range(len(pieces)):
+        if went[0]:
+            while k < i:
+                pieces[k] = None
+                k += 1
+        yield pieces[i]
 
 
 async def _smaller(bot, chat_id, fmt, runs, hold, went):
@@ -282,5 +326,7 @@ async def send(bot, msg):
         del bot.typing[chat_id]
         await st.lock.acquire()  # its calls are done: the task is cancelled between them
         st.task.cancel()  # (never released: nothing else uses it)
+    if isinstance(msg.content, tuple):  # a long reply: a list, whose pieces _feed() lets go
+        msg.content = list(msg.content)
     await text(bot, chat_id, msg.content, reply_to, hold=True, status=st)
     _rest(bot)
