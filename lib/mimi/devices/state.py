@@ -78,8 +78,11 @@ class Use:
 
 def drop():
     """Forget the device layer's code (not this, nor the simulator's parts) unless
-    someone uses it; the next use loads it again."""
-    with lock:
+    someone uses it; the next use loads it again. The flash's lock first (mimi.unload
+    takes it): one order for both locks."""
+    from mimi import fs
+
+    with fs.lock, lock:
         if users:
             return
         gone = [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith(_KEEP)]
