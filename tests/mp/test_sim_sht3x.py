@@ -101,8 +101,14 @@ def test_busy_and_command_spacing():
 
 
 def status(i2c):
+    # the part's deaf windows are judged by soon_after(); here a write the host's
+    # scheduler put back inside one (a CI run: ENODEV) is made again once
     time.sleep_ms(2)
-    i2c.writeto(0x44, b"\xf3\x2d")
+    try:
+        i2c.writeto(0x44, b"\xf3\x2d")
+    except OSError:
+        time.sleep_ms(20)
+        i2c.writeto(0x44, b"\xf3\x2d")
     d = i2c.readfrom(0x44, 3)
     assert crc8(d[:2]) == d[2]
     return d[0] << 8 | d[1]
