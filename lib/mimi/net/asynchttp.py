@@ -2,7 +2,7 @@
 # generators run on asyncio streams. Same API as http.Client, with `await`; reached
 # as http.AsyncClient.
 from mimi import bus, limits, net
-from mimi.net.http import _W, _Base, _exchange, _sunk, Timeout, ConnectFailure
+from mimi.net.http import _W, _Base, _err, _exchange, _sunk
 
 
 class AsyncClient(_Base):
@@ -27,7 +27,7 @@ class AsyncClient(_Base):
                 return await bus.within(self._request(method, head, data, sink), secs)
             except asyncio.TimeoutError:
                 self.close()
-                raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, secs))
+                raise _err("Timeout", "no answer from %s:%d within %s s" % (self.host, self.port, secs))
 
     def detach(self):
         """After a 101 answer (a WebSocket upgrade): the connection leaves the client
@@ -72,7 +72,7 @@ class AsyncClient(_Base):
                 mimi.drop("net.dns")  # (a kept connection is opened again seldom)
             self._sock, _ = await asyncio.open_connection(ip, port)
         except OSError as e:
-            raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
+            raise _err("ConnectFailure", "cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
         self.connects += 1
         net.nodelay(self._sock.s)
         if self.proxy:

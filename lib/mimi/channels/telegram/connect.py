@@ -6,7 +6,7 @@ import json
 from mimi import limits, log
 from mimi.config import settings as config
 from mimi.channels.telegram.poller import TAG, Api, ApiError
-from mimi.net.http import ConnectFailure, Timeout
+from mimi.net import http
 from mimi.services import wifi
 
 
@@ -50,7 +50,7 @@ def failed(bot, e, backoff, conflict):
         log.warning(TAG, "getUpdates failed: %s; retry in %d s", e, backoff)
         return backoff, False, min(backoff * 2, limits.TG_BACKOFF_MAX_S), conflict
     # network, TLS, timeouts: the client reconnects next time
-    if isinstance(e, (ConnectFailure, Timeout)):
+    if isinstance(e, (http.ConnectFailure, http.Timeout)):  # (net/httperr.py, loaded by e)
         wifi.suspect(TAG)  # a few in a row while "online": WiFi reconnects
         bot._network_lost()
     if not wifi.online():
