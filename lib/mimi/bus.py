@@ -157,18 +157,19 @@ async def within(aw, secs):
     """aw awaited in this task -> its result; after secs it is cancelled (as wait_for
     cancels its task) and asyncio.TimeoutError raised instead; a cancel from
     elsewhere stays a CancelledError."""
-    alarm = asyncio.create_task(_alarm(asyncio.current_task(), secs))
+    timer = asyncio.create_task(alarm(asyncio.current_task(), secs))
     try:
         return await aw
     except asyncio.CancelledError:
-        if alarm.done():
+        if timer.done():
             raise asyncio.TimeoutError
         raise
     finally:
-        alarm.cancel()
+        timer.cancel()
 
 
-async def _alarm(task, secs):
+async def alarm(task, secs):
+    """Cancels task after secs: within()'s alarm (and net/asynchttp.py's, written out)."""
     await asyncio.sleep(secs)
     task.cancel()
 

@@ -675,7 +675,7 @@ async def test_no_https_before_the_clock_is_set():
 async def test_poll_yields_to_the_llm_call_only_where_memory_is_tight():
     # issue 12: a board without room for two TLS connections: while the agent's LLM call
     # runs, the long poll in flight is cut and no new one starts; with room (PSRAM)
-    # nothing waits. tls.priority() runs on the agent thread: its effect is played here.
+    # nothing waits. tls.claim() runs on the agent thread: its effect is played here.
     from mimi.net import tls
     from mimi.board import host
 

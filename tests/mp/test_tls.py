@@ -103,18 +103,22 @@ def test_loop_clients_yield_only_when_memory_is_tight():
     calls = []
     tls.watch(lambda: calls.append(tls.busy))
     llm = http.Client(url())
-    with tls.priority(llm):  # a board with PSRAM: nobody yields, nothing waits
-        assert not tls.must_yield()
+    tls.claim(llm)  # a board with PSRAM: nobody yields, nothing waits
+    assert not tls.must_yield()
+    tls.release()
     assert calls == [1, 0], calls
     assert tls.stats()["open"] == 1, tls.stats()
     host.SIM_C_HEAP = limits.TLS_CONN_ROOM - 1  # no PSRAM, one connection's room left
     tls.watch(other.close)  # the loop client closes when told
     try:
         assert not tls.must_yield()  # no LLM call in flight
-        with tls.priority(llm):
+        tls.claim(llm)
+        try:
             assert tls.must_yield() and tls.stats()["open"] == 0
             assert llm.request("GET", "/hello").body == b"hello"
             assert tls.stats()["open"] == 1
+        finally:
+            tls.release()
         assert not tls.must_yield()
     finally:
         host.SIM_C_HEAP = None

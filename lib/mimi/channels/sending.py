@@ -6,7 +6,7 @@
 # instead of given up. Loaded by a sender when it sends.
 import asyncio
 from mimi import limits, log
-from mimi.net.http import ConnectFailure
+from mimi.net import http
 from mimi.services import wifi
 
 
@@ -21,7 +21,7 @@ async def deliver(attempt, again, hold, tag, online, lost):
         try:
             return await attempt()
         except Exception as e:  # noqa: B902 - sorted below; anything else is raised
-            failed = isinstance(e, ConnectFailure)
+            failed = isinstance(e, http.ConnectFailure)  # (net/httperr.py: loaded by the first error)
             if failed:
                 wifi.suspect(tag)
                 lost()

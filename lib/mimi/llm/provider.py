@@ -297,12 +297,13 @@ class Provider:
         if wd:
             wd.declare(limits.LLM_TIMEOUT_S)
         kw = {"sink": sink} if sink else {}
+        if tls:
+            tls.claim(self.client)
         try:
-            if tls:
-                with tls.priority(self.client):
-                    return self.client.request("POST", path, headers, body, **kw)
             return self.client.request("POST", path, headers, body, **kw)
         finally:
+            if tls:
+                tls.release()
             if wd:
                 wd.done()
 

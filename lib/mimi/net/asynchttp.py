@@ -2,7 +2,7 @@
 # generators run on asyncio streams. Same API as http.Client, with `await`; reached
 # as http.AsyncClient.
 from mimi import bus, limits, net
-from mimi.net.http import _W, _Base, _exchange, _sunk, Timeout, ConnectFailure
+from mimi.net.http import _W, _Base, _err, _exchange, _sunk
 
 
 class AsyncClient(_Base):
@@ -23,11 +23,34 @@ class AsyncClient(_Base):
         path = headers = body = None  # not held while the answer is awaited (a long poll: 30 s)
         secs = self.timeout_s if deadline_s is None else deadline_s
         async with self._lock:
-            try:  # (not wait_for: bus.within; Telegram's long poll waits all the time)
-                return await bus.within(self._request(method, head, data, sink), secs)
-            except asyncio.TimeoutError:
+            # The deadline: a task that cancels this one (bus.within() written out, not
+            # wait_for: Telegram's long poll waits here all the time, and within()'s frame
+            # and a request coroutine of its own held 0.2 KB more)
+            alarm = asyncio.create_task(bus.alarm(asyncio.current_task(), secs))
+            try:
+                for attempt in (0, 1):
+                    if self._sock is not None and self._stray(self._sock.s):
+                        self.close()
+                    reused = self._sock is not None
+                    try:
+                        if not reused:
+                            await self._open()
+                        resp, keep = await self._run(
+                            _exchange(self._buf, head, data, method, limits.HTTP_RESPONSE_MAX) if sink is None
+                            else _sunk(self._buf, head, data, method, sink))
+                    except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
+                        if self._failed(e, attempt, reused):
+                            continue
+                    if not keep:
+                        self.close()
+                    return resp
+            except asyncio.CancelledError:
+                if not alarm.done():
+                    raise  # cancelled by its caller (Telegram's guard cuts a poll)
                 self.close()
-                raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, secs))
+                raise _err("Timeout", "no answer from %s:%d within %s s" % (self.host, self.port, secs))
+            finally:
+                alarm.cancel()
 
     def detach(self):
         """After a 101 answer (a WebSocket upgrade): the connection leaves the client
@@ -37,24 +60,6 @@ class AsyncClient(_Base):
         stream, self._sock = self._sock, None
         wrapped, self._wrapped = self._wrapped, False
         return stream, bytes(buf.mv[buf.i:buf.j]), wrapped
-
-    async def _request(self, method, head, data, sink=None):
-        for attempt in (0, 1):
-            if self._sock is not None and self._stray(self._sock.s):
-                self.close()
-            reused = self._sock is not None
-            try:
-                if not reused:
-                    await self._open()
-                resp, keep = await self._run(
-                    _exchange(self._buf, head, data, method, limits.HTTP_RESPONSE_MAX) if sink is None
-                    else _sunk(self._buf, head, data, method, sink))
-            except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
-                if self._failed(e, attempt, reused):
-                    continue
-            if not keep:
-                self.close()
-            return resp
 
     async def _open(self):
         import asyncio
@@ -72,7 +77,7 @@ class AsyncClient(_Base):
                 mimi.drop("net.dns")  # (a kept connection is opened again seldom)
             self._sock, _ = await asyncio.open_connection(ip, port)
         except OSError as e:
-            raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
+            raise _err("ConnectFailure", "cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
         self.connects += 1
         net.nodelay(self._sock.s)
         if self.proxy:

@@ -14,9 +14,9 @@
 # dict/list sent as JSON, or a tuple of parts written one after the other without
 # ever being joined (str/bytes/memoryview, nested tuples, and lists whose items are
 # written comma-separated: the LLM request, net/httpbody.py), Regions of files read as
-# they are sent and Pieces made as they are sent (a chart's PNG). Errors: HTTPError > Timeout,
-# TooLarge, TLSFailure, ConnectFailure (the request never reached the server: safe
-# to resend), ProtocolError.
+# they are sent and Pieces made as they are sent (a chart's PNG). Errors (net/httperr.py,
+# loaded by the first one raised or named): HTTPError > Timeout, TooLarge, TLSFailure,
+# ConnectFailure (the request never reached the server: safe to resend), ProtocolError.
 # Counters: connects (TCP connections), handshakes (TLS handshakes started).
 # A kept-alive connection is checked before it is used again: anything readable on
 # it (an unsolicited response, the server's close) means it is closed and a new one
@@ -41,32 +41,11 @@ _R = 1
 _UA = "mimiclaw-micropython"
 
 
-class HTTPError(Exception):
-    pass
+def _err(kind, msg):
+    """The error `kind` (a class name of net/httperr.py, loaded by the first one) for msg."""
+    from mimi.net import httperr
 
-
-class Timeout(HTTPError):
-    pass
-
-
-class TooLarge(HTTPError):
-    pass
-
-
-class TLSFailure(HTTPError):
-    pass
-
-
-class ConnectFailure(HTTPError):
-    pass
-
-
-class ProtocolError(HTTPError):
-    pass
-
-
-class _Stale(ProtocolError):
-    """The server closed the connection before sending any byte of the response."""
+    return getattr(httperr, kind)(msg)
 
 
 class Response:
@@ -85,7 +64,7 @@ class Response:
             return jsonutil.loads(self.body)  # joins surrogate-pair escapes
         except ValueError:
             start = decode(self.body[:60])
-            raise ProtocolError("response is not valid JSON (HTTP %d, %d bytes): %r"
+            raise _err("ProtocolError", "response is not valid JSON (HTTP %d, %d bytes): %r"
                                 % (self.status, len(self.body), start))
 
 
@@ -109,15 +88,15 @@ class _Buf:
     def fill(self, what):
         if self.j == len(self.b):
             if self.i == 0:
-                raise TooLarge("%s larger than %d bytes" % (what, len(self.b)))
+                raise _err("TooLarge", "%s larger than %d bytes" % (what, len(self.b)))
             n = self.j - self.i
             self.mv[0:n] = self.mv[self.i:self.j]
             self.i, self.j = 0, n
         n = yield (_R, self.mv[self.j:])
         if not n:
             if self.got == 0:
-                raise _Stale("connection closed by the server before the response")
-            raise ProtocolError("connection closed in the middle of the %s" % what)
+                raise _err("_Stale", "connection closed by the server before the response")
+            raise _err("ProtocolError", "connection closed in the middle of the %s" % what)
         self.j += n
         self.got += n
 
@@ -151,14 +130,14 @@ class _Buf:
         decoder: request() reads bodies whole with it, or hands them to a sink."""
         if self.chunked and self.left == 0 and not self.done:
             if self.seen and (yield from self.line("chunked body")):
-                raise ProtocolError("chunk not followed by CRLF")
+                raise _err("ProtocolError", "chunk not followed by CRLF")
             ln = yield from self.line("chunk header")
             try:
                 n = int(ln.split(b";", 1)[0].strip(), 16)
                 if n < 0:
                     raise ValueError
             except ValueError:
-                raise ProtocolError("malformed chunk size line: %r" % ln[:40])
+                raise _err("ProtocolError", "malformed chunk size line: %r" % ln[:40])
             if n == 0:
                 while (yield from self.line("chunk trailer")):
                     pass
@@ -175,11 +154,11 @@ class _Buf:
         n = len(k)
         if not n:
             if left is not None:
-                raise ProtocolError("connection closed in the middle of the response body")
+                raise _err("ProtocolError", "connection closed in the middle of the response body")
             self.done = True
         self.seen += n
         if self.seen > self.cap:
-            raise TooLarge("HTTP response body larger than %d bytes" % self.cap)
+            raise _err("TooLarge", "HTTP response body larger than %d bytes" % self.cap)
         if left is not None:
             self.left = left - n
             self.done = self.left == 0 and not self.chunked
@@ -203,7 +182,7 @@ def _read_head(buf, what="response headers"):
                     end = k + 2 if k >= 0 else buf.j - (buf.j > buf.i and buf.b[buf.j - 1] == 13)
                     buf.head += end - buf.i
                     if buf.head > limits.HTTP_HEADER_MAX:
-                        raise TooLarge("%s larger than %d bytes" % (what, limits.HTTP_HEADER_MAX))
+                        raise _err("TooLarge", "%s larger than %d bytes" % (what, limits.HTTP_HEADER_MAX))
                     if k >= 0:
                         ln = None if long else bytes(buf.mv[buf.i:k])
                         buf.i = end
@@ -218,7 +197,7 @@ def _read_head(buf, what="response headers"):
                 status = decode(ln or b"").split(" ", 2)
                 if len(status) < 2 or not status[0].startswith("HTTP/1.") or len(status[1]) != 3 \
                         or not status[1].isdigit():
-                    raise ProtocolError("malformed HTTP status line: %r" % decode((ln or b"")[:80]))
+                    raise _err("ProtocolError", "malformed HTTP status line: %r" % decode((ln or b"")[:80]))
                 continue
             if not ln:
                 if ln is None:
@@ -226,7 +205,7 @@ def _read_head(buf, what="response headers"):
                 break
             name, sep, value = decode(ln).partition(":")
             if not sep or not name or name != name.strip():
-                raise ProtocolError("malformed HTTP header line: %r" % decode(ln[:80]))
+                raise _err("ProtocolError", "malformed HTTP header line: %r" % decode(ln[:80]))
             name = name.lower()
             value = value.strip()
             headers[name] = headers[name] + ", " + value if name in headers else value
@@ -260,7 +239,7 @@ def _response(buf, head, body, method, cap):
         length, te = 0, ""
     if te:
         if te != "chunked":
-            raise ProtocolError("unsupported Transfer-Encoding: %s" % te)
+            raise _err("ProtocolError", "unsupported Transfer-Encoding: %s" % te)
         length = None
     elif length is not None:
         try:
@@ -268,9 +247,9 @@ def _response(buf, head, body, method, cap):
         except ValueError:
             length = -1
         if length < 0:
-            raise ProtocolError("malformed Content-Length: %r" % headers["content-length"])
+            raise _err("ProtocolError", "malformed Content-Length: %r" % headers["content-length"])
         if length > cap:
-            raise TooLarge("HTTP response body of %d bytes is larger than the %d byte limit"
+            raise _err("TooLarge", "HTTP response body of %d bytes is larger than the %d byte limit"
                            % (length, cap))
     else:
         keep = False
@@ -436,22 +415,23 @@ class _Base:
 
     def _fail(self, e):
         """The HTTPError to raise for exception e (connection already closed)."""
-        if isinstance(e, HTTPError):
+        from mimi.net import httperr
+
+        if isinstance(e, httperr.HTTPError):
             return e
         where = "%s:%d" % (self.host, self.port)
         if isinstance(e, ValueError) and self.tls:
-            return TLSFailure("TLS to %s failed: %s" % (where, str(e).strip()))
+            return _err("TLSFailure", "TLS to %s failed: %s" % (where, str(e).strip()))
         if isinstance(e, OSError):
             code = e.args[0] if e.args else 0
             if isinstance(code, int) and code < 0:  # an mbedTLS error code
                 name = e.args[1] if len(e.args) > 1 else ""
-                return TLSFailure("TLS to %s failed: mbedTLS error -0x%04x %s" % (where, -code, name))
+                return _err("TLSFailure", "TLS to %s failed: mbedTLS error -0x%04x %s" % (where, -code, name))
             if self._buf.sent:  # ConnectFailure promises the server never saw the request
-                return ProtocolError("connection to %s lost after the request was sent: %s"
-                                     % (where, e))
+                return _err("ProtocolError", "connection to %s lost after the request was sent: %s" % (where, e))
             if self.proxy:  # the connection is the proxy's
                 where = "the proxy %s:%d" % self._hop()
-            return ConnectFailure("connection to %s failed: %s" % (where, e))
+            return _err("ConnectFailure", "connection to %s failed: %s" % (where, e))
         return e
 
     def _start(self):
@@ -461,8 +441,10 @@ class _Base:
     def _failed(self, e, attempt, reused):
         """Close after failure e; True to try once more on a fresh connection (a reused
         keep-alive connection that died before any response byte), else raise."""
+        from mimi.net import httperr
+
         self.close()
-        if attempt == 0 and reused and self._buf.got == 0 and isinstance(e, (_Stale, OSError)):
+        if attempt == 0 and reused and self._buf.got == 0 and isinstance(e, (httperr._Stale, OSError)):
             return True
         raise self._fail(e)
 
@@ -492,6 +474,10 @@ def __getattr__(name):
         from mimi.net.asynchttp import AsyncClient
 
         return AsyncClient
+    if name in ("HTTPError", "Timeout", "TooLarge", "TLSFailure", "ConnectFailure", "ProtocolError", "_Stale"):
+        from mimi.net import httperr  # (the errors: loaded by the first one raised)
+
+        return getattr(httperr, name)
     if name in ("Region", "Pieces"):  # (net/httpbody.py: tuple bodies, the LLM request's)
         from mimi.net import httpbody
 

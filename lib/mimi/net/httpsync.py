@@ -6,7 +6,7 @@ import select
 import socket
 import time
 from mimi import limits, net
-from mimi.net.http import _W, _Base, _exchange, _sunk, ConnectFailure, Timeout
+from mimi.net.http import _W, _Base, _err, _exchange, _sunk
 
 
 class Client(_Base):
@@ -46,11 +46,11 @@ class Client(_Base):
         try:
             ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
         except OSError as e:
-            raise ConnectFailure("cannot resolve %s: %s" % (host, e))
+            raise _err("ConnectFailure", "cannot resolve %s: %s" % (host, e))
         try:
             s = socket.socket(ai[0], socket.SOCK_STREAM)
         except OSError as e:
-            raise ConnectFailure("cannot open a socket for %s:%d: %s" % (host, port, net.explain(e)))
+            raise _err("ConnectFailure", "cannot open a socket for %s:%d: %s" % (host, port, net.explain(e)))
         self._sock = s
         net.nodelay(s)
         s.setblocking(False)
@@ -58,9 +58,9 @@ class Client(_Base):
             s.connect(ai[-1])
         except OSError as e:
             if e.args[0] != errno.EINPROGRESS:
-                raise ConnectFailure("cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
+                raise _err("ConnectFailure", "cannot connect to %s:%d: %s" % (host, port, net.explain(e)))
         if self._wait(select.POLLOUT, deadline) & (select.POLLERR | select.POLLHUP):
-            raise ConnectFailure("cannot connect to %s:%d (refused or unreachable)" % (host, port))
+            raise _err("ConnectFailure", "cannot connect to %s:%d (refused or unreachable)" % (host, port))
         self.connects += 1
         if self.proxy:
             self._run(self._tunnel(), deadline)
@@ -75,7 +75,7 @@ class Client(_Base):
             ev = p.poll(left)
             if ev:
                 return ev[0][1]
-        raise Timeout("no answer from %s:%d within %s s" % (self.host, self.port, self._secs))
+        raise _err("Timeout", "no answer from %s:%d within %s s" % (self.host, self.port, self._secs))
 
     def _run(self, gen, deadline):
         s = self._sock

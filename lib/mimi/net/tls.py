@@ -11,7 +11,7 @@
 #   on every request. A bad or huge `ca_file` never costs the shipped roots.
 #   That code (net/tlsroots.py) is loaded while a context is made and dropped after.
 # - At most one TLS connection where the board cannot afford two: while the agent's
-#   LLM call is in flight (`priority()`), a client on the loop (Telegram's long poll)
+#   LLM call is in flight (`claim()`), a client on the loop (Telegram's long poll)
 #   asks `must_yield()` and closes or does not open its connection. Decided by the C
 #   heap's largest free block at that moment (board.c_heap_largest()), so a board with
 #   PSRAM never waits.
@@ -29,7 +29,7 @@ failed = 0  # ... that could not be made
 handshakes = 0
 open_now = 0  # TLS connections open
 open_peak = 0
-busy = 0  # LLM calls in flight (priority())
+busy = 0  # LLM calls in flight (claim())
 
 
 def _stamp(path):
@@ -112,29 +112,27 @@ def watch(fn):
         _watchers.append(fn)
 
 
-class priority:
-    """`with tls.priority(client):` around an LLM request: clients on the loop yield
-    while it runs (when memory is tight), and it waits a little for their connections
-    to close (not for `client`'s own)."""
+def claim(client=None):
+    """Before an LLM request (the agent thread's; release() after it, whatever happened):
+    clients on the loop yield while it runs (when memory is tight), and it waits a little
+    for their connections to close (not for `client`'s own). (Two functions, not a
+    `with` class: its class held 0.2 KB of a frozen board's heap from boot.)"""
+    global busy
+    mine = 1 if getattr(client, "_wrapped", False) else 0
+    with _lock:
+        busy += 1
+    for fn in _watchers:
+        fn()
+    waited = 0
+    while open_now > mine and tight() and waited < limits.TLS_YIELD_WAIT_MS:
+        time.sleep_ms(limits.TLS_YIELD_POLL_MS)
+        waited += limits.TLS_YIELD_POLL_MS
 
-    def __init__(self, client=None):
-        self.mine = 1 if getattr(client, "_wrapped", False) else 0
 
-    def __enter__(self):
-        global busy
-        with _lock:
-            busy += 1
-        for fn in _watchers:
-            fn()
-        waited = 0
-        while open_now > self.mine and tight() and waited < limits.TLS_YIELD_WAIT_MS:
-            time.sleep_ms(limits.TLS_YIELD_POLL_MS)
-            waited += limits.TLS_YIELD_POLL_MS
-        return self
-
-    def __exit__(self, *exc):
-        global busy
-        with _lock:
-            busy -= 1
-        for fn in _watchers:
-            fn()
+def release():
+    """After the LLM request that claim() announced."""
+    global busy
+    with _lock:
+        busy -= 1
+    for fn in _watchers:
+        fn()

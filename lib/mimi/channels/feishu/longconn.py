@@ -23,7 +23,7 @@ import asyncio
 import mimi
 from mimi import limits, log, bus, jsonutil
 from mimi.config import settings as config
-from mimi.net.http import ConnectFailure, Timeout
+from mimi.net import http
 from mimi.services import wifi, ntp
 
 TAG = "feishu"
@@ -257,7 +257,7 @@ class Feishu:
                           "capability", base, e)
                 return limits.FEISHU_REFUSED_S
             backoff = max(backoff, e.retry_after or 0)
-        elif isinstance(e, (ConnectFailure, Timeout)):
+        elif isinstance(e, (http.ConnectFailure, http.Timeout)):  # (net/httperr.py: loaded by the first error)
             wifi.suspect(TAG)
         # wsclient.Refused carries Feishu's reason in its handshake-msg header
         log.warning(TAG, "long connection failed: %s %s %s; retry in %d s", type(e).__name__, e,

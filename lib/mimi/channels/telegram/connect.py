@@ -5,8 +5,9 @@
 import json
 from mimi import limits, log
 from mimi.config import settings as config
-from mimi.channels.telegram.poller import TAG, Api, ApiError
-from mimi.net.http import ConnectFailure, Timeout
+from mimi.channels.telegram import poller
+from mimi.channels.telegram.poller import TAG, Api
+from mimi.net import http
 from mimi.services import wifi
 
 
@@ -33,7 +34,7 @@ def failed(bot, e, backoff, conflict):
     """After poll failure e -> (seconds to wait, whether a change of the Telegram
     settings ends the wait early, next backoff, next conflict wait); 0 seconds: go
     round at once (the top of the loop waits for WiFi)."""
-    if isinstance(e, ApiError):
+    if isinstance(e, poller.ApiError):  # (apierror.py, loaded by e or here)
         wifi.healthy()  # Telegram answered: the network is fine
         if e.code == 409:
             log.warning(TAG, "409 Conflict: another program is polling this bot (or a "
@@ -50,7 +51,7 @@ def failed(bot, e, backoff, conflict):
         log.warning(TAG, "getUpdates failed: %s; retry in %d s", e, backoff)
         return backoff, False, min(backoff * 2, limits.TG_BACKOFF_MAX_S), conflict
     # network, TLS, timeouts: the client reconnects next time
-    if isinstance(e, (ConnectFailure, Timeout)):
+    if isinstance(e, (http.ConnectFailure, http.Timeout)):  # (net/httperr.py, loaded by e)
         wifi.suspect(TAG)  # a few in a row while "online": WiFi reconnects
         bot._network_lost()
     if not wifi.online():

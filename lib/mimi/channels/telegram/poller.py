@@ -27,19 +27,6 @@ NO_ROOM = ("Sorry, my answer did not fit in the board's free memory to be sent. 
            "this chat: ask me to repeat it, shorter.")
 
 
-class ApiError(Exception):
-    def __init__(self, code, description, retry_after=None):
-        super().__init__("%s %s" % (code, description))
-        self.code = code
-        self.description = description if isinstance(description, str) else ""
-        ok = isinstance(retry_after, (int, float)) and not isinstance(retry_after, bool)
-        self.retry_after = max(0, retry_after) if ok else None  # junk here stopped the poller
-
-    @property
-    def entities(self):
-        return self.code == 400 and "can't parse entities" in self.description
-
-
 _quiet = {}  # chat id (str) -> ticks_ms until which Telegram refuses calls for it (a 429)
 
 
@@ -99,16 +86,9 @@ class Api:
             obj = jsonutil.loads(r.body if sink is None else sink.head)
         except ValueError:
             obj = None
-        if not isinstance(obj, dict):
-            raise ApiError(r.status, "non-JSON answer (HTTP %d)" % r.status)
-        if r.status == 200 and obj.get("ok"):
+        if isinstance(obj, dict) and r.status == 200 and obj.get("ok"):
             return obj.get("result")
-        p = obj.get("parameters")
-        e = ApiError(obj.get("error_code") or r.status, obj.get("description"),
-                     p.get("retry_after") if isinstance(p, dict) else None)
-        if e.code == 429 and chat is not None:  # (tg_allow's chats only: few)
-            _quiet[str(chat)] = time.ticks_add(time.ticks_ms(), min(e.retry_after or 1, limits.TG_RETRY_AFTER_MAX_S) * 1000)
-        raise e
+        raise _refused(r.status, obj, chat)
 
     def _request(self, method, ctype, body, deadline_s, sink):
         # (a function of its own: the path and headers it makes are not left behind in
@@ -121,6 +101,21 @@ class Api:
             self.client.close()
         except Exception:
             pass
+
+
+def _refused(status, obj, chat):
+    """The ApiError for Telegram's refusal obj (apierror.py: loaded by the first); a 429
+    quiets its chat (quiet())."""
+    from mimi.channels.telegram.apierror import ApiError
+
+    if not isinstance(obj, dict):
+        return ApiError(status, "non-JSON answer (HTTP %d)" % status)
+    p = obj.get("parameters")
+    e = ApiError(obj.get("error_code") or status, obj.get("description"),
+                 p.get("retry_after") if isinstance(p, dict) else None)
+    if e.code == 429 and chat is not None:  # (tg_allow's chats only: few)
+        _quiet[str(chat)] = time.ticks_add(time.ticks_ms(), min(e.retry_after or 1, limits.TG_RETRY_AFTER_MAX_S) * 1000)
+    return e
 
 
 def _client(base, timeout_s):
@@ -502,3 +497,11 @@ async def send(msg):
 def owe(chat_id):
     """The dispatcher's last word for a reply that found no room (Telegram.owe())."""
     install().owe(chat_id)
+
+
+def __getattr__(name):
+    if name == "ApiError":  # (apierror.py: loaded by the first refusal)
+        from mimi.channels.telegram.apierror import ApiError
+
+        return ApiError
+    raise AttributeError(name)
