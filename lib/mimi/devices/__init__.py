@@ -91,7 +91,7 @@ async def body():
 def use():
     """`with devices.use() as t:` t is the device table (mimi/devices/table.py), loaded
     with the file if it is not; on a short heap its code goes again when the last user
-    leaves (devices/state.py)."""
+    leaves (devices/table.py Use, drop())."""
     import mimi
 
-    return mimi.load("mimi.devices.state").Use()
+    return mimi.load("mimi.devices.table").Use()

@@ -93,7 +93,7 @@ def load():
     state.pressed = engine.changed if any(r[_WHEN] == "pressed" for r in engine.rules) else None
     buttons = [r[_DEV] for r in engine.rules if r[_WHEN] == "pressed"]
     if buttons:  # their interrupts armed (the handler outlives the driver: devices/state.py)
-        with state.Use() as t:
+        with mimi.load("mimi.devices.table").Use() as t:
             for name in buttons:
                 try:
                     t.need(name).driver()
