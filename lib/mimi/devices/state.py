@@ -5,7 +5,7 @@
 # them lives here: the drivers' state (an actuator's value, a sensor's last measurement
 # time, a found ROM...), the last readings (the ## Devices part of the prompt is made
 # from them and the rows without the table: devices/lines.py), the I2C controllers'
-# pins, the locks, a button's presses (its pin interrupt's handler is devices/press.py,
+# pins, a button's presses (its pin interrupt's handler is devices/press.py,
 # kept once a button is armed). The checked rows themselves are the package's
 # (mimi.devices.rows, read by devices/lines.py and the table), so this module loads only
 # when a device is used: the boot pass (devices/outputs.py) drops it. With the rules'
@@ -19,6 +19,5 @@ users = 0
 mem = {}  # device name -> its driver's state (a dict)
 last = {}  # device name -> (reading, time.ticks_ms())
 i2c_ids = {}  # (sda, scl) -> the I2C controller (0 or 1) those pins have
-locks = {}  # a device's or a bus's name -> its lock (one measurement, one transfer at a time)
 presses = {}  # button name -> [presses since the last reading, ticks of the last edge]
 pressed = None  # fn(name) told of each press as it happens (the rules' `pressed`: engine.changed), or None
