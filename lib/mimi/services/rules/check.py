@@ -119,7 +119,7 @@ async def _read(name):
             return await t.aread(name), None
         except Exception as e:
             d = t.find(name)
-            return None, t.said(d, e)[len("Error: "):] if d else "there is no device %s" % name
+            return None, t.said(d, e)[7:] if d else "there is no device %s" % name  # (past its "Error: ")
 
 
 async def _take(name, now):
