@@ -5,7 +5,7 @@
 # them lives here: the drivers' state (an actuator's value, a sensor's last measurement
 # time, a found ROM...), the last readings (the ## Devices part of the prompt is made
 # from them and the rows without the table: devices/lines.py), the I2C controllers'
-# pins, a button's presses (its pin interrupt's handler is devices/press.py,
+# pins, a button's presses (its pin interrupt's handler is devices/button.py,
 # kept once a button is armed). The checked rows themselves are the package's
 # (mimi.devices.rows, read by devices/lines.py and the table), so this module loads only
 # when a device is used: the boot pass (devices/outputs.py) drops it. With the rules'

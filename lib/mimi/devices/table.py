@@ -112,7 +112,7 @@ class Use:
         drop()
 
 
-_KEEP = ("mimi.devices.state", "mimi.devices.press", "mimi.devices.sim")  # never dropped
+_KEEP = ("mimi.devices.state", "mimi.devices.button", "mimi.devices.sim")  # never dropped
 
 
 def drop():

@@ -34,8 +34,8 @@ class In:
         self.pin = board.Pin(p["pin"], board.Pin.IN, getattr(board.Pin, pull) if pull else None)
         # a button to GND with the pull-up reads 0 when pressed; with a pull-down, 1
         self.active = 1 if (p["pull"] == "down" if self.button else p["inverted"]) else 0
-        if self.button:  # the handler lives in devices/press.py (kept), the count in devices/state.py
-            self.pin.irq(mimi.load("mimi.devices.press").counter(dev.name, self.active), board.Pin.IRQ_FALLING | board.Pin.IRQ_RISING)
+        if self.button:  # the handler lives in devices/button.py (kept), the count in devices/state.py
+            self.pin.irq(mimi.load("mimi.devices.button").counter(dev.name, self.active), board.Pin.IRQ_FALLING | board.Pin.IRQ_RISING)
 
     def read(self):
         v = 1 if self.pin.value() else 0

@@ -84,8 +84,19 @@ def load():
     from mimi.services.rules import engine
 
     first = engine.rules is None
-    if first:
-        prune()
+    if first:  # (at boot) history of devices that are gone goes. The store is loaded for
+        # it only when a segment there is one's (/history/<device>.<tier><start>): loaded,
+        # its names stay in the qstr pool for good, and a boot whose devices all remain has
+        # no need of them (the logging's first batch brings them). (Here, not a function of
+        # its own: one name fewer.)
+        keep = [r[0] for r in mimi.run("devices.lines", "kept")]
+        gone = set()
+        for p in fs.walk_files(limits.HISTORY_DIR):
+            name, _, rest = p[len(limits.HISTORY_DIR) + 1:].partition(".")
+            if name not in keep and rest != "bad":
+                gone.add(name)
+        for name in gone:
+            mimi.run("services.history.store services.history", "remove", name)
     engine.stale = False
     old = {r[_ID]: r for r in engine.rules or ()}
     engine.rules = [_row(d, old.get(d["id"])) for d in read()]
@@ -112,21 +123,6 @@ def load():
         files.recount()
     if first:
         log.info(TAG, "running: %d rule(s), %d device(s) logging", len(engine.rules), len(new))
-
-
-def prune():
-    """History of devices that are gone goes (at boot). The store is loaded for it only
-    when a segment there is one's (/history/<device>.<tier><start>): loaded, its names
-    stay in the qstr pool for good, and a boot whose devices all remain has no need of
-    them (the logging's first batch brings them)."""
-    keep = [r[0] for r in mimi.run("devices.lines", "kept")]
-    gone = set()
-    for p in fs.walk_files(limits.HISTORY_DIR):
-        name, _, rest = p[len(limits.HISTORY_DIR) + 1:].partition(".")
-        if name not in keep and rest != "bad":
-            gone.add(name)
-    for name in gone:
-        mimi.run("services.history.store services.history", "remove", name)
 
 
 def once(name, what, why):
