@@ -2,8 +2,8 @@
 # setting's parts and chip_temp, and reading and driving them by name from the agent
 # thread (blocking) or the asyncio loop (awaited). Loaded by `with devices.use() as t:`;
 # on a short heap dropped again after (Use, drop() below: this code, the drivers, the
-# buses), so everything that must last is in devices/state.py (readings, drivers'
-# state, locks), which holds data only. Adding and removing devices is devices/edit.py.
+# buses, the locks), so everything that must last is in devices/state.py (readings,
+# drivers' state), which holds data only. Adding and removing devices is devices/edit.py.
 #
 # A driver (mimi/devices/drivers/, or a user's /drivers/<type>.py) has read() and, for an
 # actuator, set(value). Either returns a reading, or is a generator that yields the ms to
