@@ -177,10 +177,18 @@ async def _ws_ask(port, text, timeout):
                 return frame["content"]
 
 
+def _asked(sim, text, timeout):
+    """_ws_ask, with what the simulator said when it fails (its log tells why)."""
+    try:
+        return asyncio.run(_ws_ask(sim.port, text, timeout))
+    except Exception as e:
+        raise AssertionError("%r; the simulator's last output:\n%s" % (e, sim.output()[-6000:])) from e
+
+
 def ws_turn(sim, llm, tag="ws", timeout=120):
     """One WebSocket turn -> the response's text."""
     llm.script(*script(tag))
-    return asyncio.run(_ws_ask(sim.port, "What is the weather where I live? (%s)" % tag, timeout))
+    return _asked(sim, "What is the weather where I live? (%s)" % tag, timeout)
 
 
 DEVICE_READING = "living_temp = 21.5 °C, humidity 40 %"
@@ -199,7 +207,7 @@ def device_turn(sim, llm, tag="dev", timeout=120):
     ## Devices part) -> the response's text."""
     llm.script({"tool_calls": [{"name": "device_read", "input": {"name": "living_temp"}}]},
                {"text": answer(tag)})
-    return asyncio.run(_ws_ask(sim.port, "How warm is the living room? (%s)" % tag, timeout))
+    return _asked(sim, "How warm is the living room? (%s)" % tag, timeout)
 
 
 def tg_turn(tg, llm, tag="tg", timeout=120):

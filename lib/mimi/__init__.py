@@ -1,6 +1,5 @@
 # MimiClaw for MicroPython: a private AI assistant on an ESP32-S3.
 import sys
-import _thread
 
 VERSION = "0.1.0"
 
@@ -63,15 +62,17 @@ def spare(keep=True):
 
 
 # Code loaded and dropped by both threads (the agent's and the loop's) is imported under
-# one lock: MicroPython has no import lock, and a module being imported sits in
-# sys.modules half-made (the unix port runs both threads at once; the board's GIL can
-# switch in the middle of an import too), where the other thread took it ("no attribute").
-_lock = _thread.allocate_lock()
-
-
+# the flash's lock (fs.lock, reentrant): MicroPython has no import lock, and a module
+# being imported sits in sys.modules half-made (the unix port runs both threads at once;
+# the board's GIL can switch in the middle of an import too), where the other thread took
+# it ("no attribute"). The flash's lock, not one of its own: the host's LittleFS takes it
+# for every read of the import, and a second lock taken in the other order by a thread
+# that writes a file and loads code hung both threads.
 def load(name):
     """Module `name` (dotted, whole), imported if it is not, whole when returned."""
-    with _lock:
+    from mimi import fs
+
+    with fs.lock:
         __import__(name)
         return sys.modules[name]
 
@@ -79,7 +80,9 @@ def load(name):
 def unload(name):
     """Forget module `name` (stateless ones only): its code is freed once nothing else
     holds it, and an import loads it again. For code a turn needs only for a moment."""
-    with _lock:
+    from mimi import fs
+
+    with fs.lock:
         if sys.modules.pop(name, None) is not None:
             pkg, _, leaf = name.rpartition(".")
             try:
@@ -99,7 +102,9 @@ def run(names, fn, *args, **kw):
     and the others named (space-separated: what it loads on the way) are dropped
     after it, each unless it was loaded before."""
     names = names.split()
-    with _lock:
+    from mimi import fs
+
+    with fs.lock:
         new = [n for n in names if "mimi." + n not in sys.modules]
         __import__("mimi." + names[0])
         m = sys.modules["mimi." + names[0]]

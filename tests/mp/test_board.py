@@ -56,6 +56,18 @@ def test_root_is_littlefs():
     assert info["total"] == 256 * 4096 and 0 < info["free"] <= info["total"]
 
 
+def test_host_files_under_host_renamed():
+    # the host's disk at /host as a VfsPosix without a root: one with a root made both
+    # of rename's paths in one buffer, renaming the new name to itself (ENOENT)
+    import support
+
+    old, new = support.TMP + "/old.txt", support.TMP + "/new.txt"
+    with open(old, "w") as f:
+        f.write("x")
+    os.rename(old, new)
+    assert sorted(n for n in os.listdir(support.TMP) if n.endswith(".txt")) == ["new.txt"]
+
+
 def test_atomic_write_and_capped_read():
     fs.write_atomic("/spiffs/a/b.md", "héllo wörld")
     assert fs.read_text("/spiffs/a/b.md") == "héllo wörld"

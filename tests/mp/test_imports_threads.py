@@ -46,3 +46,37 @@ def test_names_stay_found_while_the_other_thread_imports():
             time.sleep_ms(5)
     assert not bad, bad
     assert state["lookups"] > ROUNDS
+
+
+def test_two_threads_each_find_their_own_file_on_the_host_disk():
+    # The tests import the firmware from the host's disk, mounted at /host once the
+    # image is at / (board.mount_image). A VfsPosix with a root made every path in one
+    # buffer it owns, and without a GIL the other thread's path took its place between
+    # making and using it: an import opened the other thread's file or none (ENOENT in
+    # the device table's two-thread test), or stat-ed a folder and made `json` an empty
+    # package. Two threads stat files of different sizes: each must get its own.
+    import os
+    import support
+
+    names = ("a", "a_longer_name")
+    for size, name in enumerate(names, 1):
+        with open(support.TMP + "/" + name, "w") as f:
+            f.write("x" * size)
+    bad, done = [], []
+
+    def stat(size, path):
+        try:
+            for _ in range(20000):
+                got = os.stat(path)[6]
+                if got != size:
+                    bad.append("%s: %d bytes" % (path, got))
+        except OSError as e:
+            bad.append("%s: %r" % (path, e))
+        done.append(1)
+
+    for size, name in enumerate(names, 1):
+        _thread.start_new_thread(stat, (size, support.TMP + "/" + name))
+    while len(done) < 2:
+        time.sleep_ms(5)
+    assert support.TMP.startswith("/host/")
+    assert not bad, bad[:3]

@@ -195,7 +195,7 @@ def test_a_running_channels_package_let_go_at_boot_is_listed_all_the_same():
     try:
         assert "mimi.channels.websocket.gateway" in sys.modules
         assert "mimi.channels.websocket" not in sys.modules
-        assert check._channels() == [("mimi.channels.websocket", ["chatpage", "connection", "gateway"])]
+        assert check._channels() == [("mimi.channels.websocket", ["chatpage", "connection", "gateway", "upgrade"])]
         assert "mimi.channels.websocket" not in sys.modules
     finally:
         del watched

@@ -140,7 +140,11 @@ def mount_image(path, block_count=None, mkfs=False):
     # thread in it at a time
     fs = LockedVfs(lfs(bdev), lock)
     if host.image_path is None:
-        posix = vfs.VfsPosix("/")
+        # No root: VfsPosix(root) makes each path in one buffer of its own (root +
+        # path), and without a GIL the other thread's path took its place between
+        # making and using it (an import opened or stat-ed the other thread's file:
+        # ENOENT, or a module found as a folder). Without one it takes paths as given.
+        posix = vfs.VfsPosix()
         cwd = os.getcwd()
         vfs.umount("/")
         vfs.mount(fs, "/")

@@ -117,8 +117,11 @@ _KEEP = ("mimi.devices.state", "mimi.devices.button", "mimi.devices.sim")  # nev
 
 def drop():
     """Forget the device layer's code (not devices/state.py, a button's handler, nor the
-    simulator's parts) unless someone uses it; the next use loads it again."""
-    with state.lock:
+    simulator's parts) unless someone uses it; the next use loads it again. The flash's
+    lock first (mimi.unload takes it): one order for both locks."""
+    from mimi import fs
+
+    with fs.lock, state.lock:
         if state.users:
             return
         gone = [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith(_KEEP)]
