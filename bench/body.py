@@ -62,7 +62,7 @@ def settled(mp, body, heap=None, used=False):
                 sim.send("device_read(%r)\r" % name)
                 sim.wait_for(r"%s = " % name)
             if used:
-                sim.send("from mimi.devices import state; state.drop()\r")
+                sim.send("import sys; sys.modules['mimi.devices.table'].drop()\r")
             if smoke():
                 sim.send("heap_info()\r")
                 return int(sim.wait_for(r"heap free\s+\d+ bytes \(in use (\d+)\)").group(1))

@@ -3,7 +3,8 @@
 # This package file is all a firmware without devices holds: whether there are any
 # (a device file, or a `board` setting's parts) and the way to the table
 # (devices/table.py, with the drivers), which loads on first use: `with devices.use()
-# as t:`. On a short heap its code is dropped again after (devices/state.py).
+# as t:`. On a short heap its code is dropped again after (devices/table.py drop(); what
+# outlives it: devices/state.py).
 from mimi import limits
 
 _file = None  # does limits.DEVICES_PATH exist (None: not looked yet)
@@ -91,7 +92,7 @@ async def body():
 def use():
     """`with devices.use() as t:` t is the device table (mimi/devices/table.py), loaded
     with the file if it is not; on a short heap its code goes again when the last user
-    leaves (devices/state.py)."""
+    leaves (devices/table.py Use, drop())."""
     import mimi
 
-    return mimi.load("mimi.devices.state").Use()
+    return mimi.load("mimi.devices.table").Use()

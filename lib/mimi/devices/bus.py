@@ -1,11 +1,11 @@
 # The buses the parts share: the ESP32-S3's two I2C controllers, each on the pins of
-# the devices that use it, and the 1-Wire lines. Each has a lock (devices/state.py),
+# the devices that use it, and the 1-Wire lines. Each has a lock (devices/table.py lock_of),
 # held around one transfer at a time (never across a conversion's wait), so the agent
 # thread and the asyncio loop take turns on one bus. A controller keeps its pins while
 # the code comes and goes (state.i2c_ids).
 import _thread
 from mimi import board, limits
-from mimi.devices import state
+from mimi.devices import state, table
 
 _lock = _thread.allocate_lock()
 _i2c = {}  # (sda, scl) -> I2CBus, while this code is loaded
@@ -15,7 +15,7 @@ _ow = {}  # pin -> OneWire
 class I2CBus:
     def __init__(self, hid, sda, scl):
         self.id, self.sda, self.scl = hid, sda, scl
-        self.lock = state.lock_of("i2c %d %d" % (sda, scl))
+        self.lock = table.lock_of("i2c %d %d" % (sda, scl))
         self.i2c = board.I2C(hid, scl=board.Pin(scl), sda=board.Pin(sda), freq=limits.I2C_FREQ,
                              timeout=limits.I2C_TIMEOUT_US)
 
@@ -51,7 +51,7 @@ def forget(sda, scl):
 class OneWire:
     def __init__(self, pin):
         self.pin = pin
-        self.lock = state.lock_of("1-wire %d" % pin)
+        self.lock = table.lock_of("1-wire %d" % pin)
         self.ds = board.ds18x20(pin)
 
 

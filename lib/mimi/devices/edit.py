@@ -11,8 +11,8 @@ from mimi.devices.table import Fault, TAG
 
 
 def forget(name):
-    """Nothing kept of a device of that name (devices/state.py)."""
-    for d in (state.mem, state.last, state.presses, state.locks):
+    """Nothing kept of a device of that name (devices/state.py, its lock)."""
+    for d in (state.mem, state.last, state.presses, t.locks):
         d.pop(name, None)
 
 

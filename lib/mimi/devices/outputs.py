@@ -51,9 +51,8 @@ def at_boot():
     # when a device is read or driven)
     import mimi
     import mimi.devices as devices
-    from mimi.devices import state
 
-    with devices.use():
+    with devices.use() as t:
         pass
-    state.drop()
+    t.drop()
     mimi.unload("mimi.devices.state")

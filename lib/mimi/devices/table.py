@@ -1,9 +1,9 @@
 # The device table: the devices of /devices.json (limits.DEVICES_PATH), a `board`
 # setting's parts and chip_temp, and reading and driving them by name from the agent
 # thread (blocking) or the asyncio loop (awaited). Loaded by `with devices.use() as t:`;
-# on a short heap dropped again after, so everything that must last is in
-# devices/state.py (readings, drivers' state, locks). Adding and removing devices is
-# devices/edit.py.
+# on a short heap dropped again after (Use, drop() below: this code, the drivers, the
+# buses, the locks), so everything that must last is in devices/state.py (readings,
+# drivers' state), which holds data only. Adding and removing devices is devices/edit.py.
 #
 # A driver (mimi/devices/drivers/, or a user's /drivers/<type>.py) has read() and, for an
 # actuator, set(value). Either returns a reading, or is a generator that yields the ms to
@@ -67,7 +67,7 @@ class Device:
 
     @property
     def lock(self):
-        return state.lock_of(self.name)
+        return lock_of(self.name)
 
     @property
     def mem(self):
@@ -87,6 +87,67 @@ def num(v, dec=1):
 
 def qty(label, value, unit, dec=1):
     return (label, value, num(value, dec) + (" " + unit if unit else ""))
+
+
+# --- the users: this code loaded while one uses it, dropped on a short heap after ------
+
+class Use:
+    """with devices.use() as t: t is this module, loaded (devices.use() makes one)."""
+
+    def __enter__(self):
+        with state.lock:
+            state.users += 1
+        try:
+            # by name: the module that made this may have been dropped before the count
+            return mimi.load(__name__).get()
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __exit__(self, *exc):
+        with state.lock:
+            state.users -= 1
+            if state.users or not mimi.short():
+                return
+        drop()
+
+
+_KEEP = ("mimi.devices.state", "mimi.devices.button", "mimi.devices.sim")  # never dropped
+
+
+def drop():
+    """Forget the device layer's code (not devices/state.py, a button's handler, nor the
+    simulator's parts) unless someone uses it; the next use loads it again. The flash's
+    lock first (mimi.unload takes it): one order for both locks."""
+    from mimi import fs
+
+    with fs.lock, state.lock:
+        if state.users:
+            return
+        gone = [m for m in sys.modules if m.startswith("mimi.devices.") and not m.startswith(_KEEP)]
+        for m in gone:
+            mimi.unload(m)
+    if gone:
+        import gc
+
+        gc.collect()  # the code's room whole again before the turn goes on
+
+
+# A device's or a bus's name -> its lock (one measurement, one transfer at a time). With
+# this code: it is dropped only when no one uses it, so no one holds one of them then
+# (kept for good in devices/state.py, four devices' and a bus's took 368 B of a settled
+# 32-bit heap).
+locks = {}
+
+
+def lock_of(key):
+    lk = locks.get(key)
+    if lk is None:
+        with state.lock:
+            lk = locks.get(key)
+            if lk is None:
+                lk = locks[key] = _thread.allocate_lock()
+    return lk
 
 
 _devs = None  # [Device]: replaced whole on a change (readers never lock)
@@ -334,7 +395,7 @@ def said(dev, e):
 
 # A reading's text and a device's line are devices/lines.py's, loaded when one is asked
 # for (a listing, an answer), not by a rules' pass that reads and judges numbers; it goes
-# with the table's code (state.drop()).
+# with the table's code (drop()).
 
 def text(reading):
     from mimi.devices import lines

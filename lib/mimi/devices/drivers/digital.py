@@ -3,6 +3,7 @@
 # active-low, as most opto relay modules are). An output is checked after each change:
 # the pin is read back (on the ESP32 an output's input stays on, so this is the pad's
 # level), and a pin that did not follow is reported, not called done.
+import mimi
 from mimi import board
 from mimi.devices import state
 from mimi.devices.table import Fault
@@ -33,8 +34,8 @@ class In:
         self.pin = board.Pin(p["pin"], board.Pin.IN, getattr(board.Pin, pull) if pull else None)
         # a button to GND with the pull-up reads 0 when pressed; with a pull-down, 1
         self.active = 1 if (p["pull"] == "down" if self.button else p["inverted"]) else 0
-        if self.button:  # the handler lives in devices/state.py, with the count
-            self.pin.irq(state.counter(dev.name, self.active), board.Pin.IRQ_FALLING | board.Pin.IRQ_RISING)
+        if self.button:  # the handler lives in devices/button.py (kept), the count in devices/state.py
+            self.pin.irq(mimi.load("mimi.devices.button").counter(dev.name, self.active), board.Pin.IRQ_FALLING | board.Pin.IRQ_RISING)
 
     def read(self):
         v = 1 if self.pin.value() else 0

@@ -29,7 +29,7 @@ import struct
 import mimi
 from micropython import const
 from mimi import limits, log, board
-from mimi.devices import state
+import mimi.devices as devices
 from mimi.services.rules import engine
 
 TAG = "rules"
@@ -72,8 +72,9 @@ async def step(now):
     finally:
         if gc.mem_free() + gc.mem_alloc() <= limits.GC_SMALL_HEAP:  # no PSRAM
             mimi.unload("mimi.services.rules.check")
-            if not table:
-                state.drop()
+            t = sys.modules.get("mimi.devices.table")
+            if t and not table:
+                t.drop()
     return 1000
 
 
@@ -93,7 +94,7 @@ async def _step(now):
         if due(lg[1], now) and name not in names:
             names.append(name)
     if names:  # the device layer loaded once for them all: each read's and action's use nests
-        with state.Use():  # in this one (on a short heap each use's end dropped it, loaded again by the next)
+        with devices.use():  # in this one (on a short heap each use's end dropped it, loaded again by the next)
             for name in names:
                 await _take(name, now)
     n = engine.notes  # (act.py's: notices held while offline, counted beyond the hour's ceiling)
@@ -113,12 +114,12 @@ async def _step(now):
 
 async def _read(name):
     """-> (reading, None) or (None, why)."""
-    with state.Use() as t:
+    with devices.use() as t:
         try:
             return await t.aread(name), None
         except Exception as e:
             d = t.find(name)
-            return None, t.said(d, e)[len("Error: "):] if d else "there is no device %s" % name
+            return None, t.said(d, e)[7:] if d else "there is no device %s" % name  # (past its "Error: ")
 
 
 async def _take(name, now):
@@ -208,7 +209,7 @@ async def fire(r, on, text, now):
         if to is None:
             return
         r[_FIRED] = now
-        with state.Use() as t:
+        with devices.use() as t:
             try:
                 got = await t.adrive(r[_TARGET], to)
                 # (its first item's text: the reading's whole text is devices/lines.py's, which a

@@ -28,8 +28,15 @@ _NEXT = const(12)
 _REC = const(12)  # bytes of a waiting reading (check.py)
 
 
+# The keys of a rule that the loop reads, spelled in one string longer than the 10
+# characters under which MicroPython interns a literal (as _FIELDS below): loading the
+# rules adds no names to its qstr pool for them.
+_KEYS = "device when then"
+
+
 def read():
     """The rules of the file ([] without one); a damaged file is moved aside."""
+    dev, when, then = _KEYS.split()
     try:
         if fs.size(limits.RULES_PATH) > limits.RULES_FILE_MAX:
             raise ValueError("over %d bytes" % limits.RULES_FILE_MAX)
@@ -40,8 +47,8 @@ def read():
         rules = json.loads(text)["rules"]
         ids = set()
         for r in rules:
-            if not isinstance(r.get("id"), int) or r["id"] in ids or r.get("when") not in WHEN or \
-                    r.get("then") not in THEN or not isinstance(r.get("device"), str):
+            if not isinstance(r.get("id"), int) or r["id"] in ids or r.get(when) not in WHEN or \
+                    r.get(then) not in THEN or not isinstance(r.get(dev), str):
                 raise ValueError("a bad rule %r" % (r.get("id"),))
             ids.add(r["id"])
         return rules
@@ -62,9 +69,10 @@ _FIELDS = "value hysteresis every_s cooldown_s then target to otherwise"
 
 
 def _row(d, old):
-    name, _, label = d["device"].partition(".")
+    dev, when, _ = _KEYS.split()
+    name, _, label = d[dev].partition(".")
     v = [d.get(k) for k in _FIELDS.split()]
-    r = [d["id"], name, label, d["when"], v[0], v[1] or 0, (v[2] or 0) * 1000, (v[3] or 0) * 1000, v[4], v[5],
+    r = [d["id"], name, label, d[when], v[0], v[1] or 0, (v[2] or 0) * 1000, (v[3] or 0) * 1000, v[4], v[5],
          v[6], v[7], time.ticks_ms(), None, None, None]
     return old if old and old[:_NEXT] == r[:_NEXT] else r
 
@@ -76,8 +84,19 @@ def load():
     from mimi.services.rules import engine
 
     first = engine.rules is None
-    if first:
-        prune()
+    if first:  # (at boot) history of devices that are gone goes. The store is loaded for
+        # it only when a segment there is one's (/history/<device>.<tier><start>): loaded,
+        # its names stay in the qstr pool for good, and a boot whose devices all remain has
+        # no need of them (the logging's first batch brings them). (Here, not a function of
+        # its own: one name fewer.)
+        keep = [r[0] for r in mimi.run("devices.lines", "kept")]
+        gone = set()
+        for p in fs.walk_files(limits.HISTORY_DIR):
+            name, _, rest = p[len(limits.HISTORY_DIR) + 1:].partition(".")
+            if name not in keep and rest != "bad":
+                gone.add(name)
+        for name in gone:
+            mimi.run("services.history.store services.history", "remove", name)
     engine.stale = False
     old = {r[_ID]: r for r in engine.rules or ()}
     engine.rules = [_row(d, old.get(d["id"])) for d in read()]
@@ -93,7 +112,7 @@ def load():
     state.pressed = engine.changed if any(r[_WHEN] == "pressed" for r in engine.rules) else None
     buttons = [r[_DEV] for r in engine.rules if r[_WHEN] == "pressed"]
     if buttons:  # their interrupts armed (the handler outlives the driver: devices/state.py)
-        with state.Use() as t:
+        with mimi.load("mimi.devices.table").Use() as t:
             for name in buttons:
                 try:
                     t.need(name).driver()
@@ -104,21 +123,6 @@ def load():
         files.recount()
     if first:
         log.info(TAG, "running: %d rule(s), %d device(s) logging", len(engine.rules), len(new))
-
-
-def prune():
-    """History of devices that are gone goes (at boot). The store is loaded for it only
-    when a segment there is one's (/history/<device>.<tier><start>): loaded, its names
-    stay in the qstr pool for good, and a boot whose devices all remain has no need of
-    them (the logging's first batch brings them)."""
-    keep = [r[0] for r in mimi.run("devices.lines", "kept")]
-    gone = set()
-    for p in fs.walk_files(limits.HISTORY_DIR):
-        name, _, rest = p[len(limits.HISTORY_DIR) + 1:].partition(".")
-        if name not in keep and rest != "bad":
-            gone.add(name)
-    for name in gone:
-        mimi.run("services.history.store services.history", "remove", name)
 
 
 def once(name, what, why):
