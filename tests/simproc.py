@@ -32,6 +32,15 @@ STOP_S = 20
 _running = set()
 
 
+def _signals(pid):
+    """tools/sim's signal masks (Linux): blocked, ignored, caught."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return " ".join(line.strip() for line in f if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+    except OSError as e:
+        return str(e)
+
+
 class Sim:
     def __init__(self, cmd, env=None, console=False, ctrl_c=None):
         if console:
@@ -150,9 +159,10 @@ class Sim:
         try:
             self.p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            signals = _signals(self.p.pid)  # (a Ctrl-C that cannot reach tools/sim says so here)
             self.kill()
-            raise AssertionError("simulator still running after %ss; output:\n%s"
-                                 % (timeout, self.output()))
+            raise AssertionError("simulator still running after %ss (%s); output:\n%s"
+                                 % (timeout, signals, self.output()))
         return self._finish()
 
     def stop(self, sig=signal.SIGTERM, timeout=STOP_S):
