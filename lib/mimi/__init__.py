@@ -106,8 +106,7 @@ def run(names, fn, *args, **kw):
 
     with fs.lock:
         new = [n for n in names if "mimi." + n not in sys.modules]
-        __import__("mimi." + names[0])
-        m = sys.modules["mimi." + names[0]]
+        m = load("mimi." + names[0])  # (the lock again: it is reentrant)
     try:
         return getattr(m, fn)(*args, **kw)
     finally:

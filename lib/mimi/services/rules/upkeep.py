@@ -111,8 +111,10 @@ def load():
     engine.logs = new
     state.pressed = engine.changed if any(r[_WHEN] == "pressed" for r in engine.rules) else None
     buttons = [r[_DEV] for r in engine.rules if r[_WHEN] == "pressed"]
-    if buttons:  # their interrupts armed (the handler outlives the driver: devices/state.py)
-        with mimi.load("mimi.devices.table").Use() as t:
+    if buttons:  # their interrupts armed (the handler outlives the driver: devices/button.py)
+        import mimi.devices as devices
+
+        with devices.use() as t:
             for name in buttons:
                 try:
                     t.need(name).driver()
