@@ -71,7 +71,7 @@ def start(argv):
     # below, but a word left on the stack that imported them would keep them all alive for
     # good (the conservative GC cannot tell; 10 KB of heap in some builds), and a thread's
     # stack is gone when it ends.
-    sys.path[:] = [build_lib]
+    sys.path[:] = [".frozen", build_lib]  # a frozen build mounts with its own code, as the board
     done = []
     _thread.start_new_thread(_mount, (image, done))
     while not done:
