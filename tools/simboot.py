@@ -12,7 +12,7 @@
 # stays in the heap while main.py runs inside it (on the board, main.py's alone).
 import sys
 
-_tools = sys.path[0]  # this script's folder (absolute from tools/sim): the image's paths replace it
+_tools = sys.path[0]  # this script's folder (the unix port makes it absolute): the image's paths replace it
 import simsetup  # noqa: E402
 
 _main = simsetup.start(sys.argv)
