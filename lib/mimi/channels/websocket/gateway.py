@@ -114,7 +114,23 @@ async def _connection(sr, sw):
 
 
 async def run():
-    """The gateway task (started by dispatch.start(), which registers send())."""
+    """The gateway task (started by dispatch.start(), which registers send()). It waits
+    in a frame that holds the server only: the listening's own (its calls' arguments
+    and log lines) is _listen()'s, gone once it returned."""
+    server = await _listen()
+    if server is None:
+        return
+    try:
+        while True:
+            await asyncio.sleep(3600)
+    finally:
+        server.close()
+        for c in clients:
+            c.drop()
+
+
+async def _listen():
+    """The listening server (its port in `port`), or None when no port could be had."""
     global port
     host = board.BIND_ADDR
     from mimi.net import listen
@@ -127,7 +143,7 @@ async def run():
         log.error("ws", "gateway could not listen on %s:%s: %s (port taken? pick another with "
                   "config_set('ws_port', N), or tools/sim --set ws_port=N)", host, config.cfg.get("ws_port"),
                   net.explain(e))
-        return
+        return None
     listen = None
     mimi.drop("net.listen")  # used once
     # Tests find the port from this line: "gateway listening on HOST:PORT".
@@ -135,10 +151,4 @@ async def run():
     if not config.cfg.get("ws_token"):
         log.warning("ws", "gateway auth is OFF (ws_token is empty): anyone who can reach "
                     "port %d can use the agent", port)
-    try:
-        while True:
-            await asyncio.sleep(3600)
-    finally:
-        server.close()
-        for c in clients:
-            c.drop()
+    return server
