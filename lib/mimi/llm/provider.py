@@ -321,9 +321,9 @@ class Provider:
 
 
 def _specs(tools):
-    """[(name, description as JSON string content, schema JSON)] of a Registry or of a
-    list of tool dicts (Anthropic's shape), as str: the request's parts for the whole turn
-    (no memoryview of each, 48 B apiece on 64-bit, kept as long: the body takes str)."""
+    """[(name, description as JSON string content, schema JSON)] of a Registry (views of
+    its table) or of a list of tool dicts (Anthropic's shape, as str): the request's
+    parts for the whole turn."""
     if hasattr(tools, "specs"):
         return tools.specs()
     return [(t["name"], dumps(t.get("description") or "")[1:-1], dumps(t["input_schema"]))
