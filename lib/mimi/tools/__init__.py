@@ -14,7 +14,7 @@ TABLE = (
     b'"required":["query"]}'
     b"\nget_current_time\tclock\tCurrent date, time, weekday and Unix time in the user's timezone.\t"
     b'{"type":"object","properties":{}}'
-    b"\nread_file\tfiles\tRead a file under /spiffs/.\t"
+    b"\nread_file\tread\tRead a file under /spiffs/.\t"
     b'{"type":"object","properties":{"path":{"type":"string","description":"Absolute path starting with '
     b'/spiffs/"}},"required":["path"]}'
     b"\nwrite_file\tfiles\tCreate or overwrite a file under /spiffs/.\t"
