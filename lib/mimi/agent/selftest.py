@@ -73,9 +73,8 @@ def _turn():
     from mimi.agent import worker, react  # noqa: F401 - the ReAct loop loads
     from mimi.memory import sessions
     from mimi.tools.registry import registry
-    from mimi.tools import TOOLS
 
-    for mod in set(row[1] for row in TOOLS):  # each tool's code, loaded when first called
+    for mod in set(str(row[1], "utf-8") for row in registry.rows()):  # each tool's code, loaded when first called
         name = "mimi.tools." + mod
         if name not in sys.modules:
             __import__(name)

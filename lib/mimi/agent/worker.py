@@ -111,6 +111,7 @@ def run_message(msg):
     _alive()
     llm = None
     try:
+        _roots()
         from mimi.llm import provider
 
         if _kept:  # the connection of a turn that ended on a short heap
@@ -287,6 +288,22 @@ def _scrub(n=_SCRUB_CALLS):
     (telegram/format.py's 6 KB) in the heap until the next turn, minutes on an idle
     board (docs/reliability.md, "Soak")."""
     return _scrub(n - 1) if n else 0
+
+
+def _roots():
+    """The LLM's TLS roots (net/tls.py: made once, kept) made before the first turn's
+    code and data are in the heap: made by its first request, their 1.4-1.8 KB blocks
+    were wanted at that turn's peak (the whole firmware without Telegram over TLS, which
+    makes them on a board, failed there at 232 + 32 KB on 32-bit .mpy)."""
+    base = config.cfg.get("api_base") or config.DEFAULT_BASE.get(config.cfg.get("provider"), "")
+    if base.startswith("https://"):
+        from mimi.net import tls
+
+        if not tls.made:  # (once: a changed setting is the request's to see)
+            try:
+                tls.context()
+            except Exception:  # no roots, no room: the first request says so
+                pass
 
 
 def _loop():

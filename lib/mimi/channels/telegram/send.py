@@ -102,16 +102,9 @@ async def call(api, method, params):
 def _json(text):
     """A part's pieces as a JSON string's content, escaped as they are sent (one
     piece's copy at a time, not the part's: 4 KB less while a long answer's part goes)."""
-    from mimi.net.httpbody import Pieces
+    from mimi.net.httpbody import escaped
 
-    def escaped():
-        for p in text:
-            yield memoryview(json.dumps(p))[1:-1]
-
-    n = 0
-    for q in escaped():
-        n += len(q)
-    return Pieces(n, escaped)
+    return escaped(text, json.dumps)
 
 
 def _rest(bot):
