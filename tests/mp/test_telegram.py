@@ -951,8 +951,9 @@ def test_room_for_a_batch_counts_garbage_as_free():
     gc.collect()
     real = gc.mem_free()
     junk = []
-    while gc.mem_free() > 8 * 1024:  # garbage until the heap looks full
-        junk.append(bytearray(1024))
+    while gc.mem_free() > 8 * 1024:  # garbage until the heap looks full; small blocks once
+        # near: 1 KB that no gap fits makes a collection, and the loop starts over for ever
+        junk.append(bytearray(1024 if gc.mem_free() > 64 * 1024 else 8))
         if len(junk) > 8:
             junk = []
     junk = None
