@@ -258,6 +258,79 @@ async def test_a_reply_whose_rest_finds_no_room_is_not_sent_twice():
     task.cancel()
 
 
+async def _through_a_lane(b, text):
+    """The reply pushed through a dispatcher lane (its retry of a reply that found no room
+    included) -> the fake's state once nothing more comes."""
+    lane = dispatch.Lane("telegram", b.send, b.owe)
+    lane.push(bus.Msg("telegram", ALLOWED, text))
+    await until(lambda: lane.task is None, "the lane's task ended")
+    await asyncio.sleep_ms(300)  # (nothing more comes)
+    return await state()
+
+
+async def test_a_part_sent_again_as_plain_text_counts_as_sent():
+    # the first part's HTML is refused and it goes again as plain text; the second part
+    # finds no room: the first part went, so the reply is not handed back to the
+    # dispatcher (which would send it again whole: the first part twice)
+    from mimi import channels
+
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    para = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 54).strip()
+    text = "\n\n".join(["**Part %d** " % i + para for i in range(3)])
+    fmt = channels.load("telegram.format")
+    render, calls = fmt.render_html, []
+
+    def failing(runs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise MemoryError("memory allocation failed, allocating 4097 bytes")
+        return render(runs)
+
+    fmt.render_html = failing
+    await fail(method="sendMessage", status=400, if_parse_mode=True)
+    st = await _through_a_lane(b, text)
+    seen = [(m["parse_mode"], m["visible"][:40]) for m in st["sent"]]
+    assert len(st["sent"]) == 2 and st["sent"][0]["visible"].startswith("Part 0"), seen
+    assert st["sent"][0]["parse_mode"] is None, seen
+    assert st["sent"][1]["visible"].startswith("Sorry, the rest of my answer did not fit"), seen
+    task.cancel()
+
+
+async def test_a_plain_text_resend_that_finds_no_room_is_not_lost():
+    # the first part's HTML is refused and its plain text finds no room in the heap
+    # before it goes: the part goes in smaller pieces, as one whose HTML found no room
+    # does (it was logged and dropped, the person left with the rest of the reply)
+    from mimi.channels import sending
+
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    para = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 54).strip()
+    text = "\n\n".join(["**Part %d** " % i + para for i in range(3)])
+    deliver, calls = sending.deliver, []
+
+    async def failing(*a):
+        calls.append(1)
+        if len(calls) == 2:  # the plain text, after the refused HTML
+            raise MemoryError("memory allocation failed, allocating 4097 bytes")
+        return await deliver(*a)
+
+    sending.deliver = failing
+    await fail(method="sendMessage", status=400, if_parse_mode=True)
+    try:
+        st = await _through_a_lane(b, text)
+    finally:
+        sending.deliver = deliver
+    seen = [(m["parse_mode"], m["visible"][:40]) for m in st["sent"]]
+    assert [v[:6] for _, v in seen[-2:]] == ["Part 1", "Part 2"], seen
+    assert len(seen) > 3 and all(p is None for p, _ in seen[:-2]), seen
+    assert "".join(m["visible"] for m in st["sent"][:-2]).replace(" ", "") == \
+        ("Part 0 " + para).replace(" ", ""), seen  # (cut at spaces)
+    task.cancel()
+
+
 async def test_a_message_that_found_no_room_before_it_went_is_not_taken_as_sent():
     # the send connection's last request ("typing") went out; the next one finds no room
     # before a byte of it is written: it must not be taken as sent (seen at 208 KB: the
