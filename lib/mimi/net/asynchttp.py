@@ -88,15 +88,18 @@ class AsyncClient(_Base):
     async def _run(self, gen):
         s = self._sock
         res = None
-        while True:
-            try:
-                op, arg = gen.send(res)
-            except StopIteration as e:
-                return e.value
-            res = None
-            if op == _W:
-                s.write(arg)  # (a view is not copied: Stream.write copies what it keeps)
-                await s.drain()
-            else:
-                while res is None:
-                    res = await s.readinto(arg)
+        try:  # (closed whatever way it ends: a body's open file, net/httpbody.py, with it)
+            while True:
+                try:
+                    op, arg = gen.send(res)
+                except StopIteration as e:
+                    return e.value
+                res = None
+                if op == _W:
+                    s.write(arg)  # (a view is not copied: Stream.write copies what it keeps)
+                    await s.drain()
+                else:
+                    while res is None:
+                        res = await s.readinto(arg)
+        finally:
+            gen.close()

@@ -80,23 +80,26 @@ class Client(_Base):
     def _run(self, gen, deadline):
         s = self._sock
         res = None
-        while True:
-            try:
-                op, arg = gen.send(res)
-            except StopIteration as e:
-                return e.value
-            res = None
-            if op == _W:
-                mv = memoryview(arg)
-                off = 0
-                while off < len(mv):
-                    n = s.write(mv[off:])
-                    if n is None:
-                        self._wait(select.POLLOUT, deadline)
-                    else:
-                        off += n
-            else:
-                while res is None:
-                    res = s.readinto(arg)
-                    if res is None:
-                        self._wait(select.POLLIN, deadline)
+        try:  # (closed whatever way it ends: a body's open file, net/httpbody.py, with it)
+            while True:
+                try:
+                    op, arg = gen.send(res)
+                except StopIteration as e:
+                    return e.value
+                res = None
+                if op == _W:
+                    mv = memoryview(arg)
+                    off = 0
+                    while off < len(mv):
+                        n = s.write(mv[off:])
+                        if n is None:
+                            self._wait(select.POLLOUT, deadline)
+                        else:
+                            off += n
+                else:
+                    while res is None:
+                        res = s.readinto(arg)
+                        if res is None:
+                            self._wait(select.POLLIN, deadline)
+        finally:
+            gen.close()
