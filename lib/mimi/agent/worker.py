@@ -139,7 +139,7 @@ def run_message(msg):
             history = sessions.load(key, enc)
             sessions = None
             if short():  # back for the save, after the LLM calls
-                unload("mimi.memory.sessions")
+                _unload("mimi.memory.sessions")
                 unload("mimi.jsonscan")
         _alive()
         from mimi.agent import react
@@ -223,13 +223,20 @@ def _forget(keep=False):
                  "mimi.tools.registry", "mimi.memory.store", "mimi.memory.skills", "mimi.memory",
                  "mimi.net.httpsync", "mimi.net.httpbody"):
         if not (_kept and name == "mimi.net.httpsync"):
-            unload(name)
+            _unload(name)
     import gc
 
     gc.collect()
 
 
 _kept = None  # (settings' signature, idle LLM client): _forget(True) to the next turn
+
+
+def _unload(name):
+    """unload(name), but the sessions' module stays while it holds lines a full flash
+    refused: the chat was told they are kept in memory until a restart (sessions.flush())."""
+    if name != "mimi.memory.sessions" or not getattr(sys.modules.get(name), "_pending", None):
+        unload(name)
 
 
 def _release(llm):
