@@ -497,3 +497,24 @@ async def test_a_file_sent_as_a_body_is_closed_when_the_connection_fails():
     finally:
         server.close()
     assert opened.files and not opened.left(), opened.left()
+
+
+async def test_a_body_made_before_its_code_was_let_go_is_sent_whole():
+    # the agent lets net/httpbody.py go after a turn on a short heap (worker._forget())
+    # while the loop holds a body made with it (a long Telegram reply's part in Pieces,
+    # waiting for the LLM call's TLS room): the request, which loads the code again,
+    # took the old copy's parts for none of its own (TypeError: the part was lost)
+    import mimi
+    from mimi.net import httpbody
+
+    support.write("/spiffs/part.bin", "from a file")
+    body = ("a ", httpbody.Pieces(6, lambda: iter((b"pie", b"ces"))), " and ",
+            httpbody.Region("/spiffs/part.bin", 0, 11))
+    httpbody = None
+    mimi.drop("net.httpbody")
+    for c in (plain(), http.AsyncClient("http://127.0.0.1:%d" % env()["plain"])):
+        r = c.request("POST", "/echo", body=body)
+        if not isinstance(r, http.Response):
+            r = await r
+        assert r.json()["body"] == "a pieces and from a file", r.json()
+        c.close()

@@ -28,9 +28,13 @@ class Pieces:
         self.fn = fn
 
 
+# A part is told by what it has (a Region its path, a Pieces its fn), not by its class: a
+# body made before this code was let go (the agent does after a turn on a short heap)
+# and sent by the code loaded again holds the first copy's.
+
 def _atoms(pieces):
     for p in pieces:
-        if isinstance(p, Pieces):
+        if hasattr(p, "fn"):  # a Pieces
             k = 0
             for q in p.fn():
                 k += len(q)
@@ -72,7 +76,7 @@ def flat(body):
 def length(body):
     n = 0
     for p in leaves(body):
-        if isinstance(p, (Region, Pieces)):
+        if hasattr(p, "n"):  # a Region or a Pieces
             n += p.n
         else:
             n += len(memoryview(p)) if isinstance(p, str) else len(p)
@@ -88,7 +92,7 @@ def send_parts(buf, body):
     f = name = None  # the file of the last Region, open until the body is sent
     try:
         for p in _atoms(leaves(body)):
-            if isinstance(p, Region):
+            if hasattr(p, "path"):  # a Region
                 if p.path != name:
                     if f:
                         f.close()
