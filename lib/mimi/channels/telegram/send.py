@@ -102,7 +102,7 @@ async def call(api, method, params):
 def _json(text):
     """A part's pieces as a JSON string's content, escaped as they are sent (one
     piece's copy at a time, not the part's: 4 KB less while a long answer's part goes)."""
-    from mimi.net.httpbody import Pieces
+    Pieces = mimi.load("mimi.net.httpbody").Pieces  # (the agent's requests load it too)
 
     def escaped():
         for p in text:
