@@ -35,9 +35,12 @@ class AsyncClient(_Base):
                     try:
                         if not reused:
                             await self._open()
-                        resp, keep = await self._run(
-                            _exchange(self._buf, head, data, method, limits.HTTP_RESPONSE_MAX) if sink is None
-                            else _sunk(self._buf, head, data, method, sink))
+                        gen = _exchange(self._buf, head, data, method, limits.HTTP_RESPONSE_MAX) if sink is None \
+                            else _sunk(self._buf, head, data, method, sink)
+                        try:
+                            resp, keep = await self._run(gen)
+                        finally:  # (stopped midway, whatever way: a body's open file closed with
+                            gen.close()  # it, net/httpbody.py, not left to the GC's finaliser)
                     except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
                         if self._failed(e, attempt, reused):
                             continue
@@ -88,18 +91,15 @@ class AsyncClient(_Base):
     async def _run(self, gen):
         s = self._sock
         res = None
-        try:  # (closed whatever way it ends: a body's open file, net/httpbody.py, with it)
-            while True:
-                try:
-                    op, arg = gen.send(res)
-                except StopIteration as e:
-                    return e.value
-                res = None
-                if op == _W:
-                    s.write(arg)  # (a view is not copied: Stream.write copies what it keeps)
-                    await s.drain()
-                else:
-                    while res is None:
-                        res = await s.readinto(arg)
-        finally:
-            gen.close()
+        while True:
+            try:
+                op, arg = gen.send(res)
+            except StopIteration as e:
+                return e.value
+            res = None
+            if op == _W:
+                s.write(arg)  # (a view is not copied: Stream.write copies what it keeps)
+                await s.drain()
+            else:
+                while res is None:
+                    res = await s.readinto(arg)

@@ -32,7 +32,11 @@ class Client(_Base):
             try:
                 if not reused:
                     self._open(deadline)
-                res = self._run(proto(self._buf, head, data, method, cap), deadline)
+                gen = proto(self._buf, head, data, method, cap)
+                try:
+                    res = self._run(gen, deadline)
+                finally:  # (stopped midway, whatever way: a body's open file closed with it,
+                    gen.close()  # net/httpbody.py, not left to the GC's finaliser)
             except Exception as e:  # noqa: B902 - any failure leaves the socket unusable
                 if self._failed(e, attempt, reused):
                     continue
@@ -80,26 +84,23 @@ class Client(_Base):
     def _run(self, gen, deadline):
         s = self._sock
         res = None
-        try:  # (closed whatever way it ends: a body's open file, net/httpbody.py, with it)
-            while True:
-                try:
-                    op, arg = gen.send(res)
-                except StopIteration as e:
-                    return e.value
-                res = None
-                if op == _W:
-                    mv = memoryview(arg)
-                    off = 0
-                    while off < len(mv):
-                        n = s.write(mv[off:])
-                        if n is None:
-                            self._wait(select.POLLOUT, deadline)
-                        else:
-                            off += n
-                else:
-                    while res is None:
-                        res = s.readinto(arg)
-                        if res is None:
-                            self._wait(select.POLLIN, deadline)
-        finally:
-            gen.close()
+        while True:
+            try:
+                op, arg = gen.send(res)
+            except StopIteration as e:
+                return e.value
+            res = None
+            if op == _W:
+                mv = memoryview(arg)
+                off = 0
+                while off < len(mv):
+                    n = s.write(mv[off:])
+                    if n is None:
+                        self._wait(select.POLLOUT, deadline)
+                    else:
+                        off += n
+            else:
+                while res is None:
+                    res = s.readinto(arg)
+                    if res is None:
+                        self._wait(select.POLLIN, deadline)
