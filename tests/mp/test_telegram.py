@@ -223,6 +223,16 @@ async def test_a_reply_whose_rest_finds_no_room_is_not_sent_twice():
     # the heap runs out while the second part is made (outside its sending): the first
     # part went, so the reply is not handed back to the dispatcher (which would send it
     # again whole, the first part twice); the chat is told that the rest did not fit
+    await _second_part_finds_no_room(False)
+
+
+async def test_a_part_sent_again_as_plain_text_counts_as_sent():
+    # the same when the first part went again as plain text (its HTML refused): it
+    # counted as not sent, and the dispatcher sent the reply again whole
+    await _second_part_finds_no_room(True)
+
+
+async def _second_part_finds_no_room(refused):
     from mimi import channels
 
     b, task = await started()
@@ -240,21 +250,13 @@ async def test_a_reply_whose_rest_finds_no_room_is_not_sent_twice():
         return render(runs)
 
     fmt.render_html = failing
-    lane = dispatch.Lane("telegram", b.send, b.owe)
-    lane.start()  # nothing to send: no task
-    assert lane.task is None
-    lane.push(bus.Msg("telegram", ALLOWED, text))
-    for _ in range(200):
-        st = await state()
-        if len(st["sent"]) >= 2:
-            break
-        await asyncio.sleep_ms(20)
-    await asyncio.sleep_ms(300)  # (nothing more comes)
-    st = await state()
-    seen = [m["visible"][:40] for m in st["sent"]]
+    if refused:
+        await fail(method="sendMessage", status=400, if_parse_mode=True)
+    st = await _through_a_lane(b, text)
+    seen = [(m["parse_mode"], m["visible"][:40]) for m in st["sent"]]
     assert len(st["sent"]) == 2 and st["sent"][0]["visible"].startswith("Part 0"), seen
+    assert st["sent"][0]["parse_mode"] == (None if refused else "HTML"), seen
     assert st["sent"][1]["visible"].startswith("Sorry, the rest of my answer did not fit"), seen
-    assert lane.task is None  # all sent: the lane's task ended
     task.cancel()
 
 
@@ -262,40 +264,12 @@ async def _through_a_lane(b, text):
     """The reply pushed through a dispatcher lane (its retry of a reply that found no room
     included) -> the fake's state once nothing more comes."""
     lane = dispatch.Lane("telegram", b.send, b.owe)
+    lane.start()  # nothing to send: no task
+    assert lane.task is None
     lane.push(bus.Msg("telegram", ALLOWED, text))
-    await until(lambda: lane.task is None, "the lane's task ended")
+    await until(lambda: lane.task is None, "the lane's task ended")  # all sent: the task ended
     await asyncio.sleep_ms(300)  # (nothing more comes)
     return await state()
-
-
-async def test_a_part_sent_again_as_plain_text_counts_as_sent():
-    # the first part's HTML is refused and it goes again as plain text; the second part
-    # finds no room: the first part went, so the reply is not handed back to the
-    # dispatcher (which would send it again whole: the first part twice)
-    from mimi import channels
-
-    b, task = await started()
-    await update(chat_id=ALLOWED, text="hi")
-    await inbound()
-    para = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 54).strip()
-    text = "\n\n".join(["**Part %d** " % i + para for i in range(3)])
-    fmt = channels.load("telegram.format")
-    render, calls = fmt.render_html, []
-
-    def failing(runs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise MemoryError("memory allocation failed, allocating 4097 bytes")
-        return render(runs)
-
-    fmt.render_html = failing
-    await fail(method="sendMessage", status=400, if_parse_mode=True)
-    st = await _through_a_lane(b, text)
-    seen = [(m["parse_mode"], m["visible"][:40]) for m in st["sent"]]
-    assert len(st["sent"]) == 2 and st["sent"][0]["visible"].startswith("Part 0"), seen
-    assert st["sent"][0]["parse_mode"] is None, seen
-    assert st["sent"][1]["visible"].startswith("Sorry, the rest of my answer did not fit"), seen
-    task.cancel()
 
 
 async def test_a_plain_text_resend_that_finds_no_room_is_not_lost():
