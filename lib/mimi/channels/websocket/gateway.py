@@ -65,7 +65,7 @@ async def send(msg):
             except MemoryError:
                 if not n:
                     raise  # no client has it: the dispatcher makes room and sends it again
-                log.warning("ws", "no room in the heap for a message to client %s; dropping it", c.chat_id)
+                log.warning("ws", "client %s: no room; dropped", c.chat_id)
                 c.drop()  # (its page reconnects) as one that cannot take a reply is, never sent twice
     if not n and msg.kind == bus.REPLY:
         if isinstance(msg.meta, dict) and "notice" in msg.meta:  # a rule's (services/rules/act.py)
