@@ -27,7 +27,9 @@ class _Client:
     sent = 0
 
     def request(self, method, path, headers, body, **kw):
-        from mimi.net import httpbody
+        import mimi
+
+        httpbody = mimi.load("mimi.net.httpbody")  # (both threads load it)
         from mimi.net.http import Response
 
         pieces = httpbody.flat(body)

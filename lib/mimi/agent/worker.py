@@ -138,10 +138,11 @@ def run_message(msg):
             from mimi.memory import sessions  # share the heap, nor with the calls' code)
 
             history = sessions.load(key, enc)
-            sessions = None
-            if short():  # back for the save, after the LLM calls
-                unload("mimi.memory.sessions")
+            if short():  # back for the save, after the LLM calls (unless it holds lines a
+                if not sessions._pending:  # full flash refused: _forget())
+                    unload("mimi.memory.sessions")
                 unload("mimi.jsonscan")
+            sessions = None
         _alive()
         from mimi.agent import react
         from mimi.tools.registry import Ctx, registry
@@ -218,12 +219,15 @@ def _forget(keep=False):
         _kept[1].close()
         _kept = None
     provider = None
+    # the sessions' module stays while it holds lines a full flash refused: the chat was
+    # told they are kept in memory until a restart (sessions.flush())
+    held = getattr(sys.modules.get("mimi.memory.sessions"), "_pending", None)
     for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
                  "mimi.llm.failure", "mimi.llm.stream", "mimi.jsonscan",
                  "mimi.agent.react", "mimi.agent.context", "mimi.llm.provider", "mimi.llm",
                  "mimi.tools.registry", "mimi.memory.store", "mimi.memory.skills", "mimi.memory",
                  "mimi.net.httpsync", "mimi.net.httpbody"):
-        if not (_kept and name == "mimi.net.httpsync"):
+        if not (_kept and name == "mimi.net.httpsync" or held and name == "mimi.memory.sessions"):
             unload(name)
     import gc
 

@@ -105,8 +105,9 @@ def parts(obj):
     sent (httpbody.escaped()): a big tool output is never held escaped beside itself
     (a 5 KB file read was, where the short heap's tool call failed)."""
     if isinstance(obj, tuple) or isinstance(obj, str) and len(obj) > limits.PROMPT_CHUNK:
-        from mimi.net.httpbody import escaped
+        import mimi
 
+        escaped = mimi.load("mimi.net.httpbody").escaped  # (the loop loads it too)
         step = 0 if isinstance(obj, tuple) else limits.PROMPT_CHUNK if len(memoryview(obj)) == len(obj) \
             else limits.PROMPT_CHUNK // 4
         return (b'"', escaped(obj, dumps, step), b'"')

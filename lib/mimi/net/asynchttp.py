@@ -35,9 +35,12 @@ class AsyncClient(_Base):
                     try:
                         if not reused:
                             await self._open()
-                        resp, keep = await self._run(
-                            _exchange(self._buf, head, data, method, limits.HTTP_RESPONSE_MAX) if sink is None
-                            else _sunk(self._buf, head, data, method, sink))
+                        gen = _exchange(self._buf, head, data, method, limits.HTTP_RESPONSE_MAX) if sink is None \
+                            else _sunk(self._buf, head, data, method, sink)
+                        try:
+                            resp, keep = await self._run(gen)
+                        finally:  # (stopped midway, whatever way: a body's open file closed with
+                            gen.close()  # it, net/httpbody.py, not left to the GC's finaliser)
                     except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
                         if self._failed(e, attempt, reused):
                             continue

@@ -43,10 +43,14 @@ def escaped(text, dump, step=0):
     return Pieces(n, each)
 
 
+# A part is told by what it has (a Region its path, a Pieces its fn), not by its class: a
+# body made before this code was let go (the agent does after a turn on a short heap)
+# and sent by the code loaded again holds the first copy's.
+
 def atoms(pieces):
     """leaves() with each Pieces' bytes made in its place."""
     for p in pieces:
-        if isinstance(p, Pieces):
+        if hasattr(p, "fn"):  # a Pieces
             k = 0
             for q in p.fn():
                 k += len(q)
@@ -89,7 +93,7 @@ def flat(body):
 def length(body):
     n = 0
     for p in leaves(body):
-        if isinstance(p, (Region, Pieces)):
+        if hasattr(p, "n"):  # a Region or a Pieces
             n += p.n
         else:
             n += len(memoryview(p)) if isinstance(p, str) else len(p)
@@ -105,7 +109,7 @@ def send_parts(buf, body):
     f = name = None  # the file of the last Region, open until the body is sent
     try:
         for p in atoms(leaves(body)):
-            if isinstance(p, Region):
+            if hasattr(p, "path"):  # a Region
                 if p.path != name:
                     if f:
                         f.close()

@@ -32,7 +32,11 @@ class Client(_Base):
             try:
                 if not reused:
                     self._open(deadline)
-                res = self._run(proto(self._buf, head, data, method, cap), deadline)
+                gen = proto(self._buf, head, data, method, cap)
+                try:
+                    res = self._run(gen, deadline)
+                finally:  # (stopped midway, whatever way: a body's open file closed with it,
+                    gen.close()  # net/httpbody.py, not left to the GC's finaliser)
             except Exception as e:  # noqa: B902 - any failure leaves the socket unusable
                 if self._failed(e, attempt, reused):
                     continue

@@ -60,7 +60,13 @@ async def send(msg):
         if c.chat_id == msg.chat_id and not c.dead:
             if data is None:
                 data = text(obj)
-            n += c.push(data, status=msg.kind != bus.REPLY)
+            try:
+                n += c.push(data, status=msg.kind != bus.REPLY)
+            except MemoryError:
+                if not n:
+                    raise  # no client has it: the dispatcher makes room and sends it again
+                log.warning("ws", "client %s: no room; dropped", c.chat_id)
+                c.drop()  # (its page reconnects) as one that cannot take a reply is, never sent twice
     if not n and msg.kind == bus.REPLY:
         if isinstance(msg.meta, dict) and "notice" in msg.meta:  # a rule's (services/rules/act.py)
             log.warning("ws", "no client on chat %s; a rule's notice is not kept: %s", msg.chat_id, msg.content)
