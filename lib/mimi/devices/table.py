@@ -201,12 +201,24 @@ def _set(devs):
     global _devs
     import json
 
+    for d in devs:
+        d.name = word(d.name)
     _devs = devs
     pkg.rows = json.dumps([_row(d) for d in devs])
 
 
 def _row(d):
     return tuple(getattr(d, k) for k in _FIELDS)
+
+
+def word(s):
+    """s as a qstr (MicroPython's interned string; getattr() interns the name it is
+    given): a device's name is kept for good where its readings, its logging and the
+    rules keep it, and a string read from JSON is a 32-byte heap object in each place
+    that keeps one; a qstr is one copy in the names' pool, and json.loads and the str
+    methods give it back for the same text from then on."""
+    getattr(None, s, None)
+    return s[:]
 
 
 def listed():

@@ -74,6 +74,10 @@ def _row(d, old):
     v = [d.get(k) for k in _FIELDS.split()]
     r = [d["id"], name, label, d[when], v[0], v[1] or 0, (v[2] or 0) * 1000, (v[3] or 0) * 1000, v[4], v[5],
          v[6], v[7], time.ticks_ms(), None, None, None]
+    for i, x in enumerate(r):  # its words and names as qstrs, kept once (devices/table.py word())
+        if isinstance(x, str) and len(x) <= limits.DEVICE_NAME_MAX:  # (a long `to` stays a string)
+            getattr(None, x, None)
+            r[i] = x[:]
     return old if old and old[:_NEXT] == r[:_NEXT] else r
 
 
