@@ -5,6 +5,7 @@
 # loop's passes run at ticks the test chooses; nothing is waited for.
 import json
 import time
+import mimi
 from support import FakeTime, rules_load, rules_pass
 from mimi import board, fs, limits
 from mimi.board.clock import Clock
@@ -79,10 +80,8 @@ async def test_device_history_after_simulated_hours():
     last = vals[-60:]
     assert (lo, hi) == (min(last), max(last)) and abs(mean - sum(last) / 60) < 0.01
     # a reset writes what waits; the next boot reads it from the flash
-    engine.flush()
+    mimi.close()
     assert engine.logs["room"][2] == bytearray()
-    import mimi
-
     mimi.unload("mimi.services.rules.engine")
     lo, hi, mean = numbers(call("device_history", name="room", hours=6))
     assert (lo, hi) == (14.5, 22.86) and abs(mean - sum(vals) / len(vals)) < 0.01
@@ -114,9 +113,7 @@ async def test_log_min_is_checked_and_removing_the_device_removes_its_history():
         "Error: button takes pin, pull; not 'log_min'"
     call("device_add", name="room", type="sht3x", log_min=1)
     await run(40, 1)
-    from mimi.services.rules import engine
-
-    engine.flush()
+    mimi.close()
     assert list(fs.entries(limits.HISTORY_DIR))
     assert call("device_remove", name="room").startswith("OK: removed room")
     assert not [p for p, _, _ in fs.entries(limits.HISTORY_DIR) if "room" in p]
@@ -124,7 +121,6 @@ async def test_log_min_is_checked_and_removing_the_device_removes_its_history():
 
 
 async def test_the_history_is_the_system_s_space_not_the_file_tools():
-    from mimi.services.rules import engine
     from mimi.tools import files
 
     parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=22)
@@ -135,7 +131,7 @@ async def test_the_history_is_the_system_s_space_not_the_file_tools():
     call("device_remove", name="room")
     call("device_add", name="room", type="sht3x", log_min=1)
     await run(90, 1)
-    engine.flush()
+    mimi.close()
     kept = sum(n for p, d, n in fs.entries(limits.HISTORY_DIR) if not d)
     assert kept > 0
     files.recount()
@@ -155,7 +151,7 @@ async def test_the_boot_prunes_the_history_of_devices_gone_and_loads_the_store_o
     parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=22)
     call("device_add", name="room", type="sht3x", log_min=1)
     await run(40, 1)
-    engine.flush()
+    mimi.close()
     mine = [p for p, d, _ in fs.entries(limits.HISTORY_DIR) if not d]
     assert mine and all(p.startswith(limits.HISTORY_DIR + "/room.") for p in mine), mine
     pruned = []

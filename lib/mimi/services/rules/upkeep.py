@@ -88,7 +88,11 @@ def load():
     from mimi.services.rules import engine
 
     first = engine.rules is None
-    if first:  # (at boot) history of devices that are gone goes. The store is loaded for
+    if first:  # (the loop's first pass) its waiting readings written before a reset
+        c = ("services.rules.upkeep", "flush")
+        if c not in mimi.closers:
+            mimi.closers.append(c)
+        # (at boot) history of devices that are gone goes. The store is loaded for
         # it only when a segment there is one's (/history/<device>.<tier><start>): loaded,
         # its names stay in the qstr pool for good, and a boot whose devices all remain has
         # no need of them (the logging's first batch brings them). (Here, not a function of
@@ -113,11 +117,11 @@ def load():
         if name not in new and lg[2] and name in alive:
             write(name, lg, True)  # (its logging stopped: what it read is kept; a removed device's goes)
     engine.logs = new
-    state.pressed = engine.changed if any(r[_WHEN] == "pressed" for r in engine.rules) else None
     buttons = [r[_DEV] for r in engine.rules if r[_WHEN] == "pressed"]
-    if buttons:  # their interrupts armed (the handler outlives the driver: devices/button.py)
-        import mimi.devices as devices
+    import mimi.devices as devices
 
+    state.pressed = devices.changed if buttons else None
+    if buttons:  # their interrupts armed (the handler outlives the driver: devices/button.py)
         with devices.use() as t:
             for name in buttons:
                 try:
@@ -163,7 +167,7 @@ def write(name, row, whole):
 
 
 def flush():
-    """Every waiting reading written (engine.flush())."""
+    """Every waiting reading written (mimi.close(): a reset, the loop's end)."""
     from mimi.services.rules import engine
 
     for name, lg in engine.logs.items():
