@@ -87,28 +87,23 @@ async def body():
     import time
     import asyncio
     import mimi
-    from mimi import bus
+    from mimi import bus, log
 
     _later = asyncio.ThreadSafeFlag()
-    run = False
+    wait = None  # ms until the next pass is due (None: no work yet)
     while True:
-        if run or _body():
-            run = True
+        if wait is not None or _body():
             try:
                 wait = await mimi.load("mimi.services.rules.check").step(time.ticks_ms())
             except Exception as e:  # no room to load the pass (step() logs its own)
-                from mimi import log
-
-                log.warning("rules", "no pass: %r", e)
+                log.warning("rules", "no pass %r", e)  # (10 characters: a qstr, no string kept)
                 wait = 1000
             if not wait:
                 continue
-        ring = asyncio.create_task(bus.ring(_later, wait)) if run else None
-        try:
-            await _later.wait()
-        finally:
-            if ring:
-                ring.cancel()
+        ring = wait and asyncio.create_task(bus.ring(_later, wait))
+        await _later.wait()  # (a ring left by a cancel only sets the flag)
+        if ring:
+            ring.cancel()
 
 
 def use():
