@@ -157,7 +157,7 @@ async def test_rules_survive_a_restart():
 
     for m in [m for m in sys.modules if m.startswith("mimi.services.rules")]:
         mimi.unload(m)
-    from mimi.services.rules import engine as e
+    import mimi.services.rules as e
 
     assert e.rules is None
     rules_load()

@@ -56,7 +56,7 @@ def changed(name=None):
     rules and the history (body()) takes them again, or starts."""
     import sys
 
-    e = sys.modules.get("mimi.services.rules.engine")
+    e = sys.modules.get("mimi.services.rules")
     if e:
         if name is None:
             e.stale = True
@@ -81,7 +81,7 @@ async def body():
     """The loop task of the rules and the history (startup.tasks()), this package's so
     that no module of its own stays for it: once there is a rule or a device that logs,
     a pass (services/rules/check.py, loaded for it; the loop's state is
-    services/rules/engine.py), then a wait until the next is due or something changes
+    services/rules/__init__.py), then a wait until the next is due or something changes
     (changed()); until then only that wait."""
     global _later
     import time

@@ -1,4 +1,4 @@
-# One pass of the rules' loop (devices.body() runs it, services/rules/engine.py holds its state):
+# One pass of the rules' loop (devices.body() runs it, services/rules/__init__.py holds its state):
 # the devices due read (devices.use(): t.aread, conversions awaited), the rules judged
 # and acted on, the logging devices' readings kept for their batch. Loaded for a pass;
 # on a heap without PSRAM dropped after it, with the device layer's code.
@@ -30,7 +30,7 @@ import mimi
 from micropython import const
 from mimi import limits, log, board
 import mimi.devices as devices
-from mimi.services.rules import engine
+import mimi.services.rules as engine
 
 TAG = "rules"
 _ID = const(0)

@@ -85,7 +85,7 @@ def load():
     """The rules from the file, the logging devices from the device table; what did not
     change keeps its state (and its waiting readings)."""
     from mimi.devices import state
-    from mimi.services.rules import engine
+    import mimi.services.rules as engine
 
     first = engine.rules is None
     if first:  # (the loop's first pass) its waiting readings written before a reset
@@ -137,7 +137,7 @@ def load():
 
 def once(name, what, why):
     """Said once in the log until it is over: history that cannot be kept."""
-    from mimi.services.rules import engine
+    import mimi.services.rules as engine
 
     if (name, what) not in engine.said:
         engine.said.add((name, what))
@@ -147,7 +147,7 @@ def once(name, what, why):
 def write(name, row, whole):
     """The waiting readings to the store (loaded for it): all of them, or for a device
     read more often than every 5 minutes those of the slots that ended."""
-    from mimi.services.rules import engine
+    import mimi.services.rules as engine
 
     buf = row[2]
     n = len(buf) // _REC
@@ -168,7 +168,7 @@ def write(name, row, whole):
 
 def flush():
     """Every waiting reading written (mimi.close(): a reset, the loop's end)."""
-    from mimi.services.rules import engine
+    import mimi.services.rules as engine
 
     for name, lg in engine.logs.items():
         if lg[2]:
