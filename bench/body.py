@@ -123,7 +123,7 @@ def tables(n=None):
             b = [settled(mp, True, size, used) for _ in range(1 if smoke() else n)]
             heap.add(label, size or "the port's (1 MB)", "each read once" if used else "never read",
                      "%d B" % median(a), "%d B" % median(b), "%+.1f KB" % ((median(b) - median(a)) / 1024))
-    stall.notes = ("bench/mp/body.py: the rules' loop (services/rules/engine.py) reads the four parts "
+    stall.notes = ("bench/mp/body.py: the rules' loop (devices.body()) reads the four parts "
                    "(conversions awaited) and judges the rules; readings go to the store in batches of "
                    "HISTORY_BATCH (the store loaded for each and dropped). The probe sleeps 1 ms at a time.")
     chart.notes = ("Sampled (after gc.collect()) at every read and write of the flash: the store's "

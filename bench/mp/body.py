@@ -1,7 +1,7 @@
 # MicroPython side of bench/body.py: the rules and the history's logging at work, and a
 # week's chart sent the way /chart sends it on Telegram. Modes:
 #   stall  four simulated parts logged and four rules checked every second by the rules'
-#          loop (services/rules/engine.py; the logging sped up to every second so that
+#          loop (devices.body(); the logging sped up to every second so that
 #          batches go to the flash during the run), the loop's longest gap meanwhile
 #          (bench/mp/loopgap.py); and the same probe alone
 #   chart  a week of readings (2,016, every 5 minutes), then the Telegram channel's
@@ -67,9 +67,10 @@ async def stall_mode():
                      dict(name="damp", device="room.humidity", when="above", value=70, then="notify", text="damp")):
             r = registry.call("rule_add", dict(args, every_s=1), ctx)
             assert r.startswith("OK"), r
-        from mimi.services.rules import engine
+        import mimi.devices as devices
+        import mimi.services.rules as engine
 
-        task = asyncio.create_task(engine.run())
+        task = asyncio.create_task(devices.body())
         await asyncio.sleep_ms(100)
         for lg in engine.logs.values():
             lg[0] = 1000  # logged every second: batches of 30 go to the flash during the run

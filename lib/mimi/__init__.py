@@ -5,16 +5,16 @@ VERSION = "0.1.0"
 
 
 _short = False
-closers = []  # fns that save what waits in RAM (the history's readings): run by close()
+closers = []  # (names, fn) of run() that save what waits in RAM (the history's readings): run by close()
 
 
 def close():
     """Before a reset (board.reset()) and when the loop ends: what waits in RAM is written."""
-    for fn in closers:
+    for c in closers:
         try:
-            fn()
+            run(*c)
         except Exception as e:  # a reset must happen whatever one of them does
-            print("close:", fn, e)
+            print("close:", c, e)
 
 
 def short(measure=False):

@@ -237,10 +237,10 @@ def leave_holes(n, size):
 
 
 def rules_load():
-    """The rules' loop's state (services/rules/engine.py) loaded, as its first pass or a
+    """The rules' loop's state (services/rules/__init__.py) loaded, as its first pass or a
     change does (services/rules/upkeep.py load())."""
     import mimi
-    from mimi.services.rules import engine
+    import mimi.services.rules as engine
 
     mimi.run("services.rules.upkeep", "load")
     return engine

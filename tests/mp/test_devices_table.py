@@ -52,6 +52,21 @@ def test_relay_added_saved_and_driven():
     assert [d.name for d in t.listed()] == ["lamp", "chip_temp"]
 
 
+def test_a_devices_name_is_kept_once():
+    # as a qstr (devices/table.py word()): JSON read again gives the same object, and the
+    # last reading is kept under it, not under a heap string of its own
+    import json
+
+    name = "".join(("gar", "age", "7"))  # (made at run time: no literal of the test interns it)
+    assert call("device_add", name=name, type="relay", pin=21).startswith("OK")
+    t = fresh()
+    assert t.find(name).name is json.loads('["garage7"]')[0]
+    assert call("device_read", name=name) == "garage7 = off"
+    from mimi.devices import state
+
+    assert [k for k in state.last if k == name][0] is t.find(name).name
+
+
 def test_inverted_relay_is_off_high_and_read_back():
     out = call("device_add", name="pump", type="relay", pin=5, inverted=True)
     assert out == "OK: added pump (relay on GPIO5): pump = off", out

@@ -1,10 +1,11 @@
 # Device logging (SPEC §14): a device added with log_min is read by the rules' loop
-# (services/rules/engine.py) every log_min minutes, its readings kept in batches by the
+# (services/rules/__init__.py) every log_min minutes, its readings kept in batches by the
 # history store; device_history then gives the right min, max and mean. Simulated
 # hours: the wall clock stands still (the ESP32's 2000 epoch) and is moved by skew, the
 # loop's passes run at ticks the test chooses; nothing is waited for.
 import json
 import time
+import mimi
 from support import FakeTime, rules_load, rules_pass
 from mimi import board, fs, limits
 from mimi.board.clock import Clock
@@ -70,7 +71,7 @@ async def test_device_history_after_simulated_hours():
     assert abs(mean - sum(vals) / len(vals)) < 0.01, (mean, sum(vals) / len(vals))
     assert "360 readings" in out and "min 14.5 \u00b0C at 08:30" in out, out
     # the newest readings wait in RAM for their batch, and are read all the same
-    from mimi.services.rules import engine
+    import mimi.services.rules as engine
 
     assert 0 < len(engine.logs["room"][2]) // 12 < limits.HISTORY_BATCH
     assert fs.isdir(limits.HISTORY_DIR) and list(fs.entries(limits.HISTORY_DIR))
@@ -79,11 +80,9 @@ async def test_device_history_after_simulated_hours():
     last = vals[-60:]
     assert (lo, hi) == (min(last), max(last)) and abs(mean - sum(last) / 60) < 0.01
     # a reset writes what waits; the next boot reads it from the flash
-    engine.flush()
+    mimi.close()
     assert engine.logs["room"][2] == bytearray()
-    import mimi
-
-    mimi.unload("mimi.services.rules.engine")
+    mimi.unload("mimi.services.rules")
     lo, hi, mean = numbers(call("device_history", name="room", hours=6))
     assert (lo, hi) == (14.5, 22.86) and abs(mean - sum(vals) / len(vals)) < 0.01
 
@@ -93,7 +92,7 @@ async def test_every_five_minutes_the_long_tier_and_the_hourly_batch():
     call("device_add", name="room", type="sht3x", log_min=5)
     read = await run(5 * 60, 5)
     assert [k for k, _ in read] == list(range(0, 300, 5))
-    from mimi.services.rules import engine
+    import mimi.services.rules as engine
 
     assert len(engine.logs["room"][2]) // 12 < 12  # an hour's readings at most wait
     out = call("device_history", name="room", hours=5)
@@ -114,9 +113,7 @@ async def test_log_min_is_checked_and_removing_the_device_removes_its_history():
         "Error: button takes pin, pull; not 'log_min'"
     call("device_add", name="room", type="sht3x", log_min=1)
     await run(40, 1)
-    from mimi.services.rules import engine
-
-    engine.flush()
+    mimi.close()
     assert list(fs.entries(limits.HISTORY_DIR))
     assert call("device_remove", name="room").startswith("OK: removed room")
     assert not [p for p, _, _ in fs.entries(limits.HISTORY_DIR) if "room" in p]
@@ -124,7 +121,6 @@ async def test_log_min_is_checked_and_removing_the_device_removes_its_history():
 
 
 async def test_the_history_is_the_system_s_space_not_the_file_tools():
-    from mimi.services.rules import engine
     from mimi.tools import files
 
     parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=22)
@@ -135,7 +131,7 @@ async def test_the_history_is_the_system_s_space_not_the_file_tools():
     call("device_remove", name="room")
     call("device_add", name="room", type="sht3x", log_min=1)
     await run(90, 1)
-    engine.flush()
+    mimi.close()
     kept = sum(n for p, d, n in fs.entries(limits.HISTORY_DIR) if not d)
     assert kept > 0
     files.recount()
@@ -150,12 +146,12 @@ async def test_the_history_is_the_system_s_space_not_the_file_tools():
 
 async def test_the_boot_prunes_the_history_of_devices_gone_and_loads_the_store_only_then():
     import sys
-    from mimi.services.rules import engine
+    import mimi.services.rules as engine
 
     parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=22)
     call("device_add", name="room", type="sht3x", log_min=1)
     await run(40, 1)
-    engine.flush()
+    mimi.close()
     mine = [p for p, d, _ in fs.entries(limits.HISTORY_DIR) if not d]
     assert mine and all(p.startswith(limits.HISTORY_DIR + "/room.") for p in mine), mine
     pruned = []

@@ -100,3 +100,16 @@ def test_the_chart_data_for_the_chat_page():
     assert len(summary.chart_json("bedroom", 24)) < 4096  # the default columns: one small frame
     empty = json.loads(summary.chart_json("nobody", 24))
     assert empty["count"] == 0 and "min" not in empty and set(empty["lo"]) == {None}
+
+
+def test_units_come_from_the_last_readings_text():
+    # query.units(): the word after a number of each of the first two items of the text
+    # devices/state.py keeps; a text reading or a bare number has none
+    from mimi.devices import state
+    from mimi.services.history.query import units
+
+    state.last["t"] = ("21.5 \u00b0C, humidity 40 %", 0)
+    state.last["l"] = ("about 320 lx", 0)
+    state.last["d"] = ("door open, 3", 0)
+    assert units("t") == ("\u00b0C", "%") and units("l") == ("lx", "")
+    assert units("d") == ("", "") and units("nothing") == ("", "")

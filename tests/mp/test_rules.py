@@ -157,11 +157,12 @@ async def test_rules_survive_a_restart():
 
     for m in [m for m in sys.modules if m.startswith("mimi.services.rules")]:
         mimi.unload(m)
-    from mimi.services.rules import engine as e
+    import mimi.services.rules as e
 
     assert e.rules is None
     rules_load()
     assert [r[0] for r in e.rules] == [1, 2] and e.rules[1][2] == "humidity"
+    assert all(x[:] is x for r in e.rules for x in r if isinstance(x, str))  # qstrs, kept once
     listing = call("rule_list")
     assert listing.startswith("1 hot: when room above 30, checked every 10 s: notify \"hot: {value}\" "
                               "(at most every 60 s); to websocket home\n2 fan: when room.humidity below 30"), listing

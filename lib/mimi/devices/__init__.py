@@ -47,18 +47,22 @@ def saved(exists):
     changed()
 
 
-_later = None  # set: the first device was added (the rules' loop starts then)
+_later = None  # the rules' loop's wake-up (an asyncio.ThreadSafeFlag: set from any thread)
 
 
-def changed():
-    """The devices or the rules changed (any thread): the loop of the rules and the
-    history (services/rules/engine.py) takes them again, or starts."""
+def changed(name=None):
+    """The devices or the rules changed (any thread), or with a name a button was
+    pressed (devices/button.py, from its pin interrupt: keep it short): the loop of the
+    rules and the history (body()) takes them again, or starts."""
     import sys
 
-    e = sys.modules.get("mimi.services.rules.engine")
+    e = sys.modules.get("mimi.services.rules")
     if e:
-        e.changed()
-    elif _later:
+        if name is None:
+            e.stale = True
+        elif len(e.presses) < 16:
+            e.presses.append(name)
+    if _later:
         _later.set()
 
 
@@ -74,19 +78,32 @@ def _body():
 
 
 async def body():
-    """The loop task of the rules and the history (startup.tasks()): the rules' loop
-    (services/rules/engine.py) once there is a rule or a device that logs; until then
-    it only waits for one (a change wakes it), and holds nothing else."""
+    """The loop task of the rules and the history (startup.tasks()), this package's so
+    that no module of its own stays for it: once there is a rule or a device that logs,
+    a pass (services/rules/check.py, loaded for it; the loop's state is
+    services/rules/__init__.py), then a wait until the next is due or something changes
+    (changed()); until then only that wait."""
     global _later
+    import time
     import asyncio
+    import mimi
+    from mimi import bus, log
 
-    while not _body():
-        _later = asyncio.ThreadSafeFlag()
-        await _later.wait()
-    _later = None
-    from mimi.services.rules import engine
-
-    await engine.run()
+    _later = asyncio.ThreadSafeFlag()
+    wait = None  # ms until the next pass is due (None: no work yet)
+    while True:
+        if wait is not None or _body():
+            try:
+                wait = await mimi.load("mimi.services.rules.check").step(time.ticks_ms())
+            except Exception as e:  # no room to load the pass (step() logs its own)
+                log.warning("rules", "no pass %r", e)  # (10 characters: a qstr, no string kept)
+                wait = 1000
+            if not wait:
+                continue
+        ring = wait and asyncio.create_task(bus.ring(_later, wait))
+        await _later.wait()  # (a ring left by a cancel only sets the flag)
+        if ring:
+            ring.cancel()
 
 
 def use():

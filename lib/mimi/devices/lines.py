@@ -1,7 +1,7 @@
-# What people and the model read of the devices: a reading's text, a device's line, and
-# the ## Devices part of the system prompt (agent/context.py), made from the checked
-# rows (mimi.devices.rows) and the readings devices/state.py keeps (no reading yet while
-# it is not loaded), without the table's code. Loaded for that and dropped.
+# What people and the model read of the devices: a device's line, and the ## Devices
+# part of the system prompt (agent/context.py), made from the checked rows
+# (mimi.devices.rows) and the readings' texts devices/state.py keeps (no reading yet
+# while it is not loaded), without the table's code. Loaded for that and dropped.
 import sys
 import time
 import mimi.devices as pkg
@@ -48,10 +48,6 @@ DEVICES = ("Parts wired to this board, with their last readings (device_read rea
            "device_set drives one). A pin the tools refuse stays refused: tell the user.\n")
 
 
-def text(reading):
-    return ", ".join((q[0] + " " if q[0] else "") + q[2] for q in reading)
-
-
 def ago(name):
     r = _last(name)
     if r is None:
@@ -73,8 +69,8 @@ def line_of(row):
     if r is None:
         return head + (": off (as at boot)" if kind == "out" else ": not read yet")
     if kind == "out":
-        return "%s: %s" % (head, text(r[0]))
-    return "%s: %s (%s)" % (head, text(r[0]), ago(name))
+        return "%s: %s" % (head, r[0])
+    return "%s: %s (%s)" % (head, r[0], ago(name))
 
 
 def part(cap):

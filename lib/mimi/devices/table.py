@@ -201,12 +201,24 @@ def _set(devs):
     global _devs
     import json
 
+    for d in devs:
+        d.name = word(d.name)
     _devs = devs
     pkg.rows = json.dumps([_row(d) for d in devs])
 
 
 def _row(d):
     return tuple(getattr(d, k) for k in _FIELDS)
+
+
+def word(s):
+    """s as a qstr (MicroPython's interned string; getattr() interns the name it is
+    given): a device's name is kept for good where its readings, its logging and the
+    rules keep it, and a string read from JSON is a 32-byte heap object in each place
+    that keeps one; a qstr is one copy in the names' pool, and json.loads and the str
+    methods give it back for the same text from then on."""
+    getattr(None, s, None)
+    return s[:]
 
 
 def listed():
@@ -300,7 +312,7 @@ async def _threaded(fn, *args):
 def done(dev, r):
     """A driver's answer kept as the device's last reading (and params it changed saved)."""
     r = r if dev.mod else shape(r)
-    state.last[dev.name] = (r, time.ticks_ms())
+    state.last[dev.name] = (text(r), time.ticks_ms())  # (its text: a third of the tuples' heap)
     if dev.dirty:
         dev.dirty = False
         try:
@@ -393,15 +405,13 @@ def said(dev, e):
     return "Error: %s failed: %s: %s" % (dev.label(), type(e).__name__, e)
 
 
-# A reading's text and a device's line are devices/lines.py's, loaded when one is asked
-# for (a listing, an answer), not by a rules' pass that reads and judges numbers; it goes
-# with the table's code (drop()).
-
 def text(reading):
-    from mimi.devices import lines
+    """What people and the model read of a reading: `21.5 °C, humidity 40 %`."""
+    return ", ".join((q[0] + " " if q[0] else "") + q[2] for q in reading)
 
-    return lines.text(reading)
 
+# A device's line is devices/lines.py's, loaded when one is asked for (a listing), not by
+# a rules' pass that reads and judges numbers; it goes with the table's code (drop()).
 
 def line(dev):
     """`living_temp (sht3x at 0x44 on SDA 8 / SCL 9): 21.5 °C, humidity 40 % (2 min ago)`"""

@@ -1,6 +1,6 @@
 # The rule tools (SPEC §14): rule_add, rule_list, rule_remove. The rule book
 # (services/rules/book.py, loaded for the call) checks and keeps the rules; the loop of
-# services/rules/engine.py runs them, told of each change (devices.changed()).
+# devices.body() runs them, told of each change (devices.changed()).
 import mimi
 from mimi import fs, channels, devices
 

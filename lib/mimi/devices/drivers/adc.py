@@ -4,14 +4,14 @@
 # divider, rough lux), soil (a capacitive probe: wetter = lower volts, calibrated dry/wet).
 # Volts come from read_uv() (the chip's eFuse calibration), averaged over ADC_SAMPLES
 # after a few thrown away (the first after a pause read high).
+# (Constants are const() or written where they are used: every module-level name of a
+# .mpy stays in MicroPython's qstr pool for good once any device of the module is read.)
 import math
+from micropython import const
 from mimi import board, limits
 from mimi.devices.table import Fault, qty, num
 
-_ATTEN = {"0": "ATTN_0DB", "2.5": "ATTN_2_5DB", "6": "ATTN_6DB", "11": "ATTN_11DB"}
-_TOP = {"0": 0.85, "2.5": 1.1, "6": 1.6, "11": 2.9}  # calibrated range, V (S3 datasheet Table 5-6)
-_WARM = 4
-_KELVIN = 273.15
+_WARM = const(4)
 HINT = "the wiring (the signal to the GPIO, the divider's ends to 3V3 and GND)"
 
 
@@ -21,8 +21,10 @@ class Analog:
     def __init__(self, dev):
         self.dev = dev
         p = self.p = dev.params
-        self.top = _TOP[p["atten"]]
-        self.adc = board.ADC(p["pin"], atten=getattr(board.ADC, _ATTEN[p["atten"]]))
+        # dB -> the ADC's attenuation and its calibrated range, V (S3 datasheet Table 5-6)
+        atten, self.top = {"0": ("ATTN_0DB", 0.85), "2.5": ("ATTN_2_5DB", 1.1), "6": ("ATTN_6DB", 1.6),
+                           "11": ("ATTN_11DB", 2.9)}[p["atten"]]
+        self.adc = board.ADC(p["pin"], atten=getattr(board.ADC, atten))
 
     def volts(self):
         adc = self.adc
@@ -49,7 +51,7 @@ class Analog:
         typ = self.dev.type
         if typ == "ntc":
             r = self.divider(v, p["inverted"])
-            t = 1 / (1 / (25 + _KELVIN) + math.log(r / p["r0"]) / p["beta"]) - _KELVIN
+            t = 1 / (1 / 298.15 + math.log(r / p["r0"]) / p["beta"]) - 273.15  # (kelvin; r0 at 25 °C)
             return (qty("", t, "°C"),)
         if typ == "ldr":  # LDR on the 3V3 side by default: more light, more volts
             r = self.divider(v, not p["inverted"])

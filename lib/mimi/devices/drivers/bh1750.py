@@ -7,8 +7,6 @@ from micropython import const
 from mimi.devices.drivers.i2cpart import Part
 from mimi.devices.table import qty
 
-_POWER_ON = b"\x01"
-_ONE_TIME_H = b"\x20"
 _WAIT_MS = const(200)
 
 
@@ -18,8 +16,8 @@ def convert(data):
 
 class BH1750(Part):
     def read(self):
-        yield from self.cmd(_POWER_ON)
-        self.send(_ONE_TIME_H)
+        yield from self.cmd(b"\x01")  # power on (the commands as literals: no names kept, sht3x.py)
+        self.send(b"\x20")  # one-time high resolution
         yield _WAIT_MS
         return (qty("", convert(self.recv(2)), "lx", 0),)
 

@@ -5,7 +5,6 @@
 from micropython import const
 from mimi.devices.drivers.i2cpart import Part, crc8, crc_fault, climate
 
-_MEASURE = b"\x24\x00"
 _WAIT_MS = const(16)
 
 
@@ -19,7 +18,7 @@ def convert(data):
 class SHT3x(Part):
     def read(self):
         for _ in range(2):  # a CRC mismatch is measured again once
-            yield from self.cmd(_MEASURE)
+            yield from self.cmd(b"\x24\x00")  # (a literal: a module-level name would stay a qstr for good)
             yield _WAIT_MS
             data = yield from self.fetch(6)
             if crc8(data, 0) == data[2] and crc8(data, 3) == data[5]:

@@ -87,13 +87,18 @@ def request(text):
 
 
 def units(name):
-    """(unit, second unit) of device `name` from its last reading ("21.5 °C" -> "°C")."""
+    """(unit, second unit) of device `name` from its last reading's text ("21.5 °C,
+    humidity 40 %" -> "°C", "%"): the word after a number ("about 320 lx": lx)."""
     import sys
 
     state = sys.modules.get("mimi.devices.state")  # (not loaded: no device has read)
     last = state.last.get(name) if state else None
     out = ["", ""]
-    for k, item in enumerate(last[0][:2] if last else ()):
-        t = item[2].split()
-        out[k] = t[-1] if len(t) > 1 and item[1] is not None else ""  # ("about 320 lx": lx)
+    for k, item in enumerate(last[0].split(", ")[:2] if last else ()):
+        t = item.split()
+        try:
+            float(t[-2])
+            out[k] = t[-1]
+        except (IndexError, ValueError):  # no unit, or a text ("open")
+            pass
     return out[0], out[1]

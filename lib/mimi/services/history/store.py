@@ -349,7 +349,7 @@ def flush(name=None):
 
 
 def take(name, buf, n, every_s):
-    """The device logger's batch (services/rules/engine.py): the first n readings of buf,
+    """The device logger's batch (services/rules/__init__.py): the first n readings of buf,
     each "<Iff" (Unix time, value, second value or NaN for none), kept and written.
     -> None, or why not (the first reason)."""
     why = None
@@ -398,11 +398,11 @@ def stats():
 # --- reading ------------------------------------------------------------------------
 
 def _logger(name=None):
-    """The readings the device logger (services/rules/engine.py) keeps for device
+    """The readings the device logger (services/rules/__init__.py) keeps for device
     `name`'s next batch: (bytes, their every_s) or None; no name: the devices with some."""
     import sys
 
-    eng = sys.modules.get("mimi.services.rules.engine")
+    eng = sys.modules.get("mimi.services.rules")
     out = []
     for k, lg in eng.logs.items() if eng else ():
         if lg[2]:
@@ -417,7 +417,7 @@ def records(name, s0=_SMALLEST, s1=_LARGEST):
     <= s1 (store times: seconds since EPOCH), oldest first: value2 is NaN when there is
     none; step_s the spacing the record stands for. Streamed from the flash a chunk at
     a time, then the records still in RAM, then the readings the device logger
-    (services/rules/engine.py) keeps for its next batch."""
+    (services/rules/__init__.py) keeps for its next batch."""
     wait = _logger(name)
     with _lock:
         d = _devices().get(name)

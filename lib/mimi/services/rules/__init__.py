@@ -1,5 +1,30 @@
-# Rules (SPEC §14): the body acting on its own. engine.py is the loop task (resident
-# while rules or device logging exist), check.py one pass of it, upkeep.py the rule
-# file read and what the loop needs now and then (the rules loaded, a batch of readings
-# written), book.py the rules' checks, changes and words, act.py what a firing notify or
-# ask rule sends (all loaded for that and dropped).
+# Rules (SPEC §14): the body acting on its own. This package file is the state of its
+# loop, data only (resident while rules or device logging exist; what uses it calls it
+# `engine`): the loop is the rules' task that waits for work anyway (devices.body(),
+# mimi/devices/__init__.py). check.py is one pass (the rules loaded when they changed,
+# the devices due read, the rules judged and acted on, the readings kept), upkeep.py the
+# rule file read and what the loop needs now and then (the rules loaded, a batch of
+# readings written), book.py the rules' checks, changes and words, act.py what a firing
+# notify or ask rule sends: all loaded for that and dropped (check.py, on a heap without
+# PSRAM, at most GC_SMALL_HEAP, after each pass with the device layer's code: 16 KB of
+# .mpy for four parts; rules checked every second must not keep it; with room both
+# stay). Each device a rule watches is read every rule's every_s, each device with
+# log_min > 0 every log_min minutes (one read serves both when they fall due together),
+# the conversions awaited; a button's presses come from its pin interrupt
+# (devices.changed(name)), not by polling. Nothing here touches the network: `set` rules
+# work with WiFi down; notices wait (act.py). (The state here, not in a module of its
+# own: a module, its dictionary and its names cost 0.2 KB more on 32-bit .mpy; each name
+# here is a slot of the dictionary for as long as the firmware runs.)
+#
+# History: readings wait here (12 bytes each: "<Iff" Unix time, value, second value or
+# NaN) for their batch (upkeep.py hands them to services/history/store.py, whose readers
+# add them); upkeep.flush() writes them all (a reset, the loop's end: mimi.close()). They
+# are an immutable bytes, replaced whole by the loop at each change: a reader on the
+# agent thread takes it as it is, with no lock.
+rules = None  # a rule: a list, its definition then its state (check.py); None: not loaded yet
+logs = {}  # device name -> [every_ms, next ticks_ms, waiting readings (bytes)]
+bad = {}  # device name -> [failed reads in a row, its rules' chats told]
+notes = None  # the notices' count and queue (act.py), from the first notice on
+said = set()  # (device, what) logged once: history that cannot be kept
+presses = []  # buttons pressed since the last pass (devices.changed(name))
+stale = True  # the rules or the devices changed: load them again

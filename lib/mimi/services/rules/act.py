@@ -1,4 +1,4 @@
-# What a firing rule says (services/rules/engine.py keeps the state; this is loaded for
+# What a firing rule says (services/rules/__init__.py keeps the state; this is loaded for
 # one firing and dropped): a notify rule's text, {name} and {value} filled in, to the
 # chat the rule was made in (or the owner's, for one made on the REPL); an ask rule's
 # prompt as an agent turn in that chat (the usage ledger's spend caps apply to it as to
@@ -9,7 +9,7 @@
 import time
 from micropython import const
 from mimi import log, bus, channels, limits
-from mimi.services.rules import engine
+import mimi.services.rules as engine
 
 TAG = "rules"
 _HOUR_MS = const(3600000)

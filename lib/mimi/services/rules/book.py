@@ -263,12 +263,12 @@ def _n(v):
 
 
 def _states():
-    """{rule id: its state in words} while the rules' loop runs (services/rules/engine.py
+    """{rule id: its state in words} while the rules' loop runs (services/rules/__init__.py
     holds each rule as services/rules/check.py's row), else {}."""
     import sys
     import time
 
-    eng = sys.modules.get("mimi.services.rules.engine")
+    eng = sys.modules.get("mimi.services.rules")
     out = {}
     now = time.ticks_ms()
     for r in eng and eng.rules or ():

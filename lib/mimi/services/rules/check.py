@@ -1,4 +1,4 @@
-# One pass of the rules' loop (services/rules/engine.py holds the state and runs it):
+# One pass of the rules' loop (devices.body() runs it, services/rules/__init__.py holds its state):
 # the devices due read (devices.use(): t.aread, conversions awaited), the rules judged
 # and acted on, the logging devices' readings kept for their batch. Loaded for a pass;
 # on a heap without PSRAM dropped after it, with the device layer's code.
@@ -30,7 +30,7 @@ import mimi
 from micropython import const
 from mimi import limits, log, board
 import mimi.devices as devices
-from mimi.services.rules import engine
+import mimi.services.rules as engine
 
 TAG = "rules"
 _ID = const(0)
@@ -57,7 +57,7 @@ def due(t, now):
 
 
 async def step(now):
-    """One pass at ticks `now` (the loop's, services/rules/engine.py): the rules loaded
+    """One pass at ticks `now` (the loop's, devices.body()): the rules loaded
     if they changed, presses, then every device due, then waiting notices. -> ms until
     the next is due. One bad pass stops nothing: logged, the next a second later. On a
     heap without PSRAM this module and the device layer's code go after it, unless the

@@ -74,6 +74,10 @@ def _row(d, old):
     v = [d.get(k) for k in _FIELDS.split()]
     r = [d["id"], name, label, d[when], v[0], v[1] or 0, (v[2] or 0) * 1000, (v[3] or 0) * 1000, v[4], v[5],
          v[6], v[7], time.ticks_ms(), None, None, None]
+    for i, x in enumerate(r):  # its words and names as qstrs, kept once (devices/table.py word())
+        if isinstance(x, str) and len(x) <= limits.DEVICE_NAME_MAX:  # (a long `to` stays a string)
+            getattr(None, x, None)
+            r[i] = x[:]
     return old if old and old[:_NEXT] == r[:_NEXT] else r
 
 
@@ -81,10 +85,14 @@ def load():
     """The rules from the file, the logging devices from the device table; what did not
     change keeps its state (and its waiting readings)."""
     from mimi.devices import state
-    from mimi.services.rules import engine
+    import mimi.services.rules as engine
 
     first = engine.rules is None
-    if first:  # (at boot) history of devices that are gone goes. The store is loaded for
+    if first:  # (the loop's first pass) its waiting readings written before a reset
+        c = ("services.rules.upkeep", "flush")
+        if c not in mimi.closers:
+            mimi.closers.append(c)
+        # (at boot) history of devices that are gone goes. The store is loaded for
         # it only when a segment there is one's (/history/<device>.<tier><start>): loaded,
         # its names stay in the qstr pool for good, and a boot whose devices all remain has
         # no need of them (the logging's first batch brings them). (Here, not a function of
@@ -109,11 +117,11 @@ def load():
         if name not in new and lg[2] and name in alive:
             write(name, lg, True)  # (its logging stopped: what it read is kept; a removed device's goes)
     engine.logs = new
-    state.pressed = engine.changed if any(r[_WHEN] == "pressed" for r in engine.rules) else None
     buttons = [r[_DEV] for r in engine.rules if r[_WHEN] == "pressed"]
-    if buttons:  # their interrupts armed (the handler outlives the driver: devices/button.py)
-        import mimi.devices as devices
+    import mimi.devices as devices
 
+    state.pressed = devices.changed if buttons else None
+    if buttons:  # their interrupts armed (the handler outlives the driver: devices/button.py)
         with devices.use() as t:
             for name in buttons:
                 try:
@@ -129,7 +137,7 @@ def load():
 
 def once(name, what, why):
     """Said once in the log until it is over: history that cannot be kept."""
-    from mimi.services.rules import engine
+    import mimi.services.rules as engine
 
     if (name, what) not in engine.said:
         engine.said.add((name, what))
@@ -139,7 +147,7 @@ def once(name, what, why):
 def write(name, row, whole):
     """The waiting readings to the store (loaded for it): all of them, or for a device
     read more often than every 5 minutes those of the slots that ended."""
-    from mimi.services.rules import engine
+    import mimi.services.rules as engine
 
     buf = row[2]
     n = len(buf) // _REC
@@ -159,8 +167,8 @@ def write(name, row, whole):
 
 
 def flush():
-    """Every waiting reading written (engine.flush())."""
-    from mimi.services.rules import engine
+    """Every waiting reading written (mimi.close(): a reset, the loop's end)."""
+    import mimi.services.rules as engine
 
     for name, lg in engine.logs.items():
         if lg[2]:
