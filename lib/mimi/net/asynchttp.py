@@ -2,7 +2,7 @@
 # generators run on asyncio streams. Same API as http.Client, with `await`; reached
 # as http.AsyncClient.
 from mimi import bus, limits, net
-from mimi.net.http import _W, _Base, _err, _exchange, _sunk
+from mimi.net.http import _W, _Base, _ask, _err, _exchange, _sunk
 
 
 class AsyncClient(_Base):
@@ -35,9 +35,11 @@ class AsyncClient(_Base):
                     try:
                         if not reused:
                             await self._open()
+                        await self._run(_ask(self._buf, head, data))
+                        await self._run(self._buf.fill("response headers"))  # (a long poll waits here: http._ask)
                         resp, keep = await self._run(
-                            _exchange(self._buf, head, data, method, limits.HTTP_RESPONSE_MAX) if sink is None
-                            else _sunk(self._buf, head, data, method, sink))
+                            _exchange(self._buf, method, limits.HTTP_RESPONSE_MAX) if sink is None
+                            else _sunk(self._buf, method, sink))
                     except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
                         if self._failed(e, attempt, reused):
                             continue

@@ -215,9 +215,11 @@ def _read_head(buf, what="response headers"):
         return status[0], code, status[2] if len(status) > 2 else "", headers
 
 
-def _response(buf, head, body, method, cap):
-    """Send a request on an open connection, read the response head and set up the
-    body's framing in buf. Returns (status, reason, headers, keep_alive)."""
+def _ask(buf, head, body):
+    """Send a request on an open connection. The clients then run buf.fill("response
+    headers") on its own for the response's first bytes, and _exchange or _sunk after
+    it: a long poll waits for those bytes all the time (Telegram's 30 s) with no frame
+    of this protocol's above fill()'s."""
     buf.clear()
     yield (_W, head)
     if isinstance(body, tuple):  # a body of parts (net/httpbody.py)
@@ -227,9 +229,11 @@ def _response(buf, head, body, method, cap):
     elif body:
         yield (_W, body)
     buf.sent = True
-    # The first bytes awaited here, before _read_head's frames exist: a long poll waits
-    # for them all the time (Telegram's 30 s)
-    yield from buf.fill("response headers")
+
+
+def _response(buf, method, cap):
+    """Read the response head (its first bytes in buf: _ask) and set up the body's
+    framing in buf. Returns (status, reason, headers, keep_alive)."""
     version, status, reason, headers = yield from _read_head(buf)
     conn = headers.get("connection", "").lower()
     keep = "close" not in conn and (version != "HTTP/1.0" or "keep-alive" in conn)
@@ -261,9 +265,9 @@ def _response(buf, head, body, method, cap):
     return status, reason, headers, keep
 
 
-def _exchange(buf, head, body, method, cap):
-    """One whole request/response on an open connection. Returns (Response, keep_alive)."""
-    status, reason, headers, keep = yield from _response(buf, head, body, method, cap)
+def _exchange(buf, method, cap):
+    """The whole response to a request sent (_ask). Returns (Response, keep_alive)."""
+    status, reason, headers, keep = yield from _response(buf, method, cap)
     sized = not buf.chunked and buf.left is not None
     # Known size: the one allocation of the body. Otherwise pieces, joined once at the
     # end: a body grown in place needs its old and new copy at once, again and again.
@@ -289,10 +293,10 @@ def _exchange(buf, head, body, method, cap):
     return Response(status, reason, headers, data), keep
 
 
-def _sunk(buf, head, body, method, sink):
+def _sunk(buf, method, sink):
     """_exchange with the body handed to sink(piece) as it arrives, never kept. A sink
     with a begin(status, headers) method is told the head first."""
-    status, reason, headers, keep = yield from _response(buf, head, body, method, limits.HTTP_SINK_MAX)
+    status, reason, headers, keep = yield from _response(buf, method, limits.HTTP_SINK_MAX)
     begin = getattr(sink, "begin", None)
     if begin:
         begin(status, headers)

@@ -6,7 +6,7 @@ import select
 import socket
 import time
 from mimi import limits, net
-from mimi.net.http import _W, _Base, _err, _exchange, _sunk
+from mimi.net.http import _W, _Base, _ask, _err, _exchange, _sunk
 
 
 class Client(_Base):
@@ -32,7 +32,10 @@ class Client(_Base):
             try:
                 if not reused:
                     self._open(deadline)
-                res = self._run(proto(self._buf, head, data, method, cap), deadline)
+                buf = self._buf
+                self._run(_ask(buf, head, data), deadline)
+                self._run(buf.fill("response headers"), deadline)
+                res = self._run(proto(buf, method, cap), deadline)
             except Exception as e:  # noqa: B902 - any failure leaves the socket unusable
                 if self._failed(e, attempt, reused):
                     continue
