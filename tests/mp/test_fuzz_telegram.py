@@ -120,7 +120,9 @@ class Client:
         self.answers = answers
         self.sent = []
 
-    async def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None):
+    async def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None, ready=None):
+        if ready is not None:
+            await ready()
         name = path.rsplit("/", 1)[-1]
         if name == "getMe":
             status, data = 200, b'{"ok":true,"result":{"id":123,"username":"mimi_bot"}}'

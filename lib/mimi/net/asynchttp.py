@@ -10,19 +10,25 @@ class AsyncClient(_Base):
         super().__init__(*args, **kw)
         import asyncio
 
-        self._lock = asyncio.Lock()
+        self.lock = asyncio.Lock()  # held while a request is in flight
 
-    async def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None):
+    async def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None, ready=None):
         """sink: a function given the body piece by piece as it arrives (views of the
         receive buffer, valid during the call) instead of keeping it; .body is then
-        empty and no size cap applies (the sink keeps what it can afford)."""
+        empty and no size cap applies (the sink keeps what it can afford). ready: a
+        coroutine function awaited first under the client's lock, with no other request
+        in flight (Telegram's Api: its reconnect, the agent's TLS priority), before the
+        deadline starts."""
         import asyncio
 
         self._start()
         head, data = self._build(method, path, headers, body)
         path = headers = body = None  # not held while the answer is awaited (a long poll: 30 s)
         secs = self.timeout_s if deadline_s is None else deadline_s
-        async with self._lock:
+        async with self.lock:
+            if ready is not None:
+                await ready()
+                ready = None  # (a bound method: not held for the 30 s of a long poll)
             # The deadline: a task that cancels this one (bus.within() written out, not
             # wait_for: Telegram's long poll waits here all the time, and within()'s frame
             # and a request coroutine of its own held 0.2 KB more)

@@ -53,7 +53,6 @@ class Api:
         self.token = token
         self.client = client or _client(base, timeout_s)
         self.stale = False  # the network went away: the keep-alive socket is dead
-        self.lock = asyncio.Lock()  # the reconnect below must not cut a call in flight
 
     async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None, form=None,
                    chat=None):
@@ -70,15 +69,7 @@ class Api:
         ctype, body = form or ("application/json", params if isinstance(params, tuple)
                                else json.dumps(params or {}).encode())
         params = form = None  # not held while the answer is awaited (getUpdates: 30 s)
-        async with self.lock:
-            if self.stale:  # after an outage a request on the old socket would time out
-                self.stale = False
-                self.client.close()
-            if tls.must_yield():  # the agent's LLM call needs the room for its TLS connection
-                self.client.close()
-                while tls.must_yield():
-                    await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
-            r = await self._request(method, ctype, body, deadline_s, sink)
+        r = await self._request(method, ctype, body, deadline_s, sink)
         body = None
         if sink is not None and r.status == 200 and sink.seen:
             return getattr(sink, "result", None)
@@ -93,8 +84,18 @@ class Api:
     def _request(self, method, ctype, body, deadline_s, sink):
         # (a function of its own: the path and headers it makes are not left behind in
         # call()'s frame while the answer is awaited)
-        return self.client.request("POST", "/bot%s/%s" % (self.token, method),
-                                   headers={"Content-Type": ctype}, body=body, deadline_s=deadline_s, sink=sink)
+        return self.client.request("POST", "/bot%s/%s" % (self.token, method), headers={"Content-Type": ctype},
+                                   body=body, deadline_s=deadline_s, sink=sink, ready=self._ready)
+
+    async def _ready(self):
+        # Under the client's lock (the reconnect must not cut a call in flight)
+        if self.stale:  # after an outage a request on the old socket would time out
+            self.stale = False
+            self.client.close()
+        if tls.must_yield():  # the agent's LLM call needs the room for its TLS connection
+            self.client.close()
+            while tls.must_yield():
+                await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
 
     def close(self):
         try:
@@ -363,7 +364,7 @@ class Telegram:
         while True:
             await self.llm.wait()
             if tls.must_yield():
-                if self.send_api and not self.send_api.lock.locked():
+                if self.send_api and not self.send_api.client.lock.locked():
                     self.send_api.client.close()
                 self.cut = True
                 self.polling.cancel()
