@@ -53,9 +53,17 @@ def failed(bot, e, backoff, conflict):
     # network, TLS, timeouts: the client reconnects next time
     if isinstance(e, (http.ConnectFailure, http.Timeout)):  # (net/httperr.py, loaded by e)
         wifi.suspect(TAG)  # a few in a row while "online": WiFi reconnects
-        bot._network_lost()
+        network_lost(bot)
     if not wifi.online():
         return 0, False, backoff, conflict
     bot.limit = max(1, bot.limit // 2)  # maybe too much for the heap or the deadline
     log.warning(TAG, "polling failed: %s %s; retry in %d s", type(e).__name__, e, backoff)
     return backoff, False, min(backoff * 2, limits.TG_BACKOFF_MAX_S), conflict
+
+
+def network_lost(bot):
+    """The network went away: the kept-alive sockets are dead, each Api reconnects
+    before its next call."""
+    for api in (bot.poll_api, bot.send_api):
+        if api:
+            api.stale = True

@@ -14,7 +14,7 @@ import json
 import time
 import asyncio
 import mimi
-from mimi import limits, log, bus, fs, jsonutil, channels
+from mimi import limits, log, bus, jsonutil, channels
 from mimi.config import settings as config
 from mimi.net import tls
 from mimi.services import wifi, ntp
@@ -215,37 +215,12 @@ class Telegram:
             self.changed.set()
 
     # ---------------------------------------------------------------- state
-    def _save_offset(self):
-        if self.offset == self.saved_offset:
-            return
-        try:
-            # (in place once the file is there: a rename in / read the flash ~300 times, this ~25)
-            fs.write_atomic(limits.TG_OFFSET_PATH, json.dumps({"bot": self.bot_id, "offset": self.offset}),
-                            False, self.offset_file)
-            self.offset_file = True
-            self.saved_offset = self.offset
-            self.unsaved = 0
-        except OSError as e:
-            log.error(TAG, "saving the update offset failed: %s", e)
-
     def _close(self):
         for api in (self.poll_api, self.send_api):
             if api:
                 api.close()
         self.poll_api = self.send_api = None
         self.token = None
-
-    def _network_lost(self):
-        for api in (self.poll_api, self.send_api):
-            if api:
-                api.stale = True
-
-    async def _online(self):
-        """Wait for WiFi (at once when online); after an outage, reconnect first."""
-        if wifi.online():
-            return
-        self._network_lost()
-        await wifi.wait_online()
 
     # ---------------------------------------------------------------- polling
     async def run(self):
@@ -265,7 +240,8 @@ class Telegram:
             if not wifi.online():
                 self.paused = True
                 log.info(TAG, "WiFi offline; polling paused")
-                await self._online()
+                mimi.run("channels.telegram.connect", "network_lost", self)  # (reconnect after)
+                await wifi.wait_online()
                 log.info(TAG, "WiFi back; polling resumes")
                 self.paused = False
                 backoff = limits.TG_BACKOFF_MIN_S
@@ -313,21 +289,12 @@ class Telegram:
                 conflict = limits.TG_CONFLICT_MIN_S
                 # a batch cut short: that many next time; else back up towards the most
                 self.limit = max(1, len(batch.acts)) if batch.full else min(2 * self.limit, limits.TG_POLL_LIMIT)
-                acts, stuck, left = batch.acts, batch.full, batch.left
-                batch = None
-                before = self.offset
-                await self._batch(acts)
-                acts = len(acts)  # (the texts not held by this frame through the next poll)
-                if (acts or stuck) and self.offset == before:  # none taken: not at once again
-                    self.stuck += 1
-                    if stuck and left and left[0] is not None and self.stuck > limits.TG_STUCK_TRIES:
-                        await self._not_read(left)
-                        continue
-                    log.warning(TAG, "no update taken from a batch (%s); retry in %d s",
-                                "no room in the heap" if stuck else "no usable update_id", backoff)
-                    if stuck:
-                        self._free()
-                    await asyncio.sleep(backoff)
+                if batch.acts or batch.full:  # (updates.py: the batch is not held by this frame meanwhile)
+                    batch = channels.load("telegram.updates").handle(self, batch, backoff)
+                    batch = await batch
+                    mimi.drop("channels.telegram.updates")
+                    if batch:  # none taken: not at once again
+                        await asyncio.sleep(batch)
                 else:
                     self.stuck = 0
             except asyncio.CancelledError:
@@ -403,17 +370,6 @@ class Telegram:
         self.limit = 1
         mimi.spare(False)  # (taken again by the next turn: worker.handle())
 
-    async def _not_read(self, left):
-        """An update that found no room for TG_STUCK_TRIES polls: skipped (the offset goes
-        past it), and its sender, when allowed, told to send it again."""
-        uid, chat = left
-        log.error(TAG, "update %s skipped: no room in the heap to read it (%d polls)", uid, self.stuck)
-        self.stuck = 0
-        self.offset = uid + 1
-        self._save_offset()
-        if chat is not None and allowed(chat):
-            await channels.load("telegram.send").act(self, "not_read", str(chat))
-
     def _room(self):
         """(bytes of the biggest update taken, text bytes kept for the agent) for the
         next batch: what the heap can spare now."""
@@ -422,44 +378,6 @@ class Telegram:
             gc.collect()  # a figure taken just before one skipped (lost) a 280-byte message
             free = gc.mem_free()
         return min(limits.TG_UPDATE_MAX, free // 3), free // 4
-
-    async def _batch(self, acts):
-        """Handle one getUpdates batch ([(update_id, action)]). The offset is saved
-        BEFORE any message is handed to the agent: after a crash an update is lost
-        rather than answered twice (a second LLM turn and a duplicate reply are worse
-        than asking again). Batches with nothing for the agent are not written every
-        time (flash wear, and a stranger must not be able to make the board write)."""
-        todo = []
-        for uid, act in acts:
-            if uid is None or uid < self.offset:
-                continue
-            self.offset = uid + 1
-            if act is not None and act[0] != "ignore":
-                todo.append(act)
-        self.unsaved += len(acts)
-        if any(a[0] in ("agent", "reset") for a in todo) or self.unsaved >= limits.TG_OFFSET_SAVE_EVERY:
-            self._save_offset()
-        for a in todo:
-            if a[4] in self.recent:
-                continue  # Telegram sent it again (an offset lost): handled once
-            self.recent.append(a[4])
-            if len(self.recent) > limits.TG_DEDUP:
-                self.recent.pop(0)
-            try:
-                await self._act(a)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.exception(TAG, "handling an update failed", e)
-
-    async def _act(self, a):
-        what, chat_id, text, meta, _ = a
-        if what == "agent":
-            if bus.inbound.put(bus.Msg(CHANNEL, chat_id, text, meta=meta)):
-                return
-            log.warning(TAG, "inbound queue full; chat %s told to retry", chat_id)
-            what = "busy"
-        await channels.load("telegram.send").act(self, what, chat_id, text)
 
     async def send(self, msg):
         """The dispatcher's sender for channel "telegram": only to chats in tg_allow (a
