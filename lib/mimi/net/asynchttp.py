@@ -47,7 +47,9 @@ class AsyncClient(_Base):
                             _exchange(self._buf, method, limits.HTTP_RESPONSE_MAX) if sink is None
                             else _sunk(self._buf, method, sink))
                     except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
-                        if self._failed(e, attempt, reused):
+                        from mimi.net import httperr
+
+                        if httperr.failed(self, e, attempt, reused):
                             continue
                     if not keep:
                         self.close()

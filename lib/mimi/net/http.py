@@ -29,16 +29,15 @@
 # non-blocking sockets with poll (agent thread, blocking);
 # AsyncClient (net/asynchttp.py, loaded on first use of http.AsyncClient) runs them on
 # asyncio streams (event loop).
-import gc
 import json
-import select
 
 from mimi import limits, jsonutil, net
 from mimi.fs import decode
 
+# (the module's table holds 23 names: one more makes it 29 slots, +48 B of a frozen
+# board's heap with Telegram; what a rare path needs it imports there)
 _W = 0
 _R = 1
-_UA = "mimiclaw-micropython"
 
 
 def _err(kind, msg):
@@ -282,7 +281,9 @@ def _exchange(buf, method, cap):
             off += len(k)
         else:
             if got >= limits.HTTP_PIECES_COLLECT:  # the reads' garbage out of the way: the
-                gc.collect()  # pieces fill small holes and the big block stays whole
+                import gc  # pieces fill small holes and the big block stays whole
+
+                gc.collect()
                 got = 0
             data.append(bytes(k))
             got += len(k)
@@ -373,6 +374,8 @@ class _Base:
     def _stray(self, sock):
         """Is anything readable on an idle kept-alive connection (an unsolicited
         response, or the server's close)? Then it is out of step: not to be reused."""
+        import select
+
         p = select.poll()
         p.register(sock, select.POLLIN)
         return bool(p.poll(0))
@@ -401,7 +404,7 @@ class _Base:
             lines.append("%s: %s" % (_clean(k, "header name"), _clean(v, "header " + k)))
             given.add(k.lower())
         if "user-agent" not in given:
-            lines.append("User-Agent: " + _UA)
+            lines.append("User-Agent: mimiclaw-micropython")
         if "accept-encoding" not in given:
             lines.append("Accept-Encoding: identity")
         if ctype and "content-type" not in given:
@@ -417,40 +420,9 @@ class _Base:
         lines.append("\r\n")
         return "\r\n".join(lines).encode(), data
 
-    def _fail(self, e):
-        """The HTTPError to raise for exception e (connection already closed)."""
-        from mimi.net import httperr
-
-        if isinstance(e, httperr.HTTPError):
-            return e
-        where = "%s:%d" % (self.host, self.port)
-        if isinstance(e, ValueError) and self.tls:
-            return _err("TLSFailure", "TLS to %s failed: %s" % (where, str(e).strip()))
-        if isinstance(e, OSError):
-            code = e.args[0] if e.args else 0
-            if isinstance(code, int) and code < 0:  # an mbedTLS error code
-                name = e.args[1] if len(e.args) > 1 else ""
-                return _err("TLSFailure", "TLS to %s failed: mbedTLS error -0x%04x %s" % (where, -code, name))
-            if self._buf.sent:  # ConnectFailure promises the server never saw the request
-                return _err("ProtocolError", "connection to %s lost after the request was sent: %s" % (where, e))
-            if self.proxy:  # the connection is the proxy's
-                where = "the proxy %s:%d" % self._hop()
-            return _err("ConnectFailure", "connection to %s failed: %s" % (where, e))
-        return e
-
     def _start(self):
         if self._buf is None:
             self._buf = _Buf(self.bufsize)
-
-    def _failed(self, e, attempt, reused):
-        """Close after failure e; True to try once more on a fresh connection (a reused
-        keep-alive connection that died before any response byte), else raise."""
-        from mimi.net import httperr
-
-        self.close()
-        if attempt == 0 and reused and self._buf.got == 0 and isinstance(e, (httperr._Stale, OSError)):
-            return True
-        raise self._fail(e)
 
     def close(self):
         if self._sock is not None:

@@ -37,7 +37,9 @@ class Client(_Base):
                 self._run(buf.fill("response headers"), deadline)
                 res = self._run(proto(buf, method, cap), deadline)
             except Exception as e:  # noqa: B902 - any failure leaves the socket unusable
-                if self._failed(e, attempt, reused):
+                from mimi.net import httperr
+
+                if httperr.failed(self, e, attempt, reused):
                     continue
             if not res[1]:
                 self.close()
