@@ -9,22 +9,19 @@
 # and nothing else happens: no LLM call, no file write. While WiFi is down the poller
 # waits and replies wait in the dispatcher's lane (bounded); they go out, in order,
 # once the supervisor is online again.
-import gc
-import json
-import time
+#
+# (The module's table holds 29 names, its classes' 12 and the Telegram object's 17: one
+# more of each makes the table a step bigger on a frozen board's heap, 48-64 B. What a
+# function alone needs, it imports there.)
 import asyncio
 import mimi
-from mimi import limits, log, bus, jsonutil, channels
-from mimi.config import settings as config
+from mimi import limits, log, bus, channels
+from mimi.config.settings import cfg
 from mimi.net import tls
 from mimi.services import wifi, ntp
 
 TAG = "tg"
 CHANNEL = "telegram"
-cfg = config.cfg
-_EMPTY = b'{"ok":true,"result":[]}'  # a long poll that saw no update (Telegram: compact JSON)
-NO_ROOM = ("Sorry, my answer did not fit in the board's free memory to be sent. It is saved in "
-           "this chat: ask me to repeat it, shorter.")
 
 
 _quiet = {}  # chat id (str) -> ticks_ms until which Telegram refuses calls for it (a 429)
@@ -37,6 +34,8 @@ def quiet(chat_id):
     t = _quiet.get(key)
     if t is None:
         return 0
+    import time
+
     left = time.ticks_diff(t, time.ticks_ms())
     if left <= 0:
         del _quiet[key]
@@ -51,7 +50,13 @@ class Api:
     def __init__(self, base, token, timeout_s, client=None):
         self.base = base
         self.token = token
-        self.client = client or _client(base, timeout_s)
+        if client is None:
+            from mimi.net import http
+
+            # ca=None: the client verifies against the board's root bundle (limits.CA_BUNDLE)
+            client = http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s,
+                                      bufsize=limits.TG_RECV_BUF)
+        self.client = client
         self.stale = False  # the network went away: the keep-alive socket is dead
 
     async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None, form=None,
@@ -66,26 +71,22 @@ class Api:
         if chat is not None:
             while quiet(chat):
                 await asyncio.sleep_ms(quiet(chat))
-        ctype, body = form or ("application/json", params if isinstance(params, tuple)
-                               else json.dumps(params or {}).encode())
+        r = self._request(method, params, form, deadline_s, sink)
         params = form = None  # not held while the answer is awaited (getUpdates: 30 s)
-        r = await self._request(method, ctype, body, deadline_s, sink)
-        body = None
+        r = await r
         if sink is not None and r.status == 200 and sink.seen:
             return getattr(sink, "result", None)
-        try:
-            obj = jsonutil.loads(r.body if sink is None else sink.head)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict) and r.status == 200 and obj.get("ok"):
-            return obj.get("result")
-        raise _refused(r.status, obj, chat)
+        return _answer(r, sink, chat)
 
-    def _request(self, method, ctype, body, deadline_s, sink):
-        # (a function of its own: the path and headers it makes are not left behind in
-        # call()'s frame while the answer is awaited)
-        return self.client.request("POST", "/bot%s/%s" % (self.token, method), headers={"Content-Type": ctype},
-                                   body=body, deadline_s=deadline_s, sink=sink, ready=self._ready)
+    def _request(self, method, params, form, deadline_s, sink):
+        # (a function of its own: the body, path and headers it makes are not left
+        # behind in call()'s frame while the answer is awaited)
+        if form is None:
+            import json
+
+            form = "application/json", params if isinstance(params, tuple) else json.dumps(params or {}).encode()
+        return self.client.request("POST", "/bot%s/%s" % (self.token, method), headers={"Content-Type": form[0]},
+                                   body=form[1], deadline_s=deadline_s, sink=sink, ready=self._ready)
 
     async def _ready(self):
         # Under the client's lock (the reconnect must not cut a call in flight)
@@ -104,27 +105,31 @@ class Api:
             pass
 
 
-def _refused(status, obj, chat):
-    """The ApiError for Telegram's refusal obj (apierror.py: loaded by the first); a 429
-    quiets its chat (quiet())."""
+def _answer(r, sink, chat):
+    """The result of Telegram's answer r, read whole (sink: its first bytes); or the
+    ApiError for its refusal raised (apierror.py: loaded by the first), which quiets
+    the chat after a 429 (quiet())."""
+    from mimi import jsonutil
+
+    status = r.status
+    try:
+        obj = jsonutil.loads(r.body if sink is None else sink.head)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict) and status == 200 and obj.get("ok"):
+        return obj.get("result")
     from mimi.channels.telegram.apierror import ApiError
 
     if not isinstance(obj, dict):
-        return ApiError(status, "non-JSON answer (HTTP %d)" % status)
+        raise ApiError(status, "non-JSON answer (HTTP %d)" % status)
     p = obj.get("parameters")
     e = ApiError(obj.get("error_code") or status, obj.get("description"),
                  p.get("retry_after") if isinstance(p, dict) else None)
     if e.code == 429 and chat is not None:  # (tg_allow's chats only: few)
+        import time
+
         _quiet[str(chat)] = time.ticks_add(time.ticks_ms(), min(e.retry_after or 1, limits.TG_RETRY_AFTER_MAX_S) * 1000)
-    return e
-
-
-def _client(base, timeout_s):
-    from mimi.net import http
-
-    # ca=None: the client verifies against the board's root bundle (limits.CA_BUNDLE)
-    return http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s,
-                            bufsize=limits.TG_RECV_BUF)
+    raise e
 
 
 def allowed(chat_id):
@@ -169,14 +174,15 @@ class Updates:
         self.full = False
         self.left = None  # (update_id, chat id) of the first update not taken for want of room
         self.seen = False  # a "result" array was there
-        self.idle = True  # nothing but the start of _EMPTY so far (the decoder's state: tgupdates.start)
+        self.idle = True  # nothing but the start of an empty answer so far (the decoder's state: updates.start)
 
     def __call__(self, mv):
         b = bytes(mv)
         if self.idle:  # so far the start of the empty answer: no decoder needed yet
             self.head += b
-            if _EMPTY.startswith(self.head):
-                self.seen = self.head == _EMPTY
+            # (a long poll that saw no update; Telegram's JSON is compact)
+            if b'{"ok":true,"result":[]}'.startswith(self.head):
+                self.seen = self.head == b'{"ok":true,"result":[]}'
                 return
             self.idle = False
             b, self.head = self.head, b""  # the decoder reads it all from the start
@@ -189,17 +195,15 @@ class Telegram:
     def __init__(self):
         self.poll_api = None
         self.send_api = None
-        self.token = None
         self.bot_id = None
         self.username = None
         self.offset = 0
-        self.saved_offset = 0
-        self.offset_file = False  # /tg_offset.json is there: rewritten in place (fs.write_atomic)
+        self.saved_offset = None  # as in /tg_offset.json (None: no file yet; there, it is rewritten in place)
         self.unsaved = 0  # updates taken since the offset was last written
         self.limit = limits.TG_POLL_LIMIT  # updates asked for (fewer after a batch cut short)
         self.stuck = 0  # polls in a row that took no update for want of room
         self.owed = []  # chat ids whose reply found no room to be sent (owe())
-        self.polling = None  # the task while its getUpdates is in flight (run())
+        self.polling = None  # the task while its getUpdates is in flight (run()); None again once cut
         self.recent = []  # keys (small ints) of the (chat, message_id) pairs handled last
         self.strangers = {}  # chat id -> time told (tgsend)
         self.typing = {}  # chat id -> renewal task (tgsend)
@@ -207,7 +211,6 @@ class Telegram:
         self.changed = asyncio.ThreadSafeFlag()
         cfg.watch(self._on_config)
         self.llm = asyncio.ThreadSafeFlag()  # set when the agent's LLM call starts or ends
-        self.cut = False
         tls.watch(self.llm.set)
 
     def _on_config(self, keys):
@@ -215,13 +218,6 @@ class Telegram:
             self.changed.set()
 
     # ---------------------------------------------------------------- state
-    def _close(self):
-        for api in (self.poll_api, self.send_api):
-            if api:
-                api.close()
-        self.poll_api = self.send_api = None
-        self.token = None
-
     # ---------------------------------------------------------------- polling
     async def run(self):
         backoff = limits.TG_BACKOFF_MIN_S
@@ -230,7 +226,8 @@ class Telegram:
         while True:
             token = cfg.get("tg_token")
             if not token:
-                self._close()
+                if self.poll_api or self.send_api:
+                    mimi.run("channels.telegram.connect", "close", self)
                 if not idle_logged:
                     log.info(TAG, "no bot token; Telegram idle until set_tg_token(...)")
                     idle_logged = True
@@ -253,7 +250,7 @@ class Telegram:
                 await ntp.wait_valid()
                 continue
             try:
-                if token != self.token or self.poll_api is None or self.poll_api.base != cfg.get("tg_api_base"):
+                if self.poll_api is None or token != self.poll_api.token or self.poll_api.base != cfg.get("tg_api_base"):
                     mimi.run("channels.telegram.connect", "connect", self, token)
                 if self.username is None:
                     me = await self.poll_api.call("getMe")
@@ -269,13 +266,12 @@ class Telegram:
                 # a board without room for two): then no poll starts
                 while tls.must_yield():
                     await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
-                self.cut = False
                 self.polling = asyncio.current_task()
                 guard = asyncio.create_task(self._guard())
                 try:
                     await self._get_updates(batch)
                 except asyncio.CancelledError:
-                    if not self.cut:  # the poller itself is being stopped
+                    if self.polling is not None:  # not cut: the poller itself is being stopped
                         raise
                     self.poll_api.close()  # the request was cut: the connection is out of step
                     continue  # its updates come with the next poll
@@ -333,8 +329,8 @@ class Telegram:
             if tls.must_yield():
                 if self.send_api and not self.send_api.client.lock.locked():
                     self.send_api.client.close()
-                self.cut = True
-                self.polling.cancel()
+                task, self.polling = self.polling, None  # (None: cut)
+                task.cancel()
                 return
 
     def owe(self, chat_id):
@@ -344,16 +340,20 @@ class Telegram:
         flight cut for it."""
         if chat_id not in self.owed:  # (one each: replies go only to the chats of tg_allow)
             self.owed.append(chat_id)
-        if self.polling is not None:
-            self.cut = True
-            self.polling.cancel()
+        task, self.polling = self.polling, None  # (None: cut)
+        if task is not None:
+            task.cancel()
 
     async def _say_owed(self):
+        import gc
+
         gc.collect()
         while self.owed:
             chat = self.owed.pop(0)
             try:
-                await self.poll_api.call("sendMessage", {"chat_id": chat, "text": NO_ROOM})
+                await self.poll_api.call("sendMessage", {"chat_id": chat, "text": (
+                    "Sorry, my answer did not fit in the board's free memory to be sent. It is saved in "
+                    "this chat: ask me to repeat it, shorter.")})
                 log.warning(TAG, "told %s that its reply found no room in the heap", chat)
             except Exception as e:  # (MemoryError too: not again)
                 log.error(TAG, "telling %s that its reply found no room failed: %s", chat, e)
@@ -373,6 +373,8 @@ class Telegram:
     def _room(self):
         """(bytes of the biggest update taken, text bytes kept for the agent) for the
         next batch: what the heap can spare now."""
+        import gc
+
         free = gc.mem_free()
         if free < 3 * limits.TG_UPDATE_MAX:  # garbage counts as used until a collection:
             gc.collect()  # a figure taken just before one skipped (lost) a 280-byte message

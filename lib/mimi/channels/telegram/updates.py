@@ -281,8 +281,7 @@ def save_offset(bot):
     try:
         # (in place once the file is there: a rename in / read the flash ~300 times, this ~25)
         fs.write_atomic(limits.TG_OFFSET_PATH, json.dumps({"bot": bot.bot_id, "offset": bot.offset}),
-                        False, bot.offset_file)
-        bot.offset_file = True
+                        False, bot.saved_offset is not None)
         bot.saved_offset = bot.offset
         bot.unsaved = 0
     except OSError as e:
