@@ -41,8 +41,7 @@ class AsyncClient(_Base):
                     try:
                         if not reused:
                             await self._open()
-                        await self._run(_ask(self._buf, head, data))
-                        await self._run(self._buf.fill("response headers"))  # (a long poll waits here: http._ask)
+                        await self._send(head, data)
                         resp, keep = await self._run(
                             _exchange(self._buf, method, limits.HTTP_RESPONSE_MAX) if sink is None
                             else _sunk(self._buf, method, sink))
@@ -94,6 +93,17 @@ class AsyncClient(_Base):
             await self._run(self._tunnel())
         if tls:  # the handshake runs on the first write
             self._sock = asyncio.StreamReader(self._wrap(tls, self._sock.s))
+
+    async def _send(self, head, data):
+        """The request sent (http._ask) and the response's first bytes read into the
+        buffer: a long poll waits here all the time, with no frame of the protocol's
+        (the spent _ask generator's slot on this frame is overwritten by the read's)."""
+        buf = self._buf
+        await self._run(_ask(buf, head, data))
+        n = None
+        while n is None:
+            n = await self._sock.readinto(buf.mv)
+        buf.took(n, "response headers")
 
     async def _run(self, gen):
         s = self._sock

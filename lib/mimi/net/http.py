@@ -91,7 +91,10 @@ class _Buf:
             n = self.j - self.i
             self.mv[0:n] = self.mv[self.i:self.j]
             self.i, self.j = 0, n
-        n = yield (_R, self.mv[self.j:])
+        self.took((yield (_R, self.mv[self.j:])), what)
+
+    def took(self, n, what):
+        """n bytes were read into the buffer past j (0: the connection closed)."""
         if not n:
             if self.got == 0:
                 raise _err("_Stale", "connection closed by the server before the response")
@@ -215,10 +218,10 @@ def _read_head(buf, what="response headers"):
 
 
 def _ask(buf, head, body):
-    """Send a request on an open connection. The clients then run buf.fill("response
-    headers") on its own for the response's first bytes, and _exchange or _sunk after
-    it: a long poll waits for those bytes all the time (Telegram's 30 s) with no frame
-    of this protocol's above fill()'s."""
+    """Send a request on an open connection. The clients then read the response's
+    first bytes on their own (buf.fill("response headers"); the asyncio client's
+    _first()), and run _exchange or _sunk after: a long poll waits for those bytes all
+    the time (Telegram's 30 s) with no frame of this protocol's."""
     buf.clear()
     yield (_W, head)
     if isinstance(body, tuple):  # a body of parts (net/httpbody.py)
