@@ -72,11 +72,8 @@ class Api:
             while quiet(chat):
                 await asyncio.sleep_ms(quiet(chat))
         r = self._request(method, params, form, deadline_s, sink)
-        params = form = None  # not held while the answer is awaited (getUpdates: 30 s)
-        r = await r
-        if sink is not None and r.status == 200 and sink.seen:
-            return getattr(sink, "result", None)
-        return _answer(r, sink, chat)
+        params = form = None  # not held while the answer is awaited
+        return _answer(await r, sink, chat)
 
     def _request(self, method, params, form, deadline_s, sink):
         # (a function of its own: the body, path and headers it makes are not left
@@ -106,12 +103,14 @@ class Api:
 
 
 def _answer(r, sink, chat):
-    """The result of Telegram's answer r, read whole (sink: its first bytes); or the
-    ApiError for its refusal raised (apierror.py: loaded by the first), which quiets
-    the chat after a 429 (quiet())."""
+    """The result of Telegram's answer r (read whole, or by the sink: its .result when
+    it took the answer, else the answer's first bytes); or the ApiError for its refusal
+    raised (apierror.py: loaded by the first), which quiets the chat after a 429 (quiet())."""
+    status = r.status
+    if sink is not None and status == 200 and sink.seen:
+        return getattr(sink, "result", None)
     from mimi import jsonutil
 
-    status = r.status
     try:
         obj = jsonutil.loads(r.body if sink is None else sink.head)
     except ValueError:
@@ -269,7 +268,7 @@ class Telegram:
                 self.polling = asyncio.current_task()
                 guard = asyncio.create_task(self._guard())
                 try:
-                    await self._get_updates(batch)
+                    _answer(await self._get_updates(batch), batch, None)
                 except asyncio.CancelledError:
                     if self.polling is not None:  # not cut: the poller itself is being stopped
                         raise
@@ -313,12 +312,13 @@ class Telegram:
                     await asyncio.sleep(wait)
 
     def _get_updates(self, batch):
-        # (a function of its own: the parameters it makes are not left behind in run()'s
-        # frame while the poll waits)
-        return self.poll_api.call("getUpdates", {
+        # The request, awaited by run() itself (Api.call's frame is not needed: no chat
+        # to wait for); a function of its own: the parameters it makes are not left
+        # behind in run()'s frame while the poll waits
+        return self.poll_api._request("getUpdates", {
             "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
             "limit": self.limit, "allowed_updates": ["message"]},
-            limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S, batch)
+            None, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S, batch)
 
     async def _guard(self):
         """While a poll is in flight (a task of its own, with the poll's deadline the only
