@@ -25,7 +25,9 @@ class AsyncClient(_Base):
         head, data = self._build(method, path, headers, body)
         path = headers = body = None  # not held while the answer is awaited (a long poll: 30 s)
         secs = self.timeout_s if deadline_s is None else deadline_s
-        async with self.lock:
+        await self.lock.acquire()  # (not `async with`: its handler held more of the frame a long poll waits in)
+        alarm = None
+        try:
             if ready is not None:
                 await ready()
                 ready = None  # (a bound method: not held for the 30 s of a long poll)
@@ -33,33 +35,34 @@ class AsyncClient(_Base):
             # wait_for: Telegram's long poll waits here all the time, and within()'s frame
             # and a request coroutine of its own held 0.2 KB more)
             alarm = asyncio.create_task(bus.alarm(asyncio.current_task(), secs))
-            try:
-                for attempt in (0, 1):
-                    if self._sock is not None and self._stray(self._sock.s):
-                        self.close()
-                    reused = self._sock is not None
-                    try:
-                        if not reused:
-                            await self._open()
-                        await self._send(head, data)
-                        resp, keep = await self._run(
-                            _exchange(self._buf, method, limits.HTTP_RESPONSE_MAX) if sink is None
-                            else _sunk(self._buf, method, sink))
-                    except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
-                        from mimi.net import httperr
+            for attempt in (0, 1):
+                if self._sock is not None and self._stray(self._sock.s):
+                    self.close()
+                reused = self._sock is not None
+                try:
+                    if not reused:
+                        await self._open()
+                    await self._send(head, data)
+                    resp, keep = await self._run(
+                        _exchange(self._buf, method, limits.HTTP_RESPONSE_MAX) if sink is None
+                        else _sunk(self._buf, method, sink))
+                except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
+                    from mimi.net import httperr
 
-                        if httperr.failed(self, e, attempt, reused):
-                            continue
-                    if not keep:
-                        self.close()
-                    return resp
-            except asyncio.CancelledError:
-                if not alarm.done():
-                    raise  # cancelled by its caller (Telegram's guard cuts a poll)
-                self.close()
-                raise _err("Timeout", "no answer from %s:%d within %s s" % (self.host, self.port, secs))
-            finally:
+                    if httperr.failed(self, e, attempt, reused):
+                        continue
+                if not keep:
+                    self.close()
+                return resp
+        except asyncio.CancelledError:
+            if alarm is None or not alarm.done():
+                raise  # cancelled by its caller (Telegram's guard cuts a poll)
+            self.close()
+            raise _err("Timeout", "no answer from %s:%d within %s s" % (self.host, self.port, secs))
+        finally:
+            if alarm is not None:
                 alarm.cancel()
+            self.lock.release()
 
     def detach(self):
         """After a 101 answer (a WebSocket upgrade): the connection leaves the client
