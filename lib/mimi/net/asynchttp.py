@@ -35,7 +35,8 @@ class AsyncClient(_Base):
             # wait_for: Telegram's long poll waits here all the time, and within()'s frame
             # and a request coroutine of its own held 0.2 KB more)
             alarm = asyncio.create_task(bus.alarm(asyncio.current_task(), secs))
-            for attempt in (0, 1):
+            attempt = 0  # (a second one on a fresh connection: httperr.failed(); not `for` over
+            while True:  # a tuple, whose iterator took 4 slots of the frame a long poll waits in)
                 if self._sock is not None and self._stray(self._sock.s):
                     self.close()
                 reused = self._sock is not None
@@ -50,6 +51,7 @@ class AsyncClient(_Base):
                     from mimi.net import httperr
 
                     if httperr.failed(self, e, attempt, reused):
+                        attempt = 1
                         continue
                 if not keep:
                     self.close()
