@@ -216,7 +216,6 @@ class Telegram:
         if "tg_token" in keys or "tg_api_base" in keys or "proxy_host" in keys:
             self.changed.set()
 
-    # ---------------------------------------------------------------- state
     # ---------------------------------------------------------------- polling
     async def run(self):
         backoff = limits.TG_BACKOFF_MIN_S
@@ -329,8 +328,9 @@ class Telegram:
             if tls.must_yield():
                 if self.send_api and not self.send_api.client.lock.locked():
                     self.send_api.client.close()
-                task, self.polling = self.polling, None  # (None: cut)
-                task.cancel()
+                task, self.polling = self.polling, None  # (None: cut; owe() may have cut it already)
+                if task is not None:
+                    task.cancel()
                 return
 
     def owe(self, chat_id):
