@@ -71,7 +71,7 @@ HEAP = re.compile(r"^heap free\s+(\d+) bytes \(in use (\d+)\)", re.M)
 RESIDENT = ("mimi mimi.limits mimi.log mimi.fs mimi.config.settings mimi.board.clock mimi.board mimi.safemode "
             "mimi.app mimi.channels mimi.bus mimi.agent.worker mimi.services.loopwatch mimi.services.wifi "
             "mimi.services.watchdog mimi.channels.dispatch mimi.services.ntp mimi.services.cron "
-            "mimi.services.heartbeat mimi.console.serial mimi.board.heapblock mimi.net mimi.channels.websocket.gateway "
+            "mimi.services.heartbeat mimi.console.serial mimi.net mimi.channels.websocket.gateway "
             "mimi.utf8 mimi.jsonutil mimi.net.dns mimi.net.http mimi.net.tls mimi.net.asynchttp asyncio.lock "
             "mimi.channels.telegram.poller mimi.repl").split()
 

@@ -15,7 +15,9 @@ BEFORE = 3455, 3803  # the table's bytes (Anthropic's, OpenAI's shape) when issu
 
 
 def schema_table():
-    from mimi.tools import TOOLS, NEEDS
+    from mimi.tools import TABLE, NEEDS
+
+    TOOLS = [tuple(row.split("\t")) for row in TABLE.decode().split("\n")[1:]]  # (name, module, description, schema)
 
     noargs = '{"type":"object","properties":{}}'  # left out in OpenAI's shape (llm/openai.py _NOARGS)
 

@@ -105,8 +105,7 @@ def error(tag, msg, *args):
 def exception(tag, msg, exc):
     # One line for the ring, the traceback on the console.
     _emit(ERROR, tag, "%s: %s: %s", (msg, type(exc).__name__, exc))
-    if level <= DEBUG:
-        sys.print_exception(exc)
+    sys.print_exception(exc)
 
 
 def _keep(line):

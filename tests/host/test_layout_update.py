@@ -44,7 +44,8 @@ def old_tree(tmp_path_factory):
     (where / ".venv").symlink_to((ROOT / ".venv").resolve())  # the same pinned tools
     # The simulator's boot shim (the board's ROM, as it were) must boot both versions:
     # this one's does, the old one's knew only its own layout.
-    (where / "tools" / "simboot.py").write_bytes((ROOT / "tools" / "simboot.py").read_bytes())
+    for shim in ("simboot.py", "simsetup.py"):
+        (where / "tools" / shim).write_bytes((ROOT / "tools" / shim).read_bytes())
     assert (where / "lib" / "mimi" / "console.py").exists() and not (where / "lib" / "mimi" / "console").exists()
     return where
 

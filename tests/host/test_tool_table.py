@@ -7,7 +7,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from mimi.tools import TOOLS, NEEDS  # noqa: E402  (plain data: CPython reads it as well)
+from mimi.tools import TABLE, NEEDS  # noqa: E402  (plain data: CPython reads it as well)
+
+TOOLS = [tuple(row.split("\t")) for row in TABLE.decode().split("\n")[1:]]  # (name, module, description, schema)
 
 # SPEC §10: names and input schemas as MimiClaw's (+ this firmware's cron extensions)
 SPEC = {

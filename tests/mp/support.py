@@ -132,6 +132,56 @@ def joined(body):
     return b"".join(out)
 
 
+class _File:
+    """A file as open() gave it, saying whether it was closed."""
+
+    def __init__(self, f):
+        self.f = f
+        self.closed = False
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __iter__(self):
+        return iter(self.f)
+
+    def close(self):
+        self.closed = True
+        self.f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Opened:
+    """with Opened() as o: the files open() gives meanwhile (the builtin wrapped), in
+    o.files; o.left(): those not closed (by the end, left to the GC's finaliser)."""
+
+    def __enter__(self):
+        import builtins
+
+        self.real, self.files = builtins.open, []
+
+        def tracked(*a, **kw):
+            f = _File(self.real(*a, **kw))
+            self.files.append(f)
+            return f
+
+        builtins.open = tracked
+        return self
+
+    def __exit__(self, *exc):
+        import builtins
+
+        builtins.open = self.real
+
+    def left(self):
+        return [f for f in self.files if not f.closed]
+
+
 def fill_flash(folder):
     """Plain 4000-byte files (a block each) in `folder` until LittleFS refuses: the flash
     is full. -> how many were written."""

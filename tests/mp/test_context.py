@@ -195,7 +195,7 @@ def test_fixed_instructions_match_the_tools():
     assert 'pass channel "telegram"' not in f
     assert "leave channel and chat_id out" in f
     assert "gpio_allow" in f and "never try another" in f
-    desc = dict((n, d) for n, d, s in registry.specs())
+    desc = dict((str(n, "utf-8"), str(d, "utf-8")) for n, d, s in registry.specs())  # views of the table
     assert "every interval_s" in desc["cron_add"] and "at at_epoch" in desc["cron_add"]
     assert "daily at time HH:MM (local)" in desc["cron_add"] and "deliver=true" in desc["cron_add"]
     assert "an output keeps its level" in desc["gpio_read"]

@@ -507,7 +507,7 @@ def test_deliver_tool():
     add = registry.schema("cron_add")
     assert add["properties"]["deliver"]["type"] == "boolean"
     assert add["required"] == ["name", "schedule_type", "message"]
-    desc = [d for n, d, s in registry.specs() if n == "cron_add"][0]
+    desc = [str(d, "utf-8") for n, d, s in registry.specs() if n == "cron_add"][0]  # (views of the table)
     assert "deliver=true" in desc and "plain reminders" in desc
 
 

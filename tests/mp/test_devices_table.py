@@ -256,7 +256,7 @@ def test_tools_offered():
     from mimi.tools.registry import registry
 
     def names():
-        return [s[0] for s in registry.specs() if s[0].startswith(("device", "i2c"))]
+        return [n for n in (str(s[0], "utf-8") for s in registry.specs()) if n.startswith(("device", "i2c"))]
 
     assert names() == ["device_list", "device_add", "i2c_scan"]
     k = registry.key()

@@ -65,6 +65,29 @@ async def test_a_failing_send_does_not_stop_the_lane():
     task.cancel()
 
 
+async def test_a_reply_whose_second_try_fails_otherwise_does_not_stop_the_lane():
+    # a reply finds no room, and sent again after room was made it fails otherwise (the
+    # connection reset): logged, and the messages behind it still go (the lane's task
+    # ended with the error: they waited for the next message to start it again)
+    got = []
+
+    async def send(msg):
+        if msg.content == "big":
+            got.append("try")
+            raise MemoryError("memory allocation failed, allocating 9000 bytes") if len(got) == 1 else OSError(104)
+        got.append(msg.content)
+
+    lane = dispatch.Lane("websocket", send)
+    lane.push(bus.Msg("websocket", "a", "big"))
+    lane.push(bus.Msg("websocket", "a", "next"))
+    for _ in range(200):
+        if lane.task is None:
+            break
+        await asyncio.sleep_ms(5)
+    assert got == ["try", "try", "next"], got
+    assert "sending" in "\n".join(log.recent())
+
+
 def test_lane_overflow_drops_status_first():
     lane = dispatch.Lane("telegram", None)
     import mimi.limits as limits

@@ -431,6 +431,82 @@ async def test_sends_with_token_cache_refresh_and_rate_limits():
     assert st["violations"] == []
 
 
+async def _through_a_lane(b, text):
+    """A reply pushed through a dispatcher lane (its retry of a reply that found no room
+    included) -> what Feishu was sent."""
+    from mimi.channels import dispatch
+    from mimi.services import wifi
+
+    if not wifi.online():  # the host's always-connected WLAN: online at once (replies wait for it)
+        asyncio.create_task(wifi.supervisor.run())
+    lane = dispatch.Lane("feishu", b.send)
+    lane.push(bus.Msg("feishu", USER, text))
+    await until(lambda: lane.task is None, "the lane's task ended")
+    return (await control("state"))["sent"]
+
+
+async def test_a_reply_whose_rest_finds_no_room_is_not_sent_twice():
+    # the heap runs out while a later part is made, or before it goes: a part went, so
+    # the reply is not handed back to the dispatcher (which would send it again whole,
+    # the first part twice), nor is the part left out unsaid: the chat is told
+    from mimi.channels import sending
+    from mimi.channels.feishu import longconn as feishu
+
+    configure()
+    b = feishu.Feishu()
+    limits.FEISHU_MSG_MAX = 600
+    para = "The quick brown fox jumps over the lazy dog. " * 10
+    text = "\n\n".join("Part %d. %s" % (i, para) for i in range(3))
+    content, calls = fmt.content, []
+
+    def failing(*a):
+        calls.append(1)
+        if len(calls) == 2:
+            raise MemoryError("memory allocation failed, allocating 1200 bytes")
+        return content(*a)
+
+    fmt.content = failing
+    try:
+        sent = await _through_a_lane(b, text)
+    finally:
+        fmt.content = content
+    seen = [m["visible"][:40] for m in sent]
+    assert len(seen) == 2 and seen[0].startswith("Part 0.") and seen[1] == feishu.NO_ROOM[:40], seen
+    deliver, calls = sending.deliver, []
+
+    async def no_room(*a):  # (patched in the module the channel loads when it sends)
+        calls.append(1)
+        if len(calls) == 2:
+            raise MemoryError("memory allocation failed, allocating 1200 bytes")
+        return await deliver(*a)
+
+    sending.deliver = no_room
+    try:
+        sent = await _through_a_lane(b, text)
+    finally:
+        sending.deliver = deliver
+    seen = [m["visible"][:40] for m in sent[2:]]
+    assert len(seen) == 2 and seen[0].startswith("Part 0.") and seen[1] == feishu.NO_ROOM[:40], seen
+
+
+async def test_a_message_whose_answer_finds_no_room_went_and_is_not_sent_again():
+    from mimi.channels.feishu import longconn as feishu
+
+    configure()
+    b = feishu.Feishu()
+    api = b._api()
+    await api.tenant_token()
+    request = api._client().request
+
+    async def unread(*a):
+        await request(*a)  # it went; reading the answer found no room
+        raise MemoryError("memory allocation failed, allocating 4096 bytes")
+
+    api.client.request = unread
+    sent = await _through_a_lane(b, "just once")
+    assert [m["visible"] for m in sent] == ["just once"], sent
+
+
 async def test_nothing_is_sent_to_an_id_outside_feishu_allow():
     # issue 16 item 5: a cron job (cron.json written by hand) for an id that is not
     # allowed must not make the board message it; the channel's own line to a

@@ -158,3 +158,28 @@ def test_default_quota_leaves_room_for_the_system():
     cfg.load()
     assert cfg.get("tz") == "+01:00"
     assert tmp_files() == []
+
+
+def test_unsaved_lines_survive_a_short_heaps_unloading():
+    # on a short heap the agent lets its code go after a turn (worker._forget()), the
+    # sessions' with it: the lines a full flash refused, which the chat was told are
+    # "kept in memory until a restart", went with the module (the next turn's history
+    # lacked them; the next flush never wrote them)
+    import sys
+    from mimi.agent import worker
+
+    key = "ws_short"
+    fill()
+    sessions.append(key, "user", "q1")
+    sessions.append(key, "assistant", "a1")
+    assert "not saved" in sessions.flush()
+    worker._forget(True)
+    from mimi.memory import sessions as again
+
+    assert [m["content"] for m in again.load(key)] == ["q1", "a1"]
+    unfill()
+    assert again.flush() is None
+    worker._forget(True)  # (nothing held: the code goes)
+    assert "mimi.memory.sessions" not in sys.modules
+    with open(sessions.path(key)) as f:
+        assert [json.loads(x)["content"] for x in f.read().split("\n") if x] == ["q1", "a1"]

@@ -470,3 +470,58 @@ async def test_sink_deadline_covers_the_body():
     assert 0 < sink.n < 40, sink.n
     assert (await c.request("GET", "/hello")).body == b"hello"
     assert c.connects == 2
+
+
+
+async def test_a_file_sent_as_a_body_is_closed_when_the_connection_fails():
+    # a request whose body is read from a file (the LLM request's prompt, a chart's
+    # PNG) and whose connection fails while it goes: the file is closed then, not left
+    # to the GC's finaliser (on the host that closes it outside fs.lock)
+    import asyncio
+    from mimi.net import httpbody
+
+    async def hang_up(r, w):  # reads the head, then closes with the body unread (a reset)
+        while (await r.readline()) not in (b"\r\n", b""):
+            pass
+        w.close()
+        await w.wait_closed()
+
+    from mimi.net.listen import on_port
+
+    server, port = await on_port(0, lambda p: asyncio.start_server(hang_up, "127.0.0.1", p),
+                                 limits.WS_PORT_ANY, 32)
+    support.write("/spiffs/body.bin", "x" * 8192)
+    body = (httpbody.Region("/spiffs/body.bin", 0, 8192),) * 2048  # 16 MB, one open file
+    try:
+        with support.Opened() as opened:
+            c = http.AsyncClient("http://127.0.0.1:%d" % port)
+            try:
+                await c.request("POST", "/", body=body)
+                raise AssertionError("a 16 MB body went to a server that hung up")
+            except http.HTTPError:
+                pass
+            c.close()
+    finally:
+        server.close()
+    assert opened.files and not opened.left(), opened.left()
+
+
+async def test_a_body_made_before_its_code_was_let_go_is_sent_whole():
+    # the agent lets net/httpbody.py go after a turn on a short heap (worker._forget())
+    # while the loop holds a body made with it (a long Telegram reply's part in Pieces,
+    # waiting for the LLM call's TLS room): the request, which loads the code again,
+    # took the old copy's parts for none of its own (TypeError: the part was lost)
+    import mimi
+    from mimi.net import httpbody
+
+    support.write("/spiffs/part.bin", "from a file")
+    body = ("a ", httpbody.Pieces(6, lambda: iter((b"pie", b"ces"))), " and ",
+            httpbody.Region("/spiffs/part.bin", 0, 11))
+    httpbody = None
+    mimi.drop("net.httpbody")
+    for c in (plain(), http.AsyncClient("http://127.0.0.1:%d" % env()["plain"])):
+        r = c.request("POST", "/echo", body=body)
+        if not isinstance(r, http.Response):
+            r = await r
+        assert r.json()["body"] == "a pieces and from a file", r.json()
+        c.close()

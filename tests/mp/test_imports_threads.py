@@ -80,3 +80,64 @@ def test_two_threads_each_find_their_own_file_on_the_host_disk():
         time.sleep_ms(5)
     assert support.TMP.startswith("/host/")
     assert not bad, bad[:3]
+
+
+def _both(drop, fn):
+    """fn() on both threads at once, ROUNDS times, `drop` (a module) let go before each
+    -> what went wrong (each fn returns None when all was right)."""
+    bad = []
+    for _ in range(ROUNDS):
+        mimi.drop(drop)
+        go, got = [], []
+
+        def run():
+            while not go:
+                pass
+            try:
+                got.append(fn())
+            except Exception as e:  # noqa: B902 - what it was is the test
+                got.append(repr(e))
+
+        _thread.start_new_thread(run, ())
+        time.sleep_ms(1)
+        go.append(1)
+        run()
+        while len(got) < 2:
+            time.sleep_ms(1)
+        bad.extend(g for g in got if g is not None)
+        if bad:
+            break
+    return bad
+
+
+def test_the_first_http_error_of_two_threads_is_one_class():
+    # net/httperr.py is loaded by the first HTTP error raised or named (http.py's
+    # __getattr__), on either thread: the agent's LLM call and the loop's poll fail
+    # together when the network goes. Imported by both at once, one took the module
+    # half-made ("no attribute Timeout") or each made its own (an `except
+    # http.HTTPError` missed the other's errors). Dropped here to load it again.
+    from mimi.net import http
+
+    def fail():
+        try:
+            raise http._err("Timeout", "no answer")
+        except http.HTTPError:
+            return None
+        except Exception as e:  # noqa: B902 - the other thread's class
+            return repr(e)
+
+    bad = _both("net.httperr", fail)
+    assert not bad, bad
+
+
+def test_a_body_part_made_on_both_threads_at_once():
+    # net/httpbody.py: loaded by the agent's request (a Region of the spilled prompt)
+    # and the loop's (a long reply's part in Pieces, a chart's file), and let go by the
+    # agent after a turn on a short heap: the loop took it half-made ("can't import name")
+    from mimi.net import http
+
+    def part():
+        return None if http.Region("/x", 0, 1).n == 1 and http.Pieces(1, None).n == 1 else "wrong"
+
+    bad = _both("net.httpbody", part)
+    assert not bad, bad

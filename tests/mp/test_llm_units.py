@@ -242,10 +242,9 @@ def test_tools_without_arguments_go_without_parameters_in_openai_shape():
     # OpenAI: "omitting parameters defines a function with an empty parameter list"; the
     # firmware's no-argument tools save those bytes in every request. Anthropic's
     # input_schema is required: kept. A tool whose arguments are in its words keeps it.
-    from mimi.tools import TOOLS
     from mimi.tools.registry import registry
 
-    none = [n for n, _, _, s in TOOLS if s == '{"type":"object","properties":{}}']
+    none = [str(n, "utf-8") for n, _, _, s in registry.rows() if s == '{"type":"object","properties":{}}']
     assert "get_current_time" in none and "cron_list" in none and "i2c_scan" not in none
     o, a = FakeTransport(Resp(200, {"choices": [{"message": {"content": "x"}}]})), \
         FakeTransport(anthropic_ok("x"))

@@ -224,6 +224,16 @@ async def test_a_reply_whose_rest_finds_no_room_is_not_sent_twice():
     # the heap runs out while the second part is made (outside its sending): the first
     # part went, so the reply is not handed back to the dispatcher (which would send it
     # again whole, the first part twice); the chat is told that the rest did not fit
+    await _second_part_finds_no_room(False)
+
+
+async def test_a_part_sent_again_as_plain_text_counts_as_sent():
+    # the same when the first part went again as plain text (its HTML refused): it
+    # counted as not sent, and the dispatcher sent the reply again whole
+    await _second_part_finds_no_room(True)
+
+
+async def _second_part_finds_no_room(refused):
     from mimi import channels
 
     b, task = await started()
@@ -241,21 +251,58 @@ async def test_a_reply_whose_rest_finds_no_room_is_not_sent_twice():
         return render(runs)
 
     fmt.render_html = failing
+    if refused:
+        await fail(method="sendMessage", status=400, if_parse_mode=True)
+    st = await _through_a_lane(b, text)
+    seen = [(m["parse_mode"], m["visible"][:40]) for m in st["sent"]]
+    assert len(st["sent"]) == 2 and st["sent"][0]["visible"].startswith("Part 0"), seen
+    assert st["sent"][0]["parse_mode"] == (None if refused else "HTML"), seen
+    assert st["sent"][1]["visible"].startswith("Sorry, the rest of my answer did not fit"), seen
+    task.cancel()
+
+
+async def _through_a_lane(b, text):
+    """The reply pushed through a dispatcher lane (its retry of a reply that found no room
+    included) -> the fake's state once nothing more comes."""
     lane = dispatch.Lane("telegram", b.send, b.owe)
     lane.start()  # nothing to send: no task
     assert lane.task is None
     lane.push(bus.Msg("telegram", ALLOWED, text))
-    for _ in range(200):
-        st = await state()
-        if len(st["sent"]) >= 2:
-            break
-        await asyncio.sleep_ms(20)
+    await until(lambda: lane.task is None, "the lane's task ended")  # all sent: the task ended
     await asyncio.sleep_ms(300)  # (nothing more comes)
-    st = await state()
-    seen = [m["visible"][:40] for m in st["sent"]]
-    assert len(st["sent"]) == 2 and st["sent"][0]["visible"].startswith("Part 0"), seen
-    assert st["sent"][1]["visible"].startswith("Sorry, the rest of my answer did not fit"), seen
-    assert lane.task is None  # all sent: the lane's task ended
+    return await state()
+
+
+async def test_a_plain_text_resend_that_finds_no_room_is_not_lost():
+    # the first part's HTML is refused and its plain text finds no room in the heap
+    # before it goes: the part goes in smaller pieces, as one whose HTML found no room
+    # does (it was logged and dropped, the person left with the rest of the reply)
+    from mimi.channels import sending
+
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    para = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 54).strip()
+    text = "\n\n".join(["**Part %d** " % i + para for i in range(3)])
+    deliver, calls = sending.deliver, []
+
+    async def failing(*a):
+        calls.append(1)
+        if len(calls) == 2:  # the plain text, after the refused HTML
+            raise MemoryError("memory allocation failed, allocating 4097 bytes")
+        return await deliver(*a)
+
+    sending.deliver = failing
+    await fail(method="sendMessage", status=400, if_parse_mode=True)
+    try:
+        st = await _through_a_lane(b, text)
+    finally:
+        sending.deliver = deliver
+    seen = [(m["parse_mode"], m["visible"][:40]) for m in st["sent"]]
+    assert [v[:6] for _, v in seen[-2:]] == ["Part 1", "Part 2"], seen
+    assert len(seen) > 3 and all(p is None for p, _ in seen[:-2]), seen
+    assert "".join(m["visible"] for m in st["sent"][:-2]).replace(" ", "") == \
+        ("Part 0 " + para).replace(" ", ""), seen  # (cut at spaces)
     task.cancel()
 
 
@@ -952,8 +999,9 @@ def test_room_for_a_batch_counts_garbage_as_free():
     gc.collect()
     real = gc.mem_free()
     junk = []
-    while gc.mem_free() > 8 * 1024:  # garbage until the heap looks full
-        junk.append(bytearray(1024))
+    while gc.mem_free() > 8 * 1024:  # garbage until the heap looks full; small blocks once
+        # near: 1 KB that no gap fits makes a collection, and the loop starts over for ever
+        junk.append(bytearray(1024 if gc.mem_free() > 64 * 1024 else 8))
         if len(junk) > 8:
             junk = []
     junk = None

@@ -64,9 +64,12 @@ def test_out_of_memory_is_not_a_bad_root():
     support.write(limits.CA_BUNDLE, "# Test Root\n" + pem("ca") + "# Second Root\n" + BAD)
     host.SIM_C_HEAP = limits.TLS_ROOT_ROOM - 1
     try:
-        e = support.raises(http.TLSFailure, http.Client(url()).request, "GET", "/hello")
+        with support.Opened() as opened:
+            e = support.raises(http.TLSFailure, http.Client(url()).request, "GET", "/hello")
         assert "no memory for the CA roots" in str(e) and "1 loaded" in str(e), e
         assert tls.stats()["contexts"] == 0
+        # the bundle, read as the roots were loaded, is closed (not left to the GC)
+        assert opened.files and not opened.left(), opened.left()
     finally:
         host.SIM_C_HEAP = None
     # not made again on every request: tried again after TLS_RETRY_S (or a changed file)

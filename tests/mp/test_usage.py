@@ -268,3 +268,27 @@ def test_a_capped_heartbeat_queues_no_turn():
     support.write(hbcheck.PATH, "- [ ] water the plants\n")
     out = hbcheck.check(lambda m: 1 / 0)
     assert "1 open task(s) but the hourly limit of 1 LLM calls is reached" in out and "no LLM call" in out
+
+
+def test_the_file_is_closed_when_reading_it_stops_midway():
+    # the file is read line by line while the ledger loads, saves and reports; a
+    # failure midway (no room in the heap for a line's numbers) closes it then, never
+    # leaves it to the GC (which closes it outside fs.lock)
+    from mimi.usage import report
+
+    support.write(limits.USAGE_PATH, '{"hour":5,"n":[1,10,0,0,5]}\n'
+                  '{"day":"2026-12-01","n":[2,20,0,0,10],"m":{}}\n'
+                  '{"day":"2026-12-02","n":[1,10,0,0,5],"m":{}}\n')
+    parse = usagefile.parse
+
+    def no_room(line):
+        raise MemoryError("memory allocation failed, allocating 96 bytes")
+
+    usagefile.parse = no_room
+    try:
+        with support.Opened() as opened:
+            raises(MemoryError, report.report)
+            raises(MemoryError, usagefile.load, LOCAL, 0, [0] * 5, [0] * 5, {})
+    finally:
+        usagefile.parse = parse
+    assert len(opened.files) >= 2 and not opened.left(), opened.left()

@@ -429,6 +429,41 @@ async def test_replies_routed_by_chat_id_only():
     assert await c.recv() == {"type": "response", "content": "for anon", "chat_id": m.chat_id}
 
 
+async def test_a_reply_one_of_its_clients_finds_no_room_for_goes_once_to_the_others():
+    # two clients on one chat; the reply finds no room in the second one's outbox: the
+    # first has it, so it is not handed back to the dispatcher (which would send it
+    # again: twice to the first), and the second is dropped (its page reconnects),
+    # as a client that cannot take a reply is, not left without it unsaid
+    await start()
+    a, a2 = await connect(), await connect()
+    await settle(2)
+    for ws in (a, a2):
+        await ws.send({"type": "message", "content": "hi", "chat_id": "carol"})
+    got = 0
+    for _ in range(400):
+        got += bus.inbound.get_nowait() is not None
+        if got == 2:
+            break
+        await asyncio.sleep_ms(5)
+    first, second = websocket.clients
+
+    def no_room(*a, **kw):
+        raise MemoryError("memory allocation failed, allocating 64 bytes")
+
+    second.push = no_room
+    await put_out(bus.Msg("websocket", "carol", "once"))
+    assert await a.recv() == {"type": "response", "content": "once", "chat_id": "carol"}
+    await a.send_raw(wp.frame(wp.PING, b"x", mask_key=KEY))
+    assert await a.frame() == (True, wp.PONG, b"x")  # (nothing came between)
+    await settle(1)
+    assert websocket.clients == [first] and second.dead
+    try:
+        got = await a2.frame()
+    except EOFError:
+        got = "closed"
+    assert got == "closed", got
+
+
 def test_default_chat_ids_are_random_not_a_counter():
     from mimi.channels.websocket import connection as wsconn
 

@@ -116,7 +116,11 @@ def _opened(path):
         f = open(path, "rb")
     except OSError:
         return None, 0
-    return f, f.seek(0, 2)
+    try:
+        return f, f.seek(0, 2)
+    except Exception:  # (closed here, not by the GC: outside fs.lock on the host)
+        f.close()
+        raise
 
 
 def _closed(*opened):

@@ -142,12 +142,16 @@ def _spill(m, st):
     (agent/context.py), instead of held escaped until the turn ends. Kept in RAM when
     the flash says no."""
     from mimi import fs
-    from mimi.net.httpbody import Region, leaves
+    import mimi
+
+    hb = mimi.load("mimi.net.httpbody")  # (the loop's requests load it too: net/http.py _mod())
+    Region, leaves, atoms = hb.Region, hb.leaves, hb.atoms
+    hb = None
 
     try:
         with fs.lock, open(limits.TURN_SPILL, "ab" if st[3] else "wb") as f:
             at = f.seek(0, 2)
-            for p in leaves((m,)):
+            for p in atoms(leaves((m,))):
                 f.write(p)
             n = f.tell() - at
     except OSError as e:

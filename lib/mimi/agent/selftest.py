@@ -27,7 +27,9 @@ class _Client:
     sent = 0
 
     def request(self, method, path, headers, body, **kw):
-        from mimi.net import httpbody
+        import mimi
+
+        httpbody = mimi.load("mimi.net.httpbody")  # (both threads load it)
         from mimi.net.http import Response
 
         pieces = httpbody.flat(body)
@@ -73,9 +75,8 @@ def _turn():
     from mimi.agent import worker, react  # noqa: F401 - the ReAct loop loads
     from mimi.memory import sessions
     from mimi.tools.registry import registry
-    from mimi.tools import TOOLS
 
-    for mod in set(row[1] for row in TOOLS):  # each tool's code, loaded when first called
+    for mod in set(str(row[1], "utf-8") for row in registry.rows()):  # each tool's code, loaded when first called
         name = "mimi.tools." + mod
         if name not in sys.modules:
             __import__(name)

@@ -111,6 +111,7 @@ def run_message(msg):
     _alive()
     llm = None
     try:
+        _roots()
         from mimi.llm import provider
 
         if _kept:  # the connection of a turn that ended on a short heap
@@ -137,10 +138,11 @@ def run_message(msg):
             from mimi.memory import sessions  # share the heap, nor with the calls' code)
 
             history = sessions.load(key, enc)
-            sessions = None
-            if short():  # back for the save, after the LLM calls
-                unload("mimi.memory.sessions")
+            if short():  # back for the save, after the LLM calls (unless it holds lines a
+                if not sessions._pending:  # full flash refused: _forget())
+                    unload("mimi.memory.sessions")
                 unload("mimi.jsonscan")
+            sessions = None
         _alive()
         from mimi.agent import react
         from mimi.tools.registry import Ctx, registry
@@ -217,12 +219,15 @@ def _forget(keep=False):
         _kept[1].close()
         _kept = None
     provider = None
+    # the sessions' module stays while it holds lines a full flash refused: the chat was
+    # told they are kept in memory until a restart (sessions.flush())
+    held = getattr(sys.modules.get("mimi.memory.sessions"), "_pending", None)
     for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
                  "mimi.llm.failure", "mimi.llm.stream", "mimi.jsonscan",
                  "mimi.agent.react", "mimi.agent.context", "mimi.llm.provider", "mimi.llm",
                  "mimi.tools.registry", "mimi.memory.store", "mimi.memory.skills", "mimi.memory",
                  "mimi.net.httpsync", "mimi.net.httpbody"):
-        if not (_kept and name == "mimi.net.httpsync"):
+        if not (_kept and name == "mimi.net.httpsync" or held and name == "mimi.memory.sessions"):
             unload(name)
     import gc
 
@@ -287,6 +292,22 @@ def _scrub(n=_SCRUB_CALLS):
     (telegram/format.py's 6 KB) in the heap until the next turn, minutes on an idle
     board (docs/reliability.md, "Soak")."""
     return _scrub(n - 1) if n else 0
+
+
+def _roots():
+    """The LLM's TLS roots (net/tls.py: made once, kept) made before the first turn's
+    code and data are in the heap: made by its first request, their 1.4-1.8 KB blocks
+    were wanted at that turn's peak (the whole firmware without Telegram over TLS, which
+    makes them on a board, failed there at 232 + 32 KB on 32-bit .mpy)."""
+    base = config.cfg.get("api_base") or config.DEFAULT_BASE.get(config.cfg.get("provider"), "")
+    if base.startswith("https://"):
+        from mimi.net import tls
+
+        if not tls.made:  # (once: a changed setting is the request's to see)
+            try:
+                tls.context()
+            except Exception:  # no roots, no room: the first request says so
+                pass
 
 
 def _loop():

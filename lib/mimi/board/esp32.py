@@ -91,11 +91,12 @@ _INTERNAL, _PSRAM = 0x804, 0x400  # MALLOC_CAP_INTERNAL | MALLOC_CAP_8BIT, MALLO
 def heap():
     """Python heap (free, alloc, largest free block probed up to HEAP_PROBE_MAX) and
     the IDF heap the Python heap grows into and WiFi/TLS live in: internal RAM
-    (free, largest block, lowest free since boot) and PSRAM when there is any."""
-    from mimi.board.heapblock import largest
+    (free, largest block, lowest free since boot) and PSRAM when there is any. The
+    probe's code is loaded for it (the banner and heap_info() ask, now and then)."""
+    import mimi
 
     gc.collect()
-    info = {"free": gc.mem_free(), "alloc": gc.mem_alloc(), "largest": largest()}
+    info = {"free": gc.mem_free(), "alloc": gc.mem_alloc(), "largest": mimi.run("board.heapblock", "largest")}
     try:
         import esp32
 

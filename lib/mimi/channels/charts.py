@@ -38,7 +38,7 @@ async def chart(want, send, say):
             return await say("The chart could not be drawn: %s" % e)
         if isinstance(png, int):
             _drop(had)  # (drawn: the history's code goes before the upload)
-        from mimi.net import httpbody
+        httpbody = mimi.load("mimi.net.httpbody")  # (both threads load it)
 
         part = httpbody.Region(path, 0, png) if isinstance(png, int) else httpbody.Pieces(png.size(), png.pieces)
         png = None

@@ -48,10 +48,11 @@ class Lane:
             while self.items:
                 msg = self.items.pop(0)
                 try:
-                    await self.send(msg)
-                except MemoryError:
-                    await self.no_room(msg)
-                except Exception as e:
+                    try:
+                        await self.send(msg)
+                    except MemoryError:
+                        await self.no_room(msg)
+                except Exception as e:  # (no_room()'s too: the messages behind it wait)
                     log.exception("dispatch", "sending %r" % (msg,), e)
                 msg = None
                 await asyncio.sleep_ms(0)  # let the channel's own tasks (client senders) run

@@ -80,11 +80,12 @@ class Config:
 
     def load(self):
         """Read the file; bad or unknown entries are reported and left out, never fatal."""
-        from mimi import jsonutil  # a hand-edited "\udc00" must not come back as a lone surrogate
-
         try:
             with open(self.path) as f:
-                raw = jsonutil.loads(f.read())
+                text = f.read()
+            # a hand-edited "\udc00" must not come back as a lone surrogate (jsonutil's
+            # code loaded for it: at boot nothing else may need it)
+            raw = mimi.run("jsonutil utf8", "loads", text)
         except OSError:
             raw = {}
         except ValueError as e:

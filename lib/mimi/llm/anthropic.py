@@ -58,3 +58,53 @@ class Anthropic(Provider):
         usage = {"input": tokens(u.get("input_tokens")) + read + made,
                  "output": tokens(u.get("output_tokens")), "cache_read": read, "cache_write": made}
         return Reply(strip_think(joined(texts)), calls, usage, data.get("stop_reason"))
+
+
+def fold(s, e):
+    """One event of a streamed answer folded into s (llm/stream.py's Stream)."""
+    t = e.get("type")
+    d = e.get("delta") or {}
+    u = None
+    if t == "content_block_delta":
+        if d.get("type") == "text_delta":
+            s.text(d.get("text"))
+        elif d.get("type") == "input_json_delta":
+            s.args(e.get("index"), d.get("partial_json"))
+    elif t == "content_block_start":
+        b = e.get("content_block") or {}
+        if b.get("type") == "tool_use":
+            from mimi.llm.stream import index
+
+            s.calls[index(e.get("index"))] = [b.get("id") or "", b.get("name") or "", []]
+        elif b.get("type") == "text":
+            s.text(b.get("text"))
+    elif t == "message_start":
+        u = (e.get("message") or {}).get("usage")
+    elif t == "message_delta":
+        s.stop = d.get("stop_reason") or s.stop
+        u = e.get("usage")
+    elif t == "message_stop":
+        s.done = True
+    elif t == "error":
+        from mimi.llm.stream import broke
+
+        broke(s, e.get("error"))
+    for k, v in (u or {}).items():  # message_delta's counts are running totals
+        if v is not None:
+            s.usage[k] = v
+
+
+def streamed(s, text, calls):
+    """A streamed answer (its text; its calls [id, name, [argument pieces]]) as the
+    plain reply's dict."""
+    from mimi import jsonutil
+
+    content = [{"type": "text", "text": text}]
+    for c in calls:
+        raw = "".join(c[2])
+        try:
+            args = jsonutil.loads(raw) if raw else {}
+        except ValueError:
+            args = raw  # the agent tells the model its arguments were not JSON
+        content.append({"type": "tool_use", "id": c[0], "name": c[1], "input": args})
+    return {"content": content, "usage": s.usage, "stop_reason": s.stop}

@@ -113,3 +113,40 @@ class OpenAI(Provider):
         content = msg.get("content")
         text = _text(content) if content else ""
         return Reply(strip_think(text), calls, usage, choice.get("finish_reason"))
+
+
+def fold(s, e):
+    """One event of a streamed answer folded into s (llm/stream.py's Stream)."""
+    if e.get("error"):  # how OpenAI-compatible servers report a failure mid-stream
+        from mimi.llm.stream import broke
+
+        broke(s, e["error"])
+    s.usage = e.get("usage") or s.usage
+    for c in e.get("choices") or ():
+        if c.get("index", 0):
+            continue
+        d = c.get("delta") or {}
+        s.text(d.get("content"))
+        for tc in d.get("tool_calls") or ():
+            from mimi.llm.stream import index
+
+            k = index(tc.get("index", 0))
+            call = s.calls.get(k)
+            if call is None:
+                call = s.calls[k] = ["", "", []]
+            f = tc.get("function") or {}
+            call[0] = tc.get("id") or call[0]
+            call[1] = call[1] or f.get("name") or ""
+            a = f.get("arguments")
+            s.args(k, a if isinstance(a, str) or a is None else dumps(a))
+        if c.get("finish_reason"):
+            s.stop = c["finish_reason"]
+            s.done = True
+
+
+def streamed(s, text, calls):
+    """A streamed answer (its text; its calls [id, name, [argument pieces]]) as the
+    plain reply's dict."""
+    msg = {"content": text, "tool_calls": [
+        {"id": c[0], "function": {"name": c[1], "arguments": "".join(c[2])}} for c in calls]}
+    return {"choices": [{"message": msg, "finish_reason": s.stop}], "usage": s.usage}

@@ -100,15 +100,17 @@ def dumps(obj):
 
 def parts(obj):
     """dumps(obj) as request parts (net/httpbody.py): the same JSON, but a string longer
-    than PROMPT_CHUNK is escaped PROMPT_CHUNK bytes of text at a time, so a big tool
-    output never needs a second block as big as itself (a short heap has none); a text
-    in pieces (a tuple of str, bus.pieces()) is one JSON string escaped piece by piece."""
-    if isinstance(obj, tuple):
-        return (b'"', tuple(memoryview(dumps(p))[1:-1] for p in obj), b'"')
-    if isinstance(obj, str) and len(obj) > limits.PROMPT_CHUNK:
-        step = limits.PROMPT_CHUNK if len(memoryview(obj)) == len(obj) else limits.PROMPT_CHUNK // 4
-        return (b'"', tuple(memoryview(dumps(obj[i:i + step]))[1:-1]
-                            for i in range(0, len(obj), step)), b'"')
+    than PROMPT_CHUNK, or a text in pieces (a tuple of str, bus.pieces()), is one JSON
+    string escaped PROMPT_CHUNK bytes of text (or a piece) at a time each time it is
+    sent (httpbody.escaped()): a big tool output is never held escaped beside itself
+    (a 5 KB file read was, where the short heap's tool call failed)."""
+    if isinstance(obj, tuple) or isinstance(obj, str) and len(obj) > limits.PROMPT_CHUNK:
+        import mimi
+
+        escaped = mimi.load("mimi.net.httpbody").escaped  # (the loop loads it too)
+        step = 0 if isinstance(obj, tuple) else limits.PROMPT_CHUNK if len(memoryview(obj)) == len(obj) \
+            else limits.PROMPT_CHUNK // 4
+        return (b'"', escaped(obj, dumps, step), b'"')
     if isinstance(obj, dict) and _long(obj):
         return (b"{", [(dumps(k), b":", parts(v)) for k, v in obj.items()], b"}")
     if isinstance(obj, list) and _long(obj):
@@ -321,9 +323,9 @@ class Provider:
 
 
 def _specs(tools):
-    """[(name, description as JSON string content, schema JSON)] of a Registry or of a
-    list of tool dicts (Anthropic's shape), as str: the request's parts for the whole turn
-    (no memoryview of each, 48 B apiece on 64-bit, kept as long: the body takes str)."""
+    """[(name, description as JSON string content, schema JSON)] of a Registry (views of
+    its table) or of a list of tool dicts (Anthropic's shape, as str): the request's
+    parts for the whole turn."""
     if hasattr(tools, "specs"):
         return tools.specs()
     return [(t["name"], dumps(t.get("description") or "")[1:-1], dumps(t["input_schema"]))

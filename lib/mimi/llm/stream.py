@@ -3,12 +3,15 @@
 # the dict a plain answer would have been, which the provider decodes as usual, and
 # the answer's text so far goes to a function as it grows, at most every
 # STREAM_PARTIAL_MS. A server that answers with plain JSON (no text/event-stream) is
-# kept as a body. Loaded only when a turn streams; kept small (few functions).
+# kept as a body. Loaded only when a turn streams; kept small (few functions). The
+# events' shapes are the provider's (fold() and streamed() of llm/anthropic.py,
+# llm/openai.py): only the configured one's code is loaded.
 import gc
 import time
+import mimi
 from mimi import limits, jsonutil, short, log, fs
 from mimi.net.http import ProtocolError, TooLarge
-from mimi.llm.provider import strip_think, dumps
+from mimi.llm.provider import strip_think
 from micropython import const
 
 # Kinds of mid-stream error worth another try (Anthropic's and OpenAI's names); any
@@ -26,7 +29,7 @@ class Stream:
     out = 0  # joined pieces waiting on the flash (spill()); k < 0: -k - 1 of them, then the flash said no
 
     def __init__(self, kind, on_text):
-        self.anthropic = kind == "anthropic"
+        self.api = mimi.load("mimi.llm." + kind)  # its events' shapes
         self.on_text = on_text
         self.pieces = []  # the answer's text (or a plain body's bytes)
         self.calls = {}  # index -> [id, name, [argument pieces]]
@@ -74,7 +77,7 @@ class Stream:
             raise ProtocolError("malformed event in the streamed answer: %r" % d[:60])
         if isinstance(e, dict):
             try:
-                (_anthropic if self.anthropic else _openai)(self, e)
+                self.api.fold(self, e)
             except (AttributeError, TypeError, KeyError, IndexError) as x:  # fields of the wrong type
                 raise ProtocolError("malformed event in the streamed answer (%s: %s)" % (type(x).__name__, x))
 
@@ -163,85 +166,20 @@ class Stream:
             else tuple(text)  # a long answer stays in its pieces (bus.pieces())
         calls = [self.calls[k] for k in sorted(self.calls)]
         self.pieces = self.calls = None
-        if not self.anthropic:
-            msg = {"content": text, "tool_calls": [
-                {"id": c[0], "function": {"name": c[1], "arguments": "".join(c[2])}} for c in calls]}
-            return {"choices": [{"message": msg, "finish_reason": self.stop}], "usage": self.usage}
-        content = [{"type": "text", "text": text}]
-        for c in calls:
-            raw = "".join(c[2])
-            try:
-                args = jsonutil.loads(raw) if raw else {}
-            except ValueError:
-                args = raw  # the agent tells the model its arguments were not JSON
-            content.append({"type": "tool_use", "id": c[0], "name": c[1], "input": args})
-        return {"content": content, "usage": self.usage, "stop_reason": self.stop}
+        return self.api.streamed(self, text, calls)
 
 
-def _index(v):
+def index(v):
     """A tool call's index: a number (the calls are sorted by it at the end)."""
     if isinstance(v, int):
         return v
     raise TypeError("tool call index %r" % (v,))
 
 
-def _broke(s, err):
+def broke(s, err):
     if not isinstance(err, dict):
         err = {"message": str(err)}
     kind = err.get("type") or err.get("code") or "error"
     e = ProtocolError("the answer broke off: %s (%s)" % (err.get("message") or kind, kind))
     e.final = kind not in _AGAIN  # (llm/failure.py: not retried)
     raise e
-
-
-def _anthropic(s, e):
-    t = e.get("type")
-    d = e.get("delta") or {}
-    u = None
-    if t == "content_block_delta":
-        if d.get("type") == "text_delta":
-            s.text(d.get("text"))
-        elif d.get("type") == "input_json_delta":
-            s.args(e.get("index"), d.get("partial_json"))
-    elif t == "content_block_start":
-        b = e.get("content_block") or {}
-        if b.get("type") == "tool_use":
-            s.calls[_index(e.get("index"))] = [b.get("id") or "", b.get("name") or "", []]
-        elif b.get("type") == "text":
-            s.text(b.get("text"))
-    elif t == "message_start":
-        u = (e.get("message") or {}).get("usage")
-    elif t == "message_delta":
-        s.stop = d.get("stop_reason") or s.stop
-        u = e.get("usage")
-    elif t == "message_stop":
-        s.done = True
-    elif t == "error":
-        _broke(s, e.get("error"))
-    for k, v in (u or {}).items():  # message_delta's counts are running totals
-        if v is not None:
-            s.usage[k] = v
-
-
-def _openai(s, e):
-    if e.get("error"):  # how OpenAI-compatible servers report a failure mid-stream
-        _broke(s, e["error"])
-    s.usage = e.get("usage") or s.usage
-    for c in e.get("choices") or ():
-        if c.get("index", 0):
-            continue
-        d = c.get("delta") or {}
-        s.text(d.get("content"))
-        for tc in d.get("tool_calls") or ():
-            k = _index(tc.get("index", 0))
-            call = s.calls.get(k)
-            if call is None:
-                call = s.calls[k] = ["", "", []]
-            f = tc.get("function") or {}
-            call[0] = tc.get("id") or call[0]
-            call[1] = call[1] or f.get("name") or ""
-            a = f.get("arguments")
-            s.args(k, a if isinstance(a, str) or a is None else dumps(a))
-        if c.get("finish_reason"):
-            s.stop = c["finish_reason"]
-            s.done = True

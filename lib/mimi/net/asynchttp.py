@@ -35,7 +35,7 @@ class AsyncClient(_Base):
             # wait_for: Telegram's long poll waits here all the time, and within()'s frame
             # and a request coroutine of its own held 0.2 KB more)
             alarm = asyncio.create_task(bus.alarm(asyncio.current_task(), secs))
-            attempt = 0  # (a second one on a fresh connection: httperr.failed(); not `for` over
+            attempt = 0  # (a second one on a fresh connection: _failed(); not `for` over
             while True:  # a tuple, whose iterator took 4 slots of the frame a long poll waits in)
                 if self._sock is not None and self._stray(self._sock.s):
                     self.close()
@@ -48,9 +48,7 @@ class AsyncClient(_Base):
                         _exchange(self._buf, method, limits.HTTP_RESPONSE_MAX) if sink is None
                         else _sunk(self._buf, method, sink))
                 except Exception as e:  # noqa: B902 - any failure leaves the stream unusable
-                    from mimi.net import httperr
-
-                    if httperr.failed(self, e, attempt, reused):
+                    if self._failed(e, attempt, reused):
                         attempt = 1
                         continue
                 if not keep:
@@ -104,7 +102,12 @@ class AsyncClient(_Base):
         buffer: a long poll waits here all the time, with no frame of the protocol's
         (the spent _ask generator's slot on this frame is overwritten by the read's)."""
         buf = self._buf
-        await self._run(_ask(buf, head, data))
+        gen = _ask(buf, head, data)
+        try:
+            await self._run(gen)
+        finally:  # (stopped midway, whatever way: a body's open file closed with it,
+            gen.close()  # net/httpbody.py, not left to the GC's finaliser)
+        gen = None  # (spent: not held while the answer is awaited)
         n = None
         while n is None:
             n = await self._sock.readinto(buf.mv)

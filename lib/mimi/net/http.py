@@ -42,9 +42,17 @@ _R = 1
 
 def _err(kind, msg):
     """The error `kind` (a class name of net/httperr.py, loaded by the first one) for msg."""
-    from mimi.net import httperr
+    return getattr(_mod("httperr"), kind)(msg)
 
-    return getattr(httperr, kind)(msg)
+
+def _mod(name):
+    """net/<name>.py (httperr, httpbody), loaded under the flash's lock (mimi.load): both
+    threads load them (the first error may come on both at once, when the network goes),
+    and imported by both, one took the module half-made or each made its own classes
+    (an except missed the other's errors)."""
+    import mimi
+
+    return mimi.load("mimi.net." + name)
 
 
 class Response:
@@ -225,9 +233,7 @@ def _ask(buf, head, body):
     buf.clear()
     yield (_W, head)
     if isinstance(body, tuple):  # a body of parts (net/httpbody.py)
-        from mimi.net import httpbody
-
-        yield from httpbody.send_parts(buf, body)
+        yield from _mod("httpbody").send_parts(buf, body)
     elif body:
         yield (_W, body)
     buf.sent = True
@@ -414,9 +420,7 @@ class _Base:
             lines.append("Content-Type: " + ctype)
         if (data is not None or method in ("POST", "PUT", "PATCH")) and "content-length" not in given:
             if isinstance(data, tuple):
-                from mimi.net import httpbody
-
-                n = httpbody.length(data)
+                n = _mod("httpbody").length(data)
             else:
                 n = len(data) if data else 0
             lines.append("Content-Length: %d" % n)
@@ -426,6 +430,12 @@ class _Base:
     def _start(self):
         if self._buf is None:
             self._buf = _Buf(self.bufsize)
+
+    def _failed(self, e, attempt, reused):
+        """Close after failure e; True to try once more on a fresh connection (a reused
+        keep-alive connection that died before any response byte), else raise
+        (net/httperr.py's failed(): loaded with the first error)."""
+        return _mod("httperr").failed(self, e, attempt, reused)
 
     def close(self):
         if self._sock is not None:
@@ -454,11 +464,7 @@ def __getattr__(name):
 
         return AsyncClient
     if name in ("HTTPError", "Timeout", "TooLarge", "TLSFailure", "ConnectFailure", "ProtocolError", "_Stale"):
-        from mimi.net import httperr  # (the errors: loaded by the first one raised)
-
-        return getattr(httperr, name)
+        return getattr(_mod("httperr"), name)  # (the errors: loaded by the first one raised)
     if name in ("Region", "Pieces"):  # (net/httpbody.py: tuple bodies, the LLM request's)
-        from mimi.net import httpbody
-
-        return getattr(httpbody, name)
+        return getattr(_mod("httpbody"), name)
     raise AttributeError(name)

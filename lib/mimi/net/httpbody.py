@@ -28,9 +28,29 @@ class Pieces:
         self.fn = fn
 
 
-def _atoms(pieces):
+def escaped(text, dump, step=0):
+    """A long text as one JSON string's content in Pieces: each piece escaped by dump()
+    (json.dumps or alike: quotes included) when it is counted or sent, one copy at a
+    time, never the whole text escaped beside itself. text: a tuple of str, or a str cut
+    every `step` characters."""
+    def each():
+        for i in range(0, len(text), step) if step else range(len(text)):
+            yield memoryview(dump(text[i:i + step] if step else text[i]))[1:-1]
+
+    n = 0
+    for q in each():
+        n += len(q)
+    return Pieces(n, each)
+
+
+# A part is told by what it has (a Region its path, a Pieces its fn), not by its class: a
+# body made before this code was let go (the agent does after a turn on a short heap)
+# and sent by the code loaded again holds the first copy's.
+
+def atoms(pieces):
+    """leaves() with each Pieces' bytes made in its place."""
     for p in pieces:
-        if isinstance(p, Pieces):
+        if hasattr(p, "fn"):  # a Pieces
             k = 0
             for q in p.fn():
                 k += len(q)
@@ -65,14 +85,15 @@ def leaves(body):
 
 
 def flat(body):
-    """The pieces of a tuple body as a list (tests; the update check's counted request)."""
-    return list(leaves(body))
+    """The pieces of a tuple body as a list, Pieces made (tests; the self-test's counted
+    request)."""
+    return list(atoms(leaves(body)))
 
 
 def length(body):
     n = 0
     for p in leaves(body):
-        if isinstance(p, (Region, Pieces)):
+        if hasattr(p, "n"):  # a Region or a Pieces
             n += p.n
         else:
             n += len(memoryview(p)) if isinstance(p, str) else len(p)
@@ -87,8 +108,8 @@ def send_parts(buf, body):
     n = 0
     f = name = None  # the file of the last Region, open until the body is sent
     try:
-        for p in _atoms(leaves(body)):
-            if isinstance(p, Region):
+        for p in atoms(leaves(body)):
+            if hasattr(p, "path"):  # a Region
                 if p.path != name:
                     if f:
                         f.close()

@@ -33,13 +33,15 @@ class Client(_Base):
                 if not reused:
                     self._open(deadline)
                 buf = self._buf
-                self._run(_ask(buf, head, data), deadline)
+                gen = _ask(buf, head, data)
+                try:
+                    self._run(gen, deadline)
+                finally:  # (stopped midway, whatever way: a body's open file closed with it,
+                    gen.close()  # net/httpbody.py, not left to the GC's finaliser)
                 self._run(buf.fill("response headers"), deadline)
                 res = self._run(proto(buf, method, cap), deadline)
             except Exception as e:  # noqa: B902 - any failure leaves the socket unusable
-                from mimi.net import httperr
-
-                if httperr.failed(self, e, attempt, reused):
+                if self._failed(e, attempt, reused):
                     continue
             if not res[1]:
                 self.close()

@@ -152,24 +152,28 @@ def load(ctx, ca, cap=0):
     if certs is None:
         return None
     n, skipped = 0, []
-    for pos, der, why in certs:
-        for attempt in (0, 1):
-            if der is None:
-                break
-            try:
-                ctx.load_verify_locations(der)
-                n += 1
-                break
-            except ValueError:
-                if attempt == 0:
-                    gc.collect()  # perhaps memory, not the root: once more
-                elif _short():
-                    raise MemoryError("no memory for the CA roots of %s (%d loaded)" % (label, n))
-                else:
-                    why = "mbedTLS cannot parse it"
-        if why:
-            skipped.append("%s: %s" % (_where(pos, der), why))
-        der = None
+    try:
+        for pos, der, why in certs:
+            for attempt in (0, 1):
+                if der is None:
+                    break
+                try:
+                    ctx.load_verify_locations(der)
+                    n += 1
+                    break
+                except ValueError:
+                    if attempt == 0:
+                        gc.collect()  # perhaps memory, not the root: once more
+                    elif _short():
+                        raise MemoryError("no memory for the CA roots of %s (%d loaded)" % (label, n))
+                    else:
+                        why = "mbedTLS cannot parse it"
+            if why:
+                skipped.append("%s: %s" % (_where(pos, der), why))
+            der = None
+    finally:  # a file's reader stopped midway: its file closed now, not by the GC
+        if hasattr(certs, "close"):
+            certs.close()
     return n, skipped
 
 

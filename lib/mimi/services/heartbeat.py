@@ -49,25 +49,32 @@ async def send(msg, out=None):
 async def run(sleep=asyncio.sleep):
     """Loop task (started by dispatch.start(), which registers send()): a check every
     heartbeat_min minutes (first one after one period), counted from when the clock
-    is valid (SNTP)."""
-    from mimi.config.settings import cfg
+    is valid (SNTP). The period's work is _beat()'s: the frame that waits here holds
+    little."""
     from mimi.services import ntp
 
     await ntp.wait_valid()
     waited = 0
     while True:
         await sleep(limits.HEARTBEAT_POLL_S)
-        minutes = cfg.get("heartbeat_min")
-        if not minutes:
-            waited = 0
-            continue
-        waited += limits.HEARTBEAT_POLL_S
-        if waited >= minutes * 60:
-            waited = 0
-            try:
-                check()
-            except Exception as e:
-                log.exception("heartbeat", "check failed", e)
+        waited = _beat(waited + limits.HEARTBEAT_POLL_S)
+
+
+def _beat(waited):
+    """One poll period gone, `waited` seconds counted: the check when they make
+    heartbeat_min minutes -> the seconds counted from now on."""
+    from mimi.config.settings import cfg
+
+    minutes = cfg.get("heartbeat_min")
+    if not minutes:
+        return 0
+    if waited < minutes * 60:
+        return waited
+    try:
+        check()
+    except Exception as e:
+        log.exception("heartbeat", "check failed", e)
+    return 0
 
 
 def trigger():

@@ -162,27 +162,24 @@ class Supervisor:
         return min(limits.WIFI_BACKOFF_MIN_S * 1000 * (1 << max(n - 1, 0)),
                    limits.WIFI_BACKOFF_MAX_S * 1000)
 
-    async def _watch(self):
-        """While online: check the link often and the lease now and then."""
-        since_renew = 0
-        while not self._changed and not self._force:
-            await self._sleep_ms(limits.WIFI_CHECK_S * 1000)
-            since_renew += limits.WIFI_CHECK_S
-            ok, ip = self._link()
-            if not ok:
-                return "link lost" if ip == "0.0.0.0" else "lost IP"
-            if ip != self.ip:
-                log.info(TAG, "address changed %s -> %s", self.ip, ip)
-                self.ip = ip
-            if since_renew >= limits.WIFI_RENEW_S:
-                since_renew = 0
-                try:
-                    st = self.wlan().status()
-                except OSError:
-                    st = None
-                if st is not None and st != STAT_GOT_IP and self.ssid:
-                    return "status %s" % st
-        return "settings changed" if self._changed else "network unreachable"
+    def _check(self, renew):
+        """One look at the link while online (renew: at the lease too) -> why it is
+        lost, or None. run() waits between two in its own frame: a coroutine of its own
+        (96 B on 32-bit) would be held for as long as the board is online."""
+        ok, ip = self._link()
+        if not ok:
+            return "link lost" if ip == "0.0.0.0" else "lost IP"
+        if ip != self.ip:
+            log.info(TAG, "address changed %s -> %s", self.ip, ip)
+            self.ip = ip
+        if renew:
+            try:
+                st = self.wlan().status()
+            except OSError:
+                st = None
+            if st is not None and st != STAT_GOT_IP and self.ssid:
+                return "status %s" % st
+        return None
 
     async def run(self):
         while True:
@@ -212,7 +209,18 @@ class Supervisor:
                 self.retries = 0
                 self.last_error = ""
                 self._set_online(True)
-                why = await self._watch()
+                # while online: the link checked often, the lease now and then
+                why = None
+                since_renew = 0
+                while why is None and not self._changed and not self._force:
+                    await self._sleep_ms(limits.WIFI_CHECK_S * 1000)
+                    since_renew += limits.WIFI_CHECK_S
+                    renew = since_renew >= limits.WIFI_RENEW_S
+                    if renew:
+                        since_renew = 0
+                    why = self._check(renew)
+                if why is None:
+                    why = "settings changed" if self._changed else "network unreachable"
                 if why != "settings changed":
                     self.reconnects += 1
                     self.last_error = why

@@ -1,82 +1,83 @@
 # The tools the model can call (SPEC §10), as data: every LLM request lists them all,
 # while a tool's module (files, cron, gpio, search, clock) loads only when the tool is
-# called. A row: (name, module under mimi.tools, description, input schema as compact
-# JSON). The handler is the function of that module named like the tool:
-# handler(args: dict, ctx) -> str. Descriptions are written into requests as they are:
-# no '"', '\' or control characters in them (tests/host/test_tool_table.py).
-# Literals only, no names or `+` in a row: the compiler makes the whole table one
-# constant (in flash on a frozen build), so importing it builds nothing in RAM. A tool
-# without arguments has '{"type":"object","properties":{}}' (OpenAI's shape leaves it out).
-TOOLS = (
-    ("web_search", "search",
-     "Search the web for current information (up to 5 results: title, URL, snippet).",
-     '{"type":"object","properties":{"query":{"type":"string","description":"The search query"}},'
-     '"required":["query"]}'),
-    ("get_current_time", "clock",
-     "Current date, time, weekday and Unix time in the user's timezone.", '{"type":"object","properties":{}}'),
-    ("read_file", "files", "Read a file under /spiffs/.",
-     '{"type":"object","properties":{"path":{"type":"string","description":"Absolute path starting with /spiffs/"}},"required":["path"]}'),
-    ("write_file", "files", "Create or overwrite a file under /spiffs/.",
-     '{"type":"object","properties":{"path":{"type":"string","description":"Absolute path starting with /spiffs/"},"content":{"type":"string","description":'
-     '"File content to write"}},"required":["path","content"]}'),
-    ("edit_file", "files",
-     "Replace the first old_string with new_string in a file under /spiffs/.",
-     '{"type":"object","properties":{"path":{"type":"string","description":"Absolute path starting with /spiffs/"},"old_string":{"type":"string","description":'
-     '"Text to find"},"new_string":{"type":"string","description":"Replacement text"}},'
-     '"required":["path","old_string","new_string"]}'),
-    ("list_dir", "files", "List files under /spiffs/, optionally only those starting with prefix.",
-     '{"type":"object","properties":{"prefix":{"type":"string","description":'
-     '"Optional path prefix filter, e.g. /spiffs/memory/"}}}'),
-    ("cron_add", "cron",
-     "Schedule a message to yourself: every interval_s seconds, at at_epoch (Unix time: call "
-     "get_current_time first) or daily at time HH:MM (local). It runs as a new turn answered "
-     "in this chat; deliver=true sends the message as is instead (plain reminders). Check "
-     "cron_list first.",
-     '{"type":"object","properties":{"name":{"type":"string"},"schedule_type":{"type":"string",'
-     '"description":"every, at or daily"},"interval_s":{"type":"integer"},"at_epoch":'
-     '{"type":"integer"},"message":{"type":"string","description":"A request to yourself, or '
-     'with deliver the text to send"},"channel":{"type":"string"},"chat_id":{"type":"string"},'
-     '"time":{"type":"string","description":"HH:MM"},"deliver":{"type":"boolean"}},'
-     '"required":["name","schedule_type","message"]}'),
-    ("cron_list", "cron", "List the scheduled jobs: ids, schedules, next runs.", '{"type":"object","properties":{}}'),
-    ("cron_remove", "cron", "Remove a job by its id (from cron_list).",
-     '{"type":"object","properties":{"job_id":{"type":"string","description":'
-     '"The 8-character job ID to remove"}},"required":["job_id"]}'),
-    ("gpio_write", "gpio",
-     "Set an allowed GPIO pin HIGH (1) or LOW (0); it stays an output at that level.",
-     '{"type":"object","properties":{"pin":{"type":"integer","description":"GPIO pin number"},"state":{"type":"integer","description":'
-     '"1 for HIGH, 0 for LOW"}},"required":["pin","state"]}'),
-    ("gpio_read", "gpio", "Read a GPIO pin's level (an output keeps its level).",
-     '{"type":"object","properties":{"pin":{"type":"integer","description":"GPIO pin number"}},"required":["pin"]}'),
-    ("gpio_read_all", "gpio", "Read every allowed GPIO pin without changing outputs.", '{"type":"object","properties":{}}'),
+# called. A row: "\n" name, module under mimi.tools, description, input schema as
+# compact JSON, tab-separated. The handler is the function of that module named like
+# the tool: handler(args: dict, ctx) -> str. Descriptions are written into requests as
+# they are: no '"', '\', tab or control characters in them (tests/host/test_tool_table.py).
+# One bytes constant, literals only (no names or `+`): a .mpy loads it as one object
+# (its ~90 strings as a tuple of str objects cost ~3 KB of heap over their text), a
+# frozen build keeps it in flash; a request's parts are views of it (tools/registry.py).
+# A tool without arguments has '{"type":"object","properties":{}}' (OpenAI's shape leaves it out).
+TABLE = (
+    b"\nweb_search\tsearch\tSearch the web for current information (up to 5 results: title, URL, snippet).\t"
+    b'{"type":"object","properties":{"query":{"type":"string","description":"The search query"}},'
+    b'"required":["query"]}'
+    b"\nget_current_time\tclock\tCurrent date, time, weekday and Unix time in the user's timezone.\t"
+    b'{"type":"object","properties":{}}'
+    b"\nread_file\tread\tRead a file under /spiffs/.\t"
+    b'{"type":"object","properties":{"path":{"type":"string","description":"Absolute path starting with '
+    b'/spiffs/"}},"required":["path"]}'
+    b"\nwrite_file\tfiles\tCreate or overwrite a file under /spiffs/.\t"
+    b'{"type":"object","properties":{"path":{"type":"string","description":"Absolute path starting with '
+    b'/spiffs/"},"content":{"type":"string","description":"File content to write"}},"required":["path","content"]}'
+    b"\nedit_file\tfiles\tReplace the first old_string with new_string in a file under /spiffs/.\t"
+    b'{"type":"object","properties":{"path":{"type":"string","description":"Absolute path starting with '
+    b'/spiffs/"},"old_string":{"type":"string","description":"Text to find"},"new_string":{"type":"string",'
+    b'"description":"Replacement text"}},"required":["path","old_string","new_string"]}'
+    b"\nlist_dir\tfiles\tList files under /spiffs/, optionally only those starting with prefix.\t"
+    b'{"type":"object","properties":{"prefix":{"type":"string","description":"Optional path prefix filter, e.g. '
+    b'/spiffs/memory/"}}}'
+    b"\ncron_add\tcron\tSchedule a message to yourself: every interval_s seconds, at at_epoch (Unix time: call "
+    b"get_current_time first) or daily at time HH:MM (local). It runs as a new turn answered in this chat; "
+    b"deliver=true sends the message as is instead (plain reminders). Check cron_list first.\t"
+    b'{"type":"object","properties":{"name":{"type":"string"},"schedule_type":{"type":"string",'
+    b'"description":"every, at or daily"},"interval_s":{"type":"integer"},"at_epoch":{"type":"integer"},'
+    b'"message":{"type":"string","description":"A request to yourself, or with deliver the text to send"},'
+    b'"channel":{"type":"string"},"chat_id":{"type":"string"},"time":{"type":"string","description":"HH:MM"},'
+    b'"deliver":{"type":"boolean"}},"required":["name","schedule_type","message"]}'
+    b"\ncron_list\tcron\tList the scheduled jobs: ids, schedules, next runs.\t"
+    b'{"type":"object","properties":{}}'
+    b"\ncron_remove\tcron\tRemove a job by its id (from cron_list).\t"
+    b'{"type":"object","properties":{"job_id":{"type":"string","description":"The 8-character job ID to remove"}},'
+    b'"required":["job_id"]}'
+    b"\ngpio_write\tgpio\tSet an allowed GPIO pin HIGH (1) or LOW (0); it stays an output at that level.\t"
+    b'{"type":"object","properties":{"pin":{"type":"integer","description":"GPIO pin number"},'
+    b'"state":{"type":"integer","description":"1 for HIGH, 0 for LOW"}},"required":["pin","state"]}'
+    b"\ngpio_read\tgpio\tRead a GPIO pin's level (an output keeps its level).\t"
+    b'{"type":"object","properties":{"pin":{"type":"integer","description":"GPIO pin number"}},"required":["pin"]}'
+    b"\ngpio_read_all\tgpio\tRead every allowed GPIO pin without changing outputs.\t"
+    b'{"type":"object","properties":{}}'
     # The device tools (SPEC §13), worded tight: every request carries them. Offered only
     # where they can do something (NEEDS); the handlers check what a schema leaves out.
     # i2c_scan's optional sda/scl are named in its words, not as properties: with none
     # attached the three must stay within +600 bytes in the OpenAI shape too (each tool's
     # wrapper there is 27 bytes longer than Anthropic's).
-    ("device_list", "devices", "Devices, last readings.", '{"type":"object","properties":{}}'),
-    ("device_add", "devices",
-     "type: digital_in button analog_in ntc ldr soil ds18b20 dht11 dht22 sht3x aht20 bme280 "
-     "bh1750 hcsr04 digital_out relay pwm servo rgb_led buzzer; pin or sda scl addr; log_min: "
-     "minutes per log",
-     '{"type":"object","properties":{"name":{},"type":{}}}'),
-    ("i2c_scan", "i2c", "I2C addresses that answer; sda scl default 8 9.", '{"type":"object"}'),
-    ("device_read", "devices", "Read a device.", '{"type":"object","properties":{"name":{}}}'),
-    ("device_set", "devices", "Set: on/off, 0-100, angle, colour (red, #ff8000, blue 30%), "
-     "tone (440 300).", '{"type":"object","properties":{"name":{},"value":{}}}'),
-    ("device_remove", "devices", "Remove a device.", '{"type":"object","properties":{"name":{}}}'),
-    ("i2c_io", "i2c", "Raw I2C to a part without a type: write hex, read n bytes, at register reg.",
-     '{"type":"object","properties":{"addr":{"type":"integer"},"reg":{},"write":{},"read":{},'
-     '"sda":{},"scl":{}}}'),
+    b"\ndevice_list\tdevices\tDevices, last readings.\t"
+    b'{"type":"object","properties":{}}'
+    b"\ndevice_add\tdevices\ttype: digital_in button analog_in ntc ldr soil ds18b20 dht11 dht22 sht3x aht20 bme280 "
+    b"bh1750 hcsr04 digital_out relay pwm servo rgb_led buzzer; pin or sda scl addr; log_min: minutes per log\t"
+    b'{"type":"object","properties":{"name":{},"type":{}}}'
+    b"\ni2c_scan\ti2c\tI2C addresses that answer; sda scl default 8 9.\t"
+    b'{"type":"object"}'
+    b"\ndevice_read\tdevices\tRead a device.\t"
+    b'{"type":"object","properties":{"name":{}}}'
+    b"\ndevice_set\tdevices\tSet: on/off, 0-100, angle, colour (red, #ff8000, blue 30%), tone (440 300).\t"
+    b'{"type":"object","properties":{"name":{},"value":{}}}'
+    b"\ndevice_remove\tdevices\tRemove a device.\t"
+    b'{"type":"object","properties":{"name":{}}}'
+    b"\ni2c_io\ti2c\tRaw I2C to a part without a type: write hex, read n bytes, at register reg.\t"
+    b'{"type":"object","properties":{"addr":{"type":"integer"},"reg":{},"write":{},"read":{},"sda":{},"scl":{}}}'
     # The rules and the history (SPEC §14): offered with devices. rule_add's handler
     # answers a wrong or missing field with what it takes (services/rules/book.py).
-    ("device_history", "history", "Logged min/max/mean, hours (24); chart:true sends a chart.",
-     '{"type":"object","properties":{"name":{},"hours":{},"chart":{}}}'),
-    ("rule_add", "rules", "Board rule: name device when:above|below value hysteresis,"
-     "changes,rises,falls,pressed then:set target to otherwise,notify text,ask prompt",
-     '{"type":"object"}'),
-    ("rule_list", "rules", "Rules and ids.", '{"type":"object","properties":{}}'),
-    ("rule_remove", "rules", "Remove a rule.", '{"type":"object","properties":{"id":{}}}'),
+    b"\ndevice_history\thistory\tLogged min/max/mean, hours (24); chart:true sends a chart.\t"
+    b'{"type":"object","properties":{"name":{},"hours":{},"chart":{}}}'
+    b"\nrule_add\trules\tBoard rule: name device when:above|below value hysteresis,changes,rises,falls,pressed "
+    b"then:set target to otherwise,notify text,ask prompt\t"
+    b'{"type":"object"}'
+    b"\nrule_list\trules\tRules and ids.\t"
+    b'{"type":"object","properties":{}}'
+    b"\nrule_remove\trules\tRemove a rule.\t"
+    b'{"type":"object","properties":{"id":{}}}'
 )
 # Tools a request offers only when mimi.devices.offer() has their bit: 1 devices are
 # attached, 2 an I2C scan found parts this boot (PicoClaw #1184: hardware tools cost

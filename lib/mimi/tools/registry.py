@@ -31,14 +31,38 @@ class Ctx:
 
 
 class Registry:
-    def __init__(self, table=()):
-        # name -> (name, handler or module name, description, schema: JSON text or dict):
-        # the table's own rows (a constant of the frozen build: nothing copied to RAM)
+    def __init__(self, table=b""):
+        # the built-in tools: the rows of one bytes constant (mimi/tools TABLE), read as
+        # views of it when needed (nothing copied to RAM); add()ed ones: name ->
+        # (name, handler, description, schema dict), listed after the table's
+        self._table = table
         self._tools = {}
         self._order = []
-        for row in table:
-            self._order.append(row[0])
-            self._tools[row[0]] = row
+
+    def rows(self):
+        """(name, module, description, schema JSON) of each row of the table, as
+        memoryviews of it."""
+        t = self._table
+        m = memoryview(t)
+        i = 1
+        while i < len(t):
+            a = t.find(b"\t", i)
+            b = t.find(b"\t", a + 1)
+            c = t.find(b"\t", b + 1)
+            e = t.find(b"\n", c + 1)
+            if e < 0:
+                e = len(t)
+            yield m[i:a], m[a + 1:b], m[b + 1:c], m[c + 1:e]
+            i = e + 1
+
+    def _find(self, name):
+        """name -> (handler or module name, schema: JSON text or dict), or None."""
+        t = self._tools.get(name)
+        if t:
+            return t[1], t[3]
+        for r in self.rows():
+            if r[0] == name:
+                return str(r[1], "utf-8"), r[3]
 
     def add(self, name, description, schema, handler):
         # both APIs refuse the whole request over one bad tool name
@@ -52,11 +76,14 @@ class Registry:
         self._tools[name] = (name, handler, description, schema)
 
     def names(self):
-        return list(self._order)
+        out = [str(r[0], "utf-8") for r in self.rows()]
+        return out + [n for n in self._order if n not in out]
 
     def schema(self, name):
-        s = self._tools[name][3]
-        return jsonutil.loads(s) if isinstance(s, str) else s
+        t = self._find(name)
+        if t is None:
+            raise KeyError(name)
+        return t[1] if isinstance(t[1], dict) else jsonutil.loads(t[1])
 
     def key(self):
         """Changes when the tools offered change (devices attached, an I2C scan): a
@@ -68,29 +95,32 @@ class Registry:
     def specs(self):
         """(name, description as JSON string content, schema as JSON text) of every
         tool offered now (mimi/tools NEEDS), for a provider to write into its request
-        as they are."""
+        as they are: the table's as memoryviews of it, an add()ed one's as str."""
         from mimi.tools import NEEDS
 
         have = self.key()
+        skip = [n for n, need in NEEDS.items() if not need & have]
         out = []
-        for n in self._order:
-            need = NEEDS.get(n)
-            if need and not need & have:
+        for n, _, d, s in self.rows():
+            if n in skip:
                 continue
-            t = self._tools[n]
-            d, s = t[2], t[3]
-            if not isinstance(s, str):  # an add()ed tool: encoded here
-                import json  # (only then: each import of json looks for a json.py first)
-
-                d, s = json.dumps(d)[1:-1], json.dumps(s)
+            if self._tools and str(n, "utf-8") in self._tools:
+                continue  # add()ed again: that one's, below
             out.append((n, d, s))
+        if self._order:
+            import json  # (only here: each import of json looks for a json.py first)
+
+            for n in self._order:
+                if n not in skip:
+                    t = self._tools[n]
+                    out.append((n, json.dumps(t[2])[1:-1], json.dumps(t[3])))
         return out
 
     def call(self, name, args=None, ctx=None, pieces=False):
         """Run tool `name` with args (dict or JSON text); the result string, never raises.
         pieces: a long result may come as a tuple of str (bus.pieces(): a file read in
         1 KB pieces, never one block its size), as the agent sends it; else joined."""
-        tool = self._tools.get(name)
+        tool = self._find(name)
         if tool is None:
             return "Error: unknown tool '%s'" % name
         args, err = check_args(self.schema(name), args)
@@ -102,7 +132,7 @@ class Registry:
 
             gc.collect()
         try:
-            handler = tool[1]
+            handler = tool[0]
             if isinstance(handler, str):  # the module loads when its tool is called
                 mod = "mimi.tools." + handler
                 if mod in sys.modules or handler in KEEP:
@@ -191,9 +221,9 @@ def _exc_text(e):
 
 
 def _table():
-    from mimi.tools import TOOLS
+    from mimi.tools import TABLE
 
-    return TOOLS
+    return TABLE
 
 
 registry = Registry(_table())

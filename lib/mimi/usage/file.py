@@ -31,7 +31,9 @@ def _row(v):
 
 def lines(path=PATH):
     """Each line of the file (bytes, without the newline); nothing when it is missing.
-    A line longer than limits.USAGE_LINE_MAX comes in pieces that parse as nothing."""
+    A line longer than limits.USAGE_LINE_MAX comes in pieces that parse as nothing.
+    Closed by its reader on every path (the file is open while it is read: left to the
+    GC, it is closed outside fs.lock)."""
     try:
         f = open(path, "rb")
     except OSError:
@@ -63,14 +65,18 @@ def load(day, hour, hour_row, day_row, models, path=PATH):
     day = date(day)
     key = DAY + day.encode()
     with fs.lock:
-        for line in lines(path):
-            if line.startswith(b'{"hour":') or line.startswith(key):
-                p = parse(line)
-                if p and p[0] == "hour" and p[1] == hour:
-                    hour_row[:] = p[2]
-                elif p and p[0] == "day" and p[1] == day:
-                    day_row[:] = p[2]
-                    models.update(p[3])
+        each = lines(path)
+        try:
+            for line in each:
+                if line.startswith(b'{"hour":') or line.startswith(key):
+                    p = parse(line)
+                    if p and p[0] == "hour" and p[1] == hour:
+                        hour_row[:] = p[2]
+                    elif p and p[0] == "day" and p[1] == day:
+                        day_row[:] = p[2]
+                        models.update(p[3])
+        finally:
+            each.close()
 
 
 def save(day, hour, hour_row, day_row, models, path=PATH):
@@ -79,7 +85,11 @@ def save(day, hour, hour_row, day_row, models, path=PATH):
     day = date(day)
     key = DAY + day.encode()
     with fs.lock:
-        kept = [line + b"\n" for line in lines(path) if line.startswith(DAY) and not line.startswith(key)]
+        each = lines(path)
+        try:
+            kept = [line + b"\n" for line in each if line.startswith(DAY) and not line.startswith(key)]
+        finally:
+            each.close()
         del kept[:-(limits.USAGE_DAYS - 1)]
         # spelled out: MicroPython's dicts keep no key order, and lines are told by their start
         fs.write_atomic(path, ['{"hour":%d,"n":%s}\n' % (hour, json.dumps(hour_row))] + kept + [

@@ -108,11 +108,15 @@ def report():
     date = usagefile.date(day)
     want = [usagefile.date(day - k) for k in range(7)]  # today first
     days = {date: (drow, models)}
-    for line in usagefile.lines():
-        if line.startswith(usagefile.DAY):
-            p = usagefile.parse(line)
-            if p and p[1] in want and p[1] != date:
-                days[p[1]] = (p[2], p[3])
+    each = usagefile.lines()
+    try:
+        for line in each:
+            if line.startswith(usagefile.DAY):
+                p = usagefile.parse(line)
+                if p and p[1] in want and p[1] != date:
+                    days[p[1]] = (p[2], p[3])
+    finally:
+        each.close()
     week = [0] * 5
     week_usd, week_known = 0.0, True
     out_days = []

@@ -55,7 +55,7 @@ async def _send(bot, rid, name, hours, caption, part):
 
 async def _upload(bot, name, part):
     """The chart (part: the PNG as a body part) uploaded -> its image_key."""
-    from mimi.net import httpbody
+    httpbody = mimi.load("mimi.net.httpbody")  # (both threads load it)
     from mimi.channels.feishu.longconn import ApiError, NO_TEXT
 
     ctype, body = httpbody.form((("image_type", "message"),), "image", name + ".png", "image/png", part)

@@ -49,6 +49,8 @@ TEXT_ONLY = "I can only read text messages for now."
 TOO_LONG = ("Your message was too long for me to read (%d KB; I can take about %d KB). "
             "Please send it in shorter parts.")
 BUSY = "I'm busy with other messages, try again shortly."
+NO_ROOM = ("Sorry, the rest of my answer did not fit in the board's free memory to be sent. "
+           "It is saved in this chat: ask me to repeat it, shorter.")
 
 
 class ApiError(Exception):
@@ -89,8 +91,16 @@ class Api:
         for again in (False, True):
             headers = {"Content-Type": ctype}
             if auth:
-                headers["Authorization"] = "Bearer " + await self.tenant_token()
-            r = await self._client().request(method, path, headers, body)
+                try:
+                    headers["Authorization"] = "Bearer " + await self.tenant_token()
+                except MemoryError:
+                    self.close()  # (its client's `sent` told of the token's request, not this one)
+                    raise
+            c = self._client()
+            if c._buf is not None:  # (what it said of the previous request: send_text() asks)
+                c._buf.sent = False
+            r = await c.request(method, path, headers, body)
+            c = None
             try:
                 obj = jsonutil.loads(r.body)
             except ValueError:
@@ -563,7 +573,9 @@ class Feishu:
     async def send_text(self, rid, md, hold=False):
         """Markdown -> messages to `rid` (an open_id or a chat_id), in order. A part
         Feishu refuses as rich text goes again as plain text; other failures are
-        logged, never re-sent. -> True when every part went out."""
+        logged, never re-sent. No room in the heap: raised while nothing went (the
+        dispatcher makes room and sends it again), else the rest is not sent and the
+        chat told so. -> True when every part went out."""
         from mimi.channels.feishu import format as fmt
 
         if not (cfg.get("feishu_app_id") and cfg.get("feishu_app_secret")):
@@ -571,30 +583,52 @@ class Feishu:
             return False
         path = MESSAGES + ("chat_id" if rid.startswith("oc_") else "open_id")
         ok = True
-        if isinstance(md, tuple):  # a long answer in pieces (bus.pieces()): this formatter
-            md = "".join(md)  # takes the text whole
-        for part in fmt.split(md or "", limits.FEISHU_MSG_MAX):
-            how = fmt.kind(part)
-            while True:
-                body = json.dumps({"receive_id": rid, "msg_type": how, "content": fmt.content(part, how)}).encode()
-                if how != fmt.TEXT and len(body) > limits.FEISHU_RICH_MAX:
-                    how = fmt.TEXT
-                    continue
-                try:
-                    await self._post(path, body, hold)
-                except ApiError as e:
-                    if how != fmt.TEXT and e.code in RICH_REFUSED:
-                        log.warning(TAG, "Feishu refused the %s message (%s); sending plain text", how, e)
+        went = 0  # parts out
+        try:
+            if isinstance(md, tuple):  # a long answer in pieces (bus.pieces()): this formatter
+                md = "".join(md)  # takes the text whole
+            for part in fmt.split(md or "", limits.FEISHU_MSG_MAX):
+                how = fmt.kind(part)
+                while True:
+                    body = json.dumps({"receive_id": rid, "msg_type": how, "content": fmt.content(part, how)}).encode()
+                    if how != fmt.TEXT and len(body) > limits.FEISHU_RICH_MAX:
                         how = fmt.TEXT
                         continue
-                    log.error(TAG, "sending to %s failed: %s", rid, e)
-                    ok = False
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:
-                    log.error(TAG, "sending to %s failed: %s %s", rid, type(e).__name__, e)
-                    ok = False
-                break
+                    c = self.api and self.api.client
+                    if c and c._buf:  # (what it says of the previous message: Api.call() too)
+                        c._buf.sent = False
+                    c = None
+                    try:
+                        await self._post(path, body, hold)
+                        went += 1
+                    except ApiError as e:
+                        if how != fmt.TEXT and e.code in RICH_REFUSED:
+                            log.warning(TAG, "Feishu refused the %s message (%s); sending plain text", how, e)
+                            how = fmt.TEXT
+                            continue
+                        log.error(TAG, "sending to %s failed: %s", rid, e)
+                        ok = False
+                    except MemoryError:
+                        c = self.api and self.api.client
+                        if not (c and c._buf and c._buf.sent):
+                            raise  # it did not go
+                        went += 1  # it went; its answer found no room (not sent again)
+                        log.warning(TAG, "a message to %s went; no room in the heap to read the answer", rid)
+                    except Exception as e:
+                        log.error(TAG, "sending to %s failed: %s %s", rid, type(e).__name__, e)
+                        ok = False
+                    break
+        except MemoryError:
+            if not went:
+                raise  # nothing of it went out: the dispatcher makes room and tries again
+            md = part = body = None  # part of it went: sent again, it would repeat that
+            log.error(TAG, "no room in the heap for the rest of a message to %s", rid)
+            try:
+                await self._post(path, json.dumps({"receive_id": rid, "msg_type": fmt.TEXT,
+                                                   "content": fmt.content(NO_ROOM, fmt.TEXT)}).encode(), False)
+            except Exception as e:
+                log.error(TAG, "telling %s failed: %s %s", rid, type(e).__name__, e)
+            return False
         return ok
 
     async def send(self, msg):

@@ -19,7 +19,7 @@ async def chart(bot, chat_id, want):
 
 
 async def _send(bot, chat_id, name, hours, caption, part):
-    from mimi.net import httpbody
+    httpbody = mimi.load("mimi.net.httpbody")  # (both threads load it)
 
     api = out._api(bot)
     if api is None:

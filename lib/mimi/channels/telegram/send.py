@@ -102,16 +102,9 @@ async def call(api, method, params):
 def _json(text):
     """A part's pieces as a JSON string's content, escaped as they are sent (one
     piece's copy at a time, not the part's: 4 KB less while a long answer's part goes)."""
-    from mimi.net.httpbody import Pieces
+    escaped = mimi.load("mimi.net.httpbody").escaped  # (the agent's requests load it too)
 
-    def escaped():
-        for p in text:
-            yield memoryview(json.dumps(p))[1:-1]
-
-    n = 0
-    for q in escaped():
-        n += len(q)
-    return Pieces(n, escaped)
+    return escaped(text, json.dumps)
 
 
 def _rest(bot):
@@ -212,34 +205,29 @@ async def _parts(bot, chat_id, fmt, markdown, reply_to, hold, status, went):
         if reply_to:
             params["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
             reply_to = None
-        try:
-            await _send(bot, params, hold)
-            went[0] += 1
-            continue
-        except MemoryError as e:
-            params = html = None
-            if not await _smaller(bot, chat_id, fmt, runs, hold, went):
-                raise e  # text() says the rest did not fit (or the dispatcher tries again)
-            continue
-        except tg.ApiError as e:
-            if not e.entities:
+        while True:  # (twice for a part whose entities Telegram refuses: as plain text)
+            try:
+                await _send(bot, params, hold)
+                went[0] += 1
+            except MemoryError as e:
+                params = None
+                sent = await _smaller(bot, chat_id, fmt, runs, hold, went)
+                if sent is False:
+                    raise e  # text() says the rest did not fit (or the dispatcher tries again)
+                if not sent:
+                    ok = False
+            except tg.ApiError as e:
+                if e.entities and "parse_mode" in params:
+                    log.warning(TAG, "Telegram refused the HTML (%s); sending plain text", e.description)
+                    params.pop("parse_mode")
+                    params["text"] = fmt.render_plain(runs)
+                    continue
                 log.error(TAG, "sending to %s failed: %s", chat_id, e)
                 ok = False
-                continue
-            log.warning(TAG, "Telegram refused the HTML (%s); sending plain text", e.description)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            log.error(TAG, "sending to %s failed: %s %s", chat_id, type(e).__name__, e)
-            ok = False
-            continue
-        params.pop("parse_mode")
-        params["text"] = fmt.render_plain(runs)
-        try:
-            await _send(bot, params, hold)
-        except Exception as e:
-            log.error(TAG, "plain-text resend to %s failed: %s", chat_id, e)
-            ok = False
+            except Exception as e:
+                log.error(TAG, "sending to %s failed: %s %s", chat_id, type(e).__name__, e)
+                ok = False
+            break
     return ok
 
 
@@ -261,16 +249,21 @@ async def _smaller(bot, chat_id, fmt, runs, hold, went):
     """A part that found no room in the heap: the spare given back (mimi.spare()) and
     what can be freed is, then the part goes again as plain text in pieces of
     TG_MSG_SHORT (each counted in went[0]). -> False when one of them found no room
-    either (the rest is not sent)."""
+    either (the rest is not sent); None when one failed otherwise (logged, as _parts()
+    does a part's)."""
     mimi.spare(False)
-    try:
-        for part in fmt.recut(runs, limits.TG_MSG_SHORT):
+    sent = True
+    for part in fmt.recut(runs, limits.TG_MSG_SHORT):
+        try:
             await _send(bot, {"chat_id": chat_id, "text": fmt.render_plain(part)}, hold)
             went[0] += 1
-        log.warning(TAG, "a part to %s sent in smaller pieces (no room in the heap)", chat_id)
-        return True
-    except MemoryError:
-        return False
+        except MemoryError:
+            return False
+        except Exception as e:
+            log.error(TAG, "sending to %s failed: %s %s", chat_id, type(e).__name__, e)
+            sent = None
+    log.warning(TAG, "a part to %s sent in smaller pieces (no room in the heap)", chat_id)
+    return sent
 
 
 async def act(bot, what, chat_id, arg=None):

@@ -60,7 +60,13 @@ async def send(msg):
         if c.chat_id == msg.chat_id and not c.dead:
             if data is None:
                 data = text(obj)
-            n += c.push(data, status=msg.kind != bus.REPLY)
+            try:
+                n += c.push(data, status=msg.kind != bus.REPLY)
+            except MemoryError:
+                if not n:
+                    raise  # no client has it: the dispatcher makes room and sends it again
+                log.warning("ws", "client %s: no room; dropped", c.chat_id)
+                c.drop()  # (its page reconnects) as one that cannot take a reply is, never sent twice
     if not n and msg.kind == bus.REPLY:
         if isinstance(msg.meta, dict) and "notice" in msg.meta:  # a rule's (services/rules/act.py)
             log.warning("ws", "no client on chat %s; a rule's notice is not kept: %s", msg.chat_id, msg.content)
@@ -114,7 +120,23 @@ async def _connection(sr, sw):
 
 
 async def run():
-    """The gateway task (started by dispatch.start(), which registers send())."""
+    """The gateway task (started by dispatch.start(), which registers send()). It waits
+    in a frame that holds the server only: the listening's own (its calls' arguments
+    and log lines) is _listen()'s, gone once it returned."""
+    server = await _listen()
+    if server is None:
+        return
+    try:
+        while True:
+            await asyncio.sleep(3600)
+    finally:
+        server.close()
+        for c in clients:
+            c.drop()
+
+
+async def _listen():
+    """The listening server (its port in `port`), or None when no port could be had."""
     global port
     host = board.BIND_ADDR
     from mimi.net import listen
@@ -127,7 +149,7 @@ async def run():
         log.error("ws", "gateway could not listen on %s:%s: %s (port taken? pick another with "
                   "config_set('ws_port', N), or tools/sim --set ws_port=N)", host, config.cfg.get("ws_port"),
                   net.explain(e))
-        return
+        return None
     listen = None
     mimi.drop("net.listen")  # used once
     # Tests find the port from this line: "gateway listening on HOST:PORT".
@@ -135,10 +157,4 @@ async def run():
     if not config.cfg.get("ws_token"):
         log.warning("ws", "gateway auth is OFF (ws_token is empty): anyone who can reach "
                     "port %d can use the agent", port)
-    try:
-        while True:
-            await asyncio.sleep(3600)
-    finally:
-        server.close()
-        for c in clients:
-            c.drop()
+    return server
