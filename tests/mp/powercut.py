@@ -145,12 +145,12 @@ class Work:
             self.jobs.append(j["id"])
 
     def offset(self):
-        from mimi.channels.telegram import poller as telegram
+        from mimi.channels.telegram import poller as telegram, updates
 
         bot = telegram.Telegram()
         bot.bot_id = "42"
         bot.offset = 1000 + self.n
-        bot._save_offset()
+        updates.save_offset(bot)
 
     def ledger(self):
         """LLM calls counted by the usage ledger, then saved (as at the minute's save)."""

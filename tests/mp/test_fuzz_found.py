@@ -96,7 +96,9 @@ def test_an_update_id_that_is_not_a_number_skips_that_update_only():
     bad["update_id"] = {"a": [1]}
     batch(memoryview(json.dumps({"ok": True, "result": [_update(1, "a"), bad, _update(3, "b")]}).encode()))
     assert [(u, a and a[2]) for u, a in batch.acts] == [(1, "a"), (None, None), (3, "b")], batch.acts
-    asyncio.run(bot._batch(batch.acts))
+    from mimi.channels.telegram import updates
+
+    asyncio.run(updates.handle(bot, batch, 1))
     assert bot.offset == 4
 
 

@@ -11,8 +11,9 @@ import fuzz
 from mimi import bus, fs, limits, log
 from mimi.config import settings as config
 from mimi.utf8 import valid
+from mimi.net import http
 from mimi.net.http import Response
-from mimi.channels.telegram import poller as telegram
+from mimi.channels.telegram import connect, poller as telegram
 from mimi.services import wifi
 
 HEAPSIZE = "4m"
@@ -120,7 +121,9 @@ class Client:
         self.answers = answers
         self.sent = []
 
-    async def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None):
+    async def request(self, method, path, headers=None, body=None, deadline_s=None, sink=None, ready=None):
+        if ready is not None:
+            await ready()
         name = path.rsplit("/", 1)[-1]
         if name == "getMe":
             status, data = 200, b'{"ok":true,"result":{"id":123,"username":"mimi_bot"}}'
@@ -175,9 +178,9 @@ async def _poll_case(n, r, what):
     nxt += 1
     legit = (200, fuzz.dumps({"ok": True, "result": [update(nxt, text="legit %d" % n)]}))
     client = Client(list(answers) + [legit])
-    telegram._client = lambda base, timeout_s: client  # (the real one: _real_client)
+    http.AsyncClient = lambda base, **kw: client  # the poller's (the real one: http's __getattr__ once deleted)
     bot = telegram.install()  # one bot, as in the firmware (each adds watchers)
-    bot.token = None  # connects afresh: the new client, the offset file read again
+    connect.close(bot)  # connects afresh: the new client, the offset file read again
     bot.recent = []
     task = asyncio.create_task(bot.run())
     try:
@@ -210,7 +213,10 @@ async def test_fuzz_poller_answers():
             pass
         if fs.exists(limits.TG_OFFSET_PATH):  # each case starts afresh (its ids may be huge)
             fs.remove(limits.TG_OFFSET_PATH)
-        await _poll_case(n, r, what)
+        try:
+            await _poll_case(n, r, what)
+        finally:
+            del http.AsyncClient  # the real one again (http's __getattr__)
 
 
 # ---- the poller over a socket: hostile HTTP framing around getUpdates -------
@@ -285,7 +291,6 @@ async def test_fuzz_poll_over_http():
     server, port = await on_port(0, lambda p: asyncio.start_server(wire.serve, "127.0.0.1", p),
                                  limits.WS_PORT_ANY, 32)
     cfg.set("tg_api_base", "http://127.0.0.1:%d" % port)
-    telegram._client = _real_client
     what = "tg poll http"
     for n, r in fuzz.cases(60, what):
         while bus.inbound.get_nowait():
@@ -326,9 +331,8 @@ async def test_fuzz_poll_over_http():
         finally:
             task.cancel()
             await asyncio.sleep_ms(0)
-            bot._close()
+            connect.close(bot)
     server.close()
 
 
-_real_client = telegram._client
 garbled = [False]  # this case's answers include a garbled one

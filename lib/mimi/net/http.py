@@ -29,16 +29,15 @@
 # non-blocking sockets with poll (agent thread, blocking);
 # AsyncClient (net/asynchttp.py, loaded on first use of http.AsyncClient) runs them on
 # asyncio streams (event loop).
-import gc
 import json
-import select
 
 from mimi import limits, jsonutil, net
 from mimi.fs import decode
 
+# (the module's table holds 23 names: one more makes it 29 slots, +48 B of a frozen
+# board's heap with Telegram; what a rare path needs it imports there)
 _W = 0
 _R = 1
-_UA = "mimiclaw-micropython"
 
 
 def _err(kind, msg):
@@ -100,7 +99,10 @@ class _Buf:
             n = self.j - self.i
             self.mv[0:n] = self.mv[self.i:self.j]
             self.i, self.j = 0, n
-        n = yield (_R, self.mv[self.j:])
+        self.took((yield (_R, self.mv[self.j:])), what)
+
+    def took(self, n, what):
+        """n bytes were read into the buffer past j (0: the connection closed)."""
         if not n:
             if self.got == 0:
                 raise _err("_Stale", "connection closed by the server before the response")
@@ -223,9 +225,11 @@ def _read_head(buf, what="response headers"):
         return status[0], code, status[2] if len(status) > 2 else "", headers
 
 
-def _response(buf, head, body, method, cap):
-    """Send a request on an open connection, read the response head and set up the
-    body's framing in buf. Returns (status, reason, headers, keep_alive)."""
+def _ask(buf, head, body):
+    """Send a request on an open connection. The clients then read the response's
+    first bytes on their own (buf.fill("response headers"); the asyncio client's
+    _first()), and run _exchange or _sunk after: a long poll waits for those bytes all
+    the time (Telegram's 30 s) with no frame of this protocol's."""
     buf.clear()
     yield (_W, head)
     if isinstance(body, tuple):  # a body of parts (net/httpbody.py)
@@ -233,9 +237,11 @@ def _response(buf, head, body, method, cap):
     elif body:
         yield (_W, body)
     buf.sent = True
-    # The first bytes awaited here, before _read_head's frames exist: a long poll waits
-    # for them all the time (Telegram's 30 s)
-    yield from buf.fill("response headers")
+
+
+def _response(buf, method, cap):
+    """Read the response head (its first bytes in buf: _ask) and set up the body's
+    framing in buf. Returns (status, reason, headers, keep_alive)."""
     version, status, reason, headers = yield from _read_head(buf)
     conn = headers.get("connection", "").lower()
     keep = "close" not in conn and (version != "HTTP/1.0" or "keep-alive" in conn)
@@ -267,9 +273,9 @@ def _response(buf, head, body, method, cap):
     return status, reason, headers, keep
 
 
-def _exchange(buf, head, body, method, cap):
-    """One whole request/response on an open connection. Returns (Response, keep_alive)."""
-    status, reason, headers, keep = yield from _response(buf, head, body, method, cap)
+def _exchange(buf, method, cap):
+    """The whole response to a request sent (_ask). Returns (Response, keep_alive)."""
+    status, reason, headers, keep = yield from _response(buf, method, cap)
     sized = not buf.chunked and buf.left is not None
     # Known size: the one allocation of the body. Otherwise pieces, joined once at the
     # end: a body grown in place needs its old and new copy at once, again and again.
@@ -284,7 +290,9 @@ def _exchange(buf, head, body, method, cap):
             off += len(k)
         else:
             if got >= limits.HTTP_PIECES_COLLECT:  # the reads' garbage out of the way: the
-                gc.collect()  # pieces fill small holes and the big block stays whole
+                import gc  # pieces fill small holes and the big block stays whole
+
+                gc.collect()
                 got = 0
             data.append(bytes(k))
             got += len(k)
@@ -295,10 +303,10 @@ def _exchange(buf, head, body, method, cap):
     return Response(status, reason, headers, data), keep
 
 
-def _sunk(buf, head, body, method, sink):
+def _sunk(buf, method, sink):
     """_exchange with the body handed to sink(piece) as it arrives, never kept. A sink
     with a begin(status, headers) method is told the head first."""
-    status, reason, headers, keep = yield from _response(buf, head, body, method, limits.HTTP_SINK_MAX)
+    status, reason, headers, keep = yield from _response(buf, method, limits.HTTP_SINK_MAX)
     begin = getattr(sink, "begin", None)
     if begin:
         begin(status, headers)
@@ -375,6 +383,8 @@ class _Base:
     def _stray(self, sock):
         """Is anything readable on an idle kept-alive connection (an unsolicited
         response, or the server's close)? Then it is out of step: not to be reused."""
+        import select
+
         p = select.poll()
         p.register(sock, select.POLLIN)
         return bool(p.poll(0))
@@ -403,7 +413,7 @@ class _Base:
             lines.append("%s: %s" % (_clean(k, "header name"), _clean(v, "header " + k)))
             given.add(k.lower())
         if "user-agent" not in given:
-            lines.append("User-Agent: " + _UA)
+            lines.append("User-Agent: mimiclaw-micropython")
         if "accept-encoding" not in given:
             lines.append("Accept-Encoding: identity")
         if ctype and "content-type" not in given:
@@ -417,37 +427,15 @@ class _Base:
         lines.append("\r\n")
         return "\r\n".join(lines).encode(), data
 
-    def _fail(self, e):
-        """The HTTPError to raise for exception e (connection already closed)."""
-        httperr = _mod("httperr")
-        if isinstance(e, httperr.HTTPError):
-            return e
-        where = "%s:%d" % (self.host, self.port)
-        if isinstance(e, ValueError) and self.tls:
-            return _err("TLSFailure", "TLS to %s failed: %s" % (where, str(e).strip()))
-        if isinstance(e, OSError):
-            code = e.args[0] if e.args else 0
-            if isinstance(code, int) and code < 0:  # an mbedTLS error code
-                name = e.args[1] if len(e.args) > 1 else ""
-                return _err("TLSFailure", "TLS to %s failed: mbedTLS error -0x%04x %s" % (where, -code, name))
-            if self._buf.sent:  # ConnectFailure promises the server never saw the request
-                return _err("ProtocolError", "connection to %s lost after the request was sent: %s" % (where, e))
-            if self.proxy:  # the connection is the proxy's
-                where = "the proxy %s:%d" % self._hop()
-            return _err("ConnectFailure", "connection to %s failed: %s" % (where, e))
-        return e
-
     def _start(self):
         if self._buf is None:
             self._buf = _Buf(self.bufsize)
 
     def _failed(self, e, attempt, reused):
         """Close after failure e; True to try once more on a fresh connection (a reused
-        keep-alive connection that died before any response byte), else raise."""
-        self.close()
-        if attempt == 0 and reused and self._buf.got == 0 and isinstance(e, (_mod("httperr")._Stale, OSError)):
-            return True
-        raise self._fail(e)
+        keep-alive connection that died before any response byte), else raise
+        (net/httperr.py's failed(): loaded with the first error)."""
+        return _mod("httperr").failed(self, e, attempt, reused)
 
     def close(self):
         if self._sock is not None:

@@ -6,7 +6,7 @@ import select
 import socket
 import time
 from mimi import limits, net
-from mimi.net.http import _W, _Base, _err, _exchange, _sunk
+from mimi.net.http import _W, _Base, _ask, _err, _exchange, _sunk
 
 
 class Client(_Base):
@@ -32,11 +32,14 @@ class Client(_Base):
             try:
                 if not reused:
                     self._open(deadline)
-                gen = proto(self._buf, head, data, method, cap)
+                buf = self._buf
+                gen = _ask(buf, head, data)
                 try:
-                    res = self._run(gen, deadline)
+                    self._run(gen, deadline)
                 finally:  # (stopped midway, whatever way: a body's open file closed with it,
                     gen.close()  # net/httpbody.py, not left to the GC's finaliser)
+                self._run(buf.fill("response headers"), deadline)
+                res = self._run(proto(buf, method, cap), deadline)
             except Exception as e:  # noqa: B902 - any failure leaves the socket unusable
                 if self._failed(e, attempt, reused):
                     continue

@@ -15,11 +15,10 @@
 #   asks `must_yield()` and closes or does not open its connection. Decided by the C
 #   heap's largest free block at that moment (board.c_heap_largest()), so a board with
 #   PSRAM never waits.
-import os
-import time
+# (The module's table holds 23 names, kept below the 29 slots one more would cost a
+# frozen board's heap with Telegram, +48 B: what a function alone needs it imports.)
 import _thread
-import mimi
-from mimi import limits, board
+from mimi import limits
 
 _lock = _thread.allocate_lock()
 _contexts = {}  # key (a tuple: the shipped roots + ca_file) -> SSLContext, or why it failed
@@ -33,6 +32,8 @@ busy = 0  # LLM calls in flight (claim())
 
 
 def _stamp(path):
+    import os
+
     try:
         st = os.stat(path)
         return st[6], st[8]  # size, mtime
@@ -46,6 +47,8 @@ def context(ca=None):
     once and kept. TLSFailure when there are no roots or no memory for them; that too
     is kept, for limits.TLS_RETRY_S or until the setting or a root file changes."""
     global made, failed
+    import time
+
     key = ca if ca is None or isinstance(ca, str) else bytes(ca)
     if ca is None:  # a changed setting or root file (OTA, the user's) makes a new one
         from mimi.config.settings import cfg
@@ -62,6 +65,8 @@ def context(ca=None):
                 for k in [k for k in _contexts if isinstance(k, tuple)]:
                     del _contexts[k]
             try:
+                import mimi
+
                 ctx = mimi.run("net.tlsroots", "make", ca)
             except Exception as e:
                 failed += 1
@@ -96,6 +101,8 @@ def stats():
 
 def tight():
     """True when the board cannot afford one more TLS connection now."""
+    from mimi import board
+
     room = board.c_heap_largest()
     return room is not None and room < limits.TLS_CONN_ROOM
 
@@ -118,6 +125,8 @@ def claim(client=None):
     for their connections to close (not for `client`'s own). (Two functions, not a
     `with` class: its class held 0.2 KB of a frozen board's heap from boot.)"""
     global busy
+    import time
+
     mine = 1 if getattr(client, "_wrapped", False) else 0
     with _lock:
         busy += 1

@@ -13,16 +13,15 @@ from mimi.services import wifi
 
 def connect(bot, token):
     """A new poll connection for token; the offset saved for this bot read back."""
-    bot._close()
-    bot.token = token
+    close(bot)
     bot.bot_id = token.split(":", 1)[0]
     bot.poll_api = Api(config.cfg.get("tg_api_base"), token, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S)
     bot.username = None
-    bot.offset = bot.saved_offset = bot.unsaved = 0
-    bot.offset_file = False
+    bot.offset = bot.unsaved = 0
+    bot.saved_offset = None
     try:
         with open(limits.TG_OFFSET_PATH) as f:
-            bot.offset_file = True
+            bot.saved_offset = 0  # (the file is there: rewritten in place)
             d = json.load(f)
         if str(d.get("bot")) == str(bot.bot_id):
             bot.offset = bot.saved_offset = int(d.get("offset") or 0)
@@ -46,16 +45,32 @@ def failed(bot, e, backoff, conflict):
             return wait, False, backoff, conflict
         if e.code in (401, 404):
             log.error(TAG, "the bot token was refused (%s); check set_tg_token(...)", e)
-            bot._close()
+            close(bot)
             return limits.TG_BAD_TOKEN_S, True, backoff, conflict
         log.warning(TAG, "getUpdates failed: %s; retry in %d s", e, backoff)
         return backoff, False, min(backoff * 2, limits.TG_BACKOFF_MAX_S), conflict
     # network, TLS, timeouts: the client reconnects next time
     if isinstance(e, (http.ConnectFailure, http.Timeout)):  # (net/httperr.py, loaded by e)
         wifi.suspect(TAG)  # a few in a row while "online": WiFi reconnects
-        bot._network_lost()
+        network_lost(bot)
     if not wifi.online():
         return 0, False, backoff, conflict
     bot.limit = max(1, bot.limit // 2)  # maybe too much for the heap or the deadline
     log.warning(TAG, "polling failed: %s %s; retry in %d s", type(e).__name__, e, backoff)
     return backoff, False, min(backoff * 2, limits.TG_BACKOFF_MAX_S), conflict
+
+
+def close(bot):
+    """The bot's connections closed (a new token, a token refused or taken away)."""
+    for api in (bot.poll_api, bot.send_api):
+        if api:
+            api.close()
+    bot.poll_api = bot.send_api = None
+
+
+def network_lost(bot):
+    """The network went away: the kept-alive sockets are dead, each Api reconnects
+    before its next call."""
+    for api in (bot.poll_api, bot.send_api):
+        if api:
+            api.stale = True

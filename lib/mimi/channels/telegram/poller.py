@@ -9,22 +9,19 @@
 # and nothing else happens: no LLM call, no file write. While WiFi is down the poller
 # waits and replies wait in the dispatcher's lane (bounded); they go out, in order,
 # once the supervisor is online again.
-import gc
-import json
-import time
+#
+# (The module's table holds 29 names, its classes' 12 and the Telegram object's 17: one
+# more of each makes the table a step bigger on a frozen board's heap, 48-64 B. What a
+# function alone needs, it imports there.)
 import asyncio
 import mimi
-from mimi import limits, log, bus, fs, jsonutil, channels
-from mimi.config import settings as config
+from mimi import limits, log, bus, channels
+from mimi.config.settings import cfg
 from mimi.net import tls
 from mimi.services import wifi, ntp
 
 TAG = "tg"
 CHANNEL = "telegram"
-cfg = config.cfg
-_EMPTY = b'{"ok":true,"result":[]}'  # a long poll that saw no update (Telegram: compact JSON)
-NO_ROOM = ("Sorry, my answer did not fit in the board's free memory to be sent. It is saved in "
-           "this chat: ask me to repeat it, shorter.")
 
 
 _quiet = {}  # chat id (str) -> ticks_ms until which Telegram refuses calls for it (a 429)
@@ -37,6 +34,8 @@ def quiet(chat_id):
     t = _quiet.get(key)
     if t is None:
         return 0
+    import time
+
     left = time.ticks_diff(t, time.ticks_ms())
     if left <= 0:
         del _quiet[key]
@@ -51,9 +50,14 @@ class Api:
     def __init__(self, base, token, timeout_s, client=None):
         self.base = base
         self.token = token
-        self.client = client or _client(base, timeout_s)
+        if client is None:
+            from mimi.net import http
+
+            # ca=None: the client verifies against the board's root bundle (limits.CA_BUNDLE)
+            client = http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s,
+                                      bufsize=limits.TG_RECV_BUF)
+        self.client = client
         self.stale = False  # the network went away: the keep-alive socket is dead
-        self.lock = asyncio.Lock()  # the reconnect below must not cut a call in flight
 
     async def call(self, method, params=None, deadline_s=limits.TG_SEND_TIMEOUT_S, sink=None, form=None,
                    chat=None):
@@ -67,34 +71,29 @@ class Api:
         if chat is not None:
             while quiet(chat):
                 await asyncio.sleep_ms(quiet(chat))
-        ctype, body = form or ("application/json", params if isinstance(params, tuple)
-                               else json.dumps(params or {}).encode())
-        params = form = None  # not held while the answer is awaited (getUpdates: 30 s)
-        async with self.lock:
-            if self.stale:  # after an outage a request on the old socket would time out
-                self.stale = False
-                self.client.close()
-            if tls.must_yield():  # the agent's LLM call needs the room for its TLS connection
-                self.client.close()
-                while tls.must_yield():
-                    await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
-            r = await self._request(method, ctype, body, deadline_s, sink)
-        body = None
-        if sink is not None and r.status == 200 and sink.seen:
-            return getattr(sink, "result", None)
-        try:
-            obj = jsonutil.loads(r.body if sink is None else sink.head)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict) and r.status == 200 and obj.get("ok"):
-            return obj.get("result")
-        raise _refused(r.status, obj, chat)
+        r = self._request(method, params, form, deadline_s, sink)
+        params = form = None  # not held while the answer is awaited
+        return _answer(await r, sink, chat)
 
-    def _request(self, method, ctype, body, deadline_s, sink):
-        # (a function of its own: the path and headers it makes are not left behind in
-        # call()'s frame while the answer is awaited)
-        return self.client.request("POST", "/bot%s/%s" % (self.token, method),
-                                   headers={"Content-Type": ctype}, body=body, deadline_s=deadline_s, sink=sink)
+    def _request(self, method, params, form, deadline_s, sink):
+        # (a function of its own: the body, path and headers it makes are not left
+        # behind in call()'s frame while the answer is awaited)
+        if form is None:
+            import json
+
+            form = "application/json", params if isinstance(params, tuple) else json.dumps(params or {}).encode()
+        return self.client.request("POST", "/bot%s/%s" % (self.token, method), headers={"Content-Type": form[0]},
+                                   body=form[1], deadline_s=deadline_s, sink=sink, ready=self._ready)
+
+    async def _ready(self):
+        # Under the client's lock (the reconnect must not cut a call in flight)
+        if self.stale:  # after an outage a request on the old socket would time out
+            self.stale = False
+            self.client.close()
+        if tls.must_yield():  # the agent's LLM call needs the room for its TLS connection
+            self.client.close()
+            while tls.must_yield():
+                await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
 
     def close(self):
         try:
@@ -103,27 +102,33 @@ class Api:
             pass
 
 
-def _refused(status, obj, chat):
-    """The ApiError for Telegram's refusal obj (apierror.py: loaded by the first); a 429
-    quiets its chat (quiet())."""
+def _answer(r, sink, chat):
+    """The result of Telegram's answer r (read whole, or by the sink: its .result when
+    it took the answer, else the answer's first bytes); or the ApiError for its refusal
+    raised (apierror.py: loaded by the first), which quiets the chat after a 429 (quiet())."""
+    status = r.status
+    if sink is not None and status == 200 and sink.seen:
+        return getattr(sink, "result", None)
+    from mimi import jsonutil
+
+    try:
+        obj = jsonutil.loads(r.body if sink is None else sink.head)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict) and status == 200 and obj.get("ok"):
+        return obj.get("result")
     from mimi.channels.telegram.apierror import ApiError
 
     if not isinstance(obj, dict):
-        return ApiError(status, "non-JSON answer (HTTP %d)" % status)
+        raise ApiError(status, "non-JSON answer (HTTP %d)" % status)
     p = obj.get("parameters")
     e = ApiError(obj.get("error_code") or status, obj.get("description"),
                  p.get("retry_after") if isinstance(p, dict) else None)
     if e.code == 429 and chat is not None:  # (tg_allow's chats only: few)
+        import time
+
         _quiet[str(chat)] = time.ticks_add(time.ticks_ms(), min(e.retry_after or 1, limits.TG_RETRY_AFTER_MAX_S) * 1000)
-    return e
-
-
-def _client(base, timeout_s):
-    from mimi.net import http
-
-    # ca=None: the client verifies against the board's root bundle (limits.CA_BUNDLE)
-    return http.AsyncClient(base, proxy=http.proxy_from_config(cfg), timeout_s=timeout_s,
-                            bufsize=limits.TG_RECV_BUF)
+    raise e
 
 
 def allowed(chat_id):
@@ -168,14 +173,15 @@ class Updates:
         self.full = False
         self.left = None  # (update_id, chat id) of the first update not taken for want of room
         self.seen = False  # a "result" array was there
-        self.idle = True  # nothing but the start of _EMPTY so far (the decoder's state: tgupdates.start)
+        self.idle = True  # nothing but the start of an empty answer so far (the decoder's state: updates.start)
 
     def __call__(self, mv):
         b = bytes(mv)
         if self.idle:  # so far the start of the empty answer: no decoder needed yet
             self.head += b
-            if _EMPTY.startswith(self.head):
-                self.seen = self.head == _EMPTY
+            # (a long poll that saw no update; Telegram's JSON is compact)
+            if b'{"ok":true,"result":[]}'.startswith(self.head):
+                self.seen = self.head == b'{"ok":true,"result":[]}'
                 return
             self.idle = False
             b, self.head = self.head, b""  # the decoder reads it all from the start
@@ -188,17 +194,15 @@ class Telegram:
     def __init__(self):
         self.poll_api = None
         self.send_api = None
-        self.token = None
         self.bot_id = None
         self.username = None
         self.offset = 0
-        self.saved_offset = 0
-        self.offset_file = False  # /tg_offset.json is there: rewritten in place (fs.write_atomic)
+        self.saved_offset = None  # as in /tg_offset.json (None: no file yet; there, it is rewritten in place)
         self.unsaved = 0  # updates taken since the offset was last written
         self.limit = limits.TG_POLL_LIMIT  # updates asked for (fewer after a batch cut short)
         self.stuck = 0  # polls in a row that took no update for want of room
         self.owed = []  # chat ids whose reply found no room to be sent (owe())
-        self.polling = None  # the task while its getUpdates is in flight (run())
+        self.polling = None  # the task while its getUpdates is in flight (run()); None again once cut
         self.recent = []  # keys (small ints) of the (chat, message_id) pairs handled last
         self.strangers = {}  # chat id -> time told (tgsend)
         self.typing = {}  # chat id -> renewal task (tgsend)
@@ -206,45 +210,11 @@ class Telegram:
         self.changed = asyncio.ThreadSafeFlag()
         cfg.watch(self._on_config)
         self.llm = asyncio.ThreadSafeFlag()  # set when the agent's LLM call starts or ends
-        self.cut = False
         tls.watch(self.llm.set)
 
     def _on_config(self, keys):
         if "tg_token" in keys or "tg_api_base" in keys or "proxy_host" in keys:
             self.changed.set()
-
-    # ---------------------------------------------------------------- state
-    def _save_offset(self):
-        if self.offset == self.saved_offset:
-            return
-        try:
-            # (in place once the file is there: a rename in / read the flash ~300 times, this ~25)
-            fs.write_atomic(limits.TG_OFFSET_PATH, json.dumps({"bot": self.bot_id, "offset": self.offset}),
-                            False, self.offset_file)
-            self.offset_file = True
-            self.saved_offset = self.offset
-            self.unsaved = 0
-        except OSError as e:
-            log.error(TAG, "saving the update offset failed: %s", e)
-
-    def _close(self):
-        for api in (self.poll_api, self.send_api):
-            if api:
-                api.close()
-        self.poll_api = self.send_api = None
-        self.token = None
-
-    def _network_lost(self):
-        for api in (self.poll_api, self.send_api):
-            if api:
-                api.stale = True
-
-    async def _online(self):
-        """Wait for WiFi (at once when online); after an outage, reconnect first."""
-        if wifi.online():
-            return
-        self._network_lost()
-        await wifi.wait_online()
 
     # ---------------------------------------------------------------- polling
     async def run(self):
@@ -254,7 +224,8 @@ class Telegram:
         while True:
             token = cfg.get("tg_token")
             if not token:
-                self._close()
+                if self.poll_api or self.send_api:
+                    mimi.run("channels.telegram.connect", "close", self)
                 if not idle_logged:
                     log.info(TAG, "no bot token; Telegram idle until set_tg_token(...)")
                     idle_logged = True
@@ -264,7 +235,8 @@ class Telegram:
             if not wifi.online():
                 self.paused = True
                 log.info(TAG, "WiFi offline; polling paused")
-                await self._online()
+                mimi.run("channels.telegram.connect", "network_lost", self)  # (reconnect after)
+                await wifi.wait_online()
                 log.info(TAG, "WiFi back; polling resumes")
                 self.paused = False
                 backoff = limits.TG_BACKOFF_MIN_S
@@ -276,7 +248,7 @@ class Telegram:
                 await ntp.wait_valid()
                 continue
             try:
-                if token != self.token or self.poll_api is None or self.poll_api.base != cfg.get("tg_api_base"):
+                if self.poll_api is None or token != self.poll_api.token or self.poll_api.base != cfg.get("tg_api_base"):
                     mimi.run("channels.telegram.connect", "connect", self, token)
                 if self.username is None:
                     me = await self.poll_api.call("getMe")
@@ -292,13 +264,12 @@ class Telegram:
                 # a board without room for two): then no poll starts
                 while tls.must_yield():
                     await asyncio.sleep_ms(limits.TLS_YIELD_POLL_MS)
-                self.cut = False
                 self.polling = asyncio.current_task()
                 guard = asyncio.create_task(self._guard())
                 try:
-                    await self._get_updates(batch)
+                    _answer(await self._get_updates(batch), batch, None)
                 except asyncio.CancelledError:
-                    if not self.cut:  # the poller itself is being stopped
+                    if self.polling is not None:  # not cut: the poller itself is being stopped
                         raise
                     self.poll_api.close()  # the request was cut: the connection is out of step
                     continue  # its updates come with the next poll
@@ -312,21 +283,12 @@ class Telegram:
                 conflict = limits.TG_CONFLICT_MIN_S
                 # a batch cut short: that many next time; else back up towards the most
                 self.limit = max(1, len(batch.acts)) if batch.full else min(2 * self.limit, limits.TG_POLL_LIMIT)
-                acts, stuck, left = batch.acts, batch.full, batch.left
-                batch = None
-                before = self.offset
-                await self._batch(acts)
-                acts = len(acts)  # (the texts not held by this frame through the next poll)
-                if (acts or stuck) and self.offset == before:  # none taken: not at once again
-                    self.stuck += 1
-                    if stuck and left and left[0] is not None and self.stuck > limits.TG_STUCK_TRIES:
-                        await self._not_read(left)
-                        continue
-                    log.warning(TAG, "no update taken from a batch (%s); retry in %d s",
-                                "no room in the heap" if stuck else "no usable update_id", backoff)
-                    if stuck:
-                        self._free()
-                    await asyncio.sleep(backoff)
+                if batch.acts or batch.full:  # (updates.py: the batch is not held by this frame meanwhile)
+                    batch = channels.load("telegram.updates").handle(self, batch, backoff)
+                    batch = await batch
+                    mimi.drop("channels.telegram.updates")
+                    if batch:  # none taken: not at once again
+                        await asyncio.sleep(batch)
                 else:
                     self.stuck = 0
             except asyncio.CancelledError:
@@ -349,12 +311,13 @@ class Telegram:
                     await asyncio.sleep(wait)
 
     def _get_updates(self, batch):
-        # (a function of its own: the parameters it makes are not left behind in run()'s
-        # frame while the poll waits)
-        return self.poll_api.call("getUpdates", {
+        # The request, awaited by run() itself (Api.call's frame is not needed: no chat
+        # to wait for); a function of its own: the parameters it makes are not left
+        # behind in run()'s frame while the poll waits
+        return self.poll_api._request("getUpdates", {
             "offset": self.offset, "timeout": limits.TG_POLL_TIMEOUT_S,
             "limit": self.limit, "allowed_updates": ["message"]},
-            limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S, batch)
+            None, limits.TG_POLL_TIMEOUT_S + limits.TG_HTTP_SLACK_S, batch)
 
     async def _guard(self):
         """While a poll is in flight (a task of its own, with the poll's deadline the only
@@ -363,10 +326,11 @@ class Telegram:
         while True:
             await self.llm.wait()
             if tls.must_yield():
-                if self.send_api and not self.send_api.lock.locked():
+                if self.send_api and not self.send_api.client.lock.locked():
                     self.send_api.client.close()
-                self.cut = True
-                self.polling.cancel()
+                task, self.polling = self.polling, None  # (None: cut; owe() may have cut it already)
+                if task is not None:
+                    task.cancel()
                 return
 
     def owe(self, chat_id):
@@ -376,16 +340,20 @@ class Telegram:
         flight cut for it."""
         if chat_id not in self.owed:  # (one each: replies go only to the chats of tg_allow)
             self.owed.append(chat_id)
-        if self.polling is not None:
-            self.cut = True
-            self.polling.cancel()
+        task, self.polling = self.polling, None  # (None: cut)
+        if task is not None:
+            task.cancel()
 
     async def _say_owed(self):
+        import gc
+
         gc.collect()
         while self.owed:
             chat = self.owed.pop(0)
             try:
-                await self.poll_api.call("sendMessage", {"chat_id": chat, "text": NO_ROOM})
+                await self.poll_api.call("sendMessage", {"chat_id": chat, "text": (
+                    "Sorry, my answer did not fit in the board's free memory to be sent. It is saved in "
+                    "this chat: ask me to repeat it, shorter.")})
                 log.warning(TAG, "told %s that its reply found no room in the heap", chat)
             except Exception as e:  # (MemoryError too: not again)
                 log.error(TAG, "telling %s that its reply found no room failed: %s", chat, e)
@@ -402,63 +370,16 @@ class Telegram:
         self.limit = 1
         mimi.spare(False)  # (taken again by the next turn: worker.handle())
 
-    async def _not_read(self, left):
-        """An update that found no room for TG_STUCK_TRIES polls: skipped (the offset goes
-        past it), and its sender, when allowed, told to send it again."""
-        uid, chat = left
-        log.error(TAG, "update %s skipped: no room in the heap to read it (%d polls)", uid, self.stuck)
-        self.stuck = 0
-        self.offset = uid + 1
-        self._save_offset()
-        if chat is not None and allowed(chat):
-            await channels.load("telegram.send").act(self, "not_read", str(chat))
-
     def _room(self):
         """(bytes of the biggest update taken, text bytes kept for the agent) for the
         next batch: what the heap can spare now."""
+        import gc
+
         free = gc.mem_free()
         if free < 3 * limits.TG_UPDATE_MAX:  # garbage counts as used until a collection:
             gc.collect()  # a figure taken just before one skipped (lost) a 280-byte message
             free = gc.mem_free()
         return min(limits.TG_UPDATE_MAX, free // 3), free // 4
-
-    async def _batch(self, acts):
-        """Handle one getUpdates batch ([(update_id, action)]). The offset is saved
-        BEFORE any message is handed to the agent: after a crash an update is lost
-        rather than answered twice (a second LLM turn and a duplicate reply are worse
-        than asking again). Batches with nothing for the agent are not written every
-        time (flash wear, and a stranger must not be able to make the board write)."""
-        todo = []
-        for uid, act in acts:
-            if uid is None or uid < self.offset:
-                continue
-            self.offset = uid + 1
-            if act is not None and act[0] != "ignore":
-                todo.append(act)
-        self.unsaved += len(acts)
-        if any(a[0] in ("agent", "reset") for a in todo) or self.unsaved >= limits.TG_OFFSET_SAVE_EVERY:
-            self._save_offset()
-        for a in todo:
-            if a[4] in self.recent:
-                continue  # Telegram sent it again (an offset lost): handled once
-            self.recent.append(a[4])
-            if len(self.recent) > limits.TG_DEDUP:
-                self.recent.pop(0)
-            try:
-                await self._act(a)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.exception(TAG, "handling an update failed", e)
-
-    async def _act(self, a):
-        what, chat_id, text, meta, _ = a
-        if what == "agent":
-            if bus.inbound.put(bus.Msg(CHANNEL, chat_id, text, meta=meta)):
-                return
-            log.warning(TAG, "inbound queue full; chat %s told to retry", chat_id)
-            what = "busy"
-        await channels.load("telegram.send").act(self, what, chat_id, text)
 
     async def send(self, msg):
         """The dispatcher's sender for channel "telegram": only to chats in tg_allow (a

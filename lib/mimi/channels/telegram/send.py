@@ -141,7 +141,15 @@ async def _send(bot, params, hold=False):
             raise tg.ApiError(0, "no connection to Telegram (no bot token)")
         return await call(api, "sendMessage", params)
 
-    return await sending.deliver(attempt, _refused, hold, TAG, bot._online, bot._network_lost)
+    def lost():  # the network went away: each Api reconnects before its next call
+        mimi.run("channels.telegram.connect", "network_lost", bot)
+
+    async def online():  # at once when online; after an outage, reconnect first
+        if not wifi.online():
+            lost()
+            await wifi.wait_online()
+
+    return await sending.deliver(attempt, _refused, hold, TAG, online, lost)
 
 
 async def plain(bot, chat_id, text):

@@ -186,7 +186,7 @@ def between():
 def api(bot):
     """The send connection (None without a bot token)."""
     if bot.send_api is None and bot.poll_api is not None:
-        bot.send_api = tg.Api(bot.poll_api.base, bot.token, limits.TG_SEND_TIMEOUT_S)
+        bot.send_api = tg.Api(bot.poll_api.base, bot.poll_api.token, limits.TG_SEND_TIMEOUT_S)
     return bot.send_api
 
 

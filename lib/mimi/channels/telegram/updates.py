@@ -1,10 +1,13 @@
 # Reading a getUpdates answer that has updates in it, for the resident poller
 # (channels/telegram/poller.py: its Updates object holds the state, these functions work on
 # it): each update copied into one buffer as it arrives, decoded and classified
-# alone. Loaded when such an answer comes in and dropped after the poll, so an idle
-# bot (its long polls answered "no updates") holds none of this code.
-from mimi import limits, log, jsonutil
-from mimi.channels.telegram.poller import TAG, allowed, number
+# alone; then the batch handled (handle(): the offset saved, each action taken).
+# Loaded when such an answer comes in and dropped after the poll, so an idle bot
+# (its long polls answered "no updates") holds none of this code.
+import json
+import asyncio
+from mimi import limits, log, jsonutil, bus, fs, channels
+from mimi.channels.telegram.poller import TAG, CHANNEL, allowed, number
 
 IGNORE = ("ignore", None, None, None, None)
 
@@ -198,3 +201,88 @@ def _addressed(bot, msg, text):
         if i >= 0 and not low.startswith("/"):
             return (text[:i] + text[i + len(tag):]).strip(), True
     return text, to_bot or text.startswith("/")
+
+
+# ---- the batch, after the poll (poller.run())
+
+async def handle(bot, batch, backoff):
+    """The actions of a poll's batch (an Updates) taken -> seconds to wait before the
+    next poll: 0, or backoff when none of them could be taken (no room in the heap to
+    read one, or no usable update_id). An update that found no room for TG_STUCK_TRIES
+    polls is skipped, and its sender, when allowed, told to send it again."""
+    acts, stuck, left = batch.acts, batch.full, batch.left
+    batch = None  # (its update buffer not held while the actions are taken)
+    before = bot.offset
+    await _batch(bot, acts)
+    if bot.offset != before:
+        bot.stuck = 0
+        return 0
+    bot.stuck += 1
+    if stuck and left and left[0] is not None and bot.stuck > limits.TG_STUCK_TRIES:
+        uid, chat = left
+        log.error(TAG, "update %s skipped: no room in the heap to read it (%d polls)", uid, bot.stuck)
+        bot.stuck = 0
+        bot.offset = uid + 1
+        save_offset(bot)
+        if chat is not None and allowed(chat):
+            await channels.load("telegram.send").act(bot, "not_read", str(chat))
+        return 0
+    log.warning(TAG, "no update taken from a batch (%s); retry in %d s",
+                "no room in the heap" if stuck else "no usable update_id", backoff)
+    if stuck:
+        bot._free()
+    return backoff
+
+
+async def _batch(bot, acts):
+    """Handle one getUpdates batch ([(update_id, action)]). The offset is saved
+    BEFORE any message is handed to the agent: after a crash an update is lost
+    rather than answered twice (a second LLM turn and a duplicate reply are worse
+    than asking again). Batches with nothing for the agent are not written every
+    time (flash wear, and a stranger must not be able to make the board write)."""
+    todo = []
+    for uid, act in acts:
+        if uid is None or uid < bot.offset:
+            continue
+        bot.offset = uid + 1
+        if act is not None and act[0] != "ignore":
+            todo.append(act)
+    bot.unsaved += len(acts)
+    if any(a[0] in ("agent", "reset") for a in todo) or bot.unsaved >= limits.TG_OFFSET_SAVE_EVERY:
+        save_offset(bot)
+    for a in todo:
+        if a[4] in bot.recent:
+            continue  # Telegram sent it again (an offset lost): handled once
+        bot.recent.append(a[4])
+        if len(bot.recent) > limits.TG_DEDUP:
+            bot.recent.pop(0)
+        try:
+            await _act(bot, a)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.exception(TAG, "handling an update failed", e)
+
+
+async def _act(bot, a):
+    what, chat_id, text, meta, _ = a
+    if what == "agent":
+        if bus.inbound.put(bus.Msg(CHANNEL, chat_id, text, meta=meta)):
+            return
+        log.warning(TAG, "inbound queue full; chat %s told to retry", chat_id)
+        what = "busy"
+    await channels.load("telegram.send").act(bot, what, chat_id, text)
+
+
+def save_offset(bot):
+    """The update offset written to the flash (when it moved since the last time)."""
+    if bot.offset == bot.saved_offset:
+        return
+    try:
+        # (in place once the file is there: a rename in / read the flash ~300 times, this ~25)
+        fs.write_atomic(limits.TG_OFFSET_PATH, json.dumps({"bot": bot.bot_id, "offset": bot.offset}),
+                        False, bot.saved_offset is not None)
+        bot.saved_offset = bot.offset
+        bot.unsaved = 0
+    except OSError as e:
+        log.error(TAG, "saving the update offset failed: %s", e)
