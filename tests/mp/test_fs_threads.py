@@ -14,7 +14,7 @@ from mimi import board, bus, fs, limits
 from mimi.config.settings import cfg
 from mimi.memory import sessions, store
 from mimi.services.cron import Scheduler
-from mimi.channels.telegram import poller as telegram
+from mimi.channels.telegram import poller as telegram, updates
 from mimi.tools.registry import registry
 import mimi.tools.files  # noqa: F401 - registers the file tools
 
@@ -98,7 +98,7 @@ def loop_side(sched, bot):
         if len(ids) > 6:
             assert sched.remove(ids.pop(0))
         bot.offset = 1000 + i
-        bot._save_offset()
+        updates.save_offset(bot)
         store.write_memory(memory_text("loop", i))
         store.append_note("loop %d" % i, NOTE_DATE)
     return ids

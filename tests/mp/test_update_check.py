@@ -136,9 +136,10 @@ def test_the_real_check_passes_and_leaves_nothing_loaded():
     _check_with_the_agent_running()
     left = sorted(m for m in sys.modules if m not in before)
     # what this test imported, and what the firmware holds anyway (cron, the watchdog,
-    # the console's package)
-    assert left == ["mimi.console", "mimi.services", "mimi.services.cron", "mimi.services.watchdog",
-                    "mimi.update", "mimi.update.check"], left
+    # the console's package; the JSON and UTF-8 helpers, which the settings' read lets
+    # go at boot and any turn loads and keeps)
+    assert left == ["mimi.console", "mimi.jsonutil", "mimi.services", "mimi.services.cron",
+                    "mimi.services.watchdog", "mimi.update", "mimi.update.check", "mimi.utf8"], left
     assert worker.check is None
 
 
