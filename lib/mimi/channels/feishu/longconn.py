@@ -576,7 +576,8 @@ class Feishu:
     async def send_text(self, rid, md, hold=False):
         """Markdown -> messages to `rid` (an open_id or a chat_id), in order. A part
         Feishu refuses as rich text goes again as plain text; other failures are
-        logged, never re-sent. No room in the heap: raised while nothing went (the
+        logged, never re-sent, and the chat told once after the last part which were
+        refused for good (unless it cannot be reached: GONE). No room in the heap: raised while nothing went (the
         dispatcher makes room and sends it again), else the rest is not sent and the
         chat told so. -> True when every part went out."""
         from mimi.channels.feishu import format as fmt

@@ -158,7 +158,8 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
     """Markdown (a str, or a text in pieces: bus.pieces(), or a list of them: _feed()) ->
     HTML parts in order, each made and sent in pieces (format.parts(): no block as big
     as a part); a part whose entities Telegram refuses is sent again as plain text; any
-    other failure is logged, never re-sent (hold: see _send). status: the turn's
+    other failure is logged, never re-sent (hold: see _send), and the chat told once
+    after the last part which were refused for good (unless it cannot be reached). status: the turn's
     status.Status, whose message (when shown) becomes the first part. -> True when
     every part went out."""
     if _api(bot) is None:
