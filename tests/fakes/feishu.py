@@ -188,15 +188,18 @@ class FakeFeishu:
             self.violations.append(what)
 
     def fail(self, path="messages", status=429, code=99991400, msg="request trigger frequency limit",
-             reset=None, times=1, if_msg_type=None):
+             reset=None, times=1, if_msg_type=None, after=0):
         with self.lock:
             self.failures.append({"path": path, "status": status, "code": code, "msg": msg,
-                                  "reset": reset, "times": times, "if_msg_type": if_msg_type})
+                                  "reset": reset, "times": times, "if_msg_type": if_msg_type, "after": after})
 
     def _injected(self, path, msg_type=None):
         with self.lock:
             for f in self.failures:
                 if f["path"] in path and f["times"] > 0 and f["if_msg_type"] in (None, msg_type):
+                    if f["after"] > 0:  # the first message(s) it matches pass
+                        f["after"] -= 1
+                        continue
                     f["times"] -= 1
                     h = {"x-ogw-ratelimit-limit": "50", "x-ogw-ratelimit-reset": str(f["reset"])} \
                         if f["reset"] is not None else None

@@ -24,7 +24,8 @@ Scripting, in-process (tests) or over HTTP (MicroPython tests, the simulator):
       {"raw": {...}}                                      an update body as is
   POST /_control/fail    {"method": "sendMessage", "status": 400|409|429|502,
                           "description": "..", "retry_after": 1, "times": 1,
-                          "delay_s": 0, "if_parse_mode": true,
+                          "delay_s": 0, "if_parse_mode": true, "after": 1 (the first
+                          call(s) it matches pass),
                           "body": "not JSON" (sent as is with the status),
                           "cut": true (the answer's length announced, half sent, closed)}
   POST /_control/config  {"ensure_ascii": true, "max_poll_s": 30, "username": "..", "flood_control": true,
@@ -266,7 +267,7 @@ class FakeTelegram:
                 self.flood.clear()
 
     def fail(self, method, status, description=None, retry_after=None, times=1, delay_s=0,
-             if_parse_mode=False, body=None, cut=False):
+             if_parse_mode=False, body=None, cut=False, after=0):
         defaults = {400: "Bad Request: can't parse entities: Can't find end tag corresponding "
                          "to start tag \"b\"",
                     409: "Conflict: terminated by other getUpdates request; make sure that only "
@@ -277,7 +278,7 @@ class FakeTelegram:
             self.fails.append({"method": method, "status": status, "times": times,
                                "description": description or defaults.get(status, "Error"),
                                "retry_after": retry_after, "delay_s": delay_s,
-                               "if_parse_mode": if_parse_mode, "body": body, "cut": cut})
+                               "if_parse_mode": if_parse_mode, "body": body, "cut": cut, "after": after})
 
     def _message_id(self, chat_id):
         self.msg_ids[chat_id] = self.msg_ids.get(chat_id, 0) + 1
@@ -432,6 +433,9 @@ class FakeTelegram:
             if rule["method"] != method or rule["times"] <= 0:
                 continue
             if rule["if_parse_mode"] and not params.get("parse_mode"):
+                continue
+            if rule["after"] > 0:
+                rule["after"] -= 1
                 continue
             rule["times"] -= 1
             return rule

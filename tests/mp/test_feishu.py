@@ -431,6 +431,36 @@ async def test_sends_with_token_cache_refresh_and_rate_limits():
     assert st["violations"] == []
 
 
+async def test_parts_refused_for_good_are_told_once_after_the_reply():
+    # a part Feishu refuses for good (here: too long even as text) is not sent again, and
+    # the person is told once, after the parts that went, which parts are missing and
+    # why; a user who stopped the bot (230053) cannot be told: the refusal is logged
+    from mimi import log
+    from mimi.channels.feishu import longconn as feishu
+
+    configure()
+    b = feishu.Feishu()
+    limits.FEISHU_MSG_MAX = 600
+    para = "The quick brown fox jumps over the lazy dog. " * 10
+    reply = "\n\n".join("Part %d. %s" % (i, para) for i in range(3))
+    why = "The length of the message content reaches its limit."
+    await control("fail", {"status": 400, "code": 230025, "msg": why, "after": 1})
+    assert not await b.send_text(USER, reply)
+    st = await control("state")
+    got = [m["visible"][:7] if m["visible"].startswith("Part") else m["visible"] for m in st["sent"]]
+    assert got == ["Part 0.", "Part 2.", "(part 2 of 3 could not be sent: %s)" % why], got
+    assert st["sent"][-1]["msg_type"] == "text"
+    n = len([c for c in st["calls"] if c[1] == "/open-apis/im/v1/messages"])
+    assert n == 4, n  # 3 parts (none sent twice) and the line
+    stopped = "The user has stopped the bot from sending messages."
+    await control("fail", {"status": 400, "code": 230053, "msg": stopped, "times": 9})
+    assert not await b.send_text(USER, reply)
+    st = await control("state")
+    assert len(st["sent"]) == 3 and len([c for c in st["calls"] if c[1] == "/open-apis/im/v1/messages"]) == n + 3
+    assert stopped in "\n".join(log.recent())
+    assert st["violations"] == []
+
+
 async def _through_a_lane(b, text):
     """A reply pushed through a dispatcher lane (its retry of a reply that found no room
     included) -> what Feishu was sent."""

@@ -83,11 +83,12 @@ def test_two_threads_each_find_their_own_file_on_the_host_disk():
 
 
 def _both(drop, fn):
-    """fn() on both threads at once, ROUNDS times, `drop` (a module) let go before each
-    -> what went wrong (each fn returns None when all was right)."""
+    """fn() on both threads at once, ROUNDS times, `drop` (modules, space-separated) let
+    go before each -> what went wrong (each fn returns None when all was right)."""
     bad = []
     for _ in range(ROUNDS):
-        mimi.drop(drop)
+        for name in drop.split():
+            mimi.drop(name)
         go, got = [], []
 
         def run():
@@ -140,4 +141,33 @@ def test_a_body_part_made_on_both_threads_at_once():
         return None if http.Region("/x", 0, 1).n == 1 and http.Pieces(1, None).n == 1 else "wrong"
 
     bad = _both("net.httpbody", part)
+    assert not bad, bad
+
+
+def test_a_chart_and_the_agent_load_the_history_at_once():
+    # services/history: the agent's device_history loads its modules for the answer and
+    # drops them after (mimi.run), while the loop's /chart loads query.py and chart.py
+    # (channels/charts.py). With a plain import there, the loop took query or store
+    # half-made from the agent ("no attribute ...", said as "could not be drawn"), or the
+    # agent took them half-made from the loop.
+    import asyncio
+    from mimi.channels import charts
+
+    board.before_threads()
+    main = _thread.get_ident()
+    history = "services.history.summary services.history.query services.history.store services.history"
+
+    def ask():
+        if _thread.get_ident() != main:  # the agent's device_history
+            out = mimi.run(history, "answer", "nosuch", 24)
+            return None if out.startswith("Error: no history") else out
+        said = []
+
+        async def say(why):
+            said.append(why)
+
+        asyncio.run(charts.chart("/chart nosuch", None, say))
+        return None if len(said) == 1 and said[0].startswith("No history") else repr(said)
+
+    bad = _both("services.history.chart " + history, ask)
     assert not bad, bad

@@ -361,21 +361,24 @@ async def test_only_entity_errors_are_retried_as_plain_text():
     b, task = await started()
     await update(chat_id=ALLOWED, text="hi")
     await inbound()
+    # The chat is told the reply was refused (plain text), unless the chat is gone.
     for why in ("Bad Request: message is too long", "Bad Request: chat not found",
                 "Bad Request: message text is empty"):
         await fail(method="sendMessage", status=400, description=why)
         await b.send(bus.Msg("telegram", ALLOWED, "a **bold** claim"))
     st = await state()
-    assert st["sent"] == [], st["sent"]
+    assert [m["text"] for m in st["sent"]] == [
+        "(this reply could not be sent: Bad Request: message is too long)",
+        "(this reply could not be sent: Bad Request: message text is empty)"], st["sent"]
     sends = [c for c in st["calls"] if c["method"] == "sendMessage"]
-    assert len(sends) == 3 and all(c["params"].get("parse_mode") == "HTML" for c in sends)
+    assert len(sends) == 5 and [c["params"].get("parse_mode") for c in sends] == ["HTML", None, "HTML", "HTML", None]
     lines = "\n".join(log.recent())
     assert "message is too long" in lines and "plain text" not in lines
     # the entity error itself still is (the guard is not simply "never")
     await fail(method="sendMessage", status=400, if_parse_mode=True)
     await b.send(bus.Msg("telegram", ALLOWED, "a **bold** claim"))
     st = await state()
-    assert [m["text"] for m in st["sent"]] == ["a bold claim"]
+    assert [m["text"] for m in st["sent"][2:]] == ["a bold claim"]
     task.cancel()
 
 
@@ -581,6 +584,34 @@ async def test_a_progress_message_that_cannot_take_the_answer_is_deleted():
     st = await _progress_turn(b, "answer", ())
     assert [m["visible"] for m in st["sent"] if not m.get("deleted")] == ["answer"]
     assert st["deleted"] == [[ALLOWED, st["sent"][0]["message_id"]]]
+    task.cancel()
+
+
+async def test_parts_refused_for_good_are_told_once_after_the_reply():
+    # a part Telegram refuses for good (a 400 other than bad entities) is not sent again,
+    # and the person is told once, after the parts that went, which parts are missing
+    # and why; a chat that blocked the bot (403) cannot be told: the refusal is logged
+    limits.TG_MSG_MAX = 600
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    para = "The quick brown fox jumps over the lazy dog. " * 10
+    reply = "\n\n".join("Part %d. %s" % (i, para) for i in range(4))
+    await fail(method="sendMessage", status=400, description="Bad Request: message is too long", after=1, times=2)
+    await b.send(bus.Msg("telegram", ALLOWED, reply))
+    st = await state()
+    got = [m["text"][:7] if m["text"].startswith("Part") else m["text"] for m in st["sent"]]
+    assert got == ["Part 0.", "Part 3.", "(parts 2, 3 of 4 could not be sent: Bad Request: message is too long)"], got
+    assert st["sent"][-1]["entities"] in (None, [])  # plain text: its words as Telegram gave them
+    n = len([c for c in st["calls"] if c["method"] == "sendMessage"])
+    assert n == 5, n  # 4 parts (none sent twice) and the line
+    # blocked: each part refused, nothing said (the line would be refused too)
+    await fail(method="sendMessage", status=403, description="Forbidden: bot was blocked by the user", times=9)
+    await b.send(bus.Msg("telegram", ALLOWED, reply))
+    st = await state()
+    assert len(st["sent"]) == 3
+    assert len([c for c in st["calls"] if c["method"] == "sendMessage"]) == n + 4
+    assert "bot was blocked" in "\n".join(log.recent())
     task.cancel()
 
 

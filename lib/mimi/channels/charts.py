@@ -66,9 +66,12 @@ async def _draw(want, path, had):
     """The chart drawn into the file at path -> (name, hours, caption, its bytes), or
     with the Chart in place of its bytes when the flash has no room for it."""
     from mimi.config.settings import tz_s
-    from mimi.services.history import query
-    from mimi.services.history.chart import Chart
 
+    # The agent's device_history loads and drops the same modules (mimi.run): loaded
+    # under the flash's lock, so that neither thread takes one half-made (MicroPython
+    # has no import lock); used outside it (store.py takes its own lock, then the flash's)
+    query = mimi.load(_HISTORY + ".query")  # (store.py with it)
+    Chart = mimi.load(_HISTORY + ".chart").Chart
     name, hours = query.request(want) if isinstance(want, str) else (want[0], float(want[1]))
     c = Chart(name, hours, tz_s(), query.units(name)[0])
     caption = "%s, last %s h" % (name, query.num(hours))

@@ -37,3 +37,11 @@ async def deliver(attempt, again, hold, tag, online, lost):
                 tries += 1
             log.warning(tag, "sending failed (%s); retry in %d s", e, wait)
         await asyncio.sleep(wait)
+
+
+def missing(parts, n, why):
+    """The line that tells a chat which parts of a reply the service refused for good
+    (their numbers, of n) and its reason: said once, after the reply's last part."""
+    what = "this reply" if n == 1 else "part%s %s of %d" % ("s" if len(parts) > 1 else "", ", ".join(
+        str(k) for k in parts), n)
+    return "(%s could not be sent: %s)" % (what, why[:limits.LLM_ERROR_BODY_MAX] if why else "refused")

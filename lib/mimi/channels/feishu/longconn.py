@@ -40,6 +40,9 @@ EVENT = "im.message.receive_v1"
 BAD_TOKEN = (99991663, 99991664)  # the tenant access token is invalid or expired
 RATE = (99991400, 230020)  # over a frequency limit (HTTP 429 on newer APIs, 400 on older)
 RICH_REFUSED = (230001, 230025, 230099)  # bad content / too long / card not built: sent again as text
+# the bot is out of the group / has no reach to the user / not enabled / may not send / stopped
+# by the user: a refused part cannot be told there either (logged only)
+GONE = (230002, 230013, 230006, 230035, 230053)
 BUSY_CODES = (1, 1000040343)  # the endpoint's "system busy" and internal error: retried
 NO_TEXT = -1  # ApiError code: the answer was not Feishu's JSON
 
@@ -573,7 +576,8 @@ class Feishu:
     async def send_text(self, rid, md, hold=False):
         """Markdown -> messages to `rid` (an open_id or a chat_id), in order. A part
         Feishu refuses as rich text goes again as plain text; other failures are
-        logged, never re-sent. No room in the heap: raised while nothing went (the
+        logged, never re-sent, and the chat told once after the last part which were
+        refused for good (unless it cannot be reached: GONE). No room in the heap: raised while nothing went (the
         dispatcher makes room and sends it again), else the rest is not sent and the
         chat told so. -> True when every part went out."""
         from mimi.channels.feishu import format as fmt
@@ -583,11 +587,13 @@ class Feishu:
             return False
         path = MESSAGES + ("chat_id" if rid.startswith("oc_") else "open_id")
         ok = True
-        went = 0  # parts out
+        went = n = 0  # parts out, made
+        lost, why = [], None  # parts refused for good, the first reason
         try:
             if isinstance(md, tuple):  # a long answer in pieces (bus.pieces()): this formatter
                 md = "".join(md)  # takes the text whole
             for part in fmt.split(md or "", limits.FEISHU_MSG_MAX):
+                n += 1
                 how = fmt.kind(part)
                 while True:
                     body = json.dumps({"receive_id": rid, "msg_type": how, "content": fmt.content(part, how)}).encode()
@@ -608,6 +614,9 @@ class Feishu:
                             continue
                         log.error(TAG, "sending to %s failed: %s", rid, e)
                         ok = False
+                        if not (e.status == 403 or e.code in GONE):
+                            lost.append(n)
+                            why = why or e.msg
                     except MemoryError:
                         c = self.api and self.api.client
                         if not (c and c._buf and c._buf.sent):
@@ -623,13 +632,23 @@ class Feishu:
                 raise  # nothing of it went out: the dispatcher makes room and tries again
             md = part = body = None  # part of it went: sent again, it would repeat that
             log.error(TAG, "no room in the heap for the rest of a message to %s", rid)
-            try:
-                await self._post(path, json.dumps({"receive_id": rid, "msg_type": fmt.TEXT,
-                                                   "content": fmt.content(NO_ROOM, fmt.TEXT)}).encode(), False)
-            except Exception as e:
-                log.error(TAG, "telling %s failed: %s %s", rid, type(e).__name__, e)
+            await self._say(path, rid, NO_ROOM)
             return False
+        if lost:  # the chat is told, once, that its reply has a hole
+            from mimi.channels import sending
+
+            await self._say(path, rid, sending.missing(lost, n, why))
         return ok
+
+    async def _say(self, path, rid, text):
+        """A line of ours about a message, as plain text, not held through an outage."""
+        from mimi.channels.feishu import format as fmt
+
+        try:
+            await self._post(path, json.dumps({"receive_id": rid, "msg_type": fmt.TEXT,
+                                               "content": fmt.content(text, fmt.TEXT)}).encode(), False)
+        except Exception as e:
+            log.error(TAG, "telling %s failed: %s %s", rid, type(e).__name__, e)
 
     async def send(self, msg):
         """The dispatcher's sender. Feishu shows bots no typing: statuses are dropped."""

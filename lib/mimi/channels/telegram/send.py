@@ -166,7 +166,8 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
     """Markdown (a str, or a text in pieces: bus.pieces(), or a list of them: _feed()) ->
     HTML parts in order, each made and sent in pieces (format.parts(): no block as big
     as a part); a part whose entities Telegram refuses is sent again as plain text; any
-    other failure is logged, never re-sent (hold: see _send). status: the turn's
+    other failure is logged, never re-sent (hold: see _send), and the chat told once
+    after the last part which were refused for good (unless it cannot be reached). status: the turn's
     status.Status, whose message (when shown) becomes the first part. -> True when
     every part went out."""
     if _api(bot) is None:
@@ -191,8 +192,10 @@ async def text(bot, chat_id, markdown, reply_to=None, hold=False, status=None):
 
 async def _parts(bot, chat_id, fmt, markdown, reply_to, hold, status, went):
     ok = True
+    n, lost, why = 0, [], None  # parts made; those refused for good, and the first reason
     for runs in fmt.parts(_feed(markdown, went) if isinstance(markdown, list) else markdown or "",
                           limits.TG_MSG_MAX):
+        n += 1
         html = fmt.render_html(runs)
         if status is not None:
             status, st = None, status
@@ -224,11 +227,24 @@ async def _parts(bot, chat_id, fmt, markdown, reply_to, hold, status, went):
                     continue
                 log.error(TAG, "sending to %s failed: %s", chat_id, e)
                 ok = False
+                if not _gone(e):
+                    lost.append(n)
+                    why = why or e.description
             except Exception as e:
                 log.error(TAG, "sending to %s failed: %s %s", chat_id, type(e).__name__, e)
                 ok = False
             break
+    if lost:  # the chat is told, once, that its reply has a hole
+        from mimi.channels import sending
+
+        await plain(bot, chat_id, sending.missing(lost, n, why))
     return ok
+
+
+def _gone(e):
+    """Did Telegram refuse because nothing can reach the chat (blocked, left, no rights)?"""
+    d = e.description
+    return e.code == 403 or "chat not found" in d or "rights to send" in d
 
 
 def _feed(pieces, went):
