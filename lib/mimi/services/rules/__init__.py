@@ -1,7 +1,8 @@
 # Rules (SPEC §14): the body acting on its own. This package file is the state of its
-# loop, data only (resident while rules or device logging exist; what uses it calls it
-# `engine`): the loop is the rules' task that waits for work anyway (devices.body(),
-# mimi/devices/__init__.py). check.py is one pass (the rules loaded when they changed,
+# loop and the loop (run(); resident while rules or device logging exist; what uses it
+# calls it `engine`): the rules' task (devices.body(), mimi/devices/__init__.py) waits
+# for work and then hands over to run(), so a firmware without rules or logging devices
+# never loads this. check.py is one pass (the rules loaded when they changed,
 # the devices due read, the rules judged and acted on, the readings kept), upkeep.py the
 # rule file read and what the loop needs now and then (the rules loaded, a batch of
 # readings written), book.py the rules' checks, changes and words, act.py what a firing
@@ -28,3 +29,24 @@ notes = None  # the notices' count and queue (act.py), from the first notice on
 said = set()  # (device, what) logged once: history that cannot be kept
 presses = []  # buttons pressed since the last pass (devices.changed(name))
 stale = True  # the rules or the devices changed: load them again
+
+
+async def run():
+    """The loop (devices.body() hands its task over to it once there is work): a pass
+    (check.py, loaded for it), then a wait until the next is due or something changes
+    (devices.changed() sets the flag)."""
+    import time
+    import asyncio
+    import mimi
+    from mimi import bus, log, devices
+
+    while True:
+        try:
+            wait = await mimi.load("mimi.services.rules.check").step(time.ticks_ms())
+        except Exception as e:  # no room to load the pass (step() logs its own)
+            log.warning("rules", "no pass %r", e)  # (10 characters: a qstr, no string kept)
+            wait = 1000
+        if wait:
+            ring = asyncio.create_task(bus.ring(devices._later, wait))
+            await devices._later.wait()  # (a ring left by a cancel only sets the flag)
+            ring.cancel()
