@@ -18,12 +18,13 @@
 # here is a slot of the dictionary for as long as the firmware runs.)
 #
 # History: readings wait here (12 bytes each: "<Iff" Unix time, value, second value or
-# NaN) for their batch (upkeep.py hands them to services/history/store.py, whose readers
+# NaN; after an 8-byte head, the device's period and next reading: one object a device,
+# where a list of the three took 16 B more) for their batch (upkeep.py hands them to services/history/store.py, whose readers
 # add them); upkeep.flush() writes them all (a reset, the loop's end: mimi.close()). They
 # are an immutable bytes, replaced whole by the loop at each change: a reader on the
 # agent thread takes it as it is, with no lock.
 rules = None  # a rule: a list, its definition then its state (check.py); None: not loaded yet
-logs = {}  # device name -> [every_ms, next ticks_ms, waiting readings (bytes)]
+logs = {}  # device name -> bytes: "<II" every_ms, next ticks_ms, then its waiting readings
 bad = {}  # device name -> [failed reads in a row, its rules' chats told]
 notes = None  # the notices' count and queue (act.py), from the first notice on
 said = set()  # (device, what) logged once: history that cannot be kept
