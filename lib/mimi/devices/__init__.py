@@ -79,9 +79,10 @@ def _body():
 
 async def body():
     """The task of the rules and the history (startup.tasks()): waits until there is a
-    rule or a device that logs, then hands the task over to the rules' loop
-    (services/rules/__init__.py run(), loaded only then) and ends, so that a firmware
-    without that work holds nothing else for it."""
+    rule or a device that logs, then runs the rules' loop (services/rules/__init__.py
+    run(), loaded only then), so that a firmware without that work holds nothing else
+    for it. (Awaited here, not handed to a task of its own: this frame is ~0.1 KB less
+    than a new task and the ended one's remains, 32-bit .mpy.)"""
     global _later
     import asyncio
 
@@ -90,7 +91,7 @@ async def body():
         await _later.wait()
     from mimi.services import rules
 
-    asyncio.create_task(rules.run())  # (watched under this task's name: loopwatch)
+    await rules.run(_later)
 
 
 def use():

@@ -25,21 +25,21 @@
 # agent thread takes it as it is, with no lock.
 rules = None  # a rule: a list, its definition then its state (check.py); None: not loaded yet
 logs = {}  # device name -> bytes: "<II" every_ms, next ticks_ms, then its waiting readings
-bad = {}  # device name -> [failed reads in a row, its rules' chats told]
+bad = {}  # device name -> [failed reads in a row, its rules' chats told]; (device, what) -> 1:
+# logged once, history that cannot be kept (one dict for both: a set of its own took 16 B and a name)
 notes = None  # the notices' count and queue (act.py), from the first notice on
-said = set()  # (device, what) logged once: history that cannot be kept
 presses = []  # buttons pressed since the last pass (devices.changed(name))
 stale = True  # the rules or the devices changed: load them again
 
 
-async def run():
-    """The loop (devices.body() hands its task over to it once there is work): a pass
+async def run(flag):
+    """The loop (devices.body() runs it once there is work): a pass
     (check.py, loaded for it), then a wait until the next is due or something changes
-    (devices.changed() sets the flag)."""
+    (devices.changed() sets flag, an asyncio.ThreadSafeFlag)."""
     import time
     import asyncio
     import mimi
-    from mimi import bus, log, devices
+    from mimi import bus, log
 
     while True:
         try:
@@ -48,6 +48,6 @@ async def run():
             log.warning("rules", "no pass %r", e)  # (10 characters: a qstr, no string kept)
             wait = 1000
         if wait:
-            ring = asyncio.create_task(bus.ring(devices._later, wait))
-            await devices._later.wait()  # (a ring left by a cancel only sets the flag)
+            ring = asyncio.create_task(bus.ring(flag, wait))
+            await flag.wait()  # (a ring left by a cancel only sets the flag)
             ring.cancel()

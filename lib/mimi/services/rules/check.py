@@ -144,7 +144,7 @@ async def _take(name, now):
             mimi.run("services.rules.act", "tell", [r[_ID] for r in rs], why + ". Its rules wait and try again.", now)
         return
     b = engine.bad.pop(name, None)
-    engine.said.discard((name, "read"))
+    engine.bad.pop((name, "read"), None)
     if b and b[1]:
         log.info(TAG, "%s reads again", name)
         mimi.run("services.rules.act", "tell", [r[_ID] for r in rs], "%s reads again; its rules run." % name, now)
@@ -239,7 +239,7 @@ async def fire(r, on, text, now):
 # --- history ------------------------------------------------------------------------
 
 def once(name, what, why):
-    if (name, what) not in engine.said:  # (said once: upkeep.once())
+    if (name, what) not in engine.bad:  # (said once: upkeep.once())
         mimi.run("services.rules.upkeep", "once", name, what, why)
 
 

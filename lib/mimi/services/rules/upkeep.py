@@ -140,8 +140,8 @@ def once(name, what, why):
     """Said once in the log until it is over: history that cannot be kept."""
     import mimi.services.rules as engine
 
-    if (name, what) not in engine.said:
-        engine.said.add((name, what))
+    if (name, what) not in engine.bad:
+        engine.bad[(name, what)] = 1
         log.warning(TAG, "%s: its history is not kept now: %s", name, why)
 
 
@@ -165,7 +165,7 @@ def write(name, whole):
     else:
         buf = engine.logs[name]
         engine.logs[name] = buf[:8] + buf[8 + n * _REC:]  # (what the loop added meanwhile stays)
-        engine.said.discard((name, "write"))
+        engine.bad.pop((name, "write"), None)
 
 
 def flush():
