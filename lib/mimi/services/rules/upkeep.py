@@ -89,9 +89,8 @@ def load():
 
     first = engine.rules is None
     if first:  # (the loop's first pass) its waiting readings written before a reset
-        c = ("services.rules.upkeep", "flush")
-        if c not in mimi.closers:
-            mimi.closers.append(c)
+        if __name__ not in mimi.closers:
+            mimi.closers.append(__name__)
         # (at boot) history of devices that are gone goes. The store is loaded for
         # it only when a segment there is one's (/history/<device>.<tier><start>): loaded,
         # its names stay in the qstr pool for good, and a boot whose devices all remain has
