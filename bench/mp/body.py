@@ -72,8 +72,10 @@ async def stall_mode():
 
         task = asyncio.create_task(devices.body())
         await asyncio.sleep_ms(100)
-        for lg in engine.logs.values():
-            lg[0] = 1000  # logged every second: batches of 30 go to the flash during the run
+        import struct
+
+        for k, lg in engine.logs.items():  # logged every second: batches of 30 go to the flash during the run
+            engine.logs[k] = struct.pack("<I", 1000) + lg[4:]
     probe = loopgap.Probe()
     end = time.ticks_add(time.ticks_ms(), A["seconds"] * 1000)
     k = 0

@@ -5,14 +5,14 @@ VERSION = "0.1.0"
 
 
 _short = False
-closers = []  # (names, fn) of run() that save what waits in RAM (the history's readings): run by close()
+closers = []  # names (mimi.x) of modules whose flush() saves what waits in RAM (the history's readings): run by close()
 
 
 def close():
     """Before a reset (board.reset()) and when the loop ends: what waits in RAM is written."""
-    for c in closers:
+    for c in closers:  # (a module's own __name__, a name interned anyway: no string or tuple kept)
         try:
-            run(*c)
+            run(c[5:], "flush")  # (loaded for it, as it was not)
         except Exception as e:  # a reset must happen whatever one of them does
             print("close:", c, e)
 

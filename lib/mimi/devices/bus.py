@@ -1,5 +1,6 @@
 # The buses the parts share: the ESP32-S3's two I2C controllers, each on the pins of
-# the devices that use it, and the 1-Wire lines. Each has a lock (devices/table.py lock_of),
+# the devices that use it (the 1-Wire lines are the DS18B20 driver's: no names of theirs
+# in a firmware without one). Each has a lock (devices/table.py lock_of),
 # held around one transfer at a time (never across a conversion's wait), so the agent
 # thread and the asyncio loop take turns on one bus. A controller keeps its pins while
 # the code comes and goes (state.i2c_ids).
@@ -9,7 +10,6 @@ from mimi.devices import state, table
 
 _lock = _thread.allocate_lock()
 _i2c = {}  # (sda, scl) -> I2CBus, while this code is loaded
-_ow = {}  # pin -> OneWire
 
 
 class I2CBus:
@@ -47,17 +47,3 @@ def forget(sda, scl):
         _i2c.pop((sda, scl), None)
         state.i2c_ids.pop((sda, scl), None)
 
-
-class OneWire:
-    def __init__(self, pin):
-        self.pin = pin
-        self.lock = table.lock_of("1-wire %d" % pin)
-        self.ds = board.ds18x20(pin)
-
-
-def onewire(pin):
-    with _lock:
-        b = _ow.get(pin)
-        if b is None:
-            b = _ow[pin] = OneWire(pin)
-        return b

@@ -6,11 +6,12 @@
 # byte), so the loop runs the read on a short thread (SLOW): the 750 ms are slept there
 # and the slots interleave with the loop a byte at a time.
 from micropython import const
-from mimi.devices import bus
-from mimi.devices.table import Fault, qty, listed
+from mimi import board
+from mimi.devices.table import Fault, qty, listed, lock_of
 
 _CONVERT_MS = const(750)
 _POWER_ON_C = 85.0  # the scratchpad's value until a conversion has run
+_lines = {}  # pin -> the line's DS18X20 object, while this code is loaded (a pin's sensors share it)
 HINT = ("the wiring (DQ to the GPIO, VDD to 3V3, GND), the 4.7 kOhm pull-up from DQ to 3V3 "
         "and the power (VDD wired: parasite power is not supported)")
 
@@ -21,12 +22,14 @@ class DS18B20:
 
     def __init__(self, dev):
         self.dev = dev
-        self.line = bus.onewire(dev.params["pin"])
+        pin = dev.params["pin"]
+        self.lock = lock_of("1-wire %d" % pin)  # (the line's: its sensors take turns)
+        self.ds = _lines.get(pin) or _lines.setdefault(pin, board.ds18x20(pin))
         rom = dev.params.get("rom")
         self.rom = bytes.fromhex(rom) if rom else None
 
     def _call(self, fn, *args):
-        with self.line.lock:
+        with self.lock:
             try:
                 return fn(*args)
             except Exception as e:  # OneWireError (no presence pulse), CRC error, OSError
@@ -36,7 +39,7 @@ class DS18B20:
                             else str(e) or type(e).__name__)
 
     def _find(self):
-        found = self._call(self.line.ds.scan)
+        found = self._call(self.ds.scan)
         taken = [d.params.get("rom") for d in listed() or () if d is not self.dev and
                  d.bus == self.dev.bus]
         for rom in found:
@@ -53,12 +56,12 @@ class DS18B20:
             self._find()
         first = True
         while True:
-            self._call(self.line.ds.convert_temp)
+            self._call(self.ds.convert_temp)
             yield _CONVERT_MS
             try:
-                t = self._call(self.line.ds.read_temp, self.rom)
+                t = self._call(self.ds.read_temp, self.rom)
             except Fault as e:
-                if e.kind == "data" and bytes(self.rom) not in [bytes(r) for r in self._call(self.line.ds.scan)]:
+                if e.kind == "data" and bytes(self.rom) not in [bytes(r) for r in self._call(self.ds.scan)]:
                     # on a shared line a sensor gone reads as all ones: a CRC error
                     raise Fault("answer", "its ROM %s is not on the line" % self.rom.hex())
                 if e.kind != "data" or not first:

@@ -349,11 +349,11 @@ def flush(name=None):
 
 
 def take(name, buf, n, every_s):
-    """The device logger's batch (services/rules/__init__.py): the first n readings of buf,
-    each "<Iff" (Unix time, value, second value or NaN for none), kept and written.
-    -> None, or why not (the first reason)."""
+    """The device logger's batch (services/rules/__init__.py): the first n readings of buf
+    after its 8-byte head, each "<Iff" (Unix time, value, second value or NaN for none),
+    kept and written. -> None, or why not (the first reason)."""
     why = None
-    for j in range(0, n * 12, 12):
+    for j in range(8, 8 + n * 12, 12):
         t, v, v2 = struct.unpack_from("<Iff", buf, j)
         w = add(name, v, None if v2 != v2 else v2, every_s, t)
         why = why or w
@@ -405,9 +405,9 @@ def _logger(name=None):
     eng = sys.modules.get("mimi.services.rules")
     out = []
     for k, lg in eng.logs.items() if eng else ():
-        if lg[2]:
-            if k == name:
-                return lg[2], lg[0] // 1000  # (bytes the loop replaces whole: no lock)
+        if len(lg) > 8:
+            if k == name:  # (bytes the loop replaces whole: no lock)
+                return lg[8:], struct.unpack_from("<I", lg)[0] // 1000
             out.append(k)
     return None if name else out
 

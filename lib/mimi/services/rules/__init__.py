@@ -1,7 +1,8 @@
 # Rules (SPEC §14): the body acting on its own. This package file is the state of its
-# loop, data only (resident while rules or device logging exist; what uses it calls it
-# `engine`): the loop is the rules' task that waits for work anyway (devices.body(),
-# mimi/devices/__init__.py). check.py is one pass (the rules loaded when they changed,
+# loop and the loop (run(); resident while rules or device logging exist; what uses it
+# calls it `engine`): the rules' task (devices.body(), mimi/devices/__init__.py) waits
+# for work and then hands over to run(), so a firmware without rules or logging devices
+# never loads this. check.py is one pass (the rules loaded when they changed,
 # the devices due read, the rules judged and acted on, the readings kept), upkeep.py the
 # rule file read and what the loop needs now and then (the rules loaded, a batch of
 # readings written), book.py the rules' checks, changes and words, act.py what a firing
@@ -17,14 +18,36 @@
 # here is a slot of the dictionary for as long as the firmware runs.)
 #
 # History: readings wait here (12 bytes each: "<Iff" Unix time, value, second value or
-# NaN) for their batch (upkeep.py hands them to services/history/store.py, whose readers
+# NaN; after an 8-byte head, the device's period and next reading: one object a device,
+# where a list of the three took 16 B more) for their batch (upkeep.py hands them to services/history/store.py, whose readers
 # add them); upkeep.flush() writes them all (a reset, the loop's end: mimi.close()). They
 # are an immutable bytes, replaced whole by the loop at each change: a reader on the
 # agent thread takes it as it is, with no lock.
 rules = None  # a rule: a list, its definition then its state (check.py); None: not loaded yet
-logs = {}  # device name -> [every_ms, next ticks_ms, waiting readings (bytes)]
-bad = {}  # device name -> [failed reads in a row, its rules' chats told]
+logs = {}  # device name -> bytes: "<II" every_ms, next ticks_ms, then its waiting readings
+bad = {}  # device name -> [failed reads in a row, its rules' chats told]; (device, what) -> 1:
+# logged once, history that cannot be kept (one dict for both: a set of its own took 16 B and a name)
 notes = None  # the notices' count and queue (act.py), from the first notice on
-said = set()  # (device, what) logged once: history that cannot be kept
 presses = []  # buttons pressed since the last pass (devices.changed(name))
 stale = True  # the rules or the devices changed: load them again
+
+
+async def run(flag):
+    """The loop (devices.body() runs it once there is work): a pass
+    (check.py, loaded for it), then a wait until the next is due or something changes
+    (devices.changed() sets flag, an asyncio.ThreadSafeFlag)."""
+    import time
+    import asyncio
+    import mimi
+    from mimi import bus, log
+
+    while True:
+        try:
+            wait = await mimi.load("mimi.services.rules.check").step(time.ticks_ms())
+        except Exception as e:  # no room to load the pass (step() logs its own)
+            log.warning("rules", "no pass %r", e)  # (10 characters: a qstr, no string kept)
+            wait = 1000
+        if wait:
+            ring = asyncio.create_task(bus.ring(flag, wait))
+            await flag.wait()  # (a ring left by a cancel only sets the flag)
+            ring.cancel()

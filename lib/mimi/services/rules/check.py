@@ -91,7 +91,7 @@ async def _step(now):
         if r[_WHEN] != "pressed" and due(r[_NEXT], now) and r[_DEV] not in names:
             names.append(r[_DEV])
     for name, lg in engine.logs.items():
-        if due(lg[1], now) and name not in names:
+        if due(struct.unpack_from("<I", lg, 4)[0], now) and name not in names:
             names.append(name)
     if names:  # the device layer loaded once for them all: each read's and action's use nests
         with devices.use():  # in this one (on a short heap each use's end dropped it, loaded again by the next)
@@ -108,7 +108,7 @@ async def _step(now):
         if r[_WHEN] != "pressed":
             wait = min(wait, time.ticks_diff(r[_NEXT], now))
     for lg in engine.logs.values():
-        wait = min(wait, time.ticks_diff(lg[1], now))
+        wait = min(wait, time.ticks_diff(struct.unpack_from("<I", lg, 4)[0], now))
     return max(wait, 0 if engine.stale or engine.presses else 1)
 
 
@@ -126,7 +126,7 @@ async def _take(name, now):
     """Read device `name`, judge its rules due, keep its reading if it logs."""
     rs = [r for r in engine.rules if r[_DEV] == name and r[_WHEN] != "pressed" and due(r[_NEXT], now)]
     lg = engine.logs.get(name)
-    if lg and not due(lg[1], now):
+    if lg and not due(struct.unpack_from("<I", lg, 4)[0], now):
         lg = None
     reading, why = await _read(name)
     if reading is None:
@@ -136,7 +136,7 @@ async def _take(name, now):
             back = min(r[_EVERY] << min(b[0], 16), limits.RULE_BACKOFF_MAX_S * 1000)
             r[_NEXT] = time.ticks_add(now, max(back, r[_EVERY]))
         if lg:
-            lg[1] = time.ticks_add(now, lg[0])
+            _keep(name, now, None)
             once(name, "read", why)
         if rs and not b[1]:
             b[1] = True
@@ -144,13 +144,12 @@ async def _take(name, now):
             mimi.run("services.rules.act", "tell", [r[_ID] for r in rs], why + ". Its rules wait and try again.", now)
         return
     b = engine.bad.pop(name, None)
-    engine.said.discard((name, "read"))
+    engine.bad.pop((name, "read"), None)
     if b and b[1]:
         log.info(TAG, "%s reads again", name)
         mimi.run("services.rules.act", "tell", [r[_ID] for r in rs], "%s reads again; its rules run." % name, now)
     if lg:
-        lg[1] = time.ticks_add(now, lg[0])
-        _keep(name, lg, reading)
+        _keep(name, now, reading)
     for r in rs:
         r[_NEXT] = time.ticks_add(now, r[_EVERY])
         await check(r, reading, now)
@@ -240,12 +239,19 @@ async def fire(r, on, text, now):
 # --- history ------------------------------------------------------------------------
 
 def once(name, what, why):
-    if (name, what) not in engine.said:  # (said once: upkeep.once())
+    if (name, what) not in engine.bad:  # (said once: upkeep.once())
         mimi.run("services.rules.upkeep", "once", name, what, why)
 
 
-def _keep(name, row, reading):
-    """A logging device's reading waits for its batch."""
+def _keep(name, now, reading):
+    """A logging device read (reading None: it failed): its next reading due a period
+    after now, and the reading waits for its batch."""
+    lg = engine.logs[name]
+    every = struct.unpack_from("<I", lg)[0]
+    head = struct.pack("<II", every, time.ticks_add(now, every))
+    engine.logs[name] = head + lg[8:]  # (a new bytes: the agent thread's readers take the old or the new, whole)
+    if reading is None:
+        return
     if not board.clock.valid():
         return once(name, "clock", "the clock is not set")
     v = reading[0][1]
@@ -253,10 +259,8 @@ def _keep(name, row, reading):
     if not num(v):
         return once(name, "value", "it reads %r, not a number" % reading[0][2])
     t = board.clock.unix()
-    buf = row[2] + struct.pack("<Iff", t, v, v2 if num(v2) else float("nan"))
-    n = len(buf) // _REC
-    if n > limits.HISTORY_PENDING_MAX:
-        buf = buf[_REC:]  # the flash refused the batches: the oldest go
-    row[2] = buf  # (a new bytes: the agent thread's readers take the old or the new, whole)
-    if n >= limits.HISTORY_BATCH or t - struct.unpack_from("<Iff", buf, 0)[0] >= limits.HISTORY_FLUSH_S:
-        mimi.run("services.rules.upkeep", "write", name, row, False)
+    n = (len(lg) - 8) // _REC + 1
+    lg = lg[8 + _REC:] if n > limits.HISTORY_PENDING_MAX else lg[8:]  # (the flash refused the batches: the oldest go)
+    engine.logs[name] = lg = head + lg + struct.pack("<Iff", t, v, v2 if num(v2) else float("nan"))
+    if n >= limits.HISTORY_BATCH or t - struct.unpack_from("<I", lg, 8)[0] >= limits.HISTORY_FLUSH_S:
+        mimi.run("services.rules.upkeep", "write", name, False)

@@ -89,9 +89,8 @@ def load():
 
     first = engine.rules is None
     if first:  # (the loop's first pass) its waiting readings written before a reset
-        c = ("services.rules.upkeep", "flush")
-        if c not in mimi.closers:
-            mimi.closers.append(c)
+        if __name__ not in mimi.closers:
+            mimi.closers.append(__name__)
         # (at boot) history of devices that are gone goes. The store is loaded for
         # it only when a segment there is one's (/history/<device>.<tier><start>): loaded,
         # its names stay in the qstr pool for good, and a boot whose devices all remain has
@@ -111,11 +110,12 @@ def load():
     new = {}
     for name, m in mimi.run("devices.lines", "logging"):
         lg = engine.logs.get(name)
-        new[name] = [m * 60000, time.ticks_ms(), b""] if lg is None or lg[0] != m * 60000 else lg
+        new[name] = (struct.pack("<II", m * 60000, time.ticks_ms()) if lg is None or
+                     struct.unpack_from("<I", lg)[0] != m * 60000 else lg)
     alive = [r[0] for r in mimi.run("devices.lines", "kept")]
     for name, lg in engine.logs.items():
-        if name not in new and lg[2] and name in alive:
-            write(name, lg, True)  # (its logging stopped: what it read is kept; a removed device's goes)
+        if name not in new and len(lg) > 8 and name in alive:
+            write(name, True)  # (its logging stopped: what it read is kept; a removed device's goes)
     engine.logs = new
     buttons = [r[_DEV] for r in engine.rules if r[_WHEN] == "pressed"]
     import mimi.devices as devices
@@ -139,22 +139,22 @@ def once(name, what, why):
     """Said once in the log until it is over: history that cannot be kept."""
     import mimi.services.rules as engine
 
-    if (name, what) not in engine.said:
-        engine.said.add((name, what))
+    if (name, what) not in engine.bad:
+        engine.bad[(name, what)] = 1
         log.warning(TAG, "%s: its history is not kept now: %s", name, why)
 
 
-def write(name, row, whole):
-    """The waiting readings to the store (loaded for it): all of them, or for a device
-    read more often than every 5 minutes those of the slots that ended."""
+def write(name, whole):
+    """The waiting readings of device `name` to the store (loaded for it): all of them,
+    or for a device read more often than every 5 minutes those of the slots that ended."""
     import mimi.services.rules as engine
 
-    buf = row[2]
-    n = len(buf) // _REC
-    every_s = row[0] // 1000
+    buf = engine.logs[name]
+    n = (len(buf) - 8) // _REC
+    every_s = struct.unpack_from("<I", buf)[0] // 1000
     if not whole and every_s < limits.HISTORY_STEP_S and n:
-        slot = struct.unpack_from("<Iff", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S
-        while n and struct.unpack_from("<Iff", buf, (n - 1) * _REC)[0] // limits.HISTORY_STEP_S == slot:
+        slot = struct.unpack_from("<I", buf, 8 + (n - 1) * _REC)[0] // limits.HISTORY_STEP_S
+        while n and struct.unpack_from("<I", buf, 8 + (n - 1) * _REC)[0] // limits.HISTORY_STEP_S == slot:
             n -= 1
     if not n:
         return
@@ -162,8 +162,9 @@ def write(name, row, whole):
     if why:
         once(name, "write", why)
     else:
-        row[2] = row[2][n * _REC:]  # (what the loop added meanwhile stays)
-        engine.said.discard((name, "write"))
+        buf = engine.logs[name]
+        engine.logs[name] = buf[:8] + buf[8 + n * _REC:]  # (what the loop added meanwhile stays)
+        engine.bad.pop((name, "write"), None)
 
 
 def flush():
@@ -171,8 +172,8 @@ def flush():
     import mimi.services.rules as engine
 
     for name, lg in engine.logs.items():
-        if lg[2]:
+        if len(lg) > 8:
             try:
-                write(name, lg, True)
+                write(name, True)
             except Exception as x:
                 log.exception(TAG, "%s: its history was not written" % name, x)
