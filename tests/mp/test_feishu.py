@@ -431,18 +431,23 @@ async def test_sends_with_token_cache_refresh_and_rate_limits():
     assert st["violations"] == []
 
 
+def _three_parts():
+    """A configured bot whose messages hold 600 bytes, and a reply of three such parts."""
+    from mimi.channels.feishu import longconn as feishu
+
+    configure()
+    limits.FEISHU_MSG_MAX = 600
+    para = "The quick brown fox jumps over the lazy dog. " * 10
+    return feishu.Feishu(), "\n\n".join("Part %d. %s" % (i, para) for i in range(3))
+
+
 async def test_parts_refused_for_good_are_told_once_after_the_reply():
     # a part Feishu refuses for good (here: too long even as text) is not sent again, and
     # the person is told once, after the parts that went, which parts are missing and
     # why; a user who stopped the bot (230053) cannot be told: the refusal is logged
     from mimi import log
-    from mimi.channels.feishu import longconn as feishu
 
-    configure()
-    b = feishu.Feishu()
-    limits.FEISHU_MSG_MAX = 600
-    para = "The quick brown fox jumps over the lazy dog. " * 10
-    reply = "\n\n".join("Part %d. %s" % (i, para) for i in range(3))
+    b, reply = _three_parts()
     why = "The length of the message content reaches its limit."
     await control("fail", {"status": 400, "code": 230025, "msg": why, "after": 1})
     assert not await b.send_text(USER, reply)
@@ -482,11 +487,7 @@ async def test_a_reply_whose_rest_finds_no_room_is_not_sent_twice():
     from mimi.channels import sending
     from mimi.channels.feishu import longconn as feishu
 
-    configure()
-    b = feishu.Feishu()
-    limits.FEISHU_MSG_MAX = 600
-    para = "The quick brown fox jumps over the lazy dog. " * 10
-    text = "\n\n".join("Part %d. %s" % (i, para) for i in range(3))
+    b, text = _three_parts()
     content, calls = fmt.content, []
 
     def failing(*a):
