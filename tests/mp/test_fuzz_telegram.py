@@ -250,12 +250,13 @@ class Wire:
         self.final = None
 
     async def serve(self, rd, w):
+        from mimi.net import httpserver as hs
         from mimi.net.httpserver import Reader
 
         rd = Reader(rd)
         try:
             while True:
-                head = await rd.read_head(8192)
+                head = await hs.read_head(rd, 8192)
                 n = 0
                 for line in head.split(b"\r\n"):
                     if line.lower().startswith(b"content-length:"):

@@ -12,7 +12,8 @@ from mimi.config import settings as config
 from mimi.utf8 import valid
 from mimi.channels import dispatch
 from mimi.channels.websocket import gateway as websocket
-from mimi.net import wsproto as wp
+from mimi.net import wsproto as wp, wsread as wr
+from mimi.net import httpserver as hs
 from mimi.net.httpserver import Reader
 
 HEAPSIZE = "512k"
@@ -76,12 +77,12 @@ async def test_fuzz_frame_reader():
         if r.chance(20):
             data = data[:r.below(len(data) + 1)]
         s = Bytes(data)
-        asm = wp.Assembler(limits.WS_FRAME_MAX)
+        asm = wr.Assembler(limits.WS_FRAME_MAX)
         try:
             while True:
-                fin, op, p = await wp.read_frame(s, limits.WS_FRAME_MAX)
+                fin, op, p = await wr.read_frame(s, limits.WS_FRAME_MAX)
                 if op == wp.CLOSE:
-                    wp.close_code(p)
+                    wr.close_code(p)
                 elif op in (wp.CONT, wp.TEXT, wp.BINARY):
                     m = asm.feed(fin, op, p)
                     if m and len(m[1]) > limits.WS_FRAME_MAX:
@@ -179,7 +180,7 @@ def check_frames(what, n, data, sent):
         except EOFError:
             break
         if op == wp.CLOSE:
-            code = wp.close_code(p)
+            code = wr.close_code(p)
             if code not in (wp.NORMAL, wp.PROTOCOL, wp.INVALID_DATA, wp.TOO_BIG) and code < 3000:
                 fuzz.fail(what, n, "close code %d" % code, sent)
             return
@@ -211,7 +212,7 @@ def whole(data):
 
 def await_frame(s, limit=1 << 20, need_mask=False):
     """read_frame on fixed bytes, without a loop (it never waits on them)."""
-    g = wp.read_frame(s, limit, need_mask)
+    g = wr.read_frame(s, limit, need_mask)
     try:
         g.send(None)
     except StopIteration as e:
@@ -235,7 +236,7 @@ async def legit(n, what, sent):
     w.write(request())
     await w.drain()
     rd = Reader(r)
-    head = await asyncio.wait_for(rd.read_head(4096), 10)
+    head = await asyncio.wait_for(hs.read_head(rd, 4096), 10)
     if b" 101 " not in head:
         fuzz.fail(what, n, "the next client got %r" % head, sent)
     text = "legit %d" % n

@@ -61,14 +61,14 @@ def test_random_id():
 
 async def test_reader_buffers_and_skips():
     r = reader(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n\x81\x00rest", step=3)
-    assert await r.read_head(4096) == b"GET / HTTP/1.1\r\nHost: x"
+    assert await hs.read_head(r, 4096) == b"GET / HTTP/1.1\r\nHost: x"
     assert await r.readexactly(2) == b"\x81\x00"
     await r.skip(2)
     assert await r.readexactly(2) == b"st"
     big = reader(b"x" * 9000)
     e = None
     try:
-        await big.read_head(4096)
+        await hs.read_head(big, 4096)
     except ValueError as ex:
         e = ex
     assert e is not None

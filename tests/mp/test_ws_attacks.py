@@ -8,6 +8,7 @@ import socket
 import asyncio
 from mimi import limits
 from mimi.channels.websocket import gateway
+from mimi.net import httpserver as hs
 from mimi.net.httpserver import Reader
 from test_ws_gateway import setup, start, TOKEN  # noqa: F401 - setup() is this module's too
 
@@ -45,7 +46,7 @@ class Conn:
         if the gateway closed the connection without one (shed)."""
         try:
             await self.send((UPGRADE % (path, gateway.port)).encode()[sent:])
-            head = await asyncio.wait_for(Reader(self.st).read_head(4096), 10)
+            head = await asyncio.wait_for(hs.read_head(Reader(self.st), 4096), 10)
             return int(head.split(b" ")[1])
         except (EOFError, OSError):
             return None

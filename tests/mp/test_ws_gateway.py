@@ -8,7 +8,8 @@ from mimi import bus, limits
 from mimi.config import settings as config
 from mimi.channels import dispatch
 from mimi.channels.websocket import gateway as websocket
-from mimi.net import wsproto as wp
+from mimi.net import wsproto as wp, wsread as wr
+from mimi.net import httpserver as hs
 from mimi.net.httpserver import Reader
 
 TIMEOUT = 90
@@ -46,10 +47,10 @@ class WS:
         await self.send_raw(wp.frame(op, data, mask_key=KEY))
 
     async def frame(self):
-        return await asyncio.wait_for(wp.read_frame(self.rd, 1 << 20, need_mask=False), 10)
+        return await asyncio.wait_for(wr.read_frame(self.rd, 1 << 20, need_mask=False), 10)
 
     async def recv(self):
-        asm = wp.Assembler(1 << 20)  # a big reply comes in several frames
+        asm = wr.Assembler(1 << 20)  # a big reply comes in several frames
         while True:
             fin, op, payload = await self.frame()
             if op in (wp.TEXT, wp.CONT):
@@ -57,13 +58,13 @@ class WS:
                 if m:
                     return json.loads(m[1])
             if op == wp.CLOSE:
-                return {"type": "closed", "code": wp.close_code(payload)}
+                return {"type": "closed", "code": wr.close_code(payload)}
 
     async def close_code(self):
         while True:
             fin, op, payload = await self.frame()
             if op == wp.CLOSE:
-                return wp.close_code(payload)
+                return wr.close_code(payload)
 
     async def close(self):
         self.w.close()
@@ -77,7 +78,7 @@ async def connect(path="/?token=" + TOKEN, headers=""):
              "Sec-WebSocket-Version: 13\r\n%s\r\n" % (path, websocket.port, headers)).encode())
     await w.drain()
     ws = WS(r, w, 0, b"")
-    ws.head = await asyncio.wait_for(ws.rd.read_head(4096), 10)
+    ws.head = await asyncio.wait_for(hs.read_head(ws.rd, 4096), 10)
     ws.status = int(ws.head.split(b" ")[1])
     return ws
 
@@ -422,9 +423,9 @@ async def test_replies_routed_by_chat_id_only():
         if m:
             break
         await asyncio.sleep_ms(5)
-    from mimi.channels.websocket import connection as wsconn
+    from mimi.channels.websocket import incoming
 
-    assert m.content == "anon" and len(m.chat_id) == 16 and wsconn.chat_id_ok(m.chat_id)
+    assert m.content == "anon" and len(m.chat_id) == 16 and incoming.chat_id_ok(m.chat_id)
     bus.outbound.put(bus.Msg("websocket", m.chat_id, "for anon"))
     assert await c.recv() == {"type": "response", "content": "for anon", "chat_id": m.chat_id}
 
@@ -466,10 +467,11 @@ async def test_a_reply_one_of_its_clients_finds_no_room_for_goes_once_to_the_oth
 
 def test_default_chat_ids_are_random_not_a_counter():
     from mimi.channels.websocket import connection as wsconn
+    from mimi.channels.websocket import incoming
 
     ids = [wsconn.new_chat_id() for _ in range(50)]
     assert len(set(ids)) == 50
-    assert all(len(i) == 16 and wsconn.chat_id_ok(i) == i for i in ids)
+    assert all(len(i) == 16 and incoming.chat_id_ok(i) == i for i in ids)
     assert "1" not in ids and "ws_1" not in ids
 
 
@@ -524,7 +526,7 @@ async def test_reply_over_the_outbox_cap_arrives_whole():
     await put_out(bus.Msg("websocket", "big", "and a short one"))
     assert (await ws.recv())["content"] == "working"
     frames = []
-    asm = wp.Assembler(1 << 20)
+    asm = wr.Assembler(1 << 20)
     while True:
         fin, op, payload = await ws.frame()
         frames.append(len(payload))

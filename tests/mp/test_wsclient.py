@@ -1,7 +1,7 @@
 # The WebSocket client (lib/mimi/net/wsclient.py) under MicroPython: frames it
 # reads and writes on a stand-in stream. Against a real server (the `websockets`
 # library behind the fake Feishu): tests/mp/test_feishu.py.
-from mimi.net import wsproto as wp
+from mimi.net import wsproto as wp, wsread as wr
 
 
 class Stream:
@@ -37,7 +37,7 @@ async def _written(stream):
     out = []
     while True:
         try:
-            out.append(await wp.read_frame(r, 1 << 20, True))  # need_mask: a client masks
+            out.append(await wr.read_frame(r, 1 << 20, True))  # need_mask: a client masks
         except EOFError:
             return out
 

@@ -1,6 +1,6 @@
 # The small HTTP/1.1 server side shared by the WebSocket gateway
 # (channels/websocket/upgrade.py) and the onboarding portal (services/portal.py): a
-# request's head parsed (query strings and forms decoded), a whole response, and which
+# request's head read and parsed (query strings and forms decoded), a whole response, and which
 # connection a server short of sockets lets go; the buffered reads are net/reader.py,
 # the listening port (a fixed one, or a free random one) net/listen.py.
 import time
@@ -8,6 +8,22 @@ import socket
 from mimi import limits
 from mimi.net.listen import on_port  # noqa: F401 - the portal takes it from here
 from mimi.net.reader import Reader  # noqa: F401 - the portal takes it from here
+
+
+async def read_head(rd, limit):
+    """The HTTP request head (up to the blank line) from Reader rd; ValueError past
+    `limit` bytes."""
+    while True:
+        i = rd.buf.find(b"\r\n\r\n")
+        if i > limit:
+            raise ValueError("request head too large")
+        if i >= 0:
+            head = rd.buf[:i]
+            rd.buf = rd.buf[i + 4:]
+            return head
+        if len(rd.buf) > limit:
+            raise ValueError("request head too large")
+        await rd.more(512)
 
 
 def unquote(s):

@@ -1,6 +1,6 @@
 # Buffered reads of a connection to one of the board's servers (the WebSocket gateway,
 # the portal): its own module, as a WebSocket client reads through it long after its
-# HTTP part (net/httpserver.py, dropped once upgraded) is done.
+# HTTP part (net/httpserver.py, with the request head's read, dropped once upgraded) is done.
 import time
 
 
@@ -14,7 +14,7 @@ class Reader:
         self.got = 0  # bytes received: 0 = the client has not begun its request
         self.first = None  # ticks_ms of the first
 
-    async def _more(self, n):
+    async def more(self, n):
         d = await self.s.read(n)
         if not d:
             raise EOFError
@@ -25,11 +25,11 @@ class Reader:
 
     async def fill(self, n=1):
         while len(self.buf) < n:
-            await self._more(512)
+            await self.more(512)
 
     async def readexactly(self, n):
         while len(self.buf) < n:
-            await self._more(n - len(self.buf))
+            await self.more(n - len(self.buf))
         out = self.buf[:n]
         self.buf = self.buf[n:]
         return out
@@ -37,21 +37,7 @@ class Reader:
     async def skip(self, n):
         while n > 0:
             if not self.buf:
-                await self._more(min(n, 1024))
+                await self.more(min(n, 1024))
             k = min(n, len(self.buf))
             self.buf = self.buf[k:]
             n -= k
-
-    async def read_head(self, limit):
-        """The HTTP request head (up to the blank line); ValueError past `limit` bytes."""
-        while True:
-            i = self.buf.find(b"\r\n\r\n")
-            if i > limit:
-                raise ValueError("request head too large")
-            if i >= 0:
-                head = self.buf[:i]
-                self.buf = self.buf[i + 4:]
-                return head
-            if len(self.buf) > limit:
-                raise ValueError("request head too large")
-            await self._more(512)

@@ -1,15 +1,15 @@
 # WebSocket client (RFC 6455) on the asyncio loop, for Feishu's long connection.
 # The connection (proxy, verified TLS with the shipped roots) is opened by
 # net/http.py's AsyncClient, which also sends the upgrade request and then hands
-# the connection over, so whatever governs HTTPS connections governs this one too; frames go through net/wsproto.py,
-# the gateway's codec. Client frames are masked; a message is capped at `limit`, but
+# the connection over, so whatever governs HTTPS connections governs this one too; frames go through net/wsproto.py and
+# net/wsread.py, the gateway's codec. Client frames are masked; a message is capped at `limit`, but
 # one frame over it can be handed to the caller in pieces instead (recv(big=...)).
 import os
 import struct
 import asyncio
 import binascii
 from mimi import limits
-from mimi.net import wsproto as wp, split_url
+from mimi.net import wsproto as wp, wsread as wr, split_url
 
 
 class Closed(Exception):
@@ -37,7 +37,7 @@ class Conn:
         self.tls = tls  # a TLS connection: counted by net/tls.py until closed
         self.extra = extra  # bytes the server sent right behind its 101 answer
         self.limit = limit
-        self.asm = wp.Assembler(limit)
+        self.asm = wr.Assembler(limit)
         self.lock = asyncio.Lock()  # one frame written at a time (pings, ACKs, pongs)
         self.closed = False
 
@@ -68,7 +68,7 @@ class Conn:
         is returned then."""
         while True:
             try:
-                fin, op, n, key = await wp.read_head(self, False)
+                fin, op, n, key = await wr.read_head(self, False)
                 if n > self.limit:
                     if big is None or not fin or op not in (wp.TEXT, wp.BINARY) or \
                             self.asm.op is not None or n > limits.WS_BIG_MAX:
@@ -88,7 +88,7 @@ class Conn:
                 await self.send(payload, wp.PONG)
             elif op == wp.CLOSE:
                 try:
-                    code = wp.close_code(payload)
+                    code = wr.close_code(payload)
                 except wp.ProtocolError:
                     code = wp.PROTOCOL
                 await self.close(code if code != 1005 else wp.NORMAL)
@@ -166,7 +166,12 @@ async def connect(url, limit, proxy=None, ca=None, timeout_s=20):
         raise Refused(resp)
     stream, extra, wrapped = client.detach()
     conn = Conn(stream, extra, limit, wrapped)
-    if resp.headers.get("sec-websocket-accept") != wp.accept_key(key) or \
+    import mimi
+    from mimi.net.wshandshake import accept_key
+
+    key = accept_key(key)
+    mimi.drop("net.wshandshake")  # (used once a connection)
+    if resp.headers.get("sec-websocket-accept") != key or \
             resp.headers.get("upgrade", "").lower() != "websocket":
         conn.abort()
         raise ProtocolError("%s switched protocols without a valid WebSocket accept key" % host)

@@ -170,7 +170,7 @@ class Portal:
 
     async def _read(self, rd):
         try:
-            head = await rd.read_head(limits.PORTAL_HEADER_MAX)
+            head = await hs.read_head(rd, limits.PORTAL_HEADER_MAX)
         except ValueError:
             raise _Refuse("431 Request Header Fields Too Large", "headers too large")
         try:

@@ -4,6 +4,9 @@
 # slow client holds up nobody. The HTTP part before it (upgrade, token with its
 # back-off, Origin, the chat page: upgrade.py) is loaded for it and dropped once no
 # connection is waiting for its upgrade: a client's hours connected hold only this.
+# What a frame that came in runs (its reading, a message's JSON, the close) is
+# incoming.py, loaded when bytes arrive and, on a short heap, dropped once they are
+# handled: a client idle or waiting for its turn's reply holds the sender and the wait.
 # Guards the C gateway lacked: token auth with a per-address back-off after wrong
 # tokens (shared by every other address once WS_AUTH_PEERS have one), a browser
 # Origin check (a web page the user visits must not drive the board), frame and
@@ -12,23 +15,20 @@
 # holding the most, never one sending its request, and slots freed on every kind of
 # disconnect.
 import sys
-import json
 import asyncio
 import mimi
 from mimi import limits, log, bus, net, channels
 from mimi.net import wsproto as wp
 from mimi.net.reader import Reader
 from mimi.channels.websocket import gateway as gw
-from mimi.channels.websocket.gateway import CHANNEL, clients, _conns, text, _forget
-from micropython import const
-
-_ID_OK = const("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+from mimi.channels.websocket.gateway import clients, _conns, _forget
 
 
 def pieces(obj):
     """gateway.text() of an obj whose content is in pieces (bus.pieces()): the JSON as a
     tuple of pieces, each escaped alone (the client's sender writes them as the frames of
     one message), never one block as big as the text."""
+    import json
     from mimi.utf8 import clean
 
     head = dict(obj)
@@ -69,6 +69,7 @@ class Client:
         self.dead = False
         self.task = asyncio.current_task()
         self.sender = None
+        self.asm = None  # a fragmented message coming in (wsread.Assembler), else None
 
     # --- sending (any task on the loop) ------------------------------------
     def push(self, data, op=wp.TEXT, status=False):
@@ -95,12 +96,6 @@ class Client:
             _forget(self)  # the slot is free as soon as we are closing
         self.ev.set()
         return True
-
-    def send_obj(self, obj):
-        return self.push(text(obj))
-
-    def error(self, text):
-        self.send_obj({"type": "error", "content": text})
 
     def drop(self):
         self.dead = True
@@ -153,8 +148,9 @@ class Client:
 
     # --- receiving (this connection's task) ----------------------------------
     async def run(self):
+        """Wait for the client's frames (a silent one pinged, then dropped); each one that
+        comes is incoming.py's. -> when the connection is over."""
         self.sender = asyncio.create_task(self._send_loop())
-        asm = wp.Assembler(limits.WS_FRAME_MAX)
         pinged = False
         while not self.dead:
             # Backpressure: a client that floods us but reads slowly is read slowly.
@@ -171,106 +167,20 @@ class Client:
                 self.push(b"mimi", wp.PING)
                 continue
             pinged = False
-            try:
-                fin, op, payload = await bus.within(wp.read_frame(self.rd, limits.WS_FRAME_MAX),
-                                                    limits.WS_FRAME_TIMEOUT_S)
-                if op == wp.CLOSE:
-                    code = wp.close_code(payload)
-                    self.push(wp.close_payload(wp.NORMAL if code == 1005 else code), wp.CLOSE)
-                    await self._flush()
-                    return
-                if op == wp.PING:
-                    self.push(payload, wp.PONG)
-                    continue
-                if op == wp.PONG:
-                    continue
-                m = asm.feed(fin, op, payload)
-                if m and m[0] == wp.TEXT:
-                    from mimi.utf8 import valid
-
-                    if not valid(m[1]):
-                        raise wp.ProtocolError(wp.INVALID_DATA, "text is not valid UTF-8")
-            except wp.ProtocolError as e:
-                log.info("ws", "client %s: %s; closing with %d", self.chat_id, e.reason, e.code)
-                await self.close(e.code, e.reason, e.skip)
+            if await channels.load("websocket.incoming").frame(self):
                 return
-            payload = None
-            if m:
-                self.on_message(m[0], m[1])
-
-    async def _flush(self):
-        if self.sender:
-            try:
-                await asyncio.wait_for(self.sender, limits.WS_CLOSE_WAIT_S)
-            except Exception:
-                pass
-
-    async def close(self, code, reason="", skip=0):
-        """Our close frame, then wait (briefly) for the peer's, so it reads ours before
-        the TCP connection goes (unread data would make the close a reset)."""
-        self.push(wp.close_payload(code, reason), wp.CLOSE)
-        try:
-            await asyncio.wait_for(self._linger(skip), limits.WS_CLOSE_WAIT_S)
-        except Exception:
-            pass
-        await self._flush()
-
-    async def _linger(self, skip):
-        if skip > limits.WS_DRAIN_MAX:
-            return
-        await self.rd.skip(skip)
-        while True:
-            fin, op, payload = await wp.read_frame(self.rd, limits.WS_DRAIN_MAX)
-            if op == wp.CLOSE:
-                return
-
-    def on_message(self, op, data):
-        if op != wp.TEXT:
-            return self.error("only text frames with JSON are accepted")
-        from mimi import jsonutil
-
-        try:
-            obj = jsonutil.loads(data)  # an escaped lone surrogate comes out as U+FFFD
-        except ValueError:
-            return self.error("invalid JSON")
-        if not isinstance(obj, dict):
-            return self.error("expected a JSON object")
-        kind = obj.get("type")
-        if kind == "usage":  # the ledger (its text too): tools/chat and the page show it
-            try:
-                return self.send_obj(mimi.run("usage.report usage.file", "report"))
-            except Exception as e:  # noqa: B902 - out of memory, a broken ledger file
-                return self.error("no usage report now: %s %s" % (type(e).__name__, e))
-        if kind == "chart":  # a device's history for the page to draw (SVG)
-            return self.push(gw.chart([obj.get("name"), obj.get("hours")]))
-        if kind != "message":
-            return self.error("unknown type %s; send {\"type\":\"message\",\"content\":\"...\"}"
-                              % json.dumps(kind)[:40])
-        content = obj.get("content")
-        if not isinstance(content, str) or not content.strip():
-            return self.error("content must be non-empty text")
-        cid = obj.get("chat_id")
-        if cid is not None and cid != "":
-            cid = chat_id_ok(cid)
-            if cid is None:
-                return self.error("chat_id: 1 to %d of A-Z a-z 0-9 _ -" % limits.WS_CHAT_ID_MAX)
-            self.chat_id = cid
-        if not bus.inbound.put(bus.Msg(CHANNEL, self.chat_id, content)):
-            log.warning("ws", "inbound queue full; told client %s to retry", self.chat_id)
-            self.send_obj({"type": "error", "content": bus.BUSY, "chat_id": self.chat_id})
+            if not self.rd.buf and mimi.short(True):  # nothing more here yet: its code goes till then
+                _unload()
 
 
-def chat_id_ok(cid):
-    """The chat id as a str if acceptable ([A-Za-z0-9_-], at most 31), else None."""
-    if isinstance(cid, bool) or not isinstance(cid, (str, int)):
-        return None
-    cid = str(cid)
-    if not 0 < len(cid) <= limits.WS_CHAT_ID_MAX:
-        return None
-    for ch in cid:
-        if ch not in _ID_OK:
-            return None
-    return cid
+def _unload(last=False):
+    """The code of the frames that come in goes (incoming.py, and net/wsread.py unless the
+    WebSocket client uses it); last: the last connection is gone, the codec goes too."""
+    mimi.drop("channels.websocket.incoming")
+    if "mimi.net.wsclient" not in sys.modules:
+        mimi.drop("net.wsread")
+        if last:
+            mimi.drop("net.wsproto")
 
 
 async def _upgraded(rd, sw, me):
@@ -283,6 +193,7 @@ async def _upgraded(rd, sw, me):
         up = None
         if all(c[2] or c is me for c in _conns):
             mimi.drop("channels.websocket.upgrade")
+            mimi.drop("net.wshandshake")
             if "mimi.services.portal" not in sys.modules:
                 mimi.drop("net.httpserver")
 
@@ -300,7 +211,7 @@ async def serve(sr, sw):
         if len(clients) >= limits.WS_MAX_CLIENTS:
             log.warning("ws", "client limit (%d) reached; refused one", limits.WS_MAX_CLIENTS)
             client.sender = asyncio.create_task(client._send_loop())
-            await client.close(wp.TRY_LATER, "too many clients")
+            await channels.load("websocket.incoming").close(client, wp.TRY_LATER, "too many clients")
             client = None
             return
         clients.append(client)

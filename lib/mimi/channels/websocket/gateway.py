@@ -1,8 +1,9 @@
 # The WebSocket gateway (SPEC §7): an RFC 6455 server on the asyncio loop, plus the
 # chat page on a plain GET /. This module is what stays loaded: the listener, the
 # state every connection shares and the dispatcher's sender. A connection's code
-# (the HTTP part, the client's frames: connection.py, with net/wsproto.py and
-# net/httpserver.py) is loaded when one arrives and dropped when the last one ends,
+# (connection.py with net/wsproto.py; the HTTP part, upgrade.py with net/httpserver.py,
+# and what a frame that comes in runs, incoming.py with net/wsread.py, for less) is
+# loaded when one arrives and dropped when the last one ends,
 # so a board nobody chats with over WebSocket does not hold it.
 import sys
 import json
@@ -107,12 +108,10 @@ async def _connection(sr, sw):
     try:
         await wsconn.serve(sr, sw)
     finally:
-        wsconn = None
         if not _conns:  # the last one: its code goes (the codec and the HTTP parts too,
-            mimi.drop("channels.websocket.connection")  # unless the WebSocket client or the portal use them)
+            wsconn._unload(True)  # unless the WebSocket client or the portal use them)
+            mimi.drop("channels.websocket.connection")
             mimi.drop("channels.websocket")  # (the package came back with it)
-            if "mimi.net.wsclient" not in sys.modules:
-                mimi.drop("net.wsproto")
             if "mimi.services.portal" not in sys.modules:
                 mimi.drop("net.httpserver")
                 mimi.drop("net.listen")  # (httpserver's import)

@@ -12,7 +12,7 @@ import mimi
 from mimi import limits, log, board, channels
 from mimi.config import settings as config
 from mimi.net import httpserver as hs
-from mimi.net import wsproto as wp
+from mimi.net import wshandshake as wh
 from mimi.channels.websocket import gateway as gw
 from mimi.channels.websocket.gateway import _conns, _fails
 from micropython import const
@@ -58,7 +58,7 @@ async def _respond(w, status, body, ctype="text/plain; charset=utf-8", extra=())
 async def _handshake(rd, w, me):
     """The HTTP part (within the upgrade deadline). -> True when upgraded, else None."""
     try:
-        method, path, query, headers = hs.parse_request(await rd.read_head(limits.WS_HEADER_MAX))
+        method, path, query, headers = hs.parse_request(await hs.read_head(rd, limits.WS_HEADER_MAX))
     except ValueError as e:
         await _respond(w, "400 Bad Request", "%s\n" % e)
         return None
@@ -77,7 +77,7 @@ async def _handshake(rd, w, me):
             "Referrer-Policy: no-referrer", "X-Content-Type-Options: nosniff"))
         return None
     key = headers.get("sec-websocket-key", "")
-    if not hs.has_token(headers.get("connection"), "upgrade") or not wp.key_ok(key):
+    if not hs.has_token(headers.get("connection"), "upgrade") or not wh.key_ok(key):
         await _respond(w, "400 Bad Request", "bad WebSocket upgrade\n")
         return None
     if headers.get("sec-websocket-version") != "13":
@@ -93,7 +93,7 @@ async def _handshake(rd, w, me):
             await _respond(w, "429 Too Many Requests", "wrong gateway token; try again in %d s\n" % wait,
                            extra=("Retry-After: %d" % wait,))
             return None
-        token_ok = wp.token_ok(expected, query, headers)
+        token_ok = wh.token_ok(expected, query, headers)
         if token_ok:
             _fails.pop(peer, None)
         else:
@@ -104,12 +104,12 @@ async def _handshake(rd, w, me):
                            "Authorization: Bearer ...\n", extra=('WWW-Authenticate: Bearer',))
             return None
     origin = headers.get("origin")
-    if not token_ok and not wp.origin_ok(origin, own_hosts(), gw.port):
+    if not token_ok and not wh.origin_ok(origin, own_hosts(), gw.port):
         log.warning("ws", "refused a browser connection from origin %s", origin[:80])
         await _respond(w, "403 Forbidden", "origin not allowed\n")
         return None
     me[2] = True  # upgraded: never shed from now on
-    w.write(wp.upgrade_response(key))
+    w.write(wh.upgrade_response(key))
     await w.drain()
     return True
 
