@@ -520,6 +520,17 @@ async def _progress_turn(b, answer, steps=(("web_search", "weather Lisbon"),)):
     return await state()
 
 
+def test_a_step_is_said_in_its_tool_words():
+    from mimi.channels.telegram import status
+
+    st = status.Status(ALLOWED)
+    for step, detail, said in (("web_search", "x", "searching the web: x"), ("gpio_read_all", "", "reading the pins"),
+                               ("gpio_read", "", "reading a pin"), ("get_current_time", "", "checking the time"),
+                               ("device_read", "t", "working on device_read: t"), ("read", "", "working on read")):
+        st.step(step, detail)
+        assert st.text == said + "\u2026", (step, st.text)
+
+
 async def test_a_slow_turn_shows_one_progress_message_that_becomes_the_answer():
     b, task = await started()
     st = await _progress_turn(b, "**Sunny** and " + "more. " * 900)  # two parts

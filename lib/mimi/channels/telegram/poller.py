@@ -365,7 +365,8 @@ class Telegram:
         if not self.typing and self.send_api is not None:
             self.send_api.close()
             self.send_api = None
-        for name in ("channels.telegram.send", "channels.telegram.status", "channels.telegram.format"):
+        for name in ("channels.telegram.send", "channels.telegram.echo", "channels.telegram.status",
+                     "channels.telegram.format"):
             mimi.drop(name)
         self.limit = 1
         mimi.spare(False)  # (taken again by the next turn: worker.handle())

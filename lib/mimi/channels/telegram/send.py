@@ -6,11 +6,11 @@
 # an answer) is out and no chat waits with "typing": between turns only the long
 # poll's connection is open (one TLS session at rest, no second client buffer), and
 # this module and the formatter are dropped (loaded again for the next message).
-import json
 import asyncio
 import mimi
 from mimi import limits, log, bus, channels
 from mimi.channels.telegram import poller as tg
+from mimi.channels.telegram.echo import call
 from mimi.services import wifi
 
 TAG = tg.TAG
@@ -41,72 +41,6 @@ STRANGER = ("This bot is private. Your chat id is %s.\n"
             "Its owner can allow you on the board's REPL with: allow_chat(%s)")
 
 
-class Echo:
-    """The answer to a message sent or edited, read as it arrives (Api.call's sink): its
-    first TG_ERROR_MAX bytes kept (an error, a short message); Telegram echoes the
-    message whole (4 KB of text and more), of which only message_id is used: seen when
-    the answer was longer and ok, or when its first TG_ECHO_PEEK bytes say ok and hold
-    the id (the rest is not kept), its id in .result."""
-    seen = False
-    result = None
-
-    def __init__(self):
-        self.head = b""
-
-    def __call__(self, mv):
-        h = self.head
-        if self.seen:
-            return
-        if len(h) < limits.TG_ECHO_PEEK:  # an ok answer's message_id comes first: its
-            # first bytes are looked at before 1 KB of the echo is copied for nothing
-            p = h + bytes(mv[:limits.TG_ECHO_PEEK - len(h)])
-            i = tg.after(p, b'"ok"')
-            j = k = tg.after(p, b'"message_id"')
-            while 0 <= j < len(p) and 48 <= p[j] <= 57:
-                j += 1
-            if i >= 0 and p[i:i + 4] == b"true" and k < j < len(p):
-                self.head, self.seen, self.result = p, True, {"message_id": int(p[k:j])}
-                return
-            p = None
-        if len(h) < limits.TG_ERROR_MAX:
-            self.head = h = h + bytes(mv[:limits.TG_ERROR_MAX - len(h)])
-        if len(h) >= limits.TG_ERROR_MAX:
-            i = tg.after(h, b'"ok"')  # (no copy of the head: a short heap is short now)
-            self.seen = i >= 0 and h[i:i + 4] == b"true"
-            self.result = {"message_id": tg.number(h, b'"message_id"')}
-
-
-async def call(api, method, params):
-    """api.call(method, params) for a message: a "text" made of pieces (a list of str,
-    format.py's) written piece by piece, never joined; the echo read by an Echo. Out of
-    memory once the request went out: it was sent ({"message_id": None}), not again."""
-    text, chat = params.get("text"), params.get("chat_id")
-    if isinstance(text, list):
-        head = json.dumps({k: v for k, v in params.items() if k != "text"})
-        params = (head[:-1], ', "text": "' if len(head) > 2 else '"text": "', _json(text), '"}')
-    buf = api.client._buf
-    if buf is not None:  # (what it says of the previous request on this connection)
-        buf.sent = False
-    try:
-        return await api.call(method, params, sink=Echo(), chat=chat)
-    except MemoryError:
-        buf = api.client._buf
-        if buf is None or not buf.sent:  # it did not go: the caller may send it again
-            raise
-        params = None
-        api.client.close()  # the answer was not read: the connection is out of step
-        log.warning(TAG, "%s went out; no room in the heap to read the answer", method)
-        return {"message_id": None}
-
-
-def _json(text):
-    """A part's pieces as a JSON string's content, escaped as they are sent (one
-    piece's copy at a time, not the part's: 4 KB less while a long answer's part goes)."""
-    escaped = mimi.load("mimi.net.httpbody").escaped  # (the agent's requests load it too)
-
-    return escaped(text, json.dumps)
-
-
 def _rest(bot):
     """A message is out: unless a chat still waits, close the send connection and drop
     this module (loaded again for the next message)."""
@@ -115,6 +49,7 @@ def _rest(bot):
             bot.send_api.close()
             bot.send_api = None
         mimi.drop("channels.telegram.send")
+        mimi.drop("channels.telegram.echo")
         mimi.drop("channels.telegram.status")
         mimi.drop("channels.sending")
 
@@ -199,7 +134,7 @@ async def _parts(bot, chat_id, fmt, markdown, reply_to, hold, status, went):
         html = fmt.render_html(runs)
         if status is not None:
             status, st = None, status
-            if await st.finish(_api(bot), html, lambda: fmt.render_plain(runs)):
+            if await _finish(st, _api(bot), html, lambda: fmt.render_plain(runs)):
                 reply_to = None
                 went[0] += 1
                 continue
@@ -239,6 +174,74 @@ async def _parts(bot, chat_id, fmt, markdown, reply_to, hold, status, went):
 
         await plain(bot, chat_id, sending.missing(lost, n, why))
     return ok
+
+
+async def _finish(st, api, html, plain):
+    """The answer's first part (Telegram HTML, and a function making its plain text
+    for when the entities are refused; str or lists of str pieces) in place of the
+    status.Status st's message. -> True when it is there; False when there was none or
+    the edit failed (then it is deleted: send the part). A 429 is waited out (Api.call)
+    and the edit made again: the chat is left with one message holding the answer,
+    never the raw partial above it."""
+    if st.message_id is None or api is None:
+        return False
+    p = {"chat_id": st.chat_id, "message_id": st.message_id, "text": html,
+         "parse_mode": "HTML"}
+    tries = 0
+    while True:
+        try:
+            await call(api, "editMessageText", p)
+            st.message_id = None
+            return True
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: B902 - sent the usual way instead
+            if isinstance(e, tg.ApiError) and "not modified" in e.description:
+                st.message_id = None
+                return True
+            if isinstance(e, tg.ApiError) and e.entities and "parse_mode" in p:
+                del p["parse_mode"]
+                p["text"] = plain()
+                continue
+            if await _again(e, tries):
+                tries += 1
+                continue
+            log.warning(TAG, "answer into the progress message for %s: %s", st.chat_id, e)
+            break
+    await _delete(st, api)
+    return False
+
+
+async def _delete(st, api):
+    """status.Status st's message deleted (the answer is sent as parts instead)."""
+    tries = 0
+    while True:
+        try:
+            await api.call("deleteMessage", {"chat_id": st.chat_id, "message_id": st.message_id})
+            break
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: B902 - left behind: only a stale line
+            if await _again(e, tries):
+                tries += 1
+                continue
+            log.warning(TAG, "deleting the progress message for %s: %s", st.chat_id, e)
+            break
+    st.message_id = None
+
+
+async def _again(e, tries):
+    """Try a call once more after e? For Telegram's refusals that say nothing about the
+    message (429: Api.call waits its retry_after; a busy gateway: a short wait here),
+    up to SEND_RETRIES times."""
+    if tries >= limits.SEND_RETRIES or not isinstance(e, tg.ApiError):
+        return False
+    if e.code == 429:
+        return True
+    if e.code in (500, 502, 503, 504):
+        await asyncio.sleep(1 << tries)
+        return True
+    return False
 
 
 def _gone(e):

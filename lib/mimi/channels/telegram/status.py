@@ -4,22 +4,24 @@
 # LLM calls run). A turn still running after TG_PROGRESS_AFTER_S shows ONE short
 # message ("searching the web: weather Lisbon…"), edited as the agent's steps go by (at most one edit per TG_EDIT_MIN_S, the
 # latest text wins), and the answer's first part is edited into its place (or it is
-# deleted and the answer sent as usual). Anything else that wants a message it edits
-# as a turn goes (streamed text) uses the same object: say(text), update(api),
-# finish(api, html, plain), delete(api). Calls on one Status hold its `lock`.
+# deleted and the answer sent as usual: send.py's _finish(), with the reply). Anything
+# else that wants a message it edits as a turn goes (streamed text) uses the same
+# object: say(text), update(api). Calls on one Status hold its `lock`.
 import time
 import asyncio
 import mimi
 from mimi import limits, log, bus
 from mimi.channels.telegram import poller as tg
 from mimi.services import wifi
+from micropython import const
 
-STEPS = {"web_search": "searching the web", "get_current_time": "checking the time",
-         "read_file": "reading a file", "write_file": "writing a file",
-         "edit_file": "editing a file", "list_dir": "looking at the files",
-         "cron_add": "scheduling", "cron_list": "reading the schedule",
-         "cron_remove": "changing the schedule", "gpio_write": "switching a pin",
-         "gpio_read": "reading a pin", "gpio_read_all": "reading the pins"}
+# A tool's words, one "\n<tool>\t<words>" row each: one bytes constant, not a dict of str
+# objects a .mpy would make in the heap for every turn the module is loaded.
+_STEPS = const(b"\nweb_search\tsearching the web\nget_current_time\tchecking the time"
+               b"\nread_file\treading a file\nwrite_file\twriting a file\nedit_file\tediting a file"
+               b"\nlist_dir\tlooking at the files\ncron_add\tscheduling\ncron_list\treading the schedule"
+               b"\ncron_remove\tchanging the schedule\ngpio_write\tswitching a pin"
+               b"\ngpio_read\treading a pin\ngpio_read_all\treading the pins\n")
 
 
 class Status:
@@ -41,7 +43,9 @@ class Status:
 
     def step(self, step, detail=""):
         """An agent step (a tool and what it works on) as the message's text."""
-        words = STEPS.get(step, "working on " + step)
+        k = b"\n" + step.encode() + b"\t"
+        i = _STEPS.find(k)
+        words = str(_STEPS[i + len(k):_STEPS.find(b"\n", i + 1)], "utf-8") if i >= 0 else "working on " + step
         self.say("%s: %s\u2026" % (words, detail) if detail else words + "\u2026")
 
     def say(self, text):
@@ -81,7 +85,7 @@ class Status:
             return
         text = self.text
         wait = self.every
-        from mimi.channels.telegram.send import call
+        from mimi.channels.telegram.echo import call
 
         try:
             if self.message_id is None:
@@ -104,82 +108,14 @@ class Status:
             log.warning(tg.TAG, "progress message for %s: %s", self.chat_id, e)
         self.after = time.ticks_add(time.ticks_ms(), wait * 1000)
 
-    async def finish(self, api, html, plain):
-        """The answer's first part (Telegram HTML, and a function making its plain text
-        for when the entities are refused; str or lists of str pieces) in place of the
-        message. -> True when it is there; False when there was none or the edit failed
-        (then it is deleted: send the part). A 429 is waited out (Api.call) and the edit
-        made again: the chat is left with one message holding the answer, never the raw
-        partial above it."""
-        if self.message_id is None or api is None:
-            return False
-        from mimi.channels.telegram.send import call
-
-        p = {"chat_id": self.chat_id, "message_id": self.message_id, "text": html,
-             "parse_mode": "HTML"}
-        tries = 0
-        while True:
-            try:
-                await call(api, "editMessageText", p)
-                self.message_id = None
-                return True
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: B902 - sent the usual way instead
-                if isinstance(e, tg.ApiError) and "not modified" in e.description:
-                    self.message_id = None
-                    return True
-                if isinstance(e, tg.ApiError) and e.entities and "parse_mode" in p:
-                    del p["parse_mode"]
-                    p["text"] = plain()
-                    continue
-                if await _again(e, tries):
-                    tries += 1
-                    continue
-                log.warning(tg.TAG, "answer into the progress message for %s: %s", self.chat_id, e)
-                break
-        await self.delete(api)
-        return False
-
-    async def delete(self, api):
-        if self.message_id is None or api is None:
-            return
-        tries = 0
-        while True:
-            try:
-                await api.call("deleteMessage", {"chat_id": self.chat_id, "message_id": self.message_id})
-                break
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: B902 - left behind: only a stale line
-                if await _again(e, tries):
-                    tries += 1
-                    continue
-                log.warning(tg.TAG, "deleting the progress message for %s: %s", self.chat_id, e)
-                break
-        self.message_id = None
-
-
-async def _again(e, tries):
-    """Try a call once more after e? For Telegram's refusals that say nothing about the
-    message (429: Api.call waits its retry_after; a busy gateway: a short wait here),
-    up to SEND_RETRIES times."""
-    if tries >= limits.SEND_RETRIES or not isinstance(e, tg.ApiError):
-        return False
-    if e.code == 429:
-        return True
-    if e.code in (500, 502, 503, 504):
-        await asyncio.sleep(1 << tries)
-        return True
-    return False
-
 
 def between():
     """A message of a running turn is out (its status, a step, the answer so far): on a
-    short heap send.py (which update() loads for send.call()) goes until the next one,
-    so that the turn's LLM calls have its room."""
+    short heap what sent it (echo.py, which update() loads for its call(); send.py)
+    goes until the next one, so that the turn's LLM calls have its room."""
     if mimi.short():
         mimi.drop("channels.telegram.send")
+        mimi.drop("channels.telegram.echo")
         mimi.drop("channels.sending")
 
 
