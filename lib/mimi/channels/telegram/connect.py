@@ -1,7 +1,7 @@
 # The Telegram poller's code for rare moments, loaded for the call and dropped
 # (mimi.run): connecting to the Bot API (at boot, after a new token or base URL: the
-# saved update offset read back), and what to do after a poll failed (Telegram's
-# refusals, the network). The state stays in the resident poller (channels/telegram/poller.py).
+# saved update offset read back), what to do after a poll failed (Telegram's
+# refusals, the network), and the apology for replies that found no room. The state stays in the resident poller (channels/telegram/poller.py).
 import json
 from mimi import limits, log
 from mimi.config import settings as config
@@ -74,3 +74,17 @@ def network_lost(bot):
     for api in (bot.poll_api, bot.send_api):
         if api:
             api.stale = True
+
+
+async def say_owed(bot):
+    """The replies that found no room (Telegram.owe()) told, on the poll's connection."""
+    while bot.owed:
+        chat = bot.owed.pop(0)
+        try:
+            await bot.poll_api.call("sendMessage", {"chat_id": chat, "text": (
+                "Sorry, my answer did not fit in the board's free memory to be sent. It is saved in "
+                "this chat: ask me to repeat it, shorter.")})
+            log.warning(TAG, "told %s that its reply found no room in the heap", chat)
+        except Exception as e:  # (MemoryError too: not again)
+            log.error(TAG, "telling %s that its reply found no room failed: %s", chat, e)
+

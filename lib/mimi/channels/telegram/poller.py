@@ -10,7 +10,7 @@
 # waits and replies wait in the dispatcher's lane (bounded); they go out, in order,
 # once the supervisor is online again.
 #
-# (The module's table holds 29 names, its classes' 12 and the Telegram object's 17: one
+# (The module's table holds 29 names, Telegram's class 11 and the Telegram object's 17: one
 # more of each makes the table a step bigger on a frozen board's heap, 48-64 B. What a
 # function alone needs, it imports there.)
 import asyncio
@@ -105,7 +105,7 @@ class Api:
 def _answer(r, sink, chat):
     """The result of Telegram's answer r (read whole, or by the sink: its .result when
     it took the answer, else the answer's first bytes); or the ApiError for its refusal
-    raised (apierror.py: loaded by the first), which quiets the chat after a 429 (quiet())."""
+    raised (apierror.py: loaded by the first, which quiets the chat after a 429: quiet())."""
     status = r.status
     if sink is not None and status == 200 and sink.seen:
         return getattr(sink, "result", None)
@@ -117,18 +117,9 @@ def _answer(r, sink, chat):
         obj = None
     if isinstance(obj, dict) and status == 200 and obj.get("ok"):
         return obj.get("result")
-    from mimi.channels.telegram.apierror import ApiError
+    from mimi.channels.telegram.apierror import refused
 
-    if not isinstance(obj, dict):
-        raise ApiError(status, "non-JSON answer (HTTP %d)" % status)
-    p = obj.get("parameters")
-    e = ApiError(obj.get("error_code") or status, obj.get("description"),
-                 p.get("retry_after") if isinstance(p, dict) else None)
-    if e.code == 429 and chat is not None:  # (tg_allow's chats only: few)
-        import time
-
-        _quiet[str(chat)] = time.ticks_add(time.ticks_ms(), min(e.retry_after or 1, limits.TG_RETRY_AFTER_MAX_S) * 1000)
-    raise e
+    raise refused(status, obj, chat, _quiet)
 
 
 def allowed(chat_id):
@@ -256,8 +247,9 @@ class Telegram:
                     self.bot_id = str(me.get("id") or self.bot_id)
                     me = None  # (not kept by this frame for good)
                     log.info(TAG, "bot @%s ready, polling", self.username)
-                if self.owed:
-                    await self._say_owed()
+                if self.owed:  # (connect.py's: loaded for it)
+                    await channels.load("telegram.connect").say_owed(self)
+                    mimi.drop("channels.telegram.connect")
                 batch = Updates(self, *self._room())
                 # getUpdates, run in this task (its guard cuts it: see _guard()); unless
                 # the agent's LLM call needs the memory for its TLS connection (net/tls.py:
@@ -343,20 +335,6 @@ class Telegram:
         task, self.polling = self.polling, None  # (None: cut)
         if task is not None:
             task.cancel()
-
-    async def _say_owed(self):
-        import gc
-
-        gc.collect()
-        while self.owed:
-            chat = self.owed.pop(0)
-            try:
-                await self.poll_api.call("sendMessage", {"chat_id": chat, "text": (
-                    "Sorry, my answer did not fit in the board's free memory to be sent. It is saved in "
-                    "this chat: ask me to repeat it, shorter.")})
-                log.warning(TAG, "told %s that its reply found no room in the heap", chat)
-            except Exception as e:  # (MemoryError too: not again)
-                log.error(TAG, "telling %s that its reply found no room failed: %s", chat, e)
 
     def _free(self):
         """No room in the heap for a poll: what Telegram can give back is (the idle send
