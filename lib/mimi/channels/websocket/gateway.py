@@ -9,12 +9,11 @@ import sys
 import json
 import asyncio
 import mimi
-from mimi import limits, log, bus, board, net, channels
-from mimi.config import settings as config
+from mimi import log, bus, channels
 
 CHANNEL = "websocket"
 
-port = None  # the port actually listening (ws_port 0 picks one)
+port = None  # the port actually listening (ws_port 0 picks one; start.py sets it)
 clients = []  # connection.Client of every upgraded connection
 _conns = []  # [address, task, upgraded, Reader] of every open connection, oldest first
 _fails = {}  # address ("*": all the others) -> (wrong tokens in a row, ticks_ms until which it is refused)
@@ -121,8 +120,10 @@ async def _connection(sr, sw):
 async def run():
     """The gateway task (started by dispatch.start(), which registers send()). It waits
     in a frame that holds the server only: the listening's own (its calls' arguments
-    and log lines) is _listen()'s, gone once it returned."""
-    server = await _listen()
+    and log lines) is start.py's, loaded for it and gone once it returned."""
+    server = await channels.load("websocket.start").serve()
+    mimi.drop("channels.websocket.start")
+    mimi.drop("channels.websocket")  # (the package came back with it)
     if server is None:
         return
     try:
@@ -132,28 +133,3 @@ async def run():
         server.close()
         for c in clients:
             c.drop()
-
-
-async def _listen():
-    """The listening server (its port in `port`), or None when no port could be had."""
-    global port
-    host = board.BIND_ADDR
-    from mimi.net import listen
-
-    try:
-        server, port = await listen.on_port(config.cfg.get("ws_port"),
-                                            lambda p: asyncio.start_server(_connection, host, p),
-                                            limits.WS_PORT_ANY, limits.WS_PORT_TRIES)
-    except OSError as e:
-        log.error("ws", "gateway could not listen on %s:%s: %s (port taken? pick another with "
-                  "config_set('ws_port', N), or tools/sim --set ws_port=N)", host, config.cfg.get("ws_port"),
-                  net.explain(e))
-        return None
-    listen = None
-    mimi.drop("net.listen")  # used once
-    # Tests find the port from this line: "gateway listening on HOST:PORT".
-    log.info("ws", "gateway listening on %s:%d", host, port)
-    if not config.cfg.get("ws_token"):
-        log.warning("ws", "gateway auth is OFF (ws_token is empty): anyone who can reach "
-                    "port %d can use the agent", port)
-    return server
