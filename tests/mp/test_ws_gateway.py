@@ -607,3 +607,53 @@ async def test_a_frame_that_finds_no_room_goes_once_room_is_made():
     assert w.data == bytes(wp.header(wp.TEXT, 5, True)) + b"hello", w.data
     assert not c.dead
     c.sender.cancel()
+
+
+async def test_a_frame_waits_for_room_for_its_code_which_goes_after_it():
+    # On a short heap what a frame runs (incoming.py, net/wsread.py) is loaded when it comes
+    # and goes once it is handled; a full heap then is waited out (room made, 50 ms doubling),
+    # the frame kept in the reader meanwhile, not the client dropped
+    import sys
+    import mimi
+    from mimi import channels
+
+    await start()
+    ws = await connect()
+    await settle(1)
+    short, load = mimi.short, channels.load
+    fails = [2]
+
+    def full(name):
+        if name == "websocket.incoming" and fails[0]:
+            fails[0] -= 1
+            raise MemoryError("memory allocation failed, allocating 2048 bytes")
+        return load(name)
+
+    mimi.short = lambda measure=False: True
+    channels.load = full
+    try:
+        await ws.send({"type": "message", "content": "hello", "chat_id": "room"})
+        m = None
+        for _ in range(400):
+            m = bus.inbound.get_nowait()
+            if m:
+                break
+            await asyncio.sleep_ms(5)
+        assert m and m.content == "hello" and fails == [0], (m, fails)
+        for _ in range(200):
+            if "mimi.channels.websocket.incoming" not in sys.modules:
+                break
+            await asyncio.sleep_ms(5)
+        assert "mimi.channels.websocket.incoming" not in sys.modules
+        assert "mimi.net.wsread" not in sys.modules
+        bus.outbound.put(bus.Msg("websocket", "room", "hi"))
+        assert await ws.recv() == {"type": "response", "content": "hi", "chat_id": "room"}
+        await ws.send({"type": "message", "content": "again", "chat_id": "room"})  # loaded again
+        for _ in range(400):
+            m = bus.inbound.get_nowait()
+            if m:
+                break
+            await asyncio.sleep_ms(5)
+        assert m.content == "again"
+    finally:
+        mimi.short, channels.load = short, load

@@ -167,8 +167,16 @@ class Client:
                 self.push(b"mimi", wp.PING)
                 continue
             pinged = False
-            if await channels.load("websocket.incoming").frame(self):
+            wait = 0
+            while True:  # (the bytes wait in the reader while the heap is full)
+                try:
+                    incoming = channels.load("websocket.incoming")
+                    break
+                except MemoryError:
+                    wait = await _no_room(wait)
+            if await incoming.frame(self):
                 return
+            incoming = None
             if not self.rd.buf and mimi.short(True):  # nothing more here yet: its code goes till then
                 _unload()
 
