@@ -633,13 +633,8 @@ async def test_a_frame_waits_for_room_for_its_code_which_goes_after_it():
     channels.load = full
     try:
         await ws.send({"type": "message", "content": "hello", "chat_id": "room"})
-        m = None
-        for _ in range(400):
-            m = bus.inbound.get_nowait()
-            if m:
-                break
-            await asyncio.sleep_ms(5)
-        assert m and m.content == "hello" and fails == [0], (m, fails)
+        m = await next_inbound()
+        assert m.content == "hello" and fails == [0], (m, fails)
         for _ in range(200):
             if "mimi.channels.websocket.incoming" not in sys.modules:
                 break
@@ -649,11 +644,7 @@ async def test_a_frame_waits_for_room_for_its_code_which_goes_after_it():
         bus.outbound.put(bus.Msg("websocket", "room", "hi"))
         assert await ws.recv() == {"type": "response", "content": "hi", "chat_id": "room"}
         await ws.send({"type": "message", "content": "again", "chat_id": "room"})  # loaded again
-        for _ in range(400):
-            m = bus.inbound.get_nowait()
-            if m:
-                break
-            await asyncio.sleep_ms(5)
-        assert m.content == "again"
+        assert (await next_inbound()).content == "again"
     finally:
         mimi.short, channels.load = short, load
+
