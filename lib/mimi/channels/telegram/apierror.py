@@ -1,6 +1,7 @@
 # Telegram's refusal of a Bot API call (poller.py's Api.call raises it, made by
-# refused()), in a module of its own: loaded by the first refusal or the first `poller.ApiError` named (poller's
-# __getattr__), not held from boot by a poller that was never refused (128 B frozen).
+# refused()), in a module of its own: loaded by the first refusal or the first
+# `poller.ApiError` named (poller's __getattr__), not held from boot by a poller that
+# was never refused (128 B frozen).
 # Never unloaded: an `except` names the same class as the raise.
 
 

@@ -1,7 +1,8 @@
 # The Telegram poller's code for rare moments, loaded for the call and dropped
 # (mimi.run): connecting to the Bot API (at boot, after a new token or base URL: the
 # saved update offset read back), what to do after a poll failed (Telegram's
-# refusals, the network), and the apology for replies that found no room. The state stays in the resident poller (channels/telegram/poller.py).
+# refusals, the network), and the apology for replies that found no room. The state
+# stays in the resident poller (channels/telegram/poller.py).
 import json
 from mimi import limits, log
 from mimi.config import settings as config
