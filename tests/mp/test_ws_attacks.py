@@ -8,6 +8,7 @@ import socket
 import asyncio
 from mimi import limits
 from mimi.channels.websocket import gateway
+from mimi.net import httpserver as hs
 from mimi.net.httpserver import Reader
 from test_ws_gateway import setup, start, TOKEN  # noqa: F401 - setup() is this module's too
 
@@ -129,6 +130,21 @@ async def test_a_slow_client_outlasts_idle_sockets_from_many_addresses():
     held = await squat(addrs, 2)  # every address has been shed since: it keeps coming back
     slow = await opened("127.0.0.1")
     held += await squat(addrs, 2)  # 48 more while the slow one thinks
+    assert await slow.status() == 101
+    for c in held:
+        c.close()
+
+
+async def test_a_client_shed_once_outlasts_addresses_that_keep_coming():
+    # A slow client shed once (its first try, on a loaded host) then tied with every
+    # squatter as "shed lately" and lost each next try too: the addresses are now told
+    # apart by how many connections they opened or lost lately.
+    await start()
+    addrs = ["127.0.3.%d" % i for i in range(1, 25)]
+    held = await squat(addrs, 2)
+    hs.remember(gateway._shed_lately, bytes([127, 0, 0, 1]))  # its last try was shed
+    slow = await opened("127.0.0.1")
+    held += await squat(addrs, 2)
     assert await slow.status() == 101
     for c in held:
         c.close()
