@@ -29,37 +29,21 @@ class Part:
         except ValueError as e:
             raise Fault("off", str(e))
 
-    def send(self, data):
+    def io(self, fn, *args):
+        """The bus's machine.I2C method `fn` (its name) on this part's address, under the
+        bus's lock; a part that does not answer or a stuck bus is a Fault."""
         b = self.bus
         with b.lock:
             try:
-                b.i2c.writeto(self.addr, data)
+                return getattr(b.i2c, fn)(self.addr, *args)
             except OSError as e:
                 raise fault(e)
+
+    def send(self, data):
+        self.io("writeto", data)
 
     def recv(self, n):
-        b = self.bus
-        with b.lock:
-            try:
-                return b.i2c.readfrom(self.addr, n)
-            except OSError as e:
-                raise fault(e)
-
-    def get(self, reg, n):
-        b = self.bus
-        with b.lock:
-            try:
-                return b.i2c.readfrom_mem(self.addr, reg, n)
-            except OSError as e:
-                raise fault(e)
-
-    def put(self, reg, data):
-        b = self.bus
-        with b.lock:
-            try:
-                b.i2c.writeto_mem(self.addr, reg, data)
-            except OSError as e:
-                raise fault(e)
+        return self.io("readfrom", n)
 
     def cmd(self, data, wait_ms=5):
         """send(data), tried again once wait_ms later if the part did not acknowledge: a
