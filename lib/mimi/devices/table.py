@@ -349,14 +349,11 @@ def _setter(dev):
 
 
 def said(dev, e):
-    """An exception of `dev` as the tool's error text."""
+    """An exception of `dev` as the tool's error text: a part's Fault in devices/faults.py's
+    words (loaded for it), anything else (a driver's bug, a MemoryError: no room to load
+    them) here."""
     if isinstance(e, Fault):
-        if e.kind == "answer":
-            hint = getattr(dev.drv, "HINT", None)
-            return "Error: %s did not answer: %s%s" % (dev.label(), e, ". Check " + hint if hint else "")
-        if e.kind in ("value", "off"):
-            return "Error: %s" % e
-        return "Error: %s: %s" % (dev.label(), e)
+        return mimi.load("mimi.devices.faults").said(dev, e)
     log.exception(TAG, "%s failed" % dev.name, e)  # a driver's bug: the log keeps its traceback
     return "Error: %s failed: %s: %s" % (dev.label(), type(e).__name__, e)
 
