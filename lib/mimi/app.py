@@ -72,6 +72,52 @@ async def console(stop):
     await serial.task(stop, reader, first)
 
 
+async def guard():
+    """The boot guard's task (mimi/safemode.py): a version on trial takes its check, and
+    the boot counts as healthy once the loop has run limits.HEALTHY_AFTER_S. It waits in
+    this frame, without safemode.py (3.6 KB of .mpy), which is loaded again to mark the
+    boot; safe mode keeps it (its state: no channels, no agent)."""
+    import time
+    from mimi import limits
+
+    t0 = time.ticks_ms()
+    sm = mimi.load("mimi.safemode")
+    state = (sm.trial, await sm.check())
+    if not sm.active:
+        sm = None
+        mimi.drop("safemode")
+    sm = None
+    left = limits.HEALTHY_AFTER_S * 1000 - time.ticks_diff(time.ticks_ms(), t0)
+    if left > 0:
+        await asyncio.sleep_ms(left)
+    while True:
+        try:
+            mimi.run("safemode", "healthy", state)
+            break
+        except MemoryError:  # not counted as a crash-boot for want of room (clear()): again
+            mimi.spare(False)
+            log.warning("safemode", "no room in the heap to mark the boot healthy; again in %d s",
+                        limits.HEALTHY_RETRY_S)
+            await asyncio.sleep(limits.HEALTHY_RETRY_S)
+    import gc
+
+    gc.collect()  # the heap a settled firmware holds, with nobody at the console yet
+    log.info("safemode", "up %d s: boot marked healthy (heap in use %d)", limits.HEALTHY_AFTER_S, gc.mem_alloc())
+
+
+counted = False  # this boot is counted (safemode.boot_start()): a crash is not counted again
+
+
+def _boot_start():
+    """safemode.boot_start() -> True in safe mode; the module is not held here (the
+    guard drops it while it waits)."""
+    global counted
+    from mimi import safemode
+
+    counted = True
+    return safemode.boot_start()
+
+
 def collect_often():
     """On a small heap, a collection every limits.GC_THRESHOLD bytes allocated.
     MicroPython hands out the lowest free run, but garbage is only free after a
@@ -104,13 +150,11 @@ def main():
     collect_often()
     mimi.spare()  # low in the heap, before anything else
     devices_off()
-    from mimi import safemode
-
-    safemode.boot_start()  # boot counter, update trial/rollback, safe mode
+    safe = _boot_start()  # boot counter, update trial/rollback, safe mode
     boot()
     from mimi.agent import worker
 
-    if not safemode.active:
+    if not safe:
         worker.start()
     try:
         asyncio.run(run())
