@@ -39,7 +39,8 @@ def stop():
 async def console(stop):
     """The serial console's task: its code (console/serial.py) loads with the first byte
     typed (at once when micropython-lib's aiorepl is installed), so a board nobody types
-    at holds only this. Ctrl-C is console input from the start, not an interrupt."""
+    at holds only this; on a short heap it goes again after a line (serial.serve()).
+    Ctrl-C is console input from the start, not an interrupt."""
     import sys
     from mimi import board
 
@@ -48,6 +49,7 @@ async def console(stop):
     except ImportError:
         aiorepl = None
     reader = first = kbd = None
+    last = 0  # the byte that ended the line before (a \n after its \r is no new line)
     if aiorepl is None:
         if board.NAME != "host":  # (on the unix port kbd_intr(-1) would unhook SIGINT)
             import micropython
@@ -55,21 +57,28 @@ async def console(stop):
             kbd = micropython.kbd_intr
             kbd(-1)
         reader = asyncio.StreamReader(sys.stdin)
-        try:
-            first = await reader.read(1)
-        except UnicodeError:  # a byte that is not text: the console shows it as "?"
-            first = b"?"
-        except BaseException:
-            if kbd:
-                kbd(3)
-            raise
-        first = first.encode() if isinstance(first, str) else first
-        if not first:
-            return  # stdin closed (the host without a console)
-    from mimi.console import serial
+    try:
+        while last is not None:
+            if reader is not None:
+                try:
+                    first = await reader.read(1)
+                except UnicodeError:  # a byte that is not text: the console shows it as "?"
+                    first = b"?"
+                first = first.encode() if isinstance(first, str) else first
+                if not first:
+                    return  # stdin closed (the host without a console)
+                if first == b"\n" and last == 13:
+                    last = 10  # (the end of the line before: nothing to load the console for)
+                    continue
+            from mimi.console import serial
 
-    mimi.drop("console")  # its package, a folder (the raw REPL and the commands bring it back for their time)
-    await serial.task(stop, reader, first)
+            mimi.drop("console")  # its package, a folder (the raw REPL and the commands bring it back for their time)
+            last = await serial.task(stop, reader, first, last)
+            serial = None
+            mimi.drop("console.serial")
+    finally:
+        if kbd:
+            kbd(3)
 
 
 async def guard():
