@@ -91,11 +91,10 @@ async def guard():
 
     t0 = time.ticks_ms()
     sm = mimi.load("mimi.safemode")
-    state = (sm.trial, await sm.check())
-    if not sm.active:
-        sm = None
-        mimi.drop("safemode")
+    state, safe = (sm.trial, await sm.check()), sm.active
     sm = None
+    if not safe:
+        mimi.drop("safemode")
     left = limits.HEALTHY_AFTER_S * 1000 - time.ticks_diff(time.ticks_ms(), t0)
     if left > 0:
         await asyncio.sleep_ms(left)
