@@ -116,11 +116,12 @@ def settings(llm, tg, tavily_key="tavily-good"):
 
 def ready(sim, search, timeout=180):
     """Wait for the gateway and the Telegram poller; point web_search at the fake Tavily
-    from the console (the module keeps state, so it stays loaded: registry.KEEP)."""
+    from the console (tools/searchstate.py, which the tool's module reads: that module
+    itself is loaded for its calls only, as on a board)."""
     sim.wait_for(r"tg: bot @\S+ ready, polling", timeout)
     sim.port
     at = len(sim.output())
-    sim.send("import mimi.tools.search as S; S.TAVILY_BASE = %r; del S; print('search', 'on fake')\r"
+    sim.send("from mimi.tools import searchstate as S; S.TAVILY_BASE = %r; del S; print('search', 'on fake')\r"
              % search["tavily"])
     sim.wait_for(r"search on fake", start=at)
 

@@ -51,11 +51,36 @@ def test_counter_lives_in_rtc_memory_next_to_other_data():
 
 
 async def test_guard_task_marks_healthy():
+    import sys
+    from mimi import app
 
     boot()
     limits.HEALTHY_AFTER_S = 0  # the module constant, shortened for this test
-    await safemode.guard()
+    await app.guard()
     assert safemode.count() == 0
+    assert "mimi.safemode" not in sys.modules  # not held by the settled firmware
+
+
+async def test_guard_waits_without_the_module_and_keeps_it_in_safe_mode():
+    import sys
+    import asyncio
+    from mimi import app
+
+    boot()
+    limits.HEALTHY_AFTER_S = 1
+    task = asyncio.create_task(app.guard())
+    await asyncio.sleep_ms(200)
+    assert "mimi.safemode" not in sys.modules  # its 3.6 KB of code not kept while it waits
+    await task
+    assert safemode.count() == 0
+    board.rtc_memory(b'{"boots": %d}' % limits.SAFE_MODE_BOOTS)
+    assert boot()[0]  # safe mode: the guard keeps the module, its state
+    sys.modules["mimi.safemode"] = safemode
+    task = asyncio.create_task(app.guard())
+    await asyncio.sleep_ms(200)
+    assert sys.modules.get("mimi.safemode") is safemode and safemode.active
+    await task
+    assert safemode.count() == limits.SAFE_MODE_BOOTS + 1 and sys.modules.get("mimi.safemode") is safemode
 
 
 async def test_a_healthy_boot_short_of_memory_is_marked_later_not_forgotten():
@@ -77,7 +102,9 @@ async def test_a_healthy_boot_short_of_memory_is_marked_later_not_forgotten():
     board.rtc_memory = short_of_memory
     try:
         with Capture() as c:
-            await safemode.guard()
+            from mimi import app
+
+            await app.guard()
     finally:
         board.rtc_memory = rtc
     assert safemode.count() == 0

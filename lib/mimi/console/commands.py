@@ -397,9 +397,9 @@ def heartbeat_trigger():
 
 
 def web_search(query):
-    from mimi.tools import search
+    import mimi
 
-    print(search.search(query))
+    print(mimi.run("tools.search", "search", query))  # (under the flash's lock: the agent may load it too)
 
 
 def help():
