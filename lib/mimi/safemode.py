@@ -81,7 +81,8 @@ def crashed():
     if active:
         print("The firmware failed in safe mode; the REPL stays (fix, then restart()).")
         return
-    print("Boot failed (%d in a row); resetting." % (boots or count()))
+    n = boots or count()  # 0: this boot was marked healthy before it failed
+    print("Boot failed (%d in a row); resetting." % n if n else "The firmware failed after it was up; resetting.")
     board.reset()
 
 

@@ -169,3 +169,28 @@ def test_the_update_check_is_loaded_only_with_an_ota_folder():
         safemode.update = real
     boot()  # the real check: the staging a reset interrupted is cleaned as before
     assert not fs.exists(limits.OTA_DIR + "/new")
+
+
+async def test_a_crash_after_the_guard_dropped_the_module_is_told_right():
+    import sys
+    import asyncio
+    from mimi import app
+
+    app.counted = True  # app._boot_start() counted this boot, then the guard let the module go
+    boot()
+    limits.HEALTHY_AFTER_S = 1
+    task = asyncio.create_task(app.guard())
+    await asyncio.sleep_ms(100)
+    from mimi import safemode as fresh  # main.py's import after a crash while the guard waits
+
+    with Capture() as c:
+        raises(SystemExit, fresh.crashed)
+    assert "Boot failed (1 in a row); resetting." in c.text and fresh.count() == 1, c.text
+    await task  # up HEALTHY_AFTER_S: marked healthy; a crash after that is no crash-boot
+    del sys.modules["mimi.safemode"]
+    from mimi import safemode as fresh
+
+    with Capture() as c:
+        raises(SystemExit, fresh.crashed)
+    assert "The firmware failed after it was up; resetting." in c.text and fresh.count() == 0, c.text
+    app.counted = False
