@@ -273,11 +273,17 @@ def encoded(channel, chat_id, spill=None, group=False):
 
         fixed, sections, turn = _build(channel, chat_id, enc, group)
     else:
-        from mimi.net.http import Region
+        import mimi
 
+        hb = mimi.load("mimi.net.httpbody")  # (the turn's requests load it too)
+        Region, escapes = hb.Region, hb.escapes
+        hb = None
         with fs.lock, open(spill, "wb") as f:
-            def enc(s):
-                return Region(spill, f.tell(), f.write(memoryview(json.dumps(s))[1:-1]))
+            def enc(s):  # (escaped a few hundred bytes at a time: no 1 KB block a piece)
+                at = f.tell()
+                for q in escapes(s, json.dumps):
+                    f.write(q)
+                return Region(spill, at, f.tell() - at)
 
             fixed, sections, turn = _build(channel, chat_id, enc, group)
         # Pieces next to each other in the file are one Region: a section's ~20 pieces

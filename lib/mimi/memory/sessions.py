@@ -62,12 +62,16 @@ def _line(role, content, ts):
 
 
 def _escaped(piece):
-    """One piece of a text as JSON string content (a view, no copy); ValueError when it
-    is not valid UTF-8."""
-    e = json.dumps(piece)
-    if len(memoryview(e)) != len(e):  # not ASCII: checked strictly
-        e = fs.encode(e)
-    return memoryview(e)[1:-1]
+    """One piece of a text as JSON string content: views of it escaped
+    limits.ESCAPE_STEP characters at a time (a 512-byte piece escaped whole was the
+    block the long answer's save lacked on a short heap); ValueError when it is not
+    valid UTF-8."""
+    step = limits.ESCAPE_STEP
+    for i in range(0, len(piece), step):
+        e = json.dumps(piece[i:i + step] if len(piece) > step else piece)
+        if len(memoryview(e)) != len(e):  # not ASCII: checked strictly
+            e = fs.encode(e)
+        yield memoryview(e)[1:-1]
 
 
 class _Pieces:
@@ -83,7 +87,9 @@ class _Pieces:
         n = len(_ROLE_JSON[role]) + 1 + len(self.end)
         keep = 0
         for p in content:
-            k = len(_escaped(p))  # (ValueError: not valid UTF-8)
+            k = 0
+            for q in _escaped(p):  # (ValueError: not valid UTF-8)
+                k += len(q)
             if n + k > limits.SESSION_LINE_MAX - 32:
                 n += len(_CUT)
                 break
@@ -97,7 +103,7 @@ class _Pieces:
         yield _ROLE_JSON[self.role]
         yield b'"'
         for p in self.pieces:
-            yield _escaped(p)
+            yield from _escaped(p)
         if self.cut:
             yield _CUT
         yield self.end
