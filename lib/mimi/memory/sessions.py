@@ -394,14 +394,25 @@ def _take(raw, a, b, out, p, at):
         from mimi.jsonscan import member, skip_string
 
         v = member(raw, a, b"content")
-        m["at"] = (at + v - a0, skip_string(raw, v) - v)
+        # its text is not held while the rest loads (20 of them were ~11 KB at a short
+        # heap's turn start): the file has it, and _size() its length
+        m["at"] = (at + v - a0, skip_string(raw, v) - v, len(content))
+        m["content"] = None
     out.append(m)
+
+
+def _text(p, at):
+    """The text of a message whose JSON string is at[1] bytes at at[0] of file p."""
+    with open(p, "rb") as f:
+        f.seek(at[0])
+        return json.loads(f.read(at[1]))
 
 
 def _size(m):
     c = m["content"]
-    if c is None:  # a long text sent from the file (_take_far)
-        return m["at"][1]
+    if c is None:  # a text sent from the file: (start, bytes) of a long one (_take_far)
+        at = m["at"]  # or (start, bytes, characters)
+        return at[2] if len(at) > 2 else at[1]
     return len(c) if isinstance(c, str) else len(json.dumps(c))
 
 
@@ -453,7 +464,13 @@ def load(key, encode=None, n=limits.HISTORY_MAX):
                     b += q
                 data = bytes(b)
             _take(data, 0, len(data), msgs, p, -1)
-    msgs = repair(msgs[-n:])
+        msgs = msgs[-n:]
+        for i in range(1, len(msgs)):  # a run of one role is merged (repair()): its texts
+            if msgs[i - 1]["role"] == msgs[i]["role"]:  # read back (not a long one's)
+                for m in (msgs[i - 1], msgs[i]):
+                    if m["content"] is None and len(m["at"]) > 2:
+                        m["content"] = _text(p, m["at"])
+    msgs = repair(msgs)
     if encode:
         import gc
         from mimi.net.http import Region
