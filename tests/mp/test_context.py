@@ -174,8 +174,15 @@ def test_spilled_prompt_is_the_same_prompt_in_two_regions():
     write("/spiffs/config/SOUL.md", "  \n" + ("h\u00e9llo w\u00f6rld \u4e2d\u6587 \"q\"\n\n   " * 900))
     write("/spiffs/config/USER.md", "x" * 3000)
     write("/spiffs/memory/MEMORY.md", "\t" * 5000)
-    fixed, sections, turn = context.encoded("telegram", "1", limits.PROMPT_SPILL)
-    f, d = context.build_parts("telegram", "1")
+    from mimi import board
+
+    now = board.clock.local_str()  # the two builds' local_time the same whenever a second ends
+    board.clock.local_str = lambda *a: now
+    try:
+        fixed, sections, turn = context.encoded("telegram", "1", limits.PROMPT_SPILL)
+        f, d = context.build_parts("telegram", "1")
+    finally:
+        del board.clock.local_str
     with open(limits.PROMPT_SPILL, "rb") as fh:
         data = fh.read()
 
