@@ -133,16 +133,7 @@ def run_message(msg):
             from mimi.net import tls  # noqa: F401 - turn's data: the heap is least broken up now
         enc = getattr(llm, "message", None)
         system = _system_prompt(msg.channel, msg.chat_id, enc is not None, bool(meta.get("group")))
-        history = []
-        if not stateless:  # (the prompt's code gone first on a short heap: the two never
-            from mimi.memory import sessions  # share the heap, nor with the calls' code)
-
-            history = sessions.load(key, enc)
-            if short():  # back for the save, after the LLM calls (unless it holds lines a
-                if not sessions._pending:  # full flash refused: _forget())
-                    unload("mimi.memory.sessions")
-                unload("mimi.jsonscan")
-            sessions = None
+        history = [] if stateless else _history(key, enc)
         _alive()
         from mimi.agent import react
         from mimi.tools.registry import Ctx, registry
@@ -191,6 +182,22 @@ def run_message(msg):
             # long answer (its formatter's code and parts) and breaks up the next turn's room
         busy = False
         _alive()
+
+
+def _history(key, enc):
+    """The session's history for the turn (the prompt's code gone first on a short heap:
+    the two never share the heap, nor with the calls' code). A frame of its own: the
+    store's module and functions left in a frame's value stack are roots the GC scans
+    while the frame lives; in run_message's they kept the unloaded module (6.3 KB)
+    through every call of a short heap's turn."""
+    from mimi.memory import sessions
+
+    history = sessions.load(key, enc)
+    if short():  # back for the save, after the LLM calls (unless it holds lines a
+        if not sessions._pending:  # full flash refused: _forget())
+            unload("mimi.memory.sessions")
+        unload("mimi.jsonscan")
+    return history
 
 
 def _partials(msg):
