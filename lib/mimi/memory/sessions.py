@@ -201,10 +201,11 @@ def _tail(p, want, spans=False, far_ok=False):
     """Up to `want` valid messages from the end of file p, oldest first; with spans,
     each plain one also says where its text sits in the file ("at"); with far_ok (or
     spans), a line longer than a block is never held: it is read from the file in
-    blocks (_take_far), sent from there. The blocks are read into one buffer, made
-    once per call, the start of a line cut by a block's edge kept at its end and the
-    block before read in front of it: no new block of heap per read (a read, then the
-    read joined to that start, were 1-1.5 KB blocks wanted at a short heap's turn)."""
+    blocks (_take_far), sent from there (also one that two reads happen to hold
+    whole). The blocks are read into one 1.25 KB buffer, made once per call, the end
+    part of a line cut by a block's edge kept at its end and the file before it read in
+    front: no new block of heap per read (a read, then the read joined to that part,
+    were 1-2 KB blocks wanted at a short heap's turn)."""
     out = []
     try:
         f = open(p, "rb")
@@ -212,7 +213,7 @@ def _tail(p, want, spans=False, far_ok=False):
         return out
     block = limits.SESSION_READ_BLOCK
     line_max = limits.SESSION_LINE_MAX
-    buf = bytearray(2 * block)
+    buf = bytearray(block + block // 4)  # (a line's end part up to a block, and a read)
     size = len(buf)
     try:
         pos = f.seek(0, 2)
@@ -221,12 +222,15 @@ def _tail(p, want, spans=False, far_ok=False):
         far = -1  # spans: where a long line ends whose bytes are not kept
         while pos > 0 and len(out) < want:
             n = block if pos > block else pos
+            if c + n > size:  # a shorter read, in front of the line's end part
+                n = size - c
+                if n < block // 4:  # (without far_ok a line up to line_max is held whole)
+                    n = block if pos > block else pos
+                    b2 = bytearray(c + n + block)
+                    b2[len(b2) - c:] = memoryview(buf)[size - c:]
+                    buf, b2 = b2, None
+                    size = len(buf)
             pos -= n
-            if c + n > size:  # (without far_ok a line up to line_max is held whole)
-                b2 = bytearray(c + n + block)
-                b2[len(b2) - c:] = memoryview(buf)[size - c:]
-                buf, b2 = b2, None
-                size = len(buf)
             s = size - c - n  # the block and the line's end part: buf[s:]
             f.seek(pos)
             f.readinto(memoryview(buf)[s:size - c])
@@ -240,6 +244,8 @@ def _tail(p, want, spans=False, far_ok=False):
                     far = -1
                 elif skipping:
                     skipping = False
+                elif (spans or far_ok) and end - i - 1 > block:  # (as one found in blocks)
+                    _take_far(f, pos + i + 1 - s, pos + end - s, out, p)
                 elif end > i + 1:
                     _take(buf, i + 1, end, out, p, pos + i + 1 - s if spans else -1)
                 end = i
