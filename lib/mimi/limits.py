@@ -97,6 +97,7 @@ NOTES_MAX = const(4 * 1024)
 NOTES_DAYS = const(3)
 SKILLS_MAX = const(2 * 1024)
 PROMPT_CHUNK = const(1024)  # the prompt (and a message's long text) is read and JSON-escaped in pieces this big
+ESCAPE_STEP = const(256)  # ... each JSON-escaped this many characters at a time (not 0.5-1 KB blocks at once)
 HEAP_SHORT = const(96 * 1024)  # less free: a turn drops code after use (mimi.short())
 HEAP_SPARE = const(768)  # kept aside for telling a person that memory ran out (mimi.spare())
 PROMPT_SPILL = "/prompt.tmp"  # and escapes the prompt into this file (outside /spiffs)
