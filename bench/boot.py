@@ -68,7 +68,7 @@ SETTLED = re.compile(r"boot marked healthy \(heap in use (\d+)\)")
 HEAP = re.compile(r"^heap free\s+(\d+) bytes \(in use (\d+)\)", re.M)
 # The modules a settled boot with Telegram holds (a WebSocket connection's code, net/httpserver
 # and net/wsproto, loads with the first one; Telegram's sending side with the first message out)
-RESIDENT = ("mimi mimi.limits mimi.log mimi.fs mimi.config.settings mimi.board.clock mimi.board mimi.safemode "
+RESIDENT = ("mimi mimi.limits mimi.log mimi.fs mimi.config.settings mimi.board.clock mimi.board "
             "mimi.app mimi.channels mimi.bus mimi.agent.worker mimi.services.loopwatch mimi.services.wifi "
             "mimi.services.watchdog mimi.channels.dispatch mimi.services.ntp mimi.services.cron "
             "mimi.services.heartbeat mimi.console.serial mimi.net mimi.channels.websocket.gateway "

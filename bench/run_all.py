@@ -16,7 +16,7 @@ from pathlib import Path
 import common
 
 DRIVERS = ("boot", "turn", "minheap", "longrun", "history", "prompt", "gateway", "stall", "stream", "readings",
-           "devices", "flashreads", "body")
+           "devices", "flashreads", "body", "hostshare")
 
 
 def main():

@@ -19,12 +19,12 @@ read_file, web_search on the fake Tavily), then the answer. Four devices are att
 simulated parts wired by attach_parts()), and a device turn reads the SHT3x (device_read).
 
 The simulated hardware is not the board's: on the host its code and state take the
-MicroPython heap (board/host_io.py, host_sys.py, hostlib/ and the four parts of
-mimi/devices/sim/: the smallest heap of the firmware without devices rises from 240 to
-268 KB on the 32-bit .mpy build once they are loaded), so a capped run with them gets
-HOST_HW_KB more than the board would need. The parts are wired on the console once the
-firmware is up (tools/sim --part wires them before boot, where loading their code leaves
-the boot heap in small pieces: no larger block than 5.9 KB at 288 KB).
+MicroPython heap (board/host*.py, hostlib/neopixel, mimi/devices/sim/: the four parts,
+their tables and state, the names they intern, tools/simboot.py; less the board's own
+esp32.py and esp32_io.py), so a capped run with them gets HOST_HW_KB more than the board
+would need. The parts are wired on the console once the firmware is up (tools/sim --part
+wires them before boot, where loading their code leaves the boot heap in small pieces: no
+larger block than 5.9 KB at 288 KB).
 """
 import asyncio
 import json
@@ -65,7 +65,9 @@ RULES = {"rules": [dict(r, **RULE_CHAT) for r in (
      "cooldown_s": 60})]}
 PARTS = ["sht3x:sda=8,scl=9,addr=0x44,temp=21.5,hum=40", "button:pin=4", "relay:pin=21,active_low=1",
          "rgb_led:pin=48,n=1"]
-HOST_HW_KB = 32  # the simulated hardware's share of a capped heap (.mpy; frozen: in ROM)
+# the host-only share of a capped heap (.mpy; frozen: in ROM), rounded down: 22.5 KB at rest with the
+# parts wired and at each turn's peak (bench/hostshare.py; docs/benchmarks.md §17, "The host-only share")
+HOST_HW_KB = 22
 HEAP_RE = re.compile(r"^heap free\s+(\d+) bytes \(in use (\d+)\)\s*^largest block\s+(?:at least )?(\d+)",
                      re.M)
 TLS_RE = re.compile(r"^TLS (\{.*\})$", re.M)
@@ -114,11 +116,12 @@ def settings(llm, tg, tavily_key="tavily-good"):
 
 def ready(sim, search, timeout=180):
     """Wait for the gateway and the Telegram poller; point web_search at the fake Tavily
-    from the console (the module keeps state, so it stays loaded: registry.KEEP)."""
+    from the console (tools/searchstate.py, which the tool's module reads: that module
+    itself is loaded for its calls only, as on a board)."""
     sim.wait_for(r"tg: bot @\S+ ready, polling", timeout)
     sim.port
     at = len(sim.output())
-    sim.send("import mimi.tools.search as S; S.TAVILY_BASE = %r; del S; print('search', 'on fake')\r"
+    sim.send("from mimi.tools import searchstate as S; S.TAVILY_BASE = %r; del S; print('search', 'on fake')\r"
              % search["tavily"])
     sim.wait_for(r"search on fake", start=at)
 

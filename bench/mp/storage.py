@@ -95,9 +95,12 @@ def sessions_bench():
                 return f.read()
 
         wus, wchurn, _ = measure(whole, A["n"])
+        # a short heap's load for a request: its texts sent from the file; what the tail's
+        # read holds once it has the 20 messages (the turn's start), and allocates
+        _, tchurn, theld = measure(lambda: sessions._tail(sessions.path(key), 20, True, True), A["n"])
         out({"size": fs.size(sessions.path(key)), "lines": k, "us": us, "churn": churn,
              "held": held, "msgs": len(msgs), "read": Counting.read_bytes,
-             "whole_us": wus, "whole_churn": wchurn})
+             "whole_us": wus, "whole_churn": wchurn, "tail_churn": tchurn, "tail_held": theld})
 
 
 def prompt_bench():

@@ -39,7 +39,8 @@ def stop():
 async def console(stop):
     """The serial console's task: its code (console/serial.py) loads with the first byte
     typed (at once when micropython-lib's aiorepl is installed), so a board nobody types
-    at holds only this. Ctrl-C is console input from the start, not an interrupt."""
+    at holds only this; on a short heap it goes again after a line (serial.serve()).
+    Ctrl-C is console input from the start, not an interrupt."""
     import sys
     from mimi import board
 
@@ -48,6 +49,7 @@ async def console(stop):
     except ImportError:
         aiorepl = None
     reader = first = kbd = None
+    last = 0  # the byte that ended the line before (a \n after its \r is no new line)
     if aiorepl is None:
         if board.NAME != "host":  # (on the unix port kbd_intr(-1) would unhook SIGINT)
             import micropython
@@ -55,21 +57,73 @@ async def console(stop):
             kbd = micropython.kbd_intr
             kbd(-1)
         reader = asyncio.StreamReader(sys.stdin)
-        try:
-            first = await reader.read(1)
-        except UnicodeError:  # a byte that is not text: the console shows it as "?"
-            first = b"?"
-        except BaseException:
-            if kbd:
-                kbd(3)
-            raise
-        first = first.encode() if isinstance(first, str) else first
-        if not first:
-            return  # stdin closed (the host without a console)
-    from mimi.console import serial
+    try:
+        while last is not None:
+            if reader is not None:
+                try:
+                    first = await reader.read(1)
+                except UnicodeError:  # a byte that is not text: the console shows it as "?"
+                    first = b"?"
+                first = first.encode() if isinstance(first, str) else first
+                if not first:
+                    return  # stdin closed (the host without a console)
+                if first == b"\n" and last == 13:
+                    last = 10  # (the end of the line before: nothing to load the console for)
+                    continue
+            from mimi.console import serial
 
-    mimi.drop("console")  # its package, a folder (the raw REPL and the commands bring it back for their time)
-    await serial.task(stop, reader, first)
+            mimi.drop("console")  # its package, a folder (the raw REPL and the commands bring it back for their time)
+            last = await serial.task(stop, reader, first, last)
+            serial = None
+            mimi.drop("console.serial")
+    finally:
+        if kbd:
+            kbd(3)
+
+
+async def guard():
+    """The boot guard's task (mimi/safemode.py): a version on trial takes its check, and
+    the boot counts as healthy once the loop has run limits.HEALTHY_AFTER_S. It waits in
+    this frame, without safemode.py (3.6 KB of .mpy), which is loaded again to mark the
+    boot; safe mode keeps it (its state: no channels, no agent)."""
+    import time
+    from mimi import limits
+
+    t0 = time.ticks_ms()
+    sm = mimi.load("mimi.safemode")
+    state, safe = (sm.trial, await sm.check()), sm.active
+    sm = None
+    if not safe:
+        mimi.drop("safemode")
+    left = limits.HEALTHY_AFTER_S * 1000 - time.ticks_diff(time.ticks_ms(), t0)
+    if left > 0:
+        await asyncio.sleep_ms(left)
+    while True:
+        try:
+            mimi.run("safemode", "healthy", state)
+            break
+        except MemoryError:  # not counted as a crash-boot for want of room (clear()): again
+            mimi.spare(False)
+            log.warning("safemode", "no room in the heap to mark the boot healthy; again in %d s",
+                        limits.HEALTHY_RETRY_S)
+            await asyncio.sleep(limits.HEALTHY_RETRY_S)
+    import gc
+
+    gc.collect()  # the heap a settled firmware holds, with nobody at the console yet
+    log.info("safemode", "up %d s: boot marked healthy (heap in use %d)", limits.HEALTHY_AFTER_S, gc.mem_alloc())
+
+
+counted = False  # this boot is counted (safemode.boot_start()): a crash is not counted again
+
+
+def _boot_start():
+    """safemode.boot_start() -> True in safe mode; the module is not held here (the
+    guard drops it while it waits)."""
+    global counted
+    from mimi import safemode
+
+    counted = True
+    return safemode.boot_start()
 
 
 def collect_often():
@@ -104,13 +158,11 @@ def main():
     collect_often()
     mimi.spare()  # low in the heap, before anything else
     devices_off()
-    from mimi import safemode
-
-    safemode.boot_start()  # boot counter, update trial/rollback, safe mode
+    safe = _boot_start()  # boot counter, update trial/rollback, safe mode
     boot()
     from mimi.agent import worker
 
-    if not safemode.active:
+    if not safe:
         worker.start()
     try:
         asyncio.run(run())

@@ -241,17 +241,19 @@ def decode(data):
 
 
 def utf8_cut(data, limit):
-    """At most `limit` bytes of `data`, not ending inside a UTF-8 character."""
-    data = data[:limit]
+    """At most `limit` bytes of `data`, not ending inside a UTF-8 character (data
+    itself when nothing is cut: no copy)."""
     n = len(data)
+    if limit < n:  # (as data[:limit] counts)
+        n = limit if limit >= 0 else max(0, n + limit)
     i = n - 1
     while i >= 0 and i > n - 4 and (data[i] & 0xC0) == 0x80:
         i -= 1
     if i >= 0 and data[i] >= 0xC0:
         need = 2 if data[i] < 0xE0 else 3 if data[i] < 0xF0 else 4
         if n - i < need:
-            return data[:i]
-    return data
+            n = i
+    return data if n == len(data) else data[:n]
 
 
 def pump(fi, fo, buf):

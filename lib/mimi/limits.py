@@ -97,6 +97,7 @@ NOTES_MAX = const(4 * 1024)
 NOTES_DAYS = const(3)
 SKILLS_MAX = const(2 * 1024)
 PROMPT_CHUNK = const(1024)  # the prompt (and a message's long text) is read and JSON-escaped in pieces this big
+ESCAPE_STEP = const(256)  # ... each JSON-escaped this many characters at a time (not 0.5-1 KB blocks at once)
 HEAP_SHORT = const(96 * 1024)  # less free: a turn drops code after use (mimi.short())
 HEAP_SPARE = const(768)  # kept aside for telling a person that memory ran out (mimi.spare())
 PROMPT_SPILL = "/prompt.tmp"  # and escapes the prompt into this file (outside /spiffs)
@@ -154,7 +155,8 @@ WS_PEER_CONN = const(4)  # connections one address has open in all
 # A server short of sockets (gateway, portal: net/httpserver.shed()) never sheds a client
 # sending its request; one that began it this long ago and has not finished has stalled.
 HTTP_HEAD_GRACE_MS = const(2000)
-SHED_RECENT = const(32)  # addresses shed lately, remembered: theirs go first among equals
+SHED_RECENT = const(32)  # addresses counted (connections opened, shed): the most counted goes first among equals
+SHED_COUNT_MAX = const(64)  # ... and all counts halved when one reaches this
 WS_TOKEN_MIN = const(12)  # characters of a ws_token (empty = auth off)
 WS_AUTH_BACKOFF_S = const(1)  # a wrong token: that address is refused (429) this long, doubling
 WS_AUTH_BACKOFF_MAX_S = const(300)  # ... up to this, until a right token

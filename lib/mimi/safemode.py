@@ -5,6 +5,8 @@
 # An update on trial (update/boot.py) is confirmed only once it passed its check
 # (update/check.py: it can do its job, not only run); one that fails the check resets,
 # and after OTA_TRIAL_BOOTS such boots the boot check puts the previous version back.
+# The boot guard's task (app.guard()) waits without this module: loaded again, its state
+# is a normal boot's (safe mode keeps it loaded), and the guard hands back the trial's.
 import json
 import mimi
 from mimi import limits, log, board, fs
@@ -72,12 +74,15 @@ def crashed():
     starting). Count it if the app got no further than its imports, so a trial
     update rolls back (boot_start resets then), and reset to try again. In safe
     mode the REPL is all that is left: no reset, no loop."""
-    if not boots:
-        boot_start()
+    import sys
+
+    if not boots and not getattr(sys.modules.get("mimi.app"), "counted", False):
+        boot_start()  # (counted: this boot was, then this module dropped by the guard)
     if active:
         print("The firmware failed in safe mode; the REPL stays (fix, then restart()).")
         return
-    print("Boot failed (%d in a row); resetting." % boots)
+    n = boots or count()  # 0: this boot was marked healthy before it failed
+    print("Boot failed (%d in a row); resetting." % n if n else "The firmware failed after it was up; resetting.")
     board.reset()
 
 
@@ -88,12 +93,14 @@ def clear():
         _store(d)
 
 
-def healthy():
+def healthy(state=None):
     """The app has been up HEALTHY_AFTER_S: this boot was good (a version on trial
-    only once it passed its check: guard()). Safe mode stays until restart(), so a
-    person has time to look."""
-    if trial:
-        if checked and not active:
+    only once it passed its check: check()). Safe mode stays until restart(), so a
+    person has time to look. state: (trial, checked) as check() left them, when the
+    guard loaded this module again."""
+    on_trial, passed = state or (trial, checked)
+    if on_trial:
+        if passed and not active:
             confirm()
     else:
         _firmware_valid()
@@ -178,14 +185,10 @@ def _previous(fn):
         pkg.__path__ = here
 
 
-async def guard():
-    """Loop task: a version on trial takes its check (update/check.py trial(), which
-    resets when it fails); the boot counts as healthy once the loop has run long enough."""
+async def check():
+    """A version on trial takes its check (update/check.py trial(), which resets when it
+    fails) -> whether it passed (the boot guard's first step, app.guard())."""
     global checked
-    import time
-    import asyncio
-
-    t0 = time.ticks_ms()
     if trial and not active:
         try:
             checked = await mimi.run("update.check update", "trial")
@@ -194,19 +197,4 @@ async def guard():
             if not checked:
                 log.error("ota", "version %s: its check does not load: %s", mimi.VERSION, e)
                 board.reset()
-    left = limits.HEALTHY_AFTER_S * 1000 - time.ticks_diff(time.ticks_ms(), t0)
-    if left > 0:
-        await asyncio.sleep_ms(left)
-    while True:
-        try:
-            healthy()
-            break
-        except MemoryError:  # not counted as a crash-boot for want of room (clear()): again
-            mimi.spare(False)
-            log.warning("safemode", "no room in the heap to mark the boot healthy; again in %d s",
-                        limits.HEALTHY_RETRY_S)
-            await asyncio.sleep(limits.HEALTHY_RETRY_S)
-    import gc
-
-    gc.collect()  # the heap a settled firmware holds, with nobody at the console yet
-    log.info("safemode", "up %d s: boot marked healthy (heap in use %d)", limits.HEALTHY_AFTER_S, gc.mem_alloc())
+    return checked

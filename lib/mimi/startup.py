@@ -81,12 +81,12 @@ def tasks(stop):
     """The loop's long-running tasks (add yours here), each watched by the stall
     detector. Safe mode (a crash loop) runs WiFi with its onboarding portal and the
     REPL only: no channels, no agent."""
-    from mimi import safemode
+    from mimi import safemode, app
     from mimi.services import wifi, loopwatch, watchdog
 
     w = loopwatch.watch  # each task's steps timed: "W loop: stalled 850 ms in telegram"
     wifi.supervisor.portal = True  # the onboarding portal's check runs while offline
-    ts = [w("wifi", wifi.supervisor.run()), w("boot guard", safemode.guard()),
+    ts = [w("wifi", wifi.supervisor.run()), w("boot guard", app.guard()),
           w("watchdog", watchdog.task()), loopwatch.task()]
     if not safemode.active:
         from mimi.channels import dispatch
@@ -101,7 +101,5 @@ def tasks(stop):
         ts.append(w("rules", devices.body()))  # the rules and the history (SPEC §14)
     ts += board.tasks()  # the simulator's Ctrl-C (board/host.py)
     if board.CONSOLE:
-        from mimi import app
-
         ts.append(w("console", app.console(stop), quiet=True))  # holds the loop for mpremote
     return ts

@@ -308,3 +308,40 @@ async def test_a_device_read_typed_on_aiorepl_is_awaited_too():
         del sys.modules["aiorepl"]
     assert r is None and c.lines[-1] == "w = 19.5 °C\n", c.lines
     assert ticks.count >= 30, ticks.count  # the loop ran through the 750 ms conversion
+
+
+async def test_a_short_heap_drops_the_console_and_its_commands_after_each_line():
+    # The console (8 KB of .mpy with the REPL commands' names) loads with a byte typed
+    # and, on a short heap, goes after the line: app.console() waits for the next byte
+    # without it. The person's names stay.
+    import sys
+    from support import Capture
+
+    class Reader:
+        def __init__(self, data):
+            self.data = bytearray(data)
+
+        async def read(self, n):
+            c, self.data = self.data[:1], self.data[1:]
+            return bytes(c)
+
+    out = []
+    raw_out, console._raw_out = console._raw_out, lambda: out.append
+    short, limits.HEAP_SHORT = limits.HEAP_SHORT, 1 << 30  # every heap is short
+    ns = {}
+    try:
+        with Capture() as c:
+            last = await console.serve(ns, reader=Reader(b"sage = 5\r"), first=b"u", last=0)
+            assert last == 13 and ns["usage"] == 5 and "config_show" not in ns
+            assert "mimi.repl" not in sys.modules
+            last = await console.serve(ns, reader=Reader(b"elp()\r"), first=b"h", last=10)
+        assert last == 13 and "config_show()" in c.text, (last, c.text, out)
+        assert ns["usage"] == 5 and "config_show" not in ns and "mimi.repl" not in sys.modules
+        assert b"".join(out).count(console.PROMPT) == 2
+    finally:
+        console._raw_out = raw_out
+        limits.HEAP_SHORT = short
+    # with room, the console stays for the next line (it reads on: here, the end of input)
+    with Capture():
+        assert await console.serve(ns, reader=Reader(b"help()\r"), first=b"\n", last=13) is None
+    assert callable(ns["config_show"]) and ns["usage"] == 5

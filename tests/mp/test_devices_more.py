@@ -148,13 +148,20 @@ def test_dht_right_after_power_up_is_retried():
     assert call("device_add", name="d", type="dht22", pin=5).endswith("d = 20 °C, humidity 50 %")
 
 
+def farthest(name):
+    """The longest of three readings: time_pulse_us times from its call when the echo has
+    already risen (as the chip's does), and on a loaded host the scheduler can make the
+    call late by more than the part's 200 µs burst (tests/mp/test_sim_analog_pwm's ping)."""
+    return max(value(name) for _ in range(3))
+
+
 def test_hcsr04_distance():
     parts.attach("hcsr04", trig=12, echo=13, distance=100)
     out = call("device_add", name="front", type="hcsr04", trig=12, echo=13)
     assert out.startswith("OK: added front (hcsr04 on trig GPIO12 / echo GPIO13): front = "), out
-    assert abs(value("front") - 100) < 0.5
+    assert abs(farthest("front") - 100) < 0.5
     parts.set("hcsr04@12", distance=250)
-    assert abs(value("front") - 250) < 0.5
+    assert abs(farthest("front") - 250) < 0.5
     parts.set("hcsr04@12", distance=None)
     assert call("device_read", name="front").startswith("Error: front (hcsr04 on trig GPIO12 / echo GPIO13): nothing within 310 cm")
     parts.set("hcsr04@12", fault="nack")

@@ -51,11 +51,36 @@ def test_counter_lives_in_rtc_memory_next_to_other_data():
 
 
 async def test_guard_task_marks_healthy():
+    import sys
+    from mimi import app
 
     boot()
     limits.HEALTHY_AFTER_S = 0  # the module constant, shortened for this test
-    await safemode.guard()
+    await app.guard()
     assert safemode.count() == 0
+    assert "mimi.safemode" not in sys.modules  # not held by the settled firmware
+
+
+async def test_guard_waits_without_the_module_and_keeps_it_in_safe_mode():
+    import sys
+    import asyncio
+    from mimi import app
+
+    boot()
+    limits.HEALTHY_AFTER_S = 1
+    task = asyncio.create_task(app.guard())
+    await asyncio.sleep_ms(200)
+    assert "mimi.safemode" not in sys.modules  # its 3.6 KB of code not kept while it waits
+    await task
+    assert safemode.count() == 0
+    board.rtc_memory(b'{"boots": %d}' % limits.SAFE_MODE_BOOTS)
+    assert boot()[0]  # safe mode: the guard keeps the module, its state
+    sys.modules["mimi.safemode"] = safemode
+    task = asyncio.create_task(app.guard())
+    await asyncio.sleep_ms(200)
+    assert sys.modules.get("mimi.safemode") is safemode and safemode.active
+    await task
+    assert safemode.count() == limits.SAFE_MODE_BOOTS + 1 and sys.modules.get("mimi.safemode") is safemode
 
 
 async def test_a_healthy_boot_short_of_memory_is_marked_later_not_forgotten():
@@ -77,7 +102,9 @@ async def test_a_healthy_boot_short_of_memory_is_marked_later_not_forgotten():
     board.rtc_memory = short_of_memory
     try:
         with Capture() as c:
-            await safemode.guard()
+            from mimi import app
+
+            await app.guard()
     finally:
         board.rtc_memory = rtc
     assert safemode.count() == 0
@@ -142,3 +169,28 @@ def test_the_update_check_is_loaded_only_with_an_ota_folder():
         safemode.update = real
     boot()  # the real check: the staging a reset interrupted is cleaned as before
     assert not fs.exists(limits.OTA_DIR + "/new")
+
+
+async def test_a_crash_after_the_guard_dropped_the_module_is_told_right():
+    import sys
+    import asyncio
+    from mimi import app
+
+    app.counted = True  # app._boot_start() counted this boot, then the guard let the module go
+    boot()
+    limits.HEALTHY_AFTER_S = 1
+    task = asyncio.create_task(app.guard())
+    await asyncio.sleep_ms(100)
+    from mimi import safemode as fresh  # main.py's import after a crash while the guard waits
+
+    with Capture() as c:
+        raises(SystemExit, fresh.crashed)
+    assert "Boot failed (1 in a row); resetting." in c.text and fresh.count() == 1, c.text
+    await task  # up HEALTHY_AFTER_S: marked healthy; a crash after that is no crash-boot
+    del sys.modules["mimi.safemode"]
+    from mimi import safemode as fresh
+
+    with Capture() as c:
+        raises(SystemExit, fresh.crashed)
+    assert "The firmware failed after it was up; resetting." in c.text and fresh.count() == 0, c.text
+    app.counted = False

@@ -3,7 +3,7 @@
 import json
 from support import fixture
 from mimi.config.settings import cfg
-from mimi.tools import search
+from mimi.tools import search, searchstate
 from mimi.tools.registry import registry
 
 FIXTURES = ("fake_search",)
@@ -14,13 +14,13 @@ TIMEOUT = 60
 
 def setup():
     cfg.load()
-    search._prefer = None
+    searchstate.prefer = None
 
 
 def servers():
     f = fixture("fake_search")
-    search.TAVILY_BASE = f["tavily"]
-    search.BRAVE_BASE = f["brave"]
+    searchstate.TAVILY_BASE = f["tavily"]
+    searchstate.BRAVE_BASE = f["brave"]
     return f
 
 
@@ -111,7 +111,7 @@ def test_both_keys_tavily_first():
     servers()
     cfg.update({"tavily_key": "tvly-good", "search_key": "brave-good"})
     assert registry.call("web_search", {"query": "q"}).startswith("1. Tavily result 1 for q")
-    assert search._prefer == "tavily"
+    assert searchstate.prefer == "tavily"
 
 
 def test_tavily_fails_brave_answers_then_is_preferred():
@@ -119,17 +119,36 @@ def test_tavily_fails_brave_answers_then_is_preferred():
     cfg.update({"tavily_key": "tvly-500", "search_key": "brave-good"})
     out = registry.call("web_search", {"query": "q1"})
     assert out.startswith("1. Brave result 1 for q1")
-    assert search._prefer == "brave"
+    assert searchstate.prefer == "brave"
     # Brave fails next: back to Tavily (which works again)
     cfg.update({"tavily_key": "tvly-good", "search_key": "brave-500"})
     out = registry.call("web_search", {"query": "q2"})
     assert out.startswith("1. Tavily result 1 for q2")
-    assert search._prefer == "tavily"
+    assert searchstate.prefer == "tavily"
+
+
+def test_short_heap_drops_the_module_and_keeps_the_preference():
+    import sys
+    import mimi
+
+    servers()
+    cfg.update({"tavily_key": "tvly-500", "search_key": "brave-good"})
+    mimi.unload("mimi.tools.search")  # (this file's import: loaded before, it would stay)
+    mimi._short = True
+    try:
+        assert registry.call("web_search", {"query": "q1"}).startswith("1. Brave result 1 for q1")
+        assert "mimi.tools.search" not in sys.modules  # its 4 KB of code went after the call
+        assert searchstate.prefer == "brave"
+        cfg.update({"tavily_key": "tvly-good", "search_key": "brave-500"})
+        assert registry.call("web_search", {"query": "q2"}).startswith("1. Tavily result 1 for q2")
+        assert searchstate.prefer == "tavily" and "mimi.tools.search" not in sys.modules
+    finally:
+        mimi._short = False
 
 
 def test_brave_garbage_falls_back_to_tavily():
     servers()
-    search._prefer = "brave"
+    searchstate.prefer = "brave"
     cfg.update({"tavily_key": "tvly-good", "search_key": "brave-garbage"})
     assert registry.call("web_search", {"query": "q"}).startswith("1. Tavily result 1 for q")
 

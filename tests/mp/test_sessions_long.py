@@ -78,3 +78,32 @@ def test_a_long_line_is_sent_from_the_file_on_any_heap():
     assert [m[0] for m in msgs] == ["enc", sessions._ROLE_JSON["assistant"], "enc", "enc"], msgs
     assert isinstance(msgs[1][1], Region)
     assert msgs[3] == ("enc", "assistant", "short")
+
+
+def test_lines_across_the_read_blocks_load_whole():
+    # the tail is read backwards into one buffer, a line's end kept while the block before
+    # it is read in front: lines shorter and longer than a block (held whole without
+    # encode), characters and escapes across the blocks' edges
+    texts = []
+    for i in range(24):
+        n = (i * 397) % 2300 + 1
+        texts.append(("\u00e9\"\\%d\n" % i + "\u4e2d" * (n // 3) + "x" * (n % 7))[:n])
+    write(sessions.path("tg_blocks"), "".join(line(("user", "assistant")[i % 2], t) for i, t in enumerate(texts)))
+    msgs = sessions.load("tg_blocks")
+    assert [m["content"] for m in msgs] == texts[-20:]
+
+
+def test_a_short_heap_merges_a_run_of_one_role_read_back_from_the_file():
+    # on a short heap a stored text is not held while the history loads (it is sent from
+    # the file); two user messages in a row are still joined into one, as with room
+    import mimi
+
+    write(sessions.path("tg_run"), line("user", "first") + line("user", "second \u00e9") +
+          line("assistant", "answer") + line("user", "next") + line("assistant", "done"))
+    mimi._short = True
+    try:
+        msgs = sessions.load("tg_run", lambda m: ("enc", m["role"], m["content"]))
+    finally:
+        mimi._short = False
+    assert msgs[0] == ("enc", "user", "first\n\nsecond \u00e9"), msgs
+    assert [m[0] for m in msgs[1:]] == [sessions._ROLE_JSON[r] for r in ("assistant", "user", "assistant")]

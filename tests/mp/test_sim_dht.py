@@ -1,11 +1,11 @@
 # The simulated DHT11 / DHT22 against Aosong's datasheets (reference/hardware.md §3.7),
-# through the host's primitive (board.host_io.dht_readinto, the firmware's C reader)
+# through the host's primitive (board.host_signals.dht_readinto, the firmware's C reader)
 # and board.dht(): the 5-byte frame and its checksum, both formats (DHT22's negative
 # temperatures in sign and magnitude), the minimum intervals, and the faults.
 import time
 from support import raises
 from mimi import board
-from mimi.board.host_io import dht_readinto
+from mimi.board.host_signals import dht_readinto
 from mimi.devices.sim import parts
 
 

@@ -1,5 +1,5 @@
 # The check a version on trial passes before it is confirmed (update/check.py, run by
-# safemode.guard(); the agent's part agent/selftest.py in the agent thread), and what
+# app.guard(); the agent's part agent/selftest.py in the agent thread), and what
 # the boot guard does with its answer: confirmed, reset (and rolled back by the boot
 # check after OTA_TRIAL_BOOTS), or, short of memory, tried again and kept.
 import sys
@@ -48,9 +48,12 @@ class FakeCheck:
 
 
 def guard_with(check):
+    import sys
     import asyncio
-
+    from mimi import app
     from mimi.update import check as real
+
+    sys.modules["mimi.safemode"] = safemode  # this boot's state (the guard dropped it after a check)
 
     run, real.run = real.run, check.run
     limits.HEALTHY_AFTER_S = 0  # module constants, shortened for the test
@@ -58,7 +61,7 @@ def guard_with(check):
     try:
         with Capture() as c:
             try:
-                asyncio.run(safemode.guard())
+                asyncio.run(app.guard())
                 code = None
             except SystemExit as e:
                 code = e.args[0]

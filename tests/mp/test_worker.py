@@ -296,3 +296,21 @@ def test_a_short_heap_lets_the_provider_go_but_keeps_its_connection():
     assert "mimi.llm.provider" not in sys.modules and "mimi.net.httpsync" in sys.modules
     worker._forget(False)  # no room: the connection held goes too
     assert client.closed and worker._kept is None and "mimi.net.httpsync" not in sys.modules
+
+
+def test_a_short_heap_lets_the_tool_table_go_and_the_next_turn_has_it_again():
+    # mimi/tools (the tool table, 4.8 KB of .mpy) goes with the registry at a turn's end
+    # on a short heap; a module of the package kept (web_search's state) stays itself
+    import sys
+    from mimi.tools import searchstate
+    from mimi.tools.registry import registry
+
+    names = registry.names()
+    searchstate.prefer = "brave"
+    worker._forget(True)
+    assert "mimi.tools" not in sys.modules and "mimi.tools.registry" not in sys.modules
+    from mimi.tools.registry import registry as again
+    from mimi.tools import searchstate as state
+
+    assert again.names() == names and state is searchstate and state.prefer == "brave"
+    assert again.call("get_current_time", {}).startswith("20")

@@ -135,6 +135,21 @@ async def test_a_slow_client_outlasts_idle_sockets_from_many_addresses():
         c.close()
 
 
+async def test_a_client_shed_once_outlasts_addresses_that_keep_coming():
+    # A slow client shed once (its first try, on a loaded host) then tied with every
+    # squatter as "shed lately" and lost each next try too: the addresses are now told
+    # apart by how many connections they opened or lost lately.
+    await start()
+    addrs = ["127.0.3.%d" % i for i in range(1, 25)]
+    held = await squat(addrs, 2)
+    hs.remember(gateway._shed_lately, bytes([127, 0, 0, 1]))  # its last try was shed
+    slow = await opened("127.0.0.1")
+    held += await squat(addrs, 2)
+    assert await slow.status() == 101
+    for c in held:
+        c.close()
+
+
 async def test_one_sending_its_request_is_never_shed():
     # fresh addresses, one idle socket each: no address holds more, none was shed
     # before, so the oldest would go, the one that has begun its request

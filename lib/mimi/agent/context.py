@@ -17,24 +17,30 @@ _GROUP = const(("- chat_type: group (several people share this chat and its hist
                 "their messages starts with the sender's name, e.g. \"Ann: ...\")\n"))
 
 
-_FIXED = const("""# MimiClaw
+# The fixed instructions in parts, each formatted alone: the whole (1.8 KB) is one block
+# only for a caller that joins them (fixed_part())
+_FIXED = const((
+    """# MimiClaw
 
 You are MimiClaw, a personal AI assistant running on an ESP32-S3 board. People talk \
 to you through %(channels)s. Reply in the language the user writes in. Be concise: \
 your replies are read on a phone.
 
-## Tools
+""",
+    """## Tools
 Use them when they help: get_current_time for the date and time, web_search for \
 anything current (if it says no search key is set, tell the user to set one on the \
 REPL). A cron job answers in the chat it was made in by itself: leave channel and \
 chat_id out. GPIO: touch only the pins the user names; a refused pin stays refused \
 (outside gpio_allow, or it would break the board): tell the user, never try another.
 
-## Files
+""",
+    """## Files
 The file tools reach only /spiffs/. Your personality is %(soul)s, the user's \
 profile %(user)s. Edit them only when the user asks.
 
-## Memory
+""",
+    """## Memory
 - Long-term memory: %(memory)s. When you learn something lasting (the user's name, \
 preferences, important facts, decisions), save it right away with edit_file (or \
 write_file to rewrite it). Keep it short and organised: it is shown to you every \
@@ -45,17 +51,20 @@ the day's note; to add to it, read_file it and write_file it back with the new \
 lines at the end. The last 3 days are shown under Recent Notes.
 - Do not store secrets (passwords, keys) in memory.
 
-## Skills
+""",
+    """## Skills
 Skills are instructions for particular tasks, stored as %(skills)s/<name>.md and \
 listed under Available Skills. When a request matches one, read it first with \
 read_file %(skills)s/<name>.md and follow it. To create a skill, read \
 %(skills)s/skill-creator.md and write the new file as it describes.
-""")
+
+""",
+))
 
 
-def fixed_part():
-    """The instructions that never change between turns (cacheable prefix)."""
-    return _FIXED % {
+def _fixed():
+    """The instructions that never change between turns (cacheable prefix), in parts."""
+    d = {
         "memory": store.MEMORY_PATH,
         "note": store.note_path("YYYY-MM-DD"),
         "skills": skills.DIR,
@@ -63,6 +72,11 @@ def fixed_part():
         "user": USER_PATH,
         "channels": channels.spoken([r.label for r in channels.available() if r.label], "and"),
     }
+    return [t % d for t in _FIXED]
+
+
+def fixed_part():
+    return "".join(_fixed())
 
 
 def _n(s):
@@ -208,19 +222,26 @@ def _devices():
 
 
 def _build(channel, chat_id, enc, group=False):
-    """(fixed, sections, turn): the fixed part and the turn context through enc(str),
+    """(fixed, sections, turn): the fixed part's parts (a list) and the turn context
+    through enc(str),
     the sections (Personality, User Info, Memory, Notes, Skills) as a list of pieces of
     at most PROMPT_CHUNK bytes each through enc, each made, measured and encoded before
     the next is read: no big block of heap, and a caller that encodes never holds a
     section twice. <= PROMPT_MAX bytes in all."""
-    fixed = fixed_part()
-    if _n(fixed) > limits.PROMPT_MAX // 2:
-        fixed = fs.decode(fs.utf8_cut(fixed.encode(), limits.PROMPT_MAX // 2))
-    if not fixed.endswith("\n\n"):
-        fixed += "\n"
+    fixed = _fixed()
+    used = 0
+    for t in fixed:
+        used += _n(t)
+    if used > limits.PROMPT_MAX // 2:
+        fixed = [fs.decode(fs.utf8_cut("".join(fixed).encode(), limits.PROMPT_MAX // 2))]
+    if not fixed[-1].endswith("\n\n"):
+        fixed[-1] += "\n"
     turn = _turn(channel, chat_id, group)
-    used = _n(fixed) + _n(turn)
-    fixed, turn = enc(fixed), enc(turn)
+    used = 0
+    for t in fixed:
+        used += _n(t)
+    used += _n(turn)
+    fixed, turn = [enc(t) for t in fixed], enc(turn)
     tail = []
     mem = _opened(store.MEMORY_PATH)
     try:
@@ -259,13 +280,13 @@ def build_parts(channel, chat_id, group=False):
     group: the chat is a group, whose members' messages start with their names."""
     fixed, sections, turn = _build(channel, chat_id, lambda s: s, group)
     sections.append(turn)
-    return fixed, "".join(sections)
+    return "".join(fixed), "".join(sections)
 
 
 def encoded(channel, chat_id, spill=None, group=False):
     """The same prompt for an LLM request: ([fixed], [sections], [turn]) as JSON string
-    literals, the sections in pieces of at most PROMPT_CHUNK bytes (never the whole
-    prompt, nor a whole section, escaped at once). With spill (a file path), escaped
+    literals, the fixed part in its parts, the sections in pieces of at most
+    PROMPT_CHUNK bytes (never the whole prompt, nor a whole section, escaped at once). With spill (a file path), escaped
     into that file instead and returned as net.http Regions of it: the requests read
     it from the flash, and the heap holds none of it."""
     if spill is None:
@@ -273,25 +294,35 @@ def encoded(channel, chat_id, spill=None, group=False):
 
         fixed, sections, turn = _build(channel, chat_id, enc, group)
     else:
-        from mimi.net.http import Region
+        import mimi
 
+        hb = mimi.load("mimi.net.httpbody")  # (the turn's requests load it too)
+        Region, escapes = hb.Region, hb.escapes
+        hb = None
         with fs.lock, open(spill, "wb") as f:
-            def enc(s):
-                return Region(spill, f.tell(), f.write(memoryview(json.dumps(s))[1:-1]))
+            def enc(s):  # (escaped a few hundred bytes at a time: no 1 KB block a piece)
+                at = f.tell()
+                for q in escapes(s, json.dumps):
+                    f.write(q)
+                return Region(spill, at, f.tell() - at)
 
             fixed, sections, turn = _build(channel, chat_id, enc, group)
-        # Pieces next to each other in the file are one Region: a section's ~20 pieces
-        # make two (SOUL + USER, then the rest, in the order they were written), not
-        # ~20 small objects kept for the turn wherever the escaping's garbage left them
-        # (they split a short heap's free room: a 4 KB read_file then found no block).
-        out = []
-        for r in sections:
-            if out and out[-1].start + out[-1].n == r.start:
-                out[-1].n += r.n
-            else:
-                out.append(r)
-        sections = out
-    return [fixed], sections, [turn]  # llm.provider.prompt()'s shape
+        fixed, sections = _joined(fixed), _joined(sections)
+    return fixed, sections, [turn]  # llm.provider.prompt()'s shape
+
+
+def _joined(regions):
+    """Pieces next to each other in the file as one Region: a section's ~20 pieces make
+    two (SOUL + USER, then the rest, in the order they were written), the fixed part's
+    one, not ~20 small objects kept for the turn wherever the escaping's garbage left
+    them (they split a short heap's free room: a 4 KB read_file then found no block)."""
+    out = []
+    for r in regions:
+        if out and out[-1].start + out[-1].n == r.start:
+            out[-1].n += r.n
+        else:
+            out.append(r)
+    return out
 
 
 def build_system_prompt(channel, chat_id):

@@ -112,11 +112,6 @@ def run_message(msg):
     llm = None
     try:
         _roots()
-        from mimi.llm import provider
-
-        if _kept:  # the connection of a turn that ended on a short heap
-            provider.keep(_kept)
-            _kept = None
         key = msg.session
         meta = msg.meta if isinstance(msg.meta, dict) else {}
         # A heartbeat turn stands alone: carrying earlier heartbeat exchanges along
@@ -124,38 +119,16 @@ def run_message(msg):
         stateless = bool(meta.get("stateless"))
         text = _spoken(meta, msg.content)
         _wait_clock()
-        # Built per turn so settings changed on the REPL apply without a reboot.
-        llm = provider.from_config(config.cfg)
-        if config.cfg.get("stream") and hasattr(llm, "stream") and channels.get(msg.channel).label:
-            llm.stream = _partials(msg)  # a person waits: the answer shows as it comes
-            from mimi.llm import stream  # noqa: F401 - its code now, low in the heap, not amid the turn's data
-        if getattr(getattr(llm, "client", None), "tls", False):  # its code now, before the
-            from mimi.net import tls  # noqa: F401 - turn's data: the heap is least broken up now
+        llm = _llm(msg)
         enc = getattr(llm, "message", None)
         system = _system_prompt(msg.channel, msg.chat_id, enc is not None, bool(meta.get("group")))
-        history = []
-        if not stateless:  # (the prompt's code gone first on a short heap: the two never
-            from mimi.memory import sessions  # share the heap, nor with the calls' code)
-
-            history = sessions.load(key, enc)
-            if short():  # back for the save, after the LLM calls (unless it holds lines a
-                if not sessions._pending:  # full flash refused: _forget())
-                    unload("mimi.memory.sessions")
-                unload("mimi.jsonscan")
-            sessions = None
+        history = [] if stateless else _history(key, enc)
         _alive()
-        from mimi.agent import react
-        from mimi.tools.registry import Ctx, registry
-
-        turn = react.run_turn(llm, system, history, text, registry,
-                              Ctx(msg.channel, msg.chat_id),
-                              _progress(msg) if channels.get(msg.channel).label else None)
+        answer, error = _calls(llm, system, history, text, msg)
         system = history = llm.stream = None
         _release(llm)
         llm = None
         turns += 1
-        answer, error = turn.text, turn.error
-        turn = react = registry = Ctx = provider = None
         if short(True):  # the LLM calls' code goes before the save: a long answer is
             _forget(True)  # escaped into the session file in its room
         if error:
@@ -193,6 +166,52 @@ def run_message(msg):
         _alive()
 
 
+# The turn's phases that load code run in frames of their own: the modules and
+# functions a frame's value stack held stay there, roots the GC scans, until the frame
+# returns; in run_message's they kept the code _forget() had let go (the LLM calls' ~8 KB
+# at the session's save; the store's 6.3 KB until the calls began).
+
+def _llm(msg):
+    """The turn's LLM provider (built per turn: settings changed on the REPL apply
+    without a reboot), with the connection a turn on a short heap kept."""
+    global _kept
+    from mimi.llm import provider
+
+    if _kept:
+        provider.keep(_kept)
+        _kept = None
+    llm = provider.from_config(config.cfg)
+    if config.cfg.get("stream") and hasattr(llm, "stream") and channels.get(msg.channel).label:
+        llm.stream = _partials(msg)  # a person waits: the answer shows as it comes
+        from mimi.llm import stream  # noqa: F401 - its code now, low in the heap, not amid the turn's data
+    if getattr(getattr(llm, "client", None), "tls", False):  # its code now, before the
+        from mimi.net import tls  # noqa: F401 - turn's data: the heap is least broken up now
+    return llm
+
+
+def _calls(llm, system, history, text, msg):
+    """The turn's LLM calls and tools -> (answer, error)."""
+    from mimi.agent import react
+    from mimi.tools.registry import Ctx, registry
+
+    turn = react.run_turn(llm, system, history, text, registry, Ctx(msg.channel, msg.chat_id),
+                          _progress(msg) if channels.get(msg.channel).label else None)
+    return turn.text, turn.error
+
+
+def _history(key, enc):
+    """The session's history for the turn (the prompt's code gone first on a short heap:
+    the two never share the heap, nor with the calls' code)."""
+    from mimi.memory import sessions
+
+    history = sessions.load(key, enc)
+    if short():  # back for the save, after the LLM calls (unless it holds lines a
+        if not sessions._pending:  # full flash refused: _forget())
+            unload("mimi.memory.sessions")
+        unload("mimi.jsonscan")
+    return history
+
+
 def _partials(msg):
     """The answer's text so far, for the chat (llm/stream.py calls it at most every
     STREAM_PARTIAL_MS). Never waits: with the outbound queue full it is skipped, and
@@ -225,7 +244,7 @@ def _forget(keep=False):
     for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
                  "mimi.llm.failure", "mimi.llm.stream", "mimi.jsonscan",
                  "mimi.agent.react", "mimi.agent.context", "mimi.llm.provider", "mimi.llm",
-                 "mimi.tools.registry", "mimi.memory.store", "mimi.memory.skills", "mimi.memory",
+                 "mimi.tools.registry", "mimi.tools", "mimi.memory.store", "mimi.memory.skills", "mimi.memory",
                  "mimi.net.httpsync", "mimi.net.httpbody"):
         if not (_kept and name == "mimi.net.httpsync" or held and name == "mimi.memory.sessions"):
             unload(name)

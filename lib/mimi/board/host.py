@@ -86,16 +86,16 @@ class SimWLAN:
 _wlan = None
 
 
-app_valid = False  # firmware_valid() was called (host_sys.Partition.valid when it loads)
+app_valid = False  # firmware_valid() was called (host_fakes.Partition.valid when it loads)
 
 
 def firmware_valid():
-    """As the board's: the simulated OTA slots (board/host_sys.py) mark the running one
+    """As the board's: the simulated OTA slots (board/host_fakes.py) mark the running one
     valid, now or when they first load: a boot that never touches OTA does not load
     them for this (1.1 KB of heap the board does not have)."""
     global app_valid
     app_valid = True
-    slots = sys.modules.get("mimi.board.host_sys")
+    slots = sys.modules.get("mimi.board.host_fakes")
     if slots:
         slots.Partition.mark_app_valid_cancel_rollback()
 

@@ -243,9 +243,7 @@ def skill_search(word):
 
 
 def tool_exec(name, json_args="{}"):
-    from mimi.tools.registry import registry
-
-    print(registry.call(name, json_args))
+    print(_registry().call(name, json_args))
 
 
 USAGE = (
@@ -300,12 +298,19 @@ USAGE = (
 )
 
 
+def _registry():
+    """The tool registry, imported under the flash's lock (mimi.load): the agent's turn
+    drops it and the mimi.tools package on a short heap, and a module half-made by one
+    thread must not be taken by the other."""
+    import mimi
+
+    return mimi.load("mimi.tools.registry").registry
+
+
 def _device_tool(name, args):
     """A device tool's answer for a person (they run on the console's thread: a slow part,
     a DS18B20's 750 ms, holds the console that long)."""
-    from mimi.tools.registry import registry
-
-    print(registry.call(name, args))
+    print(_registry().call(name, args))
 
 
 def devices():
@@ -340,16 +345,16 @@ def _on_loop(fn, args, *value):
     s = sys.modules.get("mimi.console.serial")
     if s is None or s.later is None:
         return False
+    import mimi
+
     mine = "mimi.tools.devices" not in sys.modules
-    from mimi.tools import devices as tools
+    tools = mimi.load("mimi.tools.devices")  # (under the lock: the agent's turn may drop mimi.tools)
 
     async def work():
         try:
             print(fn == "drive" and tools.no_value(args) or await tools.aact(args, fn, *value))
         finally:
             if mine:
-                import mimi
-
                 mimi.unload("mimi.tools.devices")
 
     s.later.append(work())
@@ -385,9 +390,9 @@ def rule_remove(id):
 
 
 def cron_list():
-    from mimi.tools import cron
+    import mimi
 
-    print(cron.cron_list({}, None))
+    print(mimi.load("mimi.tools.cron").cron_list({}, None))  # (under the lock: a turn may drop mimi.tools)
 
 
 def heartbeat_trigger():
@@ -397,9 +402,9 @@ def heartbeat_trigger():
 
 
 def web_search(query):
-    from mimi.tools import search
+    import mimi
 
-    print(search.search(query))
+    print(mimi.run("tools.search", "search", query))  # (under the flash's lock: the agent may load it too)
 
 
 def help():

@@ -135,9 +135,25 @@ async def take(con, data):
 
 def commands(ns):
     """The REPL commands (mimi/repl.py) into namespace ns the first time a person or
-    mpremote runs something there: until then they take no heap."""
-    if "config_show" not in ns:
-        exec("from mimi.repl import *", ns)
+    mpremote runs something there, and again after a short heap took them out (rest()):
+    until then they take no heap. A name the person gave a value of their own keeps it."""
+    if "config_show" not in ns or "mimi.repl" not in sys.modules:
+        repl = mimi.load("mimi.repl")
+        for name in repl.__all__:
+            if name not in ns:
+                ns[name] = getattr(repl, name)
+
+
+def rest(ns):
+    """A short heap, nobody in the middle of a line: the REPL commands leave namespace ns
+    and their module goes (5 KB of .mpy), as this one does after (app.console())."""
+    repl = sys.modules.get("mimi.repl")
+    if repl is not None:
+        for name in repl.__all__:
+            if ns.get(name) is getattr(repl, name):
+                del ns[name]
+        repl = None
+        mimi.drop("repl")
 
 
 def _raw_out():
@@ -166,12 +182,17 @@ async def _read(reader):
     return ch.encode() if isinstance(ch, str) else ch
 
 
-async def serve(namespace=None, stop=None, reader=None, first=None):
-    """Run the console on sys.stdin until EOF or Ctrl-D (then call stop()). reader,
-    first: the stdin reader and the first byte read already (app.console())."""
+async def serve(namespace=None, stop=None, reader=None, first=None, last=None):
+    """Run the console on sys.stdin until EOF or Ctrl-D (then call stop()) -> None.
+    reader, first, last: app.console()'s stdin reader (it keeps Ctrl-C console input
+    then), the first byte read already, and the byte that ended the line before; given
+    them, on a short heap it ends after a line (-> the byte that ended it) and the next
+    byte typed loads it again."""
     con = Console(namespace if namespace is not None else _namespace())
     kbd = None
-    if board.NAME != "host":  # on the unix port kbd_intr(-1) would unhook SIGINT
+    if last is not None:
+        con.last = last
+    elif board.NAME != "host":  # on the unix port kbd_intr(-1) would unhook SIGINT
         import micropython
 
         kbd = micropython.kbd_intr
@@ -190,6 +211,9 @@ async def serve(namespace=None, stop=None, reader=None, first=None):
                     mimi.drop("console")
                     continue  # mpremote went away without Ctrl-B
             else:
+                if last is not None and not con.line and mimi.short(True):
+                    rest(con.ns)
+                    return con.last
                 data = await _read(reader)
             if not data:
                 return  # stdin closed (host without a console)
@@ -203,12 +227,12 @@ async def serve(namespace=None, stop=None, reader=None, first=None):
             kbd(3)
 
 
-def task(stop=None, reader=None, first=None):
+def task(stop=None, reader=None, first=None, last=None):
     """The REPL coroutine (app.console()): aiorepl when installed, else ours."""
     try:
         import aiorepl
     except ImportError:
-        return serve(stop=stop, reader=reader, first=first)
+        return serve(stop=stop, reader=reader, first=first, last=last)
     from mimi.console import raw as consoleraw
 
     consoleraw.hold_during_raw(aiorepl)

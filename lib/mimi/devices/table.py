@@ -20,7 +20,7 @@ import sys
 import time
 import _thread
 import mimi
-from mimi import limits, log
+from mimi import log
 import mimi.devices as pkg
 from mimi.devices import state
 
@@ -174,15 +174,17 @@ def _load(made):
     the device layer, else as mimi.devices.rows kept them: the code dropped on a short heap
     comes back without reading and checking everything again."""
     global _devs, _made
-    if pkg.made == made and pkg.rows is not None:
+    kept = pkg.made == made and pkg.rows is not None
+    if kept:
         import json
 
         new = []
-        rows = json.loads(pkg.rows)  # (lists for tuples)
-        for row in rows:
+        for row in json.loads(pkg.rows):
             d = Device(*row[:5])
             for k, v in zip(_FIELDS[5:], row[5:]):
-                setattr(d, k, tuple(v) if isinstance(v, list) else v)  # JSON made the tuples lists
+                v = tuple(v) if isinstance(v, list) else v  # JSON made the tuples lists
+                if v != getattr(Device, k):  # (a class's default takes no room in the device)
+                    setattr(d, k, v)
             new.append(d)
     else:
         from mimi.devices import store
@@ -193,7 +195,10 @@ def _load(made):
         o = old.get(d.name)
         if o and not o.err and not d.err and o.type == d.type and o.params == d.params:
             new[i] = o
-    _set(new)
+    if kept:  # the rows are these devices' already, their names words (json.loads gives the qstrs)
+        _devs = new
+    else:
+        _set(new)
     _made = pkg.made = made
 
 
@@ -284,34 +289,9 @@ async def _take(lock):
         await asyncio.sleep_ms(5)
 
 
-async def _threaded(fn, *args):
-    """fn(*args) with its waits slept on a short thread; the loop polls for the result."""
-    import asyncio
-
-    box = []
-
-    def work():
-        try:
-            box.append((True, run(fn(*args))))
-        except BaseException as e:
-            box.append((False, e))
-
-    try:
-        _thread.stack_size(limits.DEVICE_STACK)
-        _thread.start_new_thread(work, ())
-    finally:
-        _thread.stack_size(0)
-    while not box:
-        await asyncio.sleep_ms(10)
-    ok, v = box[0]
-    if not ok:
-        raise v
-    return v
-
-
 def done(dev, r):
     """A driver's answer kept as the device's last reading (and params it changed saved)."""
-    r = r if dev.mod else shape(r)
+    r = r if dev.mod else dev.drv.shape(r)  # a /drivers/ read's answer (devices/user.py)
     state.last[dev.name] = (text(r), time.ticks_ms())  # (its text: a third of the tuples' heap)
     if dev.dirty:
         dev.dirty = False
@@ -320,30 +300,6 @@ def done(dev, r):
         except OSError as e:
             log.warning(TAG, "%s: its new settings were not saved: %s", dev.name, e)
     return r
-
-
-def shape(r):
-    """A /drivers/ read's answer as a reading: a number, (number, unit), a text, or a list
-    of (label, number or text, unit); bounded (READING_ITEMS, each text READING_TEXT),
-    since it is kept and goes into every prompt."""
-    if isinstance(r, list) or isinstance(r, tuple) and r and isinstance(r[0], (tuple, list)):
-        return tuple(_one(*q[:3]) if isinstance(q, (tuple, list)) and 2 <= len(q) else _one("", q)
-                     for q in r[:limits.READING_ITEMS]) or (_one("", ""),)
-    if isinstance(r, tuple) and len(r) == 2:
-        return (_one("", *r),)
-    return (_one("", r),)
-
-
-def _cut(s, n):
-    s = str(s)
-    return s if len(s) <= n else s[:n] + "..."
-
-
-def _one(label, v, unit=""):
-    label, unit = _cut(label, limits.DEVICE_NAME_MAX), _cut(unit, 16)
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return qty(label, v, unit)
-    return (label, None, _cut(v, limits.READING_TEXT) + (" " + unit if unit else ""))
 
 
 def read(name):
@@ -362,7 +318,7 @@ async def aread(name):
     try:
         drv = dev.driver()
         if getattr(drv, "SLOW", False):
-            return done(dev, await _threaded(drv.read))
+            return done(dev, await mimi.load("mimi.devices.slow").threaded(drv.read))
         return done(dev, await arun(drv.read()))
     finally:
         lk.release()
@@ -393,14 +349,11 @@ def _setter(dev):
 
 
 def said(dev, e):
-    """An exception of `dev` as the tool's error text."""
+    """An exception of `dev` as the tool's error text: a part's Fault in devices/faults.py's
+    words (loaded for it), anything else (a driver's bug, a MemoryError: no room to load
+    them) here."""
     if isinstance(e, Fault):
-        if e.kind == "answer":
-            hint = getattr(dev.drv, "HINT", None)
-            return "Error: %s did not answer: %s%s" % (dev.label(), e, ". Check " + hint if hint else "")
-        if e.kind in ("value", "off"):
-            return "Error: %s" % e
-        return "Error: %s: %s" % (dev.label(), e)
+        return mimi.load("mimi.devices.faults").said(dev, e)
     log.exception(TAG, "%s failed" % dev.name, e)  # a driver's bug: the log keeps its traceback
     return "Error: %s failed: %s: %s" % (dev.label(), type(e).__name__, e)
 
@@ -418,11 +371,3 @@ def line(dev):
     from mimi.devices import lines
 
     return lines.line_of(_row(dev))
-
-
-def owner(pin):
-    """The device using GPIO `pin`, or None."""
-    for d in _devs:
-        if pin in d.pins:
-            return d
-    return None

@@ -18,7 +18,7 @@
 # it), .addr. A driver that raises, or calls sys.exit(), is reported in the tool's
 # result and the log; it never stops the loop or the agent.
 from mimi import limits, fs
-from mimi.devices.table import Fault
+from mimi.devices.table import Fault, qty
 
 
 def types():
@@ -39,12 +39,12 @@ def _good(t):
 def _load(typ):
     """The driver file run in a namespace of its own -> that namespace; ValueError (the
     device is refused or left unusable) when it is missing, in safe mode, or broken."""
-    from mimi import safemode
+    import sys
 
     path = "%s/%s.py" % (limits.DRIVERS_DIR, typ)
     if not _good(typ) or not fs.exists(path):
         return None
-    if safemode.active:
+    if getattr(sys.modules.get("mimi.safemode"), "active", False):  # (it stays loaded in safe mode)
         raise ValueError("%s not loaded: safe mode skips %s/" % (path, limits.DRIVERS_DIR))
     if fs.size(path) > limits.DRIVER_FILE_MAX:
         raise ValueError("%s is over %d bytes" % (path, limits.DRIVER_FILE_MAX))
@@ -161,6 +161,9 @@ class Driver:
         self._setup()
         return self._call(self.ns["set"], value)
 
+    def shape(self, r):
+        return shape(r)
+
 
 class Locked:
     """A driver's I2C: the bus's machine.I2C, each call holding the bus's lock."""
@@ -183,6 +186,30 @@ def _fault(e):
     from mimi.devices.drivers.i2cpart import fault
 
     return fault(e)
+
+
+def shape(r):
+    """A /drivers/ read's answer as a reading: a number, (number, unit), a text, or a list
+    of (label, number or text, unit); bounded (READING_ITEMS, each text READING_TEXT),
+    since it is kept and goes into every prompt."""
+    if isinstance(r, list) or isinstance(r, tuple) and r and isinstance(r[0], (tuple, list)):
+        return tuple(_one(*q[:3]) if isinstance(q, (tuple, list)) and 2 <= len(q) else _one("", q)
+                     for q in r[:limits.READING_ITEMS]) or (_one("", ""),)
+    if isinstance(r, tuple) and len(r) == 2:
+        return (_one("", *r),)
+    return (_one("", r),)
+
+
+def _cut(s, n):
+    s = str(s)
+    return s if len(s) <= n else s[:n] + "..."
+
+
+def _one(label, v, unit=""):
+    label, unit = _cut(label, limits.DEVICE_NAME_MAX), _cut(unit, 16)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return qty(label, v, unit)
+    return (label, None, _cut(v, limits.READING_TEXT) + (" " + unit if unit else ""))
 
 
 def make(dev):

@@ -101,16 +101,14 @@ def dumps(obj):
 def parts(obj):
     """dumps(obj) as request parts (net/httpbody.py): the same JSON, but a string longer
     than PROMPT_CHUNK, or a text in pieces (a tuple of str, bus.pieces()), is one JSON
-    string escaped PROMPT_CHUNK bytes of text (or a piece) at a time each time it is
-    sent (httpbody.escaped()): a big tool output is never held escaped beside itself
+    string escaped ESCAPE_STEP characters at a time each time it is counted or sent
+    (httpbody.escaped()): a big tool output is never held escaped beside itself
     (a 5 KB file read was, where the short heap's tool call failed)."""
     if isinstance(obj, tuple) or isinstance(obj, str) and len(obj) > limits.PROMPT_CHUNK:
         import mimi
 
         escaped = mimi.load("mimi.net.httpbody").escaped  # (the loop loads it too)
-        step = 0 if isinstance(obj, tuple) else limits.PROMPT_CHUNK if len(memoryview(obj)) == len(obj) \
-            else limits.PROMPT_CHUNK // 4
-        return (b'"', escaped(obj, dumps, step), b'"')
+        return (b'"', escaped(obj, dumps), b'"')
     if isinstance(obj, dict) and _long(obj):
         return (b"{", [(dumps(k), b":", parts(v)) for k, v in obj.items()], b"}")
     if isinstance(obj, list) and _long(obj):

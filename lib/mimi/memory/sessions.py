@@ -17,6 +17,7 @@ _CONTENT = (str, list)
 _ROLE_JSON = {"user": b'{"role":"user","content":', "assistant": b'{"role":"assistant","content":'}
 _OK = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 _CUT = const(b"\\n[cut: message too long]")
+_WS = const(b" \t\n\r\x0b\x0c")  # what bytes.strip() strips
 
 _lock = _thread.allocate_lock()
 _pending = {}  # key -> [encoded line, ...]
@@ -61,12 +62,16 @@ def _line(role, content, ts):
 
 
 def _escaped(piece):
-    """One piece of a text as JSON string content (a view, no copy); ValueError when it
-    is not valid UTF-8."""
-    e = json.dumps(piece)
-    if len(memoryview(e)) != len(e):  # not ASCII: checked strictly
-        e = fs.encode(e)
-    return memoryview(e)[1:-1]
+    """One piece of a text as JSON string content: views of it escaped
+    limits.ESCAPE_STEP characters at a time (a 512-byte piece escaped whole was the
+    block the long answer's save lacked on a short heap); ValueError when it is not
+    valid UTF-8."""
+    step = limits.ESCAPE_STEP
+    for i in range(0, len(piece), step):
+        e = json.dumps(piece[i:i + step] if len(piece) > step else piece)
+        if len(memoryview(e)) != len(e):  # not ASCII: checked strictly
+            e = fs.encode(e)
+        yield memoryview(e)[1:-1]
 
 
 class _Pieces:
@@ -82,7 +87,9 @@ class _Pieces:
         n = len(_ROLE_JSON[role]) + 1 + len(self.end)
         keep = 0
         for p in content:
-            k = len(_escaped(p))  # (ValueError: not valid UTF-8)
+            k = 0
+            for q in _escaped(p):  # (ValueError: not valid UTF-8)
+                k += len(q)
             if n + k > limits.SESSION_LINE_MAX - 32:
                 n += len(_CUT)
                 break
@@ -96,7 +103,7 @@ class _Pieces:
         yield _ROLE_JSON[self.role]
         yield b'"'
         for p in self.pieces:
-            yield _escaped(p)
+            yield from _escaped(p)
         if self.cut:
             yield _CUT
         yield self.end
@@ -194,7 +201,11 @@ def _tail(p, want, spans=False, far_ok=False):
     """Up to `want` valid messages from the end of file p, oldest first; with spans,
     each plain one also says where its text sits in the file ("at"); with far_ok (or
     spans), a line longer than a block is never held: it is read from the file in
-    blocks (_take_far), sent from there."""
+    blocks (_take_far), sent from there (also one that two reads happen to hold
+    whole). The blocks are read into one 1.25 KB buffer, made once per call, the end
+    part of a line cut by a block's edge kept at its end and the file before it read in
+    front: no new block of heap per read (a read, then the read joined to that part,
+    were 1-2 KB blocks wanted at a short heap's turn)."""
     out = []
     try:
         f = open(p, "rb")
@@ -202,47 +213,60 @@ def _tail(p, want, spans=False, far_ok=False):
         return out
     block = limits.SESSION_READ_BLOCK
     line_max = limits.SESSION_LINE_MAX
+    buf = bytearray(block + block // 4)  # (a line's end part up to a block, and a read)
+    size = len(buf)
     try:
         pos = f.seek(0, 2)
-        carry = b""  # the end part of a line whose start is further back
+        c = 0  # buf[size - c:] is the end part of a line whose start is further back
         skipping = False  # the current line is over line_max: drop it
         far = -1  # spans: where a long line ends whose bytes are not kept
         while pos > 0 and len(out) < want:
             n = block if pos > block else pos
+            if c + n > size:  # a shorter read, in front of the line's end part
+                n = size - c
+                if n < block // 4:  # (without far_ok a line up to line_max is held whole)
+                    n = block if pos > block else pos
+                    b2 = bytearray(c + n + block)
+                    b2[len(b2) - c:] = memoryview(buf)[size - c:]
+                    buf, b2 = b2, None
+                    size = len(buf)
             pos -= n
+            s = size - c - n  # the block and the line's end part: buf[s:]
             f.seek(pos)
-            chunk = f.read(n)
-            if carry:
-                chunk += carry
-            end = len(chunk)  # lines are taken from the end, by index: no copies of the rest
+            f.readinto(memoryview(buf)[s:size - c])
+            end = size  # lines are taken from the end, by index: no copies of the rest
             while len(out) < want:
-                i = chunk.rfind(b"\n", 0, end)
+                i = buf.rfind(b"\n", s, end)
                 if i < 0:
                     break
                 if far >= 0:
-                    _take_far(f, pos + i + 1, far, out, p)
+                    _take_far(f, pos + i + 1 - s, far, out, p)
                     far = -1
                 elif skipping:
                     skipping = False
+                elif (spans or far_ok) and end - i - 1 > block:  # (as one found in blocks)
+                    _take_far(f, pos + i + 1 - s, pos + end - s, out, p)
                 elif end > i + 1:
-                    _take(chunk[i + 1:end], out, p, pos + i + 1 if spans else -1)
+                    _take(buf, i + 1, end, out, p, pos + i + 1 - s if spans else -1)
                 end = i
             if far >= 0:
                 continue
-            carry = chunk[:end] if end < len(chunk) else chunk
-            if len(carry) > line_max:
+            c = end - s
+            if end < size:
+                buf[size - c:] = memoryview(buf)[s:end]
+            if c > line_max:
                 if not skipping:
                     log.warning("session", "%s: line over %d bytes skipped", p, line_max)
-                carry = b""
+                c = 0
                 skipping = True
-            elif (spans or far_ok) and len(carry) > block and not skipping:
-                far = pos + len(carry)
-                carry = b""
+            elif (spans or far_ok) and c > block and not skipping:
+                far = pos + c
+                c = 0
         if pos == 0 and len(out) < want:
             if far >= 0:
                 _take_far(f, 0, far, out, p)
-            elif carry and not skipping:
-                _take(carry, out, p, 0 if spans else -1)
+            elif c and not skipping:
+                _take(buf, size - c, size, out, p, 0 if spans else -1)
     finally:
         f.close()
     out.reverse()
@@ -268,7 +292,8 @@ def _take_far(f, a, b, out, p):
         e = _string_end(f, a + v, b)  # -> where the closing quote is, or -1 (not as sent)
     if e == -2:  # text that must be decoded (and cleaned) to be sent
         f.seek(a)
-        _take(f.read(b - a), out, p, -1)
+        raw = f.read(b - a)
+        _take(raw, 0, len(raw), out, p, -1)
         return
     try:
         if e < 0:
@@ -288,65 +313,79 @@ def _take_far(f, a, b, out, p):
 def _string_end(f, q, b):
     """File f holds a JSON string from its quote at q (the line ending at b): -> the
     position of its closing quote; -1 when there is none, -2 when its text is not sent
-    as stored (a \\ud escape, invalid UTF-8)."""
+    as stored (a \\ud escape, invalid UTF-8). Read a block at a time into one buffer,
+    after the start of a character the block before cut in two (not held once the
+    line is found: the messages loaded after it need the room)."""
     block = limits.SESSION_READ_BLOCK
+    buf = bytearray(block + 4)
+    mv = memoryview(buf)
     pos = q + 1
     slashes = 0  # backslashes at the end of what was read: the first quote may be escaped
-    keep = b""  # a character cut in two at the end of a block
+    kn = 0  # buf[:kn]: a character cut in two at the end of the block before
     edge = b""  # the last bytes before: an escape cut in two
     while pos < b:
         f.seek(pos)
-        blk = f.read(min(block, b - pos))
-        i = 0
+        m = f.readinto(mv[kn:kn + min(block, b - pos)])
+        if not m:
+            return -1
+        top = kn + m  # the block: buf[kn:top]
+        i = kn
         while True:
-            j = blk.find(b'"', i)
+            j = buf.find(b'"', i, top)
             if j < 0:
                 break
             k = j - 1
-            while k >= 0 and blk[k] == 92:
+            while k >= kn and buf[k] == 92:
                 k -= 1
-            if (j - 1 - k + (slashes if k < 0 else 0)) % 2 == 0:
+            if (j - 1 - k + (slashes if k < kn else 0)) % 2 == 0:
                 break  # not escaped: the end
             i = j + 1
-        data = keep + (blk if j < 0 else blk[:j])
-        w = edge + data[:3]
-        if b"\\ud" in data or b"\\uD" in data or b"\\ud" in w or b"\\uD" in w:
+        end = top if j < 0 else j  # the text read so far: buf[:end]
+        w = edge + mv[:3 if end > 3 else end]
+        if buf.find(b"\\ud", 0, end) >= 0 or buf.find(b"\\uD", 0, end) >= 0 or b"\\ud" in w \
+                or b"\\uD" in w:
             return -2
-        cut = len(data)
+        cut = end
         if j < 0:  # up to the last whole character
             for c in range(cut - 1, max(cut - 4, -1), -1):
-                if data[c] < 0x80:
+                if buf[c] < 0x80:
                     break
-                if data[c] >= 0xC0:
-                    if cut - c < (2 if data[c] < 0xE0 else 3 if data[c] < 0xF0 else 4):
+                if buf[c] >= 0xC0:
+                    if cut - c < (2 if buf[c] < 0xE0 else 3 if buf[c] < 0xF0 else 4):
                         cut = c
                     break
-        if not valid(data[:cut]):
+        if cut and max(mv[:cut]) >= 0x80 and not valid(mv[:cut]):  # (ASCII: valid, no copy)
             return -2
         if j >= 0:
-            return pos + j
-        keep = data[cut:]
-        edge = data[-2:]
+            return pos + j - kn
+        edge = bytes(mv[end - 2 if end > 2 else 0:end])
+        buf[:end - cut] = mv[cut:end]
+        kn = end - cut
         n = 0
-        while n < len(blk) and blk[len(blk) - 1 - n] == 92:
+        while n < m and buf[top - 1 - n] == 92:
             n += 1
-        slashes = n if n < len(blk) else slashes + n
-        pos += len(blk)
+        slashes = n if n < m else slashes + n
+        pos += m
     return -1
 
 
-def _take(raw, out, p, at):
-    line = raw
-    if raw[0] <= 32 or raw[-1] <= 32:  # (a copy only when there is something to strip)
-        line = raw.strip()
-        if not line:
-            return
+def _take(raw, a, b, out, p, at):
+    """The line raw[a:b] (bytes, or the reading buffer: no copy of it is made) as a
+    message added to out; at: where raw[a] is in the file, or -1."""
+    a0 = a
+    while a < b and raw[a] in _WS:
+        a += 1
+    while b > a and raw[b - 1] in _WS:
+        b -= 1
+    if a == b:
+        return
+    line = memoryview(raw)[a:b]
     try:
         rec = json.loads(line)
         role = rec["role"]
         content = rec["content"]
     except (ValueError, KeyError, TypeError, IndexError):
-        log.warning("session", "%s: corrupt line skipped (%d bytes)", p, len(line))
+        log.warning("session", "%s: corrupt line skipped (%d bytes)", p, b - a)
         return
     if role not in _ROLES or not isinstance(content, _CONTENT) or not content:
         log.warning("session", "%s: line with bad role/content skipped", p)
@@ -355,19 +394,31 @@ def _take(raw, out, p, at):
     # Where the text's JSON string sits in the file: sent from there as it is stored.
     # Not for text that is not valid UTF-8 or holds a \ud800-\udfff escape (it is
     # decoded and cleaned instead).
-    if at >= 0 and isinstance(content, str) and b"\\ud" not in line and b"\\uD" not in line \
+    if at >= 0 and isinstance(content, str) and raw.find(b"\\ud", a, b) < 0 \
+            and raw.find(b"\\uD", a, b) < 0 \
             and (len(memoryview(content)) == len(content) or valid(line)):  # (ASCII: valid)
         from mimi.jsonscan import member, skip_string
 
-        v = member(line, 0, b"content")
-        m["at"] = (at + len(raw) - len(raw.lstrip()) + v, skip_string(line, v) - v)
+        v = member(raw, a, b"content")
+        # its text is not held while the rest loads (20 of them were ~11 KB at a short
+        # heap's turn start): the file has it, and _size() its length
+        m["at"] = (at + v - a0, skip_string(raw, v) - v, len(content))
+        m["content"] = None
     out.append(m)
+
+
+def _text(p, at):
+    """The text of a message whose JSON string is at[1] bytes at at[0] of file p."""
+    with open(p, "rb") as f:
+        f.seek(at[0])
+        return json.loads(f.read(at[1]))
 
 
 def _size(m):
     c = m["content"]
-    if c is None:  # a long text sent from the file (_take_far)
-        return m["at"][1]
+    if c is None:  # a text sent from the file: (start, bytes) of a long one (_take_far)
+        at = m["at"]  # or (start, bytes, characters)
+        return at[2] if len(at) > 2 else at[1]
     return len(c) if isinstance(c, str) else len(json.dumps(c))
 
 
@@ -418,8 +469,14 @@ def load(key, encode=None, n=limits.HISTORY_MAX):
                 for q in data:
                     b += q
                 data = bytes(b)
-            _take(data, msgs, p, -1)
-    msgs = repair(msgs[-n:])
+            _take(data, 0, len(data), msgs, p, -1)
+        msgs = msgs[-n:]
+        for i in range(1, len(msgs)):  # a run of one role is merged (repair()): its texts
+            if msgs[i - 1]["role"] == msgs[i]["role"]:  # read back (not a long one's)
+                for m in (msgs[i - 1], msgs[i]):
+                    if m["content"] is None and len(m["at"]) > 2:
+                        m["content"] = _text(p, m["at"])
+    msgs = repair(msgs)
     if encode:
         import gc
         from mimi.net.http import Region

@@ -3,6 +3,7 @@
 # made as they are sent (a chart's PNG: telegram/photo.py). Loaded
 # by the first request with such a body: Telegram's and Feishu's bytes bodies never
 # need it.
+from mimi import limits
 from mimi.net.http import _W
 from micropython import const
 
@@ -28,19 +29,26 @@ class Pieces:
         self.fn = fn
 
 
-def escaped(text, dump, step=0):
-    """A long text as one JSON string's content in Pieces: each piece escaped by dump()
-    (json.dumps or alike: quotes included) when it is counted or sent, one copy at a
-    time, never the whole text escaped beside itself. text: a tuple of str, or a str cut
-    every `step` characters."""
-    def each():
-        for i in range(0, len(text), step) if step else range(len(text)):
-            yield memoryview(dump(text[i:i + step] if step else text[i]))[1:-1]
+def escapes(text, dump):
+    """A text as one JSON string's content: views of its bytes escaped by dump()
+    (json.dumps or alike: quotes included) limits.ESCAPE_STEP characters at a time, one
+    copy at a time (~300-byte blocks, never the whole text, nor a 1 KB piece, escaped
+    beside itself). text: a str, or a tuple or list of str (its pieces)."""
+    step = limits.ESCAPE_STEP
+    for t in (text,) if isinstance(text, str) else text:
+        if len(t) <= step:
+            yield memoryview(dump(t))[1:-1]
+            continue
+        for i in range(0, len(t), step):
+            yield memoryview(dump(t[i:i + step]))[1:-1]
 
+
+def escaped(text, dump):
+    """escapes(text, dump) as a Pieces: escaped when it is counted and each time it is sent."""
     n = 0
-    for q in each():
+    for q in escapes(text, dump):
         n += len(q)
-    return Pieces(n, each)
+    return Pieces(n, lambda: escapes(text, dump))
 
 
 # A part is told by what it has (a Region its path, a Pieces its fn), not by its class: a

@@ -101,9 +101,11 @@ def shed(conns, me, most, per_peer, recent):
     An address with per_peer unfinished connections besides `me` loses its oldest one.
     Past `most` in all, one unfinished connection goes: never one that is sending its
     request (begun less than HTTP_HEAD_GRACE_MS ago: a slow client), from the address
-    holding the most unfinished ones, among those first an address shed lately
-    (`recent`, the server's list: one that keeps coming back), then the oldest. A
-    connection shed is cancelled. -> does `me` fit?"""
+    holding the most unfinished ones, among those first the address that opened or lost
+    the most lately (`recent`, the server's dict: one that keeps coming back; a slow
+    client opens one and waits, a flood opens many), then the oldest. A connection shed
+    is cancelled. -> does `me` fit?"""
+    remember(recent, me[0])
     mine = [c for c in conns if c[0] == me[0] and not c[2] and c is not me]
     if len(mine) >= per_peer:
         _drop(conns, mine[0], recent)
@@ -118,7 +120,7 @@ def shed(conns, me, most, per_peer, recent):
             rd = c[3]
             if c is me or c[2] or rd and rd.got and time.ticks_diff(now, rd.first) < limits.HTTP_HEAD_GRACE_MS:
                 continue
-            rank = (count[c[0]], c[0] in recent)
+            rank = (count[c[0]], recent.get(c[0], 0))
             if best is None or rank > worst:
                 best, worst = c, rank
         if best:
@@ -133,12 +135,17 @@ def _drop(conns, c, recent):
 
 
 def remember(recent, addr):
-    """addr to the end of a server's list of addresses shed lately (SHED_RECENT at most)."""
-    if addr in recent:
-        recent.remove(addr)
-    recent.append(addr)
-    if len(recent) > limits.SHED_RECENT:
-        recent.pop(0)
+    """One more connection opened, shed or timed out for addr in a server's counts
+    (SHED_RECENT addresses at most: a new one replaces the least counted; all halved as
+    one reaches SHED_COUNT_MAX, so they tell what happened lately)."""
+    n = recent.get(addr, 0) + 1
+    if not n - 1 and len(recent) >= limits.SHED_RECENT:
+        least = min(recent, key=recent.get)
+        del recent[least]
+    recent[addr] = n
+    if n >= limits.SHED_COUNT_MAX:
+        for a in recent:
+            recent[a] >>= 1
 
 
 def has_token(value, word):

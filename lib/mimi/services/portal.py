@@ -71,7 +71,7 @@ class Portal:
         self.ip = None
         self.ssid = None
         self.conns = []  # [address, task, request read, Reader] (net/httpserver.shed())
-        self.shed = []  # addresses whose connections were shed lately
+        self.shed = {}  # address -> connections opened or shed lately
         self.saves = 0
         self.fails = 0  # wrong current secrets in a row
         self.wait_until = None  # ticks_ms: no secret looked at before then

@@ -52,9 +52,9 @@ TABLE = (
     # i2c_scan's optional sda/scl are named in its words, not as properties: with none
     # attached the three must stay within +600 bytes in the OpenAI shape too (each tool's
     # wrapper there is 27 bytes longer than Anthropic's).
-    b"\ndevice_list\tdevices\tDevices, last readings.\t"
+    b"\ndevice_list\tdevedit\tDevices, last readings.\t"
     b'{"type":"object","properties":{}}'
-    b"\ndevice_add\tdevices\ttype: digital_in button analog_in ntc ldr soil ds18b20 dht11 dht22 sht3x aht20 bme280 "
+    b"\ndevice_add\tdevedit\ttype: digital_in button analog_in ntc ldr soil ds18b20 dht11 dht22 sht3x aht20 bme280 "
     b"bh1750 hcsr04 digital_out relay pwm servo rgb_led buzzer; pin or sda scl addr; log_min: minutes per log\t"
     b'{"type":"object","properties":{"name":{},"type":{}}}'
     b"\ni2c_scan\ti2c\tI2C addresses that answer; sda scl default 8 9.\t"
@@ -63,7 +63,7 @@ TABLE = (
     b'{"type":"object","properties":{"name":{}}}'
     b"\ndevice_set\tdevices\tSet: on/off, 0-100, angle, colour (red, #ff8000, blue 30%), tone (440 300).\t"
     b'{"type":"object","properties":{"name":{},"value":{}}}'
-    b"\ndevice_remove\tdevices\tRemove a device.\t"
+    b"\ndevice_remove\tdevedit\tRemove a device.\t"
     b'{"type":"object","properties":{"name":{}}}'
     b"\ni2c_io\ti2c\tRaw I2C to a part without a type: write hex, read n bytes, at register reg.\t"
     b'{"type":"object","properties":{"addr":{"type":"integer"},"reg":{},"write":{},"read":{},"sda":{},"scl":{}}}'

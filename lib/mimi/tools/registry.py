@@ -4,7 +4,7 @@
 # text, a tool's module imported when it is first called); add() registers more
 # (tests, extensions) with a dict schema and a handler.
 import sys
-from mimi import limits, log, fs, jsonutil, short, unload
+from mimi import limits, log, fs, jsonutil, short, load, unload
 from micropython import const
 
 _TRUNC_NOTE = const("\n[output truncated at %d bytes]")
@@ -133,12 +133,11 @@ class Registry:
             gc.collect()
         try:
             handler = tool[0]
-            if isinstance(handler, str):  # the module loads when its tool is called
-                mod = "mimi.tools." + handler
-                if mod in sys.modules or handler in KEEP:
-                    mod = None  # loaded before (or keeps state): it stays
-                __import__("mimi.tools." + handler)
-                handler = getattr(sys.modules["mimi.tools." + handler], name)
+            if isinstance(handler, str):  # the module loads when its tool is called (under the
+                mod = "mimi.tools." + handler  # flash's lock: the console may load it too)
+                if mod in sys.modules:
+                    mod = None  # loaded before: it stays
+                handler = getattr(load("mimi.tools." + handler), name)
             out = handler(args, ctx)
         except Exception as e:  # a tool's bug becomes a message to the model
             log.exception("tools", "%s failed" % name, e)
@@ -155,9 +154,6 @@ class Registry:
         elif not isinstance(out, str):
             out = str(out)
         return cap(out)
-
-
-KEEP = ("search",)  # tool modules with state between calls (provider order; pin modes live in devices/gpio.py)
 
 
 def check_args(schema, args):

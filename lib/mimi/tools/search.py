@@ -12,15 +12,11 @@ import json
 from mimi import limits, log, jsonutil
 from mimi.config.settings import cfg
 from mimi.jsonscan import ws, member, skip_value
+from mimi.tools import searchstate as state  # the bases and the provider preferred
 from micropython import const
 
-# Base URLs (tests point these at fake servers).
-TAVILY_BASE = "https://api.tavily.com"
-BRAVE_BASE = "https://api.search.brave.com"
 NO_KEY = ("Error: No search API key configured. Set a Tavily key with set_tavily_key('...') "
           "or a Brave Search key with set_search_key('...') on the REPL.")
-
-_prefer = None  # the provider that answered last
 
 
 class SearchError(Exception):
@@ -136,7 +132,7 @@ def _fetch(base, method, path, headers, body=None):
 def tavily(query, key):
     body = json.dumps({"query": query, "max_results": limits.SEARCH_RESULTS,
                        "include_answer": False, "search_depth": "basic"})
-    data = _fetch(TAVILY_BASE, "POST", "/search",
+    data = _fetch(state.TAVILY_BASE, "POST", "/search",
                   {"Authorization": "Bearer " + key, "Content-Type": "application/json"}, body)
     found = items(data, (b"results",), limits.SEARCH_RESULTS)
     return [(r.get("title"), r.get("url"), r.get("content")) for r in found if isinstance(r, dict)]
@@ -144,7 +140,7 @@ def tavily(query, key):
 
 def brave(query, key):
     path = "/res/v1/web/search?q=%s&count=%d" % (quote(query), limits.SEARCH_RESULTS)
-    data = _fetch(BRAVE_BASE, "GET", path, {"X-Subscription-Token": key, "Accept": "application/json"})
+    data = _fetch(state.BRAVE_BASE, "GET", path, {"X-Subscription-Token": key, "Accept": "application/json"})
     found = items(data, (b"web", b"results"), limits.SEARCH_RESULTS)
     return [(r.get("title"), r.get("url"), r.get("description")) for r in found if isinstance(r, dict)]
 
@@ -154,7 +150,6 @@ PROVIDERS = (("tavily", "tavily_key", tavily), ("brave", "search_key", brave))
 
 def search(query):
     """The tool's answer for `query` (a string, never raises)."""
-    global _prefer
     query = " ".join(str(query or "").split())
     if not query:
         return "Error: 'query' must not be empty"
@@ -162,7 +157,8 @@ def search(query):
     if not order:
         return NO_KEY
     # Tavily first unless Brave answered last (no sort(): MicroPython's is not stable)
-    order = [p for p in order if p[0] == _prefer] + [p for p in order if p[0] != _prefer]
+    first = state.prefer
+    order = [p for p in order if p[0] == first] + [p for p in order if p[0] != first]
     errors = []
     for name, key, fn in order:
         try:
@@ -172,7 +168,7 @@ def search(query):
             errors.append("%s: %s" % (name, msg))
             log.warning("search", "%s failed: %s", name, msg)
             continue
-        _prefer = name
+        state.prefer = name
         return format_results(results)
     return "Error: web search failed (%s)" % "; ".join(errors)
 

@@ -1,4 +1,4 @@
-# The check a version on trial passes before it is confirmed (safemode.guard() runs
+# The check a version on trial passes before it is confirmed (safemode.check(), by app.guard(), runs
 # it once the loop is up), as ESP-IDF asks an app to validate itself before
 # esp_ota_mark_app_valid_cancel_rollback(). The loop running 60 s shows little: a
 # version whose ReAct loop did not import answered every message "Sorry", one whose
@@ -27,7 +27,7 @@ REPL = (("mimi.console.commands", ("config_set", "config_show", "set_wifi", "res
 
 
 async def trial():
-    """The check of a version on trial, as safemode.guard() runs it: -> True to confirm
+    """The check of a version on trial, as safemode.check() runs it: -> True to confirm
     it; a version that fails is logged and the board reset (the boot check rolls it
     back after OTA_TRIAL_BOOTS such boots). No room in the heap to finish the check is
     tried again, then not held against the version."""

@@ -1,6 +1,6 @@
 # dht.DHT11 / dht.DHT22 (the firmware's frozen micropython-lib module's API) from the
 # Aosong datasheets: a 5-byte frame, RH and T, then their sum's low byte.
-from mimi.board.host_io import dht_readinto
+from mimi.board.host_signals import dht_readinto
 
 
 class DHTBase:

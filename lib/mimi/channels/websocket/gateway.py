@@ -17,7 +17,7 @@ port = None  # the port actually listening (ws_port 0 picks one; start.py sets i
 clients = []  # connection.Client of every upgraded connection
 _conns = []  # [address, task, upgraded, Reader] of every open connection, oldest first
 _fails = {}  # address ("*": all the others) -> (wrong tokens in a row, ticks_ms until which it is refused)
-_shed_lately = []  # addresses whose connections were shed or timed out lately (net/httpserver.shed())
+_shed_lately = {}  # address -> connections opened, shed or timed out lately (net/httpserver.shed())
 
 
 def text(obj):

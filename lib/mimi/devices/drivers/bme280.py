@@ -72,6 +72,12 @@ def _div(a, b):
 
 
 class BME280(Part):
+    def get(self, reg, n):
+        return self.io("readfrom_mem", reg, n)
+
+    def put(self, reg, data):
+        self.io("writeto_mem", reg, data)
+
     def setup(self, m):
         """The chip id and the trimming constants, read once (kept in the device's state)."""
         cid = self.get(_ID, 1)[0]

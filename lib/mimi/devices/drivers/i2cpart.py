@@ -1,6 +1,7 @@
 # What the I2C parts' drivers share: transfers on the device's bus under its lock, a
 # part that does not answer or a stuck bus as a Fault that says which, and the
 # Sensirion/Aosong CRC-8 (SHT3x, AHT20: polynomial 0x31, init 0xFF).
+import mimi
 from mimi.devices import bus
 from mimi.devices.table import Fault, qty
 
@@ -9,12 +10,8 @@ HINT = ("the wiring (SDA to SDA, SCL to SCL), the address, the pull-ups (4.7 kOh
 
 
 def fault(e):
-    code = e.args[0] if e.args else None
-    if code == 19:  # ENODEV: the address was not acknowledged
-        return Fault("answer", "no acknowledge")
-    if code in (110, 116):  # ETIMEDOUT (Linux / newlib numbering)
-        return Fault("answer", "the bus is stuck (SDA or SCL held low)")
-    return Fault("answer", "I2C error %s" % (code if code is not None else e))
+    """The Fault of a failed transfer (devices/faults.py's words, loaded for it)."""
+    return mimi.load("mimi.devices.faults").i2c(e)
 
 
 class Part:
@@ -29,37 +26,21 @@ class Part:
         except ValueError as e:
             raise Fault("off", str(e))
 
-    def send(self, data):
+    def io(self, fn, *args):
+        """The bus's machine.I2C method `fn` (its name) on this part's address, under the
+        bus's lock; a part that does not answer or a stuck bus is a Fault."""
         b = self.bus
         with b.lock:
             try:
-                b.i2c.writeto(self.addr, data)
+                return getattr(b.i2c, fn)(self.addr, *args)
             except OSError as e:
                 raise fault(e)
+
+    def send(self, data):
+        self.io("writeto", data)
 
     def recv(self, n):
-        b = self.bus
-        with b.lock:
-            try:
-                return b.i2c.readfrom(self.addr, n)
-            except OSError as e:
-                raise fault(e)
-
-    def get(self, reg, n):
-        b = self.bus
-        with b.lock:
-            try:
-                return b.i2c.readfrom_mem(self.addr, reg, n)
-            except OSError as e:
-                raise fault(e)
-
-    def put(self, reg, data):
-        b = self.bus
-        with b.lock:
-            try:
-                b.i2c.writeto_mem(self.addr, reg, data)
-            except OSError as e:
-                raise fault(e)
+        return self.io("readfrom", n)
 
     def cmd(self, data, wait_ms=5):
         """send(data), tried again once wait_ms later if the part did not acknowledge: a
@@ -97,13 +78,8 @@ def crc8(data, start=0, n=2):
     return c
 
 
-def hexs(data):
-    return " ".join("%02x" % b for b in data)
-
-
 def crc_fault(data):
-    return Fault("data", "CRC mismatch twice (last bytes %s): a noisy bus? (long wires, weak "
-                 "pull-ups)" % hexs(data))
+    return mimi.load("mimi.devices.faults").crc(data)
 
 
 def climate(t, rh, lo, hi, part):

@@ -4,7 +4,7 @@
 # each in a divider with a fixed resistor, wiring saying which of the two goes to GND
 # (reference/hardware.md §3.11-3.12); a capacitive soil probe (lower voltage when
 # wetter, linear from its voltage in air to its voltage in water, §3.13). The ADC
-# (board/host_io.py) turns the volts into counts. Read as a digital input, the pin is
+# (board/host_signals.py) turns the volts into counts. Read as a digital input, the pin is
 # high above 0.75 x 3.3 V and low below 0.25 x 3.3 V (the S3's VIH / VIL).
 import math
 from mimi.devices.sim.parts import PIN, Part

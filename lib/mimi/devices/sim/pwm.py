@@ -1,4 +1,4 @@
-# Loads on a PWM pin, seen from outside (board/host_io.py PWM: frequency, duty at the
+# Loads on a PWM pin, seen from outside (board/host_signals.py PWM: frequency, duty at the
 # LEDC's real resolution): a dimmed LED or motor (pwm), a hobby servo (SG90-like,
 # reference/hardware.md §3.9: it takes the pulse width of a ~50 Hz signal, min_us..max_us
 # over its range, 0.5-2.5 ms for 180° by default, and holds its angle only while pulses
@@ -12,7 +12,7 @@ _HISTORY = 16
 
 
 def _pwm(pin):
-    io = sys.modules.get("mimi.board.host_io")
+    io = sys.modules.get("mimi.board.host_signals")
     return io.SIM_PWM.get(pin) if io else None
 
 
