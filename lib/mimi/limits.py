@@ -173,6 +173,7 @@ WS_CHAT_ID_RANDOM = const(8)  # random bytes of a default chat id (16 hex chars)
 WS_PORT_TRIES = const(32)  # ws_port 0: random free ports tried
 WS_PORT_ANY = (20000, 32000)  # ws_port 0 picks from here (below Linux's ephemeral range)
 DISPATCH_LANE_MAX = const(32)  # outbound messages waiting for one channel
+DISPATCH_LOST_MAX = const(4)  # chats a lane keeps to tell that a reply was dropped when it was full (more: only logged)
 AGENT_STATUS_WAIT_MS = const(1000)  # outbound full: a "working" status waits at most this
 AGENT_OUT_WARN_MS = const(10000)  # outbound full this long with a reply: warn (and keep trying)
 AGENT_CLOCK_WAIT_MS = const(15000)  # a turn right after boot waits this long for NTP (TLS needs the date)
