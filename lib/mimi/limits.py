@@ -259,6 +259,8 @@ I2C_TIMEOUT_US = const(10000)  # a stuck bus holds the caller (the loop too) at 
 I2C_RAW_MAX = const(32)  # bytes one i2c_io call reads or writes
 RGB_LED_MAX = const(150)  # LEDs of one rgb_led strip (60 mA each at full white: its own supply)
 HCSR04_TIMEOUT_US = const(18000)  # an echo waited for at most this (~3 m; time_pulse_us holds its caller)
+HCSR04_LAG_US = const(3000)  # trigger to echo's end, past the echo's width, beyond which a reading may have
+# started late (a thread switch): measured again (the part's own delay: 0.2-2.3 ms by the modules measured)
 ADC_SAMPLES = const(16)  # read_uv() samples averaged per reading
 BUZZER_MAX_MS = const(5000)  # the longest tone
 DEVICE_STACK = const(8 * 1024)  # the short thread a slow read (DHT, HC-SR04) runs on for the loop
