@@ -269,3 +269,80 @@ async def test_slow_parts_do_not_hold_the_loop():
         tick.stop()
         assert r and took >= least_ms, (name, took)
         assert n >= took // 10 - 3, (name, took, n)  # the 10 ms ticker kept going
+
+
+# --- HC-SR04: a thread switched out between the trigger and time_pulse_us ----------------
+
+def _late(*script):
+    """board.time_pulse_us standing in for a thread switched out after the trigger: its
+    calls take script's (µs slept first, answer) in turn, answer None: the part's own
+    answer, after the sleep -> the calls made, as the echo's level at each."""
+    from mimi import board
+
+    real = board.time_pulse_us
+    script = list(script)
+    calls = []
+
+    def pulse(pin, level, timeout):
+        import time
+
+        calls.append(pin.value())
+        wait, answer = script.pop(0) if script else (0, None)
+        time.sleep_us(wait)
+        return real(pin, level, timeout) if answer is None else answer
+
+    board.time_pulse_us = pulse
+    return calls
+
+
+def test_hcsr04_a_reading_cut_short_is_taken_again():
+    # back 5 ms after the trigger, time_pulse_us caught the end of a 100 cm echo (1 ms of
+    # its 5.8): 17 cm was said. A reading that came back that long after the trigger
+    # beyond its width is taken again after the part's rest, and the longer one kept.
+    parts.attach("hcsr04", trig=12, echo=13, distance=100)
+    call("device_add", name="front", type="hcsr04", trig=12, echo=13)
+    calls = _late((5000, 1000), (0, 5800))
+    assert value("front") == 100.0
+    assert len(calls) == 2
+    parts.set("hcsr04@12", fault="nack")  # (its echo silent: the script is all there is)
+    calls = _late((0, 5800))  # a reading on time: one ping
+    assert value("front") == 100.0 and len(calls) == 1
+
+
+def test_hcsr04_an_echo_over_before_the_call_is_taken_again():
+    # back 7 ms after the trigger, the 100 cm echo (5.8 ms from 0.2 ms) was over:
+    # time_pulse_us found no pulse, said as "no echo pulse started"; a part that truly
+    # sends none still says so (two pings)
+    parts.attach("hcsr04", trig=12, echo=13, distance=100)
+    call("device_add", name="front", type="hcsr04", trig=12, echo=13)
+    calls = _late((7000, None), (0, 5800))
+    assert value("front") == 100.0 and len(calls) == 2
+    parts.set("hcsr04@12", fault="nack")
+    calls = _late()
+    assert call("device_read", name="front").startswith(
+        "Error: front (hcsr04 on trig GPIO12 / echo GPIO13) did not answer: no echo pulse started")
+    assert len(calls) == 2
+
+
+def test_hcsr04_a_busy_part_is_waited_for_before_the_trigger():
+    # the echo still high from a ping before (nothing in range: 38 ms): a trigger then is
+    # ignored by the part, and time_pulse_us timed the rest of that echo. The driver waits
+    # the part's rest first, so its trigger is the one measured.
+    import time
+
+    parts.attach("hcsr04", trig=12, echo=13, distance=100)
+    call("device_add", name="front", type="hcsr04", trig=12, echo=13)
+    parts.set("hcsr04@12", distance=None)
+    time.sleep_ms(60)  # (the part's rest after device_add's reading)
+    from mimi import board
+
+    trig = board.Pin(12, board.Pin.OUT, value=0)
+    trig.value(1)
+    time.sleep_us(10)
+    trig.value(0)  # a ping of its own: the part is busy for 38 ms
+    time.sleep_ms(1)  # (its echo high from 0.2 ms)
+    parts.set("hcsr04@12", distance=100)  # (for the driver's pings: the echo in flight stays)
+    pings = parts.get("hcsr04@12")["pings"]
+    calls = _late((0, 5800))
+    assert abs(value("front") - 100) < 0.5
+    assert parts.get("hcsr04@12")["pings"] == pings + len(calls), (pings, calls)  # each trigger taken

@@ -103,6 +103,64 @@ def test_lane_overflow_drops_status_first():
     assert "not keeping up" in "\n".join(log.recent())
 
 
+async def _overflow(chats):
+    """A lane held at its first message while DISPATCH_LANE_MAX replies wait behind it,
+    then one more for each of `chats` (each pushes out the oldest waiting reply), then
+    let go -> what was sent, in order, as (chat, text)."""
+    import mimi.limits as limits
+
+    got = []
+    gate = asyncio.Event()
+
+    async def slow(msg):
+        await gate.wait()
+        got.append((msg.chat_id, msg.content))
+
+    lane = dispatch.Lane("telegram", slow)
+    lane.push(bus.Msg("telegram", "0", "held"))
+    await asyncio.sleep_ms(10)  # (taken by the lane's task, waiting at the gate)
+    for i, chat in enumerate(chats):
+        lane.push(bus.Msg("telegram", chat, "old%d" % i))
+    for i in range(limits.DISPATCH_LANE_MAX):
+        lane.push(bus.Msg("telegram", "0", "r%d" % i))
+    assert len(lane.items) == limits.DISPATCH_LANE_MAX  # (bounded)
+    gate.set()
+    for _ in range(2000):  # (a hang guard: 10 s)
+        if lane.task is None:
+            break
+        await asyncio.sleep_ms(5)
+    assert lane.task is None
+    return got
+
+
+async def test_a_reply_dropped_from_a_full_lane_is_told_to_its_chat_once():
+    # a full lane drops its oldest reply (kept bounded, logged); the person it was for
+    # is told, once the lane has caught up, in one short line however many of theirs
+    # went; nobody else is told anything. Without it they never learnt of it.
+    import mimi.limits as limits
+
+    got = await _overflow(["1", "1", "1", "2"])
+    said = [g for g in got if g[1].startswith("(")]
+    assert sorted(said) == [("1", "(3 earlier replies could not be sent: too many messages were waiting to go out)"),
+                            ("2", "(an earlier reply could not be sent: too many messages were waiting to go out)")], got
+    assert got[:-2] == [("0", "held")] + [("0", "r%d" % i) for i in range(limits.DISPATCH_LANE_MAX)], got
+    assert "not keeping up" in "\n".join(log.recent())
+    got = await _overflow(["1"])  # told again after another overflow
+    assert got[-1] == ("1", "(an earlier reply could not be sent: too many messages were waiting to go out)"), got
+
+
+async def test_a_full_lane_tells_at_most_a_few_chats():
+    # the chats to tell are kept for DISPATCH_LOST_MAX of them: a lane that overflows
+    # for many chats (a flood) says no more than that, and holds no more
+    import mimi.limits as limits
+
+    chats = [str(c) for c in range(1, limits.DISPATCH_LOST_MAX + 4)]
+    got = await _overflow(chats)
+    said = [g[0] for g in got if g[1].startswith("(")]
+    assert sorted(said) == chats[:limits.DISPATCH_LOST_MAX], got
+    assert len(got) == 1 + limits.DISPATCH_LANE_MAX + limits.DISPATCH_LOST_MAX
+
+
 def test_partials_waiting_in_a_lane_are_coalesced_and_dropped_first():
     lane = dispatch.Lane("telegram", None)
     import mimi.limits as limits

@@ -171,3 +171,51 @@ def test_a_chart_and_the_agent_load_the_history_at_once():
 
     bad = _both("services.history.chart " + history, ask)
     assert not bad, bad
+
+
+def test_a_chart_made_while_the_agent_loads_the_history():
+    # services/history/chart.py: a Chart (the loop's /chart) loads query.py and store.py
+    # as it is made, after channels/charts.py has loaded chart.py, while the agent's
+    # device_history loads them for its answer and drops them after (mimi.run). With a
+    # plain import in Chart(), the loop took query or store half-made from the agent
+    # ("no attribute span_of"), or the agent took them half-made from the loop.
+    board.before_threads()
+    main = _thread.get_ident()
+    history = "services.history.summary services.history.query services.history.store"
+
+    def ask():
+        if _thread.get_ident() != main:  # the agent's device_history
+            out = mimi.run(history, "answer", "nosuch", 24)
+            return None if out.startswith("Error: no history") else out
+        c = mimi.load("mimi.services.history.chart").Chart("nosuch", 24, now=1767225600)
+        return None if c.marks == [] else repr(c.marks)
+
+    bad = _both(history, ask)
+    assert not bad, bad
+
+
+def test_the_page_and_the_agent_sum_up_the_history_at_once():
+    # services/history/summary.py: the chat page's chart (the loop: gateway.chart, page())
+    # and the agent's device_history (answer()) each load summary, query and store for
+    # the call and drop those they loaded after (mimi.run). When query.py was found by
+    # summary's own import of it in a function (request, units), it had gone with the
+    # other thread's drop and was imported again, without the flash's lock, while the
+    # other thread imported it under the lock: one of them took it half-made.
+    board.before_threads()
+    main = _thread.get_ident()
+    history = "services.history.summary services.history.query services.history.store services.history"
+
+    def ask():
+        bad = None
+        for _ in range(20):
+            if _thread.get_ident() != main:
+                out = mimi.run(history, "answer", "nosuch", 24)
+                ok = out.startswith("Error: no history")
+            else:
+                out = mimi.run(history, "page", "/chart nosuch")
+                ok = '"type": "error"' in out and '"content": "No history' in out
+            bad = bad or (None if ok else out)
+        return bad
+
+    bad = _both(history, ask)
+    assert not bad, bad

@@ -23,6 +23,7 @@ TIMEOUT = 120
 
 cfg = config.cfg
 ALLOWED = 42
+CHAT = str(ALLOWED)  # (bot.typing's keys: the chat ids as the bus has them)
 
 
 def tg():
@@ -212,7 +213,7 @@ async def test_reply_typing_split_and_order():
     for i, m in enumerate(st["sent"]):
         assert m["parse_mode"] == "HTML" and m["visible"].startswith("Part %d" % i)
         assert len(m["visible"]) <= 4096
-    assert ALLOWED not in b.typing  # typing stops with the reply
+    assert CHAT not in b.typing  # typing stops with the reply
     import sys  # and the sending code is not kept between replies
 
     assert "mimi.channels.telegram.send" not in sys.modules and "mimi.channels.telegram.format" not in sys.modules
@@ -541,7 +542,7 @@ async def test_a_slow_turn_shows_one_progress_message_that_becomes_the_answer():
     assert len(edits) == 2 and edits[0] == "searching the web: weather Lisbon\u2026", edits
     assert edits[1].startswith("<b>Sunny</b> and more.")  # the first part, edited into place
     assert second["visible"].startswith("more.") and not second.get("edited")
-    assert ALLOWED not in b.typing and b.send_api is None
+    assert CHAT not in b.typing and b.send_api is None
     task.cancel()
 
 
@@ -585,6 +586,59 @@ async def test_a_long_answer_lets_its_pieces_go_as_its_parts_go_out():
     assert "".join(m["visible"] for m in st["sent"]).replace("\n", "") == \
         text.replace("**", "").replace("*", "").replace("\n", "")
     assert msg.content[:-1] == [None] * (len(pieces) - 1), msg.content
+    task.cancel()
+
+
+async def test_a_turn_past_the_typing_limit_still_ends_in_its_progress_message():
+    # TG_TYPING_MAX_S (5 minutes; 1 s here) ends the "typing", not the turn: its progress
+    # message stays the chat's, the steps and the answer so far still edit it, and the
+    # answer takes its place. The chat's Status went with the typing: a step started a
+    # second progress message, the partials were dropped, and the answer came below the
+    # progress messages left standing.
+    limits.TG_TYPING_S = 1
+    limits.TG_PROGRESS_AFTER_S = 0
+    limits.TG_EDIT_MIN_S = 0
+    limits.TG_TYPING_MAX_S = 1
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
+    typing = b.typing[CHAT].task
+    await until(lambda: _sent_n(1), "the progress message")
+    await until(typing.done, "the typing's end")
+    n = len((await state())["actions"])
+    await b.send(bus.Msg("telegram", ALLOWED, "working", bus.STATUS, {"step": "web_search", "detail": "weather Porto"}))
+    await b.send(bus.Msg("telegram", ALLOWED, "It is sunny", bus.PARTIAL))
+    await b.send(bus.Msg("telegram", ALLOWED, "**Sunny** in Lisbon"))
+    st = await state()
+    assert [m["visible"] for m in st["sent"] if not m.get("deleted")] == ["Sunny in Lisbon"], st["sent"]
+    assert len(st["sent"]) == 1 and st["deleted"] == [], st["sent"]
+    edits = [e["text"] for e in st["edits"]]
+    assert edits == ["searching the web: weather Porto\u2026", "It is sunny", "<b>Sunny</b> in Lisbon"], edits
+    assert len(st["actions"]) == n  # no typing after the limit
+    assert CHAT not in b.typing and b.send_api is None
+    task.cancel()
+
+
+async def test_a_turn_whose_reply_never_came_leaves_no_progress_message_to_the_next():
+    # a turn's first status while the chat still has the last one's (its reply never
+    # reached the chat): that progress message goes, the new turn has its own
+    limits.TG_TYPING_S = 1
+    limits.TG_PROGRESS_AFTER_S = 0
+    b, task = await started()
+    await update(chat_id=ALLOWED, text="hi")
+    await inbound()
+    await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
+    await until(lambda: _sent_n(1), "the progress message")
+    old = b.typing[CHAT]
+    await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
+    assert b.typing[CHAT] is not old and old.task.done()
+    await until(lambda: _sent_n(2), "the new turn's progress message")
+    await b.send(bus.Msg("telegram", ALLOWED, "the answer"))
+    st = await state()
+    assert [m["visible"] for m in st["sent"] if not m.get("deleted")] == ["the answer"], st["sent"]
+    assert st["deleted"] == [[ALLOWED, st["sent"][0]["message_id"]]]
+    assert CHAT not in b.typing and b.send_api is None
     task.cancel()
 
 
@@ -938,7 +992,7 @@ async def test_streamed_answer_edits_one_message_then_the_final_replaces_it():
     first = [c["params"]["text"] for c in st["calls"] if c["method"] == "sendMessage"]
     assert first == ["The"], first  # "The answer" came too soon: skipped
     assert [e["text"] for e in st["edits"]] == ["The answer is", "The answer is <b>42</b>."], st["edits"]
-    assert ALLOWED not in b.typing
+    assert CHAT not in b.typing
     # the message shown so far is gone (deleted by the user): the answer comes anew
     await turn("Again")
     await fail(method="editMessageText", status=400, description="Bad Request: message to edit not found")
@@ -977,13 +1031,14 @@ async def test_429_on_the_final_edit_waits_its_retry_after_and_leaves_one_messag
     b, task = await started()
     await _streamed_turn(b, "The answer")
     await fail(method="editMessageText", status=429, retry_after=3)
-    await _streamed_turn(b, "The answer is")  # (this edit refused: wait 3 s)
+    await asyncio.sleep_ms(limits.TG_STREAM_EDIT_S * 1000 + 50)  # the edit slot comes again
+    await b.send(bus.Msg("telegram", ALLOWED, "The answer is", kind=bus.PARTIAL))  # (refused: wait 3 s)
     await b.send(bus.Msg("telegram", ALLOWED, "The answer is **42**."))
     st = await state()
     assert st["violations"] == [], st["violations"]
     assert _shown(st) == ["The answer is 42."], st["sent"]
     assert [m["parse_mode"] for m in st["sent"]] == ["HTML"]
-    assert ALLOWED not in b.typing
+    assert CHAT not in b.typing
     task.cancel()
 
 

@@ -19,6 +19,7 @@ class Lane:
         self.send = send
         self.owe = owe
         self.items = []
+        self.lost = {}  # chat id -> replies dropped: told once the lane caught up
         self.task = None
 
     def start(self):
@@ -32,7 +33,8 @@ class Lane:
             self.items[-1] = msg  # the text so far: the newer one says all the older one did
             return
         if len(self.items) >= limits.DISPATCH_LANE_MAX:
-            # Make room by dropping a status first; a reply is dropped only with a log line.
+            # Make room by dropping a status first; a reply is dropped with a log line, and
+            # its chat told later (run()), once however many it lost, a few chats at most
             for i, m in enumerate(self.items):
                 if m.kind != bus.REPLY:
                     self.items.pop(i)
@@ -40,13 +42,20 @@ class Lane:
             else:
                 old = self.items.pop(0)
                 log.error("dispatch", "%s is not keeping up; dropped %r", self.channel, old)
+                n = self.lost.get(old.chat_id, 0)
+                if n or len(self.lost) < limits.DISPATCH_LOST_MAX:
+                    self.lost[old.chat_id] = n + 1
         self.items.append(msg)
         self.start()
 
     async def run(self):
         try:
-            while self.items:
-                msg = self.items.pop(0)
+            while self.items or self.lost:
+                if self.items:
+                    msg = self.items.pop(0)
+                else:  # caught up: each chat that lost replies meanwhile is told, once
+                    chat, n = self.lost.popitem()
+                    msg = bus.Msg(self.channel, chat, mimi.run("channels.sending", "lost", n))
                 try:
                     try:
                         await self.send(msg)

@@ -3,7 +3,8 @@
 # channel's `again` says which answers) or the connection was never made, so a retry
 # cannot duplicate it. hold (the agent's replies): while WiFi is down or the service
 # cannot be reached at all, the message is kept and tried again (capped backoff)
-# instead of given up. Loaded by a sender when it sends.
+# instead of given up. Also the lines that tell a chat what of its replies could not be
+# sent (missing(), lost()). Loaded by a sender when it sends.
 import asyncio
 from mimi import limits, log
 from mimi.net import http
@@ -45,3 +46,10 @@ def missing(parts, n, why):
     what = "this reply" if n == 1 else "part%s %s of %d" % ("s" if len(parts) > 1 else "", ", ".join(
         str(k) for k in parts), n)
     return "(%s could not be sent: %s)" % (what, why[:limits.LLM_ERROR_BODY_MAX] if why else "refused")
+
+
+def lost(n):
+    """The line that tells a chat that n replies to it were dropped from its channel's
+    full lane (channels/dispatch.py): said once, when the lane has caught up."""
+    return "(%s could not be sent: too many messages were waiting to go out)" % (
+        "an earlier reply" if n == 1 else "%d earlier replies" % n)

@@ -47,8 +47,8 @@ async def _send(bot, rid, name, hours, caption, part):
         log.error(TAG, "chart for %s failed: %s %s", rid, type(e).__name__, e)
         await bot.send_text(rid, "The chart could not be sent: %s" % e)
         return
-    from mimi.services.history import query, summary
-
+    query = mimi.load("mimi.services.history.query")  # (the agent's device_history loads them too)
+    summary = mimi.load("mimi.services.history.summary")
     await bot.send_text(rid, summary.text(summary.summary(name, hours), tz_s(), *query.units(name)) +
                         "\n(a picture needs the app's im:resource permission)")
 

@@ -213,7 +213,10 @@ async def _finish(st, api, html, plain):
 
 
 async def _delete(st, api):
-    """status.Status st's message deleted (the answer is sent as parts instead)."""
+    """status.Status st's message deleted (the answer is sent as parts instead, or its
+    turn is over)."""
+    if st.message_id is None or api is None:
+        return
     tries = 0
     while True:
         try:
@@ -329,10 +332,17 @@ async def send(bot, msg):
         await channels.load("telegram.photo").chart(bot, chat_id, meta["chart"])
         _rest(bot)
         return
-    if msg.kind == bus.PARTIAL or msg.kind == bus.STATUS and st is not None:
+    if msg.kind == bus.PARTIAL or msg.kind == bus.STATUS and st is not None and "step" in meta:
         if st is not None:  # the answer so far, or a step of the running turn: status.py's
             await st.event(bot, msg)
         return
+    if st is not None:  # the turn's end: its reply, or the next turn's start (the reply never came)
+        del bot.typing[chat_id]
+        await st.lock.acquire()  # its calls are done: the task is cancelled between them
+        st.task.cancel()  # (never released: nothing else uses it)
+        if msg.kind == bus.STATUS:
+            await _delete(st, _api(bot))  # (what it says is of a turn that is over)
+            st = None
     if msg.kind == bus.STATUS:
         if not wifi.online() or _api(bot) is None:
             return
@@ -342,10 +352,6 @@ async def send(bot, msg):
         st.task = asyncio.create_task(status.typing(bot, st))
         status.between()
         return
-    if st is not None:
-        del bot.typing[chat_id]
-        await st.lock.acquire()  # its calls are done: the task is cancelled between them
-        st.task.cancel()  # (never released: nothing else uses it)
     if isinstance(msg.content, tuple):  # a long reply: a list, whose pieces _feed() lets go
         msg.content = list(msg.content)
     await text(bot, chat_id, msg.content, reply_to, hold=True, status=st)

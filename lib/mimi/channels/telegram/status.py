@@ -10,7 +10,7 @@
 import time
 import asyncio
 import mimi
-from mimi import limits, log, bus
+from mimi import limits, log, bus, channels
 from mimi.channels.telegram import poller as tg
 from mimi.services import wifi
 from micropython import const
@@ -61,7 +61,9 @@ class Status:
         """A message of the running turn (the poller hands it here: send.py is not loaded
         for it): the answer so far, shown at once and edited at most every
         TG_STREAM_EDIT_S (TG_EDIT_MIN_S in a group; a version over TG_MSG_MAX is left
-        out: the final one is split), or a step, which the message says once shown."""
+        out: the final one is split), or a step, which the message says once shown. A
+        turn's first status (no step) means this one's turn is over, its reply never
+        came: send.py ends it and starts the new one."""
         meta = msg.meta or {}
         if msg.kind == bus.PARTIAL:  # (UTF-8 bytes are never fewer than Telegram's UTF-16 units)
             if len(memoryview(msg.content)) <= limits.TG_MSG_MAX:
@@ -75,6 +77,8 @@ class Status:
             if self.message_id is not None and not self.lock.locked():
                 async with self.lock:
                     await self.update(api(bot))
+        else:
+            return await channels.load("telegram.send").send(bot, msg)
         between()
 
     async def update(self, api):
@@ -139,17 +143,16 @@ async def action(bot, chat_id):
 
 async def typing(bot, st):
     """While a turn runs: "typing" renewed (Telegram drops it after 5 s) and, once the
-    turn is slow, its progress message."""
-    try:
-        while time.ticks_diff(time.ticks_ms(), st.start) < limits.TG_TYPING_MAX_S * 1000:
-            await asyncio.sleep(limits.TG_TYPING_S)
-            if bot.poll_api is None:
-                break
-            if wifi.online():
-                async with st.lock:
-                    await action(bot, st.chat_id)
-                    await st.update(api(bot))
-                between()
-    finally:
-        if bot.typing.get(st.chat_id) is st:
-            del bot.typing[st.chat_id]
+    turn is slow, its progress message; for TG_TYPING_MAX_S at most. The Status stays
+    the chat's after that, until its turn ends (send.py: the reply, or the next turn's
+    first status): the steps and the answer so far still edit its message, and the
+    answer takes its place."""
+    while time.ticks_diff(time.ticks_ms(), st.start) < limits.TG_TYPING_MAX_S * 1000:
+        await asyncio.sleep(limits.TG_TYPING_S)
+        if bot.poll_api is None:
+            break
+        if wifi.online():
+            async with st.lock:
+                await action(bot, st.chat_id)
+                await st.update(api(bot))
+            between()

@@ -15,6 +15,7 @@
 import math
 from array import array
 from micropython import const
+import mimi
 from mimi import board, limits
 
 PALETTE = ((255, 255, 255), (221, 221, 221), (64, 64, 64), (31, 119, 180))  # rows.py's BG, GRID, INK, LINE
@@ -61,8 +62,10 @@ class Chart:
                 _LEFT + _RIGHT + 16, _TOP + _BOTTOM + 16, _EMPTY - 1))
         if field not in (0, 1):
             raise ValueError("field is 0 (the value) or 1 (the second value)")
-        from mimi.services.history import query, store
-
+        # loaded under the flash's lock (mimi.load): the agent's device_history loads and
+        # drops the same modules, and MicroPython has no import lock (a half-made one)
+        query = mimi.load("mimi.services.history.query")
+        store = mimi.load("mimi.services.history.store")
         self.w = width
         self.h = height
         s0, s1 = query.span_of(hours, now)

@@ -5,7 +5,10 @@
 from array import array
 from mimi import board, limits
 from mimi.services.history import store
-from mimi.services.history.query import NAN, Stats, num, span_of, when
+# (imported with this module, under the flash's lock when it is (mimi.run), never in a
+# function: the other thread's mimi.run may have dropped query.py by then, and an import
+# here took it half-made from that thread's)
+from mimi.services.history.query import NAN, Stats, num, request, span_of, units, when
 
 
 def summary(name, hours=24, now=None, points=limits.HISTORY_POINTS):
@@ -120,8 +123,6 @@ def chart_json(name, hours=24, now=None, columns=limits.CHART_COLUMNS, field=0, 
 
 def answer(name, hours=24, tz_s=0):
     """The device_history tool's answer: text(summary(...)) or "Error: ..."."""
-    from mimi.services.history.query import units
-
     if not isinstance(name, str) or name not in store.names():
         names = store.names()
         return "Error: no history for %s; %s" % (
@@ -137,7 +138,6 @@ def page(want):
     """The chat page's chart: chart_json() of want ("/chart NAME [hours]", or [name,
     hours] from the WebSocket or the device_history tool), or an error message's JSON."""
     import json
-    from mimi.services.history.query import request, units
 
     try:
         if not isinstance(want, str):
