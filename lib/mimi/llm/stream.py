@@ -116,7 +116,11 @@ class Stream:
         if self.n > (limits.STREAM_PARTIAL_SHORT if short() else limits.STREAM_PARTIAL_MAX):
             return
         self.at = time.ticks_add(now, limits.STREAM_PARTIAL_MS)
-        shown = strip_think("".join(p))  # nothing of a <think> block
+        try:
+            shown = strip_think("".join(p))  # nothing of a <think> block
+        except MemoryError:  # a heap with room in all but no block this big: the text so
+            self.on_text = None  # far is a nicety, the reply brings all of it; none more
+            return
         if shown and shown != self.shown:
             self.shown = shown
             self.on_text(shown)
