@@ -139,9 +139,10 @@ def test_the_real_check_passes_and_leaves_nothing_loaded():
     _check_with_the_agent_running()
     left = sorted(m for m in sys.modules if m not in before)
     # what this test imported, and what the firmware holds anyway (cron, the watchdog,
-    # the console's package; the JSON and UTF-8 helpers, which the settings' read lets
-    # go at boot and any turn loads and keeps)
-    assert left == ["mimi.console", "mimi.jsonutil", "mimi.services", "mimi.services.cron",
+    # the console's package, the network package, which the gateway's start loads at
+    # boot; the JSON and UTF-8 helpers, which the settings' read lets go at boot and any
+    # turn loads and keeps)
+    assert left == ["mimi.console", "mimi.jsonutil", "mimi.net", "mimi.services", "mimi.services.cron",
                     "mimi.services.watchdog", "mimi.update", "mimi.update.check", "mimi.utf8"], left
     assert worker.check is None
 
@@ -199,7 +200,9 @@ def test_a_running_channels_package_let_go_at_boot_is_listed_all_the_same():
     try:
         assert "mimi.channels.websocket.gateway" in sys.modules
         assert "mimi.channels.websocket" not in sys.modules
-        assert check._channels() == [("mimi.channels.websocket", ["chatpage", "connection", "gateway", "upgrade"])]
+        got = check._channels()
+        assert got == [("mimi.channels.websocket", ["chatpage", "connection", "gateway", "incoming", "start",
+                                                    "upgrade"])], got
         assert "mimi.channels.websocket" not in sys.modules
     finally:
         del watched
