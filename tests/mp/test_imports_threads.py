@@ -144,6 +144,13 @@ def test_a_body_part_made_on_both_threads_at_once():
     assert not bad, bad
 
 
+def _device_history(history):
+    """The agent's device_history: the history's modules loaded for the answer and
+    dropped after (mimi.run) -> None, or what went wrong."""
+    out = mimi.run(history, "answer", "nosuch", 24)
+    return None if out.startswith("Error: no history") else out
+
+
 def test_a_chart_and_the_agent_load_the_history_at_once():
     # services/history: the agent's device_history loads its modules for the answer and
     # drops them after (mimi.run), while the loop's /chart loads query.py and chart.py
@@ -158,9 +165,8 @@ def test_a_chart_and_the_agent_load_the_history_at_once():
     history = "services.history.summary services.history.query services.history.store services.history"
 
     def ask():
-        if _thread.get_ident() != main:  # the agent's device_history
-            out = mimi.run(history, "answer", "nosuch", 24)
-            return None if out.startswith("Error: no history") else out
+        if _thread.get_ident() != main:
+            return _device_history(history)
         said = []
 
         async def say(why):
@@ -184,9 +190,8 @@ def test_a_chart_made_while_the_agent_loads_the_history():
     history = "services.history.summary services.history.query services.history.store"
 
     def ask():
-        if _thread.get_ident() != main:  # the agent's device_history
-            out = mimi.run(history, "answer", "nosuch", 24)
-            return None if out.startswith("Error: no history") else out
+        if _thread.get_ident() != main:
+            return _device_history(history)
         c = mimi.load("mimi.services.history.chart").Chart("nosuch", 24, now=1767225600)
         return None if c.marks == [] else repr(c.marks)
 

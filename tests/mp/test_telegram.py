@@ -620,14 +620,21 @@ async def test_a_turn_past_the_typing_limit_still_ends_in_its_progress_message()
     task.cancel()
 
 
-async def test_a_turn_whose_reply_never_came_leaves_no_progress_message_to_the_next():
-    # a turn's first status while the chat still has the last one's (its reply never
-    # reached the chat): that progress message goes, the new turn has its own
+async def _chatting():
+    """The bot started, its typing renewed every second and a progress message shown at
+    once, and a message from the allowed chat taken: a turn can begin."""
     limits.TG_TYPING_S = 1
     limits.TG_PROGRESS_AFTER_S = 0
     b, task = await started()
     await update(chat_id=ALLOWED, text="hi")
     await inbound()
+    return b, task
+
+
+async def test_a_turn_whose_reply_never_came_leaves_no_progress_message_to_the_next():
+    # a turn's first status while the chat still has the last one's (its reply never
+    # reached the chat): that progress message goes, the new turn has its own
+    b, task = await _chatting()
     await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
     await until(lambda: _sent_n(1), "the progress message")
     old = b.typing[CHAT]
@@ -681,11 +688,7 @@ async def test_parts_refused_for_good_are_told_once_after_the_reply():
 
 
 async def test_a_refused_progress_message_is_not_tried_again():
-    limits.TG_TYPING_S = 1
-    limits.TG_PROGRESS_AFTER_S = 0
-    b, task = await started()
-    await update(chat_id=ALLOWED, text="hi")
-    await inbound()
+    b, task = await _chatting()
     await fail(method="sendMessage", status=400, description="Bad Request: not enough rights")
     await b.send(bus.Msg("telegram", ALLOWED, "working", kind=bus.STATUS))
     await until(lambda: _actions_n(3), "typing renewed")
