@@ -12,6 +12,7 @@
 # labels), the rows' drawing (rows.py, font.py) and the encoder (png.py) only once rows
 # are asked for: nothing here keeps the first two, so a caller can drop the store's code
 # before the PNG is made (channels/charts.py).
+import sys
 import math
 from array import array
 from micropython import const
@@ -64,6 +65,7 @@ class Chart:
             raise ValueError("field is 0 (the value) or 1 (the second value)")
         # loaded under the flash's lock (mimi.load): the agent's device_history loads and
         # drops the same modules, and MicroPython has no import lock (a half-made one)
+        mine = "mimi.services.history.query" not in sys.modules  # (then let go once made)
         query = mimi.load("mimi.services.history.query")
         store = mimi.load("mimi.services.history.store")
         self.w = width
@@ -151,6 +153,9 @@ class Chart:
         self._label(2, 13, line)
         self.deflate = deflate
         self._enc = self._rows = None
+        if mine:  # its code is not in the heap beside the encoder's (channels/charts.py drops the store's)
+            query = None
+            mimi.unload("mimi.services.history.query")
 
     def _join(self, gap):
         """Join each column's span of rows to the next column's with readings, when
@@ -234,7 +239,7 @@ class Chart:
     def encoder(self):
         """The PNG's encoder (png.py, loaded then)."""
         if self._enc is None:
-            from mimi.services.history import png, rows
+            from mimi.services.history import rows, png  # (the font first: its 793-byte table wants a hole that big)
 
             self._rows = rows
             self._enc = png.Encoder(self.w, self.h, 2, PALETTE, self.row, self.deflate)
