@@ -154,7 +154,6 @@ class Chart:
         self.deflate = deflate
         self._enc = self._rows = None
         if mine:  # its code is not in the heap beside the encoder's (channels/charts.py drops the store's)
-            query = None
             mimi.unload("mimi.services.history.query")
 
     def _join(self, gap):
