@@ -80,11 +80,21 @@ def network_lost(bot):
 async def say_owed(bot):
     """The replies that found no room (Telegram.owe()) told, on the poll's connection."""
     while bot.owed:
-        chat = bot.owed.pop(0)
+        chat, mid = bot.owed.popitem()
+        p = {"chat_id": chat, "text": (
+            "Sorry, my answer did not fit in the board's free memory to be sent. It is saved in "
+            "this chat: ask me to repeat it, shorter.")}
         try:
-            await bot.poll_api.call("sendMessage", {"chat_id": chat, "text": (
-                "Sorry, my answer did not fit in the board's free memory to be sent. It is saved in "
-                "this chat: ask me to repeat it, shorter.")})
+            if mid is not None:  # said by the turn's progress message (the answer so far, stale)
+                p["message_id"] = mid
+                try:
+                    await bot.poll_api.call("editMessageText", p)
+                except poller.ApiError as e:  # (gone, or not editable: below it, then)
+                    log.warning(TAG, "telling %s in its progress message: %s", chat, e)
+                    mid = None
+                    del p["message_id"]
+            if mid is None:
+                await bot.poll_api.call("sendMessage", p)
             log.warning(TAG, "told %s that its reply found no room in the heap", chat)
         except Exception as e:  # (MemoryError too: not again)
             log.error(TAG, "telling %s that its reply found no room failed: %s", chat, e)

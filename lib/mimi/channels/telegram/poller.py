@@ -192,7 +192,7 @@ class Telegram:
         self.unsaved = 0  # updates taken since the offset was last written
         self.limit = limits.TG_POLL_LIMIT  # updates asked for (fewer after a batch cut short)
         self.stuck = 0  # polls in a row that took no update for want of room
-        self.owed = []  # chat ids whose reply found no room to be sent (owe())
+        self.owed = {}  # chat id -> its turn's progress message id or None: its reply found no room (owe())
         self.polling = None  # the task while its getUpdates is in flight (run()); None again once cut
         self.recent = []  # keys (small ints) of the (chat, message_id) pairs handled last
         self.strangers = {}  # chat id -> time told (tgsend)
@@ -329,9 +329,11 @@ class Telegram:
         """A reply to chat_id found no room in the heap to be sent, even after freeing
         (send.py's NO_ROOM did not go either): the poller says so itself before its next
         poll, on its own connection (its code resident, its buffer held), the poll in
-        flight cut for it."""
-        if chat_id not in self.owed:  # (one each: replies go only to the chats of tg_allow)
-            self.owed.append(chat_id)
+        flight cut for it; in place of the turn's progress message when it has one (the
+        answer so far, stale), the chat's Status let go (its send connection can close)."""
+        st = self.typing.pop(chat_id, None)
+        if self.owed.get(chat_id) is None:  # (one each: replies go only to the chats of tg_allow)
+            self.owed[chat_id] = st.message_id if st is not None else None
         task, self.polling = self.polling, None  # (None: cut)
         if task is not None:
             task.cancel()

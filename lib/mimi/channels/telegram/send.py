@@ -352,7 +352,16 @@ async def send(bot, msg):
         st.task = asyncio.create_task(status.typing(bot, st))
         status.between()
         return
-    if isinstance(msg.content, tuple):  # a long reply: a list, whose pieces _feed() lets go
-        msg.content = list(msg.content)
-    await text(bot, chat_id, msg.content, reply_to, hold=True, status=st)
+    try:
+        if isinstance(msg.content, tuple):  # a long reply: a list, whose pieces _feed() lets go
+            msg.content = list(msg.content)
+        await text(bot, chat_id, msg.content, reply_to, hold=True, status=st)
+    except MemoryError:
+        # nothing of it went (text()): the dispatcher sends it again after freeing, or
+        # its apology, or owe()s the chat; the turn's progress message, still there (the
+        # answer so far), is the chat's again for that, to become the answer, not stay stale
+        if st is not None and st.message_id is not None:
+            bot.typing[chat_id] = st
+            st.lock.release()  # (its typing task is cancelled: the next try takes it)
+        raise
     _rest(bot)
