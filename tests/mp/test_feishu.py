@@ -596,6 +596,41 @@ async def test_long_connection_acks_pings_and_hands_messages_over():
     task.cancel()
 
 
+async def test_an_ended_long_connection_is_not_held_while_it_waits_to_reconnect():
+    # the long connection the server dropped (with what it holds: a message in parts, its
+    # buffers) is let go while the channel waits to connect again, not held by its frame
+    import gc
+    from mimi import log
+    from mimi.channels.feishu import longconn as feishu
+    from mimi.services import wifi
+
+    if not wifi.online():
+        asyncio.create_task(wifi.supervisor.run())
+    bus.prepare_loop()
+    configure()
+    limits.FEISHU_BACKOFF_MIN_S = 30
+    b = feishu.Feishu()
+    session, held = b._session, []
+
+    async def hold(conn, service):
+        conn.hog = bytearray(40000)  # (what a connection may hold)
+        gc.collect()
+        held.append(gc.mem_alloc())
+        return await session(conn, service)
+
+    b._session = hold
+    from mimi.services import loopwatch
+
+    loopwatch.install()  # as the firmware runs it (dispatch.start()): a task it starts (the
+    task = asyncio.create_task(loopwatch.watch("feishu", b.run()))  # pinger) lets go once over
+    await until(_state_when(lambda s: s["open"] == 1), "connected")
+    await control("drop", {})
+    await until(lambda: any("reconnecting in" in x for x in log.recent()), "the connection's end")
+    gc.collect()
+    assert held and gc.mem_alloc() < held[0] - 30000, (held, gc.mem_alloc())
+    task.cancel()
+
+
 def _state_when(pred):
     async def check():
         st = await control("state")

@@ -86,3 +86,33 @@ async def test_a_reply_that_never_found_room_leaves_no_partial_standing():
     assert [m["visible"] for m in st["sent"]] == [st["edits"][-1]["text"]], st["sent"]
     assert st["sent"][0]["visible"].startswith("Sorry, my answer did not fit"), st["sent"]
     task.cancel()
+
+
+async def test_a_poll_that_found_no_room_holds_nothing_of_it_while_it_waits():
+    # a poll that runs out of heap while its answer is read waits its back-off before
+    # the next: what its batch took (an update's buffer, the updates read) is not held
+    # by the poller's frame meanwhile (it was, until the next poll replaced it)
+    import gc
+    from mimi import log
+    from mimi.channels.telegram import poller
+
+    limits.TG_BACKOFF_MIN_S = 30
+    held = []
+
+    class Hog(poller.Updates):
+        def __call__(self, mv):
+            self.buf = bytearray(40000)  # (an update being read)
+            gc.collect()
+            held.append(gc.mem_alloc())
+            raise MemoryError("memory allocation failed, allocating 4097 bytes")
+
+    await tt.update(chat_id=tt.ALLOWED, text="hi")
+    updates, poller.Updates = poller.Updates, Hog
+    try:
+        b, task = await tt.started()
+        await until(lambda: any("polling found no room" in x for x in log.recent()), "the failed poll")
+    finally:
+        poller.Updates = updates
+    gc.collect()
+    assert held and gc.mem_alloc() < held[0] - 30000, (held, gc.mem_alloc())
+    task.cancel()

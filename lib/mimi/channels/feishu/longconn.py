@@ -220,6 +220,7 @@ class Feishu:
             wifi.healthy()
             start = time.ticks_ms()
             why = await self._session(conn, service)
+            conn = None  # (closed: what it holds is not kept through the wait to reconnect)
             if time.ticks_diff(time.ticks_ms(), start) > limits.FEISHU_BACKOFF_MAX_S * 1000:
                 backoff = limits.FEISHU_BACKOFF_MIN_S  # it had been working: come back at once
             wait = backoff + os.urandom(1)[0] * min(self.nonce_s, limits.FEISHU_JITTER_MAX_S) // 255

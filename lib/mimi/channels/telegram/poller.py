@@ -286,11 +286,13 @@ class Telegram:
             except asyncio.CancelledError:
                 raise
             except MemoryError:  # no import here: the failure path would need room too
+                batch = None  # (what the failed poll took: not held through the wait)
                 self._free()
                 log.warning(TAG, "polling found no room in the heap; retry in %d s", backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, limits.TG_BACKOFF_MAX_S)
             except Exception as e:  # Telegram's refusals, network, TLS, timeouts (connect.py)
+                batch = None
                 try:
                     wait, on_change, backoff, conflict = mimi.run("channels.telegram.connect", "failed", self,
                                                                   e, backoff, conflict)
