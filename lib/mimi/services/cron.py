@@ -84,20 +84,20 @@ class Scheduler:
                     mimi.run(_JOBS, "load", self)
 
     # --- jobs ----------------------------------------------------------------
-    def _jobs(self, fn, *args):
+    def _jobs(self, fn, *args, **kw):
         """cronjobs.py's fn on the jobs; the scheduler looks at them again."""
         self._ensure()
         try:
-            return mimi.run(_JOBS, fn, self, *args)
+            return mimi.run(_JOBS, fn, self, *args, **kw)
         finally:
             self.wake()
 
-    def add(self, name, kind, message, channel=channels.SYSTEM, chat_id="cron", interval_s=None,
-            at_epoch=None, daily_at=None, delete_after_run=None, deliver=False):
-        """The new job (dict, saved); ValueError with a message for the user when
-        refused or when it could not be saved."""
-        return self._jobs("new_job", name, kind, message, channel, chat_id, interval_s, at_epoch,
-                          daily_at, delete_after_run, deliver)
+    def add(self, *args, **kw):
+        """(name, kind, message, channel=channels.SYSTEM, chat_id="cron", interval_s=None,
+        at_epoch=None, daily_at=None, delete_after_run=None, deliver=False): the new job
+        (dict, saved); ValueError with a message for the user when refused or when it
+        could not be saved (cronjobs.new_job())."""
+        return self._jobs("new_job", *args, **kw)
 
     def remove(self, job_id):
         """True when removed; ValueError when it could not be saved (the job stays)."""

@@ -146,8 +146,8 @@ def _repair(s, e, now, taken):
     return job, ", ".join(notes)
 
 
-def new_job(s, name, kind, message, channel, chat_id, interval_s, at_epoch, daily_at,
-            delete_after_run, deliver):
+def new_job(s, name, kind, message, channel=channels.SYSTEM, chat_id="cron", interval_s=None,
+            at_epoch=None, daily_at=None, delete_after_run=None, deliver=False):
     """Check, add and save a job on scheduler s -> the job; ValueError for the user."""
     now = s.now()
     if kind not in KINDS:
