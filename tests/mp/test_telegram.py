@@ -484,7 +484,7 @@ async def test_no_token_idle_until_set():
     assert st["calls"] == []
     import sys
 
-    # the waits (token, WiFi, clock) and connecting are connect.py's, held only meanwhile
+    # the waits (token, WiFi, clock) are connect.py's, held only meanwhile
     assert "mimi.channels.telegram.connect" in sys.modules
     cfg.set("tg_token", tg()["token"])
     await until(lambda: b.username, "getMe after the token was set")

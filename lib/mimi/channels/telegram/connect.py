@@ -1,9 +1,9 @@
 # The Telegram poller's code for rare moments, loaded for the call and dropped
 # (mimi.run): connecting to the Bot API (at boot, after a new token or base URL: the
-# saved update offset read back, getMe asked), the waits for a token, for WiFi and
-# for the clock, what to do after a poll failed (Telegram's refusals, the network),
-# and the apology for replies that found no room. The state stays in the resident
-# poller (channels/telegram/poller.py).
+# saved update offset read back), the waits for a token, for WiFi and for the clock,
+# what to do after a poll failed (Telegram's refusals, the network), and the apology
+# for replies that found no room. The state stays in the resident poller
+# (channels/telegram/poller.py).
 import json
 from mimi import limits, log, bus
 from mimi.config import settings as config
@@ -29,20 +29,6 @@ def connect(bot, token):
             bot.offset = bot.saved_offset = int(d.get("offset") or 0)
     except (OSError, ValueError, AttributeError, TypeError):
         pass
-
-
-async def start(bot, token):
-    """Connected for token (a new connection unless the one there is for it), and the
-    bot's name asked of Telegram (getMe) when not known yet."""
-    api = bot.poll_api
-    if api is None or token != api.token or api.base != config.cfg.get("tg_api_base"):
-        connect(bot, token)
-    api = None
-    if bot.username is None:
-        me = await bot.poll_api.call("getMe")
-        bot.username = me.get("username") or ""
-        bot.bot_id = str(me.get("id") or bot.bot_id)
-        log.info(TAG, "bot @%s ready, polling", bot.username)
 
 
 async def wait(bot, token):

@@ -221,14 +221,21 @@ class Telegram:
                         backoff = limits.TG_BACKOFF_MIN_S
                 finally:
                     mimi.drop("channels.telegram.connect")
+                    import gc  # (as mimi.run(): what is made next fills its room, low)
+
+                    gc.collect()
                 continue  # the settings may have changed meanwhile
             try:
-                if (self.username is None or self.poll_api is None or token != self.poll_api.token
-                        or self.poll_api.base != cfg.get("tg_api_base")):
-                    try:  # connecting, and asking Telegram who the bot is (getMe)
-                        await channels.load("telegram.connect").start(self, token)
-                    finally:
-                        mimi.drop("channels.telegram.connect")
+                if self.poll_api is None or token != self.poll_api.token or self.poll_api.base != cfg.get("tg_api_base"):
+                    mimi.run("channels.telegram.connect", "connect", self, token)
+                if self.username is None:
+                    # (here, not in connect.py: the connection this opens is kept, and
+                    # would be made above connect.py's code, leaving its room a hole)
+                    me = await self.poll_api.call("getMe")
+                    self.username = me.get("username") or ""
+                    self.bot_id = str(me.get("id") or self.bot_id)
+                    me = None  # (not kept by this frame for good)
+                    log.info(TAG, "bot @%s ready, polling", self.username)
                 if self.owed:  # (connect.py's: loaded for it)
                     await channels.load("telegram.connect").say_owed(self)
                     mimi.drop("channels.telegram.connect")
