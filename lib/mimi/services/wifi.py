@@ -10,6 +10,7 @@
 # What the supervisor does while offline (connecting, backing off) and when the link
 # looks wrong is services/wifilink.py, loaded for that only: an online board waits
 # with this module's small part.
+import gc
 import asyncio
 import mimi
 from mimi import limits, log, board
@@ -109,6 +110,7 @@ class Supervisor:
         while True:
             await mimi.load("mimi.services.wifilink").connect(self, why)  # back once online
             mimi.drop("services.wifilink")
+            gc.collect()  # (as mimi.run(): what is made next fills its room, low)
             why = since = 0
             while not why:
                 if not (self._changed or self._force):
