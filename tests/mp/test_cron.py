@@ -5,7 +5,8 @@ from support import raises, write, read
 from mimi import bus, limits, log
 from mimi.config.settings import cfg
 from mimi.services import cron as cronsvc
-from mimi.services.cron import Scheduler, next_daily, next_every
+from mimi.services.cron import Scheduler
+from mimi.services.crontick import next_daily, next_every
 from mimi.tools.registry import registry, Ctx
 import mimi.tools.cron  # noqa: F401 - registers the tools
 
@@ -379,6 +380,44 @@ async def test_scheduler_task_fires_and_wakes_on_add():
         await asyncio.sleep_ms(10)
         board.clock.skew += 1 if _ % 20 == 19 else 0  # move time forward, faster than real
     assert m is not None and m.content == "ping" and m.meta == {"cron": j["id"]}
+    task.cancel()
+    board.clock.skew = 0
+
+
+async def test_scheduler_waits_without_its_job_code_and_sees_a_new_offset_at_once():
+    """Between two due times the scheduler holds only the next one: crontick.py (firing,
+    the schedules' arithmetic) is loaded when a job is due or the jobs changed, and
+    dropped after. A change of the jobs (here a new UTC offset moving a daily job from
+    2 h ahead to now) wakes it: the job fires at its new time, not at the next look."""
+    import asyncio
+    import sys
+    from mimi import board
+
+    import mimi
+
+    mimi.drop("services.crontick")  # (this file imported it)
+    loaded = lambda: "mimi.services.crontick" in sys.modules  # noqa: E731
+    tz = [0]
+    s = Scheduler(clock=board.clock, inbound=bus.Queue(4), tz=lambda: tz[0])
+    task = asyncio.create_task(s.run())
+    await asyncio.sleep_ms(50)
+    now = board.clock.unix()
+    at = (now + 7200) % 86400 // 60  # minutes after midnight UTC, 2 h from now
+    j = s.add("d", "daily", "ping", "websocket", "w", daily_at="%02d:%02d" % (at // 60, at % 60))
+    assert j["next_run"] > now + 7000
+    await asyncio.sleep_ms(50)
+    assert not loaded() and s.inbound.get_nowait() is None
+    tz[0] = (at * 60 - (now + 2)) % 86400  # the offset that makes that time 2 s from now
+    s.retime_daily()  # what the settings' watcher (_watch) does for a new tz
+    assert s.get(j["id"])["next_run"] == now + 2
+    for _ in range(400):
+        m = s.inbound.get_nowait()
+        if m:
+            break
+        assert not loaded()
+        await asyncio.sleep_ms(10)
+        board.clock.skew += 1 if _ % 20 == 19 else 0  # move time forward, faster than real
+    assert m is not None and m.content == "ping" and not loaded()
     task.cancel()
     board.clock.skew = 0
 

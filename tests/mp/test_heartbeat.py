@@ -92,6 +92,29 @@ async def test_reply_delivered_to_owner_unless_ok():
     assert out.get_nowait() is None
 
 
+async def test_the_system_channel_holds_no_reply_code():
+    """A system turn's reply is delivered by hbcheck.py's reply(), loaded for it and
+    dropped after; a status loads nothing."""
+    import sys
+    import mimi
+
+    mimi.drop("services.hbcheck")  # (this file imported it)
+    cfg.update({"tg_token": TOKEN, "tg_allow": "555"})
+    seen = []
+
+    class Out(bus.Queue):
+        def put(self, m):
+            seen.append("mimi.services.hbcheck" in sys.modules)
+            return super().put(m)
+
+    out = Out(8)
+    await hb.send(bus.Msg("system", "heartbeat", "working", bus.STATUS), out)
+    assert "mimi.services.hbcheck" not in sys.modules
+    await hb.send(bus.Msg("system", "cron", "Good morning"), out)
+    assert seen == [True] and out.get_nowait().content == "[cron] Good morning"
+    assert "mimi.services.hbcheck" not in sys.modules
+
+
 async def test_no_owner_means_logged():
     out = bus.Queue(8)
     log.clear()

@@ -482,8 +482,14 @@ async def test_no_token_idle_until_set():
     await asyncio.sleep_ms(300)
     st = await state()
     assert st["calls"] == []
+    import sys
+
+    # the waits (token, WiFi, clock) are connect.py's, held only meanwhile
+    assert "mimi.channels.telegram.connect" in sys.modules
     cfg.set("tg_token", tg()["token"])
     await until(lambda: b.username, "getMe after the token was set")
+    await until(lambda: b.polling, "polling")
+    assert "mimi.channels.telegram.connect" not in sys.modules
     task.cancel()
 
 

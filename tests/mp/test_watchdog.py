@@ -83,7 +83,9 @@ def test_slow_but_alive_llm_call_is_fed():
     a.busy = True
     w = make(a)
     deadline = limits.WDT_AGENT_STALL_S * 2  # longer than an undeclared stall may be
-    with watchdog.blocking(deadline):
+    from mimi.services.wdtcheck import blocking
+
+    with blocking(deadline):
         assert run_for(w, deadline + limits.WDT_BLOCK_MARGIN_S) == (
             deadline + limits.WDT_BLOCK_MARGIN_S) // limits.WDT_FEED_S
     assert not w.tripped
@@ -272,3 +274,23 @@ def test_stale_block_mark_after_a_ticks_wrap_is_not_progress():
     watchdog._block_mark = time.ticks_add(time.ticks_add(now(), 1 - half), -5001)  # stale, wrapped
     advance(limits.WDT_AGENT_IDLE_S + 5)  # the idle agent went silent
     assert not w.tick() and "silent" in w.tripped
+
+
+def test_feeding_holds_only_the_check():
+    """Starting, the timers and stopping for good are services/wdtcheck.py, loaded for
+    them only: the loop task feeds with watchdog.py's check alone."""
+    import sys
+    import mimi
+
+    mimi.drop("services.wdtcheck")  # (a test before imported it)
+    loaded = lambda: "mimi.services.wdtcheck" in sys.modules  # noqa: E731
+    a = Agent()
+    a.busy = True
+    w = make(a)
+    assert not loaded()
+    for _ in range(limits.WDT_AGENT_STALL_S // limits.WDT_FEED_S):
+        advance(limits.WDT_FEED_S)
+        assert w.tick() and not loaded()
+    advance(limits.WDT_FEED_S)
+    assert not w.tick() and w.tripped == "agent turn without progress for %d s" % (
+        limits.WDT_AGENT_STALL_S + limits.WDT_FEED_S) and not loaded()

@@ -234,6 +234,30 @@ async def test_drop_reconnects_and_waiters_resume():
     t.cancel()
 
 
+async def test_an_online_board_holds_no_reconnect_code():
+    """services/wifilink.py (connecting, backoff, reconnect) is loaded while the board
+    is offline and dropped once it is online: an online board's supervisor waits with
+    wifi.py alone, its lease check (WIFI_RENEW_S) loading the closer look for a moment."""
+    import sys
+
+    loaded = lambda: "mimi.services.wifilink" in sys.modules  # noqa: E731
+    sup, w, clock, cfg = make()
+    t = asyncio.create_task(sup.run())
+    await until(sup.online)
+    t0 = clock.now
+    while clock.now - t0 < 2 * limits.WIFI_RENEW_S * 1000:  # two lease checks
+        assert not loaded() and sup.online()
+        await asyncio.sleep_ms(0)
+    del w.aps["home"]
+    w.drop()
+    await until(lambda: sup.retries >= 1)
+    assert loaded() and not sup.online()  # offline: the reconnect's code
+    w.aps["home"] = ("password1", "192.168.1.50")
+    await until(sup.online)
+    assert not loaded() and sup.reconnects == 1
+    t.cancel()
+
+
 async def test_router_swap_same_ssid_renews_the_lease():
     # #169: a new router with the same SSID. The station stays "associated" but the
     # old lease is gone; the supervisor must re-associate and ask DHCP again.
@@ -348,7 +372,9 @@ async def test_portal_code_loaded_only_while_onboarding():
 
     sup = Sup()
     limits.PORTAL_CHECK_S = 0  # module constant, shortened for this test
-    t = asyncio.create_task(wifi.onboard(sup))
+    from mimi.services import wifilink
+
+    t = asyncio.create_task(wifilink.onboard(sup))
     loaded = lambda: "mimi.services.portal" in sys.modules  # noqa: E731
     await asyncio.sleep_ms(5)
     assert not loaded()

@@ -576,6 +576,21 @@ async def test_connection_code_is_loaded_only_while_connections_are_open():
     assert (await next_inbound()).content == "again"
 
 
+async def test_a_listening_gateway_holds_no_sending_code():
+    """What goes out to clients (text(), chart(), send()'s work) is connection.py's,
+    loaded while there is one: with none, a reply is only logged and nothing loads."""
+    import sys
+    from support import Capture
+
+    await start()
+    assert not hasattr(websocket, "text") and not hasattr(websocket, "chart")
+    with Capture() as c:
+        await websocket.send(bus.Msg("websocket", "nobody", "an answer"))
+        await websocket.send(bus.Msg("websocket", "nobody", "thinking", bus.STATUS))
+    assert "no client on chat nobody; the reply stays in its session" in c.text
+    assert "mimi.channels.websocket.connection" not in sys.modules
+
+
 async def test_a_frame_that_finds_no_room_goes_once_room_is_made():
     # issue 25 item 13: on a full heap (the agent's turn holding it a moment) the wait for
     # a frame to go out found no room for its timeout's task and the client was dropped

@@ -17,46 +17,19 @@
 #    its channel's allow-list does not name, is kept as it is, reported at load and
 #    in cron_list, and not fired (a chat allowed later gets its jobs again);
 #  - the scheduler starts only once the clock is valid (SNTP), and sleeps until
-#    the next due job (at most limits.CRON_TICK_S), woken early by cron_add.
-# Loading cron.json (with its repairs) and checking a new job are in
-# services/cronjobs.py, loaded for that and dropped after.
-import json
+#    the next due job, holding only its time (looking at the clock at least every
+#    limits.CRON_TICK_S), woken early by a change of the jobs or the settings.
+# Firing the due jobs and the schedules' arithmetic are in services/crontick.py,
+# loaded when a job is due; loading cron.json (with its repairs) and checking a new
+# job, in services/cronjobs.py: each loaded for that and dropped after.
 import _thread
 import asyncio
 import mimi
-from mimi import limits, log, fs, bus, board, channels
+from mimi import limits, log, bus, board, channels
 from mimi.config.settings import tz_s
 
 PATH = limits.SPIFFS + "/cron.json"
-DAY = 86400
-
-
-def parse_hhmm(text):
-    """'07:30' -> minutes after midnight; ValueError when malformed."""
-    s = str(text).strip()
-    hh, sep, mm = s.partition(":")
-    if not sep or not hh.isdigit() or not mm.isdigit() or len(mm) != 2 or len(hh) > 2:
-        raise ValueError("time must look like HH:MM (24-hour), e.g. 07:30")
-    h, m = int(hh), int(mm)
-    if h > 23 or m > 59:
-        raise ValueError("time must be between 00:00 and 23:59")
-    return h * 60 + m
-
-
-def next_daily(hhmm, tz_s, now):
-    """First Unix time after `now` when the local clock (UTC+tz_s) reads hhmm."""
-    local = now + tz_s
-    t = local - local % DAY + parse_hhmm(hhmm) * 60 - tz_s
-    while t <= now:
-        t += DAY
-    return t
-
-
-def next_every(scheduled, interval, now):
-    """The first scheduled + k*interval after `now` (k >= 1): no drift, no catch-up."""
-    if scheduled > now:
-        return scheduled
-    return scheduled + ((now - scheduled) // interval + 1) * interval
+_JOBS = "services.cronjobs services.crontick"  # (cronjobs.py uses crontick.py's arithmetic)
 
 
 def has_channel(channel):
@@ -90,6 +63,7 @@ class Scheduler:
         self.loaded = False
         self._lock = _thread.allocate_lock()
         self._wake = None
+        self._woken = False  # wake() came: look at the jobs again
 
     def now(self):
         return self.clock.unix()
@@ -99,38 +73,31 @@ class Scheduler:
         """Read cron.json; bad entries are repaired or dropped (logged), never fatal.
         -> the list of problems found."""
         with self._lock:
-            return mimi.run("services.cronjobs", "load", self)
-
-    def _save(self):
-        """OSError when the file could not be written (the jobs in RAM stay)."""
-        # One job per line: readable, and still plain JSON.
-        fs.write_atomic(self.path, '{"jobs": [\n' + ",\n".join(json.dumps(j) for j in self.jobs) + "\n]}\n")
-
-    def _saved(self):
-        try:
-            self._save()
-        except OSError as e:
-            log.error("cron", "saving %s failed: %s", self.path, fs.why(e))
+            problems = mimi.run(_JOBS, "load", self)
+        self.wake()
+        return problems
 
     def _ensure(self):
         if not self.loaded:  # first use, from the loop or the agent thread
             with self._lock:
                 if not self.loaded:
-                    mimi.run("services.cronjobs", "load", self)
+                    mimi.run(_JOBS, "load", self)
 
     # --- jobs ----------------------------------------------------------------
-    def _jobs(self, fn, *args):
+    def _jobs(self, fn, *args, **kw):
+        """cronjobs.py's fn on the jobs; the scheduler looks at them again."""
         self._ensure()
-        return mimi.run("services.cronjobs", fn, self, *args)
+        try:
+            return mimi.run(_JOBS, fn, self, *args, **kw)
+        finally:
+            self.wake()
 
-    def add(self, name, kind, message, channel=channels.SYSTEM, chat_id="cron", interval_s=None,
-            at_epoch=None, daily_at=None, delete_after_run=None, deliver=False):
-        """The new job (dict, saved); ValueError with a message for the user when
-        refused or when it could not be saved."""
-        job = self._jobs("new_job", name, kind, message, channel, chat_id, interval_s, at_epoch,
-                         daily_at, delete_after_run, deliver)
-        self.wake()
-        return job
+    def add(self, *args, **kw):
+        """(name, kind, message, channel=channels.SYSTEM, chat_id="cron", interval_s=None,
+        at_epoch=None, daily_at=None, delete_after_run=None, deliver=False): the new job
+        (dict, saved); ValueError with a message for the user when refused or when it
+        could not be saved (cronjobs.new_job())."""
+        return self._jobs("new_job", *args, **kw)
 
     def remove(self, job_id):
         """True when removed; ValueError when it could not be saved (the job stays)."""
@@ -155,79 +122,19 @@ class Scheduler:
                 return j
         return None
 
-    # --- running -------------------------------------------------------------
-    def first_run(self, job, now):
-        if job["kind"] == "every":
-            return now + job["interval_s"]
-        if job["kind"] == "at":
-            return job["at_epoch"]
-        return next_daily(job["daily_at"], self.tz(), now)
-
-    def _deliver(self, j):
-        """A "deliver" job's message, as is, to its chat: False = outbound full."""
-        channel, chat_id = j["channel"], j["chat_id"]
-        if channel == channels.SYSTEM:
-            dest = channels.owner()
-            if dest is None:
-                log.info("cron", "reminder %s (no owner): %s", j["id"], j["message"][:128])
-                return True
-            channel, chat_id = dest
-        return self.outbound.put(bus.Msg(channel, chat_id, j["message"], bus.REPLY))
-
-    def _due(self, now):
-        """The enabled jobs that may fire, with their next run (0: never)."""
-        return [j for j in self.jobs if j["enabled"] and j["next_run"] > 0 and blocked(j) is None]
-
+    # --- running (services/crontick.py) ----------------------------------------
     def tick(self, now=None):
-        """Fire every due job once; -> list of ids fired. A full inbound (or, for a
-        "deliver" job, outbound) queue leaves the rest due for the next try."""
+        """Fire every due job once; -> list of ids fired."""
         self._ensure()
-        if now is None:
-            now = self.now()
-        fired = []
-        with self._lock:
-            due = [j for j in self._due(now) if j["next_run"] <= now]
-            due.sort(key=lambda j: (j["next_run"], self.jobs.index(j)))  # sort is not stable
-            for j in due:
-                if j.get("deliver"):
-                    if not self._deliver(j):
-                        log.warning("cron", "outbound queue full; job %s waits", j["id"])
-                        break
-                else:
-                    msg = bus.Msg(j["channel"], j["chat_id"], j["message"], meta={"cron": j["id"]})
-                    if not self.inbound.put(msg):
-                        log.warning("cron", "agent busy; job %s waits", j["id"])
-                        break
-                fired.append(j["id"])
-                j["last_run"] = now
-                if j["kind"] == "every":
-                    j["next_run"] = next_every(j["next_run"], j["interval_s"], now)
-                elif j["kind"] == "daily":
-                    j["next_run"] = next_daily(j["daily_at"], self.tz(), now)
-                elif j["delete_after_run"]:
-                    self.jobs.remove(j)
-                else:
-                    j["enabled"] = False
-                    j["next_run"] = 0
-                log.info("cron", "fired %s %r -> %s:%s", j["id"], j["name"], j["channel"], j["chat_id"])
-            if fired:
-                self._saved()
-        return fired
+        return mimi.run("services.crontick", "tick", self, now)
 
     def sleep_s(self, now=None):
         """Seconds until the next due job, within 1..CRON_TICK_S."""
-        if now is None:
-            now = self.now()
-        with self._lock:
-            nxt = [j["next_run"] for j in self._due(now)]
-        if not nxt:
-            return limits.CRON_TICK_S
-        delay = min(nxt) - now
-        if delay <= 0:  # still due: the queue was full
-            return limits.CRON_BUSY_RETRY_S
-        return min(delay, limits.CRON_TICK_S)
+        return mimi.run("services.crontick", "sleep_s", self, now)
 
     def wake(self):
+        """The jobs or the settings changed (any thread): the scheduler looks again."""
+        self._woken = True
         if self._wake is not None:
             self._wake.set()  # safe from the agent thread
 
@@ -239,14 +146,17 @@ class Scheduler:
         self._ensure()
         self.rebase()
         log.info("cron", "scheduler running, %d job(s)", len(self.jobs))
+        due = 0  # the Unix time of the next due job: all this frame keeps between two
         while True:
-            try:
-                self.tick()
-                delay = self.sleep_s()
-            except Exception as e:  # keep the scheduler alive whatever one job does
-                log.exception("cron", "tick failed", e)
-                delay = limits.CRON_TICK_S
-            ring = asyncio.create_task(bus.ring(self._wake, int(delay * 1000)))
+            now = self.now()
+            if self._woken or now >= due:
+                self._woken = False
+                try:
+                    due = mimi.run("services.crontick", "step", self, now)
+                except Exception as e:  # keep the scheduler alive whatever one job does
+                    log.exception("cron", "tick failed", e)
+                    due = now + limits.CRON_TICK_S
+            ring = asyncio.create_task(bus.ring(self._wake, 1000 * max(1, min(due - now, limits.CRON_TICK_S))))
             try:
                 await self._wake.wait()
             finally:
@@ -259,6 +169,7 @@ service = Scheduler()
 def _watch(keys):
     if "tz" in keys and service.loaded:
         service.retime_daily()
+    service.wake()  # (an allow-list changed: a job may fire, or not, now)
 
 
 def task():

@@ -1,11 +1,12 @@
-# The cron scheduler's occasional work (services/cron.py loads this for it and
-# drops it after): reading cron.json, with every bad entry repaired or dropped and
-# reported, and checking a new job before it is added and saved.
+# The cron scheduler's occasional work (services/cron.py loads this, with crontick.py,
+# for it and drops it after): reading cron.json, with every bad entry repaired or
+# dropped and reported, and checking a new job before it is added and saved.
 import json
 from mimi import limits, log, fs, channels
 from mimi.board.clock import VALID_AFTER
 from mimi.net import random_id
-from mimi.services.cron import parse_hhmm, next_daily, has_channel, blocked
+from mimi.services.cron import has_channel, blocked
+from mimi.services.crontick import parse_hhmm, next_daily, first_run, save, saved
 
 KINDS = ("every", "at", "daily")
 
@@ -67,7 +68,7 @@ def load(s):
     s.jobs = jobs
     s.loaded = True
     if problems:
-        s._saved()
+        saved(s)
     for p in problems:
         log.warning("cron", "%s: %s", s.path, p)
     for j in jobs:
@@ -138,15 +139,15 @@ def _repair(s, e, now, taken):
     if job["next_run"] is not None and not 0 <= job["next_run"] <= limits.CRON_AT_MAX:
         job["next_run"] = None
     if job["enabled"] and (job["next_run"] is None or job["next_run"] <= 0):
-        job["next_run"] = s.first_run(job, now)
+        job["next_run"] = first_run(s, job, now)
         notes.append("next_run")
     elif not job["enabled"]:
         job["next_run"] = job["next_run"] or 0
     return job, ", ".join(notes)
 
 
-def new_job(s, name, kind, message, channel, chat_id, interval_s, at_epoch, daily_at,
-            delete_after_run, deliver):
+def new_job(s, name, kind, message, channel=channels.SYSTEM, chat_id="cron", interval_s=None,
+            at_epoch=None, daily_at=None, delete_after_run=None, deliver=False):
     """Check, add and save a job on scheduler s -> the job; ValueError for the user."""
     now = s.now()
     if kind not in KINDS:
@@ -197,7 +198,7 @@ def new_job(s, name, kind, message, channel, chat_id, interval_s, at_epoch, dail
         job["daily_at"] = str(daily_at).strip()
     if deliver:
         job["deliver"] = True
-    job["next_run"] = s.first_run(job, now)
+    job["next_run"] = first_run(s, job, now)
     with s._lock:
         if len(s.jobs) >= limits.CRON_MAX_JOBS:
             raise ValueError("too many cron jobs (max %d); remove one with cron_remove first"
@@ -205,7 +206,7 @@ def new_job(s, name, kind, message, channel, chat_id, interval_s, at_epoch, dail
         job["id"] = _new_id([j["id"] for j in s.jobs])
         s.jobs.append(job)
         try:
-            s._save()
+            save(s)
         except OSError as e:
             s.jobs.remove(job)
             raise ValueError("not saved (%s); the job was not added" % fs.why(e))
@@ -220,7 +221,7 @@ def remove(s, job_id):
             if j["id"] == job_id:
                 del s.jobs[i]
                 try:
-                    s._save()
+                    save(s)
                 except OSError as e:
                     s.jobs.insert(i, j)
                     raise ValueError("not saved (%s); the job stays" % fs.why(e))
@@ -236,10 +237,10 @@ def rebase(s):
         changed = False
         for j in s.jobs:
             if j["enabled"] and j["kind"] != "at" and 0 < j["next_run"] < VALID_AFTER:
-                j["next_run"] = s.first_run(j, now)
+                j["next_run"] = first_run(s, j, now)
                 changed = True
         if changed:
-            s._saved()
+            saved(s)
 
 
 def retime_daily(s):
@@ -249,4 +250,4 @@ def retime_daily(s):
         for j in s.jobs:
             if j["enabled"] and j["kind"] == "daily":
                 j["next_run"] = next_daily(j["daily_at"], s.tz(), now)
-        s._saved()
+        saved(s)

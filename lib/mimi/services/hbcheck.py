@@ -1,6 +1,7 @@
 # One heartbeat check: the open tasks in HEARTBEAT.md and, when there are any,
 # the system turn that acts on them. Loaded by services/heartbeat.py for a check
-# (every heartbeat_min minutes, or heartbeat_trigger()) and dropped after it.
+# (every heartbeat_min minutes, or heartbeat_trigger()) and dropped after it; and
+# for a system turn's reply (heartbeat.send()): to the owner, unless HEARTBEAT_OK.
 #
 # A line is an open task unless, after leading spaces, it is empty, a "#" header,
 # a checked box ("- [x]" / "* [x]", either case), a bare bullet or empty box, or
@@ -89,3 +90,25 @@ def _capped():
 def _no_owner():
     return " or ".join("set %s and allow a chat in %s" % (r.needs, r.allow)
                        for r in channels.available() if r.allow)
+
+
+def is_ok(text):
+    t = (text or "").strip().strip("*_`.!\"' \n")
+    return t.upper() == OK
+
+
+def reply(msg, out=None):
+    """heartbeat.send(): a system turn's reply to the owner, unless it is a
+    heartbeat's HEARTBEAT_OK."""
+    text = "".join(bus.pieces(msg.content))  # (a system turn's answer is never streamed: a str)
+    log.info(channels.SYSTEM, "%s: %s", msg.chat_id, text[:128])
+    if msg.chat_id == CHAT_ID and is_ok(text):
+        return
+    dest = channels.owner()
+    if dest is None:
+        return
+    if msg.chat_id != CHAT_ID:
+        text = "[%s] %s" % (msg.chat_id, text)
+    out = bus.outbound if out is None else out  # an empty Queue is falsy
+    if not out.put(bus.Msg(dest[0], dest[1], text, bus.REPLY)):
+        log.warning("heartbeat", "outbound queue full; result for %s:%s only logged", dest[0], dest[1])

@@ -6,10 +6,10 @@
 # on it (heartbeat turns, cron jobs made on the REPL) to the owner, channels.owner()
 # (the first chat of the first configured channel with an allow-list), except a
 # heartbeat reply that is just HEARTBEAT_OK; with no owner they are logged.
-# What the check does: services/hbcheck.py, loaded for each check.
+# What the check does, and that delivery: services/hbcheck.py, loaded for each.
 import asyncio
 import mimi
-from mimi import limits, log, bus, channels
+from mimi import limits, log, bus
 
 PATH = limits.SPIFFS + "/HEARTBEAT.md"
 CHAT_ID = "heartbeat"
@@ -22,28 +22,12 @@ def check(submit=None, path=PATH):
     return mimi.run("services.hbcheck", "check", submit, path)
 
 
-def is_ok(text):
-    t = (text or "").strip().strip("*_`.!\"' \n")
-    return t.upper() == OK
-
-
 async def send(msg, out=None):
     """The system channel's sender (replies to heartbeat and system cron turns): to
-    the owner, unless it is a heartbeat's HEARTBEAT_OK."""
-    if msg.kind != bus.REPLY:
-        return
-    text = "".join(bus.pieces(msg.content))  # (a system turn's answer is never streamed: a str)
-    log.info(channels.SYSTEM, "%s: %s", msg.chat_id, text[:128])
-    if msg.chat_id == CHAT_ID and is_ok(text):
-        return
-    dest = channels.owner()
-    if dest is None:
-        return
-    if msg.chat_id != CHAT_ID:
-        text = "[%s] %s" % (msg.chat_id, text)
-    out = bus.outbound if out is None else out  # an empty Queue is falsy
-    if not out.put(bus.Msg(dest[0], dest[1], text, bus.REPLY)):
-        log.warning("heartbeat", "outbound queue full; result for %s:%s only logged", dest[0], dest[1])
+    the owner, unless it is a heartbeat's HEARTBEAT_OK (hbcheck.py's reply(), loaded
+    for it; a status or partial goes nowhere)."""
+    if msg.kind == bus.REPLY:
+        mimi.run("services.hbcheck", "reply", msg, out)
 
 
 async def run(sleep=asyncio.sleep):

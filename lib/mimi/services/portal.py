@@ -1,4 +1,4 @@
-# Onboarding portal, loaded only while it is open (services/wifi.py onboard()
+# Onboarding portal, loaded only while it is open (services/wifilink.py onboard()
 # decides). With no WiFi settings, or when WiFi never came up since boot,
 # the board opens a WPA2 access point "MimiClaw-XXXX" (password generated once,
 # kept as the `ap_pass` setting and shown on the console), answers every DNS

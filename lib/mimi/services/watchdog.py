@@ -2,11 +2,14 @@
 # - the asyncio loop: the feeding task runs on it, so a stuck loop stops feeding;
 # - the agent thread: worker.progress (ticks_ms of its last sign of life) moves
 #   every second when idle and at each step of a turn. A blocking call that
-#   declares its deadline (`with watchdog.blocking(s):` around an LLM request) is
+#   declares its deadline (declare(s) ... done() around an LLM request) is
 #   progress-aware: silence is accepted until the deadline plus a margin.
 # When either hangs, feeding stops for good and the chip resets itself.
+# Feeding needs only the check here; starting, the timers (a held loop, a stopped
+# one) and stopping for good are services/wdtcheck.py, loaded for them.
 import time
-from mimi import limits, log, board
+import mimi
+from mimi import limits
 
 TAG = "wdt"
 _ticks = time.ticks_ms  # tests drive a fake clock through this
@@ -29,21 +32,6 @@ def done():
     _block_mark = _ticks()
 
 
-class blocking:
-    """`with watchdog.blocking(deadline_s): resp = client.request(...)`"""
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-
-    def __enter__(self):
-        declare(self.seconds)
-        return self
-
-    def __exit__(self, *exc):
-        done()
-        return False
-
-
 def _agent():
     try:
         from mimi.agent import worker
@@ -63,13 +51,14 @@ class Watchdog:
         self._seen = False  # the agent thread was seen running
 
     def start(self):
-        if self.wdt is None:
-            self.wdt = board.WDT(timeout=self.timeout_ms)
-        _timer(None)  # boot.py's feeder (after a soft reset) hands over to us
-        return self
+        """The chip's watchdog on (boot.py's timer feeding it after a soft reset hands
+        over to the loop task) -> self."""
+        return mimi.run("services.wdtcheck", "start", self)
 
     def agent_problem(self, now):
-        """None when the agent thread looks alive, else what is wrong."""
+        """None when the agent thread looks alive, else what is wrong: (0: its thread
+        ended, 1: silent while idle, 2: a blocking call past its deadline, 3: a turn
+        without progress; the ms it has been so), said by wdtcheck.trip()."""
         a = self._agent()
         if a is None:
             return None
@@ -77,7 +66,7 @@ class Watchdog:
             # Not started yet, or safe mode: fine. Started, then gone without a
             # stop() (an exception out of its loop): nothing would answer again.
             if self._seen and not getattr(a, "_stop", False):
-                return "agent thread ended"
+                return 0, 0
             return None
         self._seen = True
         last = a.progress
@@ -88,16 +77,11 @@ class Watchdog:
             last = _block_mark
         quiet = time.ticks_diff(now, last)
         if not a.busy:
-            limit = limits.WDT_AGENT_IDLE_S * 1000
-            return None if quiet <= limit else "agent thread silent %d s while idle" % (quiet // 1000)
+            return None if quiet <= limits.WDT_AGENT_IDLE_S * 1000 else (1, quiet)
         if _block_until is not None:
             over = time.ticks_diff(now, _block_until)
-            if over <= limits.WDT_BLOCK_MARGIN_S * 1000:
-                return None
-            return "blocking call %d s past its deadline" % (over // 1000)
-        if quiet <= limits.WDT_AGENT_STALL_S * 1000:
-            return None
-        return "agent turn without progress for %d s" % (quiet // 1000)
+            return None if over <= limits.WDT_BLOCK_MARGIN_S * 1000 else (2, over)
+        return None if quiet <= limits.WDT_AGENT_STALL_S * 1000 else (3, quiet)
 
     def tick(self):
         """One feeding decision (the loop task calls this every WDT_FEED_S)."""
@@ -106,8 +90,11 @@ class Watchdog:
         now = self.last = _ticks()
         why = self.agent_problem(now)
         if why:
-            self.tripped = why
-            log.error(TAG, "%s: no more feeding, the watchdog resets the board", why)
+            self.tripped = why  # no more feeding, whatever saying so below meets
+            try:
+                mimi.run("services.wdtcheck", "trip", self)
+            except Exception:  # (no room for its code: the reset comes all the same)
+                pass
             return False
         self.wdt.feed()
         self.feeds += 1
@@ -117,7 +104,6 @@ class Watchdog:
         import asyncio
 
         self.start()
-        log.info(TAG, "watchdog on (%d s)", self.timeout_ms // 1000)
         while True:
             self.tick()
             await asyncio.sleep(limits.WDT_FEED_S)
@@ -141,6 +127,7 @@ def poke():
 
 
 held = False  # hold(True): the loop is blocked on purpose (aiorepl's raw REPL)
+FEEDER_TIMER = 0  # machine.Timer id (the ESP32-S3 has 0..3); boot.py uses the same
 
 
 def hold(on):
@@ -149,30 +136,7 @@ def hold(on):
     poke() meanwhile, which still stops feeding if the agent thread hangs."""
     global held
     held = bool(on)
-    _timer(_timer_poke if held else None)
-
-
-def _timer_poke(_t):
-    poke()
-
-
-FEEDER_TIMER = 0  # machine.Timer id (the ESP32-S3 has 0..3); boot.py uses the same
-
-
-def _timer(callback):
-    """Run callback(timer) from a machine.Timer every WDT_FEED_S (None: stop that
-    timer). No machine.Timer on the host: nothing to do."""
-    try:
-        import machine
-
-        t = machine.Timer(FEEDER_TIMER)
-        if callback is None:
-            t.deinit()
-        else:
-            t.init(period=limits.WDT_FEED_S * 1000, callback=callback)
-        return True
-    except (ImportError, AttributeError, ValueError, OSError):
-        return False
+    mimi.run("services.wdtcheck", "timer", held)
 
 
 def release():
@@ -180,7 +144,5 @@ def release():
     the user, and the chip's watchdog cannot be turned off, so a timer feeds it.
     A soft reset stops that timer but not the watchdog: boot.py starts it again."""
     w = current
-    if w is None or w.wdt is None:
-        return
-    wdt = w.wdt
-    _timer(lambda _t: wdt.feed())
+    if w is not None and w.wdt is not None:
+        mimi.run("services.wdtcheck", "timer", w.wdt)

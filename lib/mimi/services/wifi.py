@@ -5,8 +5,12 @@
 # DHCP), re-checks the lease periodically, and reconnects when the settings change.
 # Others read `online()` (any thread) or `await wait_online()` (loop tasks).
 # It also decides when the onboarding portal is needed: while the board is offline it
-# runs onboard(), which loads the portal (services/portal.py) only then, and drops it
-# once the board is online; an online board holds neither.
+# runs onboard() (services/wifilink.py), which loads the portal (services/portal.py)
+# only then, and drops it once the board is online; an online board holds neither.
+# What the supervisor does while offline (connecting, backing off) and when the link
+# looks wrong is services/wifilink.py, loaded for that only: an online board waits
+# with this module's small part.
+import gc
 import asyncio
 import mimi
 from mimi import limits, log, board
@@ -17,8 +21,6 @@ TAG = "wifi"
 STAT_IDLE = 1000
 STAT_CONNECTING = 1001
 STAT_GOT_IP = 1010
-FAILED = {200: "beacon timeout", 201: "AP not found", 202: "wrong password",
-          203: "association failed", 204: "handshake timeout"}
 
 
 def _ip_ok(ip):
@@ -87,20 +89,6 @@ class Supervisor:
         if "wifi_ssid" in keys or "wifi_pass" in keys:
             self._changed = True
 
-    def _set_online(self, on):
-        if not on and self.portal and (self._onboard is None or self._onboard.done()):
-            from mimi.services import loopwatch
-
-            self._onboard = asyncio.create_task(loopwatch.watch("portal", onboard(self)))
-        if on == self._online:
-            return
-        self._online = on
-        if on:
-            self.was_online = True
-            self._event.set()
-        else:
-            self._event = asyncio.Event()  # a fresh unset event; waiters of the old one already woke
-
     def _link(self):
         """(associated and has an IP, ip) without raising."""
         w = self.wlan()
@@ -112,159 +100,32 @@ class Supervisor:
             return False, "0.0.0.0"
         return _ip_ok(ip), ip
 
-    async def _wait(self, ms):
-        """Sleep ms, cut short by a settings change."""
-        while ms > 0 and not self._changed:
-            step = min(ms, limits.WIFI_POLL_MS * 4)
-            await self._sleep_ms(step)
-            ms -= step
-
-    async def _attempt(self, ssid, password):
-        w = self.wlan()
-        self.state = "connecting"
-        self.ssid = ssid
-        try:
-            w.active(True)
-            try:
-                w.disconnect()  # a fresh association renews the DHCP lease
-            except OSError:
-                pass
-            # The esp32 port keeps the last disconnect reason (201, 202...) until the
-            # next GOT_IP, so right after connect() status() still shows the previous
-            # attempt's failure: the same code counts only after WIFI_FAIL_GRACE_MS.
-            try:
-                stale = w.status()
-            except OSError:
-                stale = None
-            w.connect(ssid, password)
-        except OSError as e:
-            return "connect failed: %s" % e
-        waited = 0
-        while waited < limits.WIFI_CONNECT_TIMEOUT_S * 1000:
-            ok, ip = self._link()
-            if ok:
-                self.ip = ip
-                return None
-            try:
-                st = w.status()
-            except OSError:
-                st = None
-            if st in FAILED and (st != stale or waited >= limits.WIFI_FAIL_GRACE_MS):
-                return FAILED[st]
-            if self._changed:
-                return "settings changed"
-            await self._sleep_ms(limits.WIFI_POLL_MS)
-            waited += limits.WIFI_POLL_MS
-        return "no IP after %d s" % limits.WIFI_CONNECT_TIMEOUT_S
-
-    def backoff_ms(self):
-        n = min(self.retries, 16)
-        return min(limits.WIFI_BACKOFF_MIN_S * 1000 * (1 << max(n - 1, 0)),
-                   limits.WIFI_BACKOFF_MAX_S * 1000)
-
-    def _check(self, renew):
-        """One look at the link while online (renew: at the lease too) -> why it is
-        lost, or None. run() waits between two in its own frame: a coroutine of its own
-        (96 B on 32-bit) would be held for as long as the board is online."""
-        ok, ip = self._link()
-        if not ok:
-            return "link lost" if ip == "0.0.0.0" else "lost IP"
-        if ip != self.ip:
-            log.info(TAG, "address changed %s -> %s", self.ip, ip)
-            self.ip = ip
-        if renew:
-            try:
-                st = self.wlan().status()
-            except OSError:
-                st = None
-            if st is not None and st != STAT_GOT_IP and self.ssid:
-                return "status %s" % st
-        return None
-
     async def run(self):
+        """Connecting, backing off, reconnecting: services/wifilink.py, loaded for that
+        and dropped once online. While online this frame only waits, looks at the link
+        every WIFI_CHECK_S (the same address still up: nothing loaded) and has
+        wifilink.check() look closer when it is not, at the lease's time, or when the
+        settings changed or a reconnect is forced."""
+        why = None
         while True:
-            self._changed = False
-            self._force = False
-            ssid = self.cfg.get("wifi_ssid")
-            ok, ip = self._link()
-            if ok and (not ssid or self.ssid == ssid or self.state == "starting"):
-                # Already up (host network, or boot.py connected): supervise that link.
-                self.ip, self.ssid = ip, ssid or self.ssid
-                err = None
-            elif not ssid:
-                self.state = "no-config"
-                self._set_online(False)
-                await self._wait(limits.WIFI_CHECK_S * 1000)
-                continue
-            else:
-                self._set_online(False)
-                err = await self._attempt(ssid, self.cfg.get("wifi_pass"))
-            if err is None:
-                if self.retries or self.state != "online":
-                    if self.ssid:
-                        log.info(TAG, "connected to %r, ip %s", self.ssid, self.ip)
-                    else:
-                        log.info(TAG, "network up, ip %s", self.ip)
-                self.state = "online"
-                self.retries = 0
-                self.last_error = ""
-                self._set_online(True)
-                # while online: the link checked often, the lease now and then
-                why = None
-                since_renew = 0
-                while why is None and not self._changed and not self._force:
+            await mimi.load("mimi.services.wifilink").connect(self, why)  # back once online
+            mimi.drop("services.wifilink")
+            gc.collect()  # (as mimi.run(): what is made next fills its room, low)
+            why = since = 0
+            while not why:
+                if not (self._changed or self._force):
                     await self._sleep_ms(limits.WIFI_CHECK_S * 1000)
-                    since_renew += limits.WIFI_CHECK_S
-                    renew = since_renew >= limits.WIFI_RENEW_S
-                    if renew:
-                        since_renew = 0
-                    why = self._check(renew)
-                if why is None:
-                    why = "settings changed" if self._changed else "network unreachable"
-                if why != "settings changed":
-                    self.reconnects += 1
-                    self.last_error = why
-                    log.warning(TAG, "%s; reconnecting", why)
-                    self.ssid = ""  # makes the next round associate again even if the link looks up
-                    try:
-                        self.wlan().disconnect()
-                    except OSError:
-                        pass
-                self._set_online(False)
-                continue
-            if err == "settings changed":
-                continue
-            self.retries += 1
-            self.last_error = err
-            delay = self.backoff_ms()
-            self.state = "backoff"
-            log.warning(TAG, "%r: %s (attempt %d); next try in %d s",
-                        ssid, err, self.retries, delay // 1000)
-            await self._wait(delay)
+                    since += limits.WIFI_CHECK_S
+                    if (since < limits.WIFI_RENEW_S and not (self._changed or self._force)
+                            and self._link() == (True, self.ip)):
+                        continue
+                renew = since >= limits.WIFI_RENEW_S
+                if renew:
+                    since = 0
+                why = mimi.run("services.wifilink", "check", self, renew)
 
 
 supervisor = Supervisor()
-
-
-async def onboard(sup=supervisor):
-    """Loop task while the board is offline (Supervisor starts it): the onboarding
-    portal while it is needed (see Supervisor.onboarding), its code loaded for that
-    time only; ends once the board is online (onboarding is then not needed)."""
-    while True:
-        await asyncio.sleep(limits.PORTAL_CHECK_S)
-        if not sup.onboarding():
-            if sup.online():
-                return
-            continue
-        try:
-            from mimi.services import portal
-
-            await portal.serve(sup)
-        except Exception as e:  # the portal must never take the loop down: try again later
-            log.exception("portal", "onboarding portal failed", e)
-        finally:
-            mimi.drop("services.portal")
-            mimi.drop("services.captive_dns")
 
 
 def online():

@@ -1,15 +1,16 @@
 # The Telegram poller's code for rare moments, loaded for the call and dropped
 # (mimi.run): connecting to the Bot API (at boot, after a new token or base URL: the
-# saved update offset read back), what to do after a poll failed (Telegram's
-# refusals, the network), and the apology for replies that found no room. The state
-# stays in the resident poller (channels/telegram/poller.py).
+# saved update offset read back), the waits for a token, for WiFi and for the clock,
+# what to do after a poll failed (Telegram's refusals, the network), and the apology
+# for replies that found no room. The state stays in the resident poller
+# (channels/telegram/poller.py).
 import json
-from mimi import limits, log
+from mimi import limits, log, bus
 from mimi.config import settings as config
 from mimi.channels.telegram import poller
 from mimi.channels.telegram.poller import TAG, Api
 from mimi.net import http
-from mimi.services import wifi
+from mimi.services import wifi, ntp
 
 
 def connect(bot, token):
@@ -28,6 +29,30 @@ def connect(bot, token):
             bot.offset = bot.saved_offset = int(d.get("offset") or 0)
     except (OSError, ValueError, AttributeError, TypeError):
         pass
+
+
+async def wait(bot, token):
+    """The poller cannot poll (no token, WiFi down, or the clock not set): wait for
+    the first of them -> True when it waited for WiFi (the backoff starts again)."""
+    if not token:
+        close(bot)
+        log.info(TAG, "no bot token; Telegram idle until set_tg_token(...)")
+        while not config.cfg.get("tg_token"):
+            await bus.wait_event(bot.changed, 3600)
+        return False
+    if not wifi.online():
+        bot.paused = True
+        log.info(TAG, "WiFi offline; polling paused")
+        network_lost(bot)  # (reconnect after)
+        await wifi.wait_online()
+        log.info(TAG, "WiFi back; polling resumes")
+        bot.paused = False
+        return True
+    # The board boots at 2000-01-01: mbedTLS checks certificate dates
+    # (MBEDTLS_HAVE_TIME_DATE), so every handshake fails until SNTP ran.
+    log.info(TAG, "waiting for the clock (SNTP) before HTTPS")
+    await ntp.wait_valid()
+    return False
 
 
 def failed(bot, e, backoff, conflict):

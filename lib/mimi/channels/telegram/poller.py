@@ -211,37 +211,26 @@ class Telegram:
     async def run(self):
         backoff = limits.TG_BACKOFF_MIN_S
         conflict = limits.TG_CONFLICT_MIN_S
-        idle_logged = False
         while True:
             token = cfg.get("tg_token")
-            if not token:
-                if self.poll_api or self.send_api:
-                    mimi.run("channels.telegram.connect", "close", self)
-                if not idle_logged:
-                    log.info(TAG, "no bot token; Telegram idle until set_tg_token(...)")
-                    idle_logged = True
-                await bus.wait_event(self.changed, 3600)
-                continue
-            idle_logged = False
-            if not wifi.online():
-                self.paused = True
-                log.info(TAG, "WiFi offline; polling paused")
-                mimi.run("channels.telegram.connect", "network_lost", self)  # (reconnect after)
-                await wifi.wait_online()
-                log.info(TAG, "WiFi back; polling resumes")
-                self.paused = False
-                backoff = limits.TG_BACKOFF_MIN_S
+            if not (token and wifi.online() and ntp.clock_ready()):
+                # no token, WiFi down, or the clock not set yet: connect.py's wait (its
+                # code held only while it waits) -> whether the backoff starts again
+                try:
+                    if await channels.load("telegram.connect").wait(self, token):
+                        backoff = limits.TG_BACKOFF_MIN_S
+                finally:
+                    mimi.drop("channels.telegram.connect")
+                    import gc  # (as mimi.run(): what is made next fills its room, low)
+
+                    gc.collect()
                 continue  # the settings may have changed meanwhile
-            if not ntp.clock_ready():
-                # The board boots at 2000-01-01: mbedTLS checks certificate dates
-                # (MBEDTLS_HAVE_TIME_DATE), so every handshake fails until SNTP ran.
-                log.info(TAG, "waiting for the clock (SNTP) before HTTPS")
-                await ntp.wait_valid()
-                continue
             try:
                 if self.poll_api is None or token != self.poll_api.token or self.poll_api.base != cfg.get("tg_api_base"):
                     mimi.run("channels.telegram.connect", "connect", self, token)
                 if self.username is None:
+                    # (here, not in connect.py: the connection this opens is kept, and
+                    # would be made above connect.py's code, leaving its room a hole)
                     me = await self.poll_api.call("getMe")
                     self.username = me.get("username") or ""
                     self.bot_id = str(me.get("id") or self.bot_id)

@@ -21,11 +21,11 @@ from mimi import limits, log, bus, net, channels
 from mimi.net import wsproto as wp
 from mimi.net.reader import Reader
 from mimi.channels.websocket import gateway as gw
-from mimi.channels.websocket.gateway import clients, _conns, _forget
+from mimi.channels.websocket.gateway import clients, _conns
 
 
 def pieces(obj):
-    """gateway.text() of an obj whose content is in pieces (bus.pieces()): the JSON as a
+    """text() of an obj whose content is in pieces (bus.pieces()): the JSON as a
     tuple of pieces, each escaped alone (the client's sender writes them as the frames of
     one message), never one block as big as the text."""
     import json
@@ -36,6 +36,67 @@ def pieces(obj):
     head = clean(json.dumps(head))
     return (head[:-1] + ', "content": "',) + \
         tuple(memoryview(clean(json.dumps(p)))[1:-1] for p in obj["content"]) + ('"}',)
+
+
+def text(obj):
+    """obj as the JSON of a text message, never invalid UTF-8 (RFC 6455 makes a client
+    fail the connection on that): what slipped through elsewhere goes out as U+FFFD. A
+    content in pieces (bus.pieces()): a tuple of pieces (connection.py)."""
+    if isinstance(obj.get("content"), tuple):
+        return pieces(obj)
+    import json
+    from mimi.utf8 import clean
+
+    return clean(json.dumps(obj))
+
+
+def _forget(client):
+    if client in clients:
+        clients.remove(client)
+        log.info("ws", "client %s disconnected (%d left)", client.chat_id, len(clients))
+
+
+async def send(msg):
+    """gateway.send() while there is a client: a status or reply to every client on
+    msg.chat_id (a chart the agent sends: its data, drawn by the page)."""
+    if isinstance(msg.meta, dict) and "chart" in msg.meta:
+        if any(c.chat_id == msg.chat_id for c in clients):
+            data = chart(msg.meta["chart"])
+            for c in list(clients):
+                if c.chat_id == msg.chat_id and not c.dead:
+                    c.push(data)
+        return
+    if msg.kind == bus.STATUS:
+        obj = {"type": "status", "content": msg.content, "chat_id": msg.chat_id}
+        if isinstance(msg.meta, dict) and "step" in msg.meta:  # the tool running, what on
+            obj["step"], obj["detail"] = msg.meta["step"], msg.meta.get("detail") or ""
+    else:  # a partial's content is the answer so far (README, WebSocket)
+        obj = {"type": "response" if msg.kind == bus.REPLY else "partial", "content": msg.content,
+               "chat_id": msg.chat_id}
+    data = None
+    n = 0
+    for c in list(clients):  # push() may drop a client from the list
+        if c.chat_id == msg.chat_id and not c.dead:
+            if data is None:
+                data = text(obj)
+            try:
+                n += c.push(data, status=msg.kind != bus.REPLY)
+            except MemoryError:
+                if not n:
+                    raise  # no client has it: the dispatcher makes room and sends it again
+                log.warning("ws", "client %s: no room; dropped", c.chat_id)
+                c.drop()  # (its page reconnects) as one that cannot take a reply is, never sent twice
+    if not n and msg.kind == bus.REPLY:
+        if isinstance(msg.meta, dict) and "notice" in msg.meta:  # a rule's (services/rules/act.py)
+            log.warning("ws", "no client on chat %s; a rule's notice is not kept: %s", msg.chat_id, msg.content)
+        else:
+            log.info("ws", "no client on chat %s; the reply stays in its session", msg.chat_id)
+
+
+def chart(want):
+    """A chart's data for the page ({"type":"chart",...}; services/history/summary.py)."""
+    return mimi.run("services.history.summary services.history.query services.history.store services.history",
+                    "page", want)
 
 
 def new_chat_id():
@@ -80,7 +141,7 @@ class Client:
         if self.dead or self.closing:
             return False
         n = 0
-        for p in data if isinstance(data, tuple) else (data,):  # (pieces: gateway.text())
+        for p in data if isinstance(data, tuple) else (data,):  # (pieces: text())
             n += len(memoryview(p))
         if op != wp.CLOSE and (len(self.out) >= limits.WS_CLIENT_OUTBOX or self.out_bytes -
                                (self.out[0][2] if self.out else 0) >= limits.WS_CLIENT_OUTBOX_BYTES):

@@ -1,12 +1,12 @@
 # The WebSocket gateway (SPEC §7): an RFC 6455 server on the asyncio loop, plus the
 # chat page on a plain GET /. This module is what stays loaded: the listener, the
-# state every connection shares and the dispatcher's sender. A connection's code
+# state every connection shares and the dispatcher's sender (its work with a client
+# connected is connection.py's: text(), chart(), send()). A connection's code
 # (connection.py with net/wsproto.py; the HTTP part, upgrade.py with net/httpserver.py,
 # and what a frame that comes in runs, incoming.py with net/wsread.py, for less) is
 # loaded when one arrives and dropped when the last one ends,
 # so a board nobody chats with over WebSocket does not hold it.
 import sys
-import json
 import asyncio
 import mimi
 from mimi import log, bus, channels
@@ -20,64 +20,17 @@ _fails = {}  # address ("*": all the others) -> (wrong tokens in a row, ticks_ms
 _shed_lately = {}  # address -> connections opened, shed or timed out lately (net/httpserver.shed())
 
 
-def text(obj):
-    """obj as the JSON of a text message, never invalid UTF-8 (RFC 6455 makes a client
-    fail the connection on that): what slipped through elsewhere goes out as U+FFFD. A
-    content in pieces (bus.pieces()): a tuple of pieces (connection.py)."""
-    if isinstance(obj.get("content"), tuple):
-        return sys.modules["mimi.channels.websocket.connection"].pieces(obj)
-    from mimi.utf8 import clean
-
-    return clean(json.dumps(obj))
-
-
-def _forget(client):
-    if client in clients:
-        clients.remove(client)
-        log.info("ws", "client %s disconnected (%d left)", client.chat_id, len(clients))
-
-
 async def send(msg):
-    """Dispatcher target: a status or reply to every client on msg.chat_id (a chart the
-    agent sends: its data, drawn by the page)."""
-    if isinstance(msg.meta, dict) and "chart" in msg.meta:
-        if any(c.chat_id == msg.chat_id for c in clients):
-            data = chart(msg.meta["chart"])
-            for c in list(clients):
-                if c.chat_id == msg.chat_id and not c.dead:
-                    c.push(data)
-        return
-    if msg.kind == bus.STATUS:
-        obj = {"type": "status", "content": msg.content, "chat_id": msg.chat_id}
-        if isinstance(msg.meta, dict) and "step" in msg.meta:  # the tool running, what on
-            obj["step"], obj["detail"] = msg.meta["step"], msg.meta.get("detail") or ""
-    else:  # a partial's content is the answer so far (README, WebSocket)
-        obj = {"type": "response" if msg.kind == bus.REPLY else "partial", "content": msg.content,
-               "chat_id": msg.chat_id}
-    data = None
-    n = 0
-    for c in list(clients):  # push() may drop a client from the list
-        if c.chat_id == msg.chat_id and not c.dead:
-            if data is None:
-                data = text(obj)
-            try:
-                n += c.push(data, status=msg.kind != bus.REPLY)
-            except MemoryError:
-                if not n:
-                    raise  # no client has it: the dispatcher makes room and sends it again
-                log.warning("ws", "client %s: no room; dropped", c.chat_id)
-                c.drop()  # (its page reconnects) as one that cannot take a reply is, never sent twice
-    if not n and msg.kind == bus.REPLY:
+    """Dispatcher target: a status or reply to every client on msg.chat_id
+    (connection.py's send(), loaded while there is a client); with none, a reply is
+    only logged (it stays in its session)."""
+    if clients:
+        return await sys.modules["mimi.channels.websocket.connection"].send(msg)
+    if msg.kind == bus.REPLY and not (isinstance(msg.meta, dict) and "chart" in msg.meta):
         if isinstance(msg.meta, dict) and "notice" in msg.meta:  # a rule's (services/rules/act.py)
             log.warning("ws", "no client on chat %s; a rule's notice is not kept: %s", msg.chat_id, msg.content)
         else:
             log.info("ws", "no client on chat %s; the reply stays in its session", msg.chat_id)
-
-
-def chart(want):
-    """A chart's data for the page ({"type":"chart",...}; services/history/summary.py)."""
-    return mimi.run("services.history.summary services.history.query services.history.store services.history",
-                    "page", want)
 
 
 NO_ROOM = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 38\r\nConnection: close\r\n\r\nthe board is out of memory; try again\n"

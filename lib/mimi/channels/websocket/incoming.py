@@ -8,7 +8,7 @@ import asyncio
 import mimi
 from mimi import limits, log, bus
 from mimi.net import wsproto as wp, wsread as wr
-from mimi.channels.websocket import gateway as gw
+from mimi.channels.websocket import gateway as gw, connection as wc
 from micropython import const
 
 _ID_OK = const("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
@@ -81,7 +81,7 @@ def _error(c, text, chat_id=None):
     obj = {"type": "error", "content": text}
     if chat_id:
         obj["chat_id"] = chat_id
-    c.push(gw.text(obj))
+    c.push(wc.text(obj))
 
 
 def _message(c, op, data):
@@ -98,11 +98,11 @@ def _message(c, op, data):
     kind = obj.get("type")
     if kind == "usage":  # the ledger (its text too): tools/chat and the page show it
         try:
-            return c.push(gw.text(mimi.run("usage.report usage.file", "report")))
+            return c.push(wc.text(mimi.run("usage.report usage.file", "report")))
         except Exception as e:  # noqa: B902 - out of memory, a broken ledger file
             return _error(c, "no usage report now: %s %s" % (type(e).__name__, e))
     if kind == "chart":  # a device's history for the page to draw (SVG)
-        return c.push(gw.chart([obj.get("name"), obj.get("hours")]))
+        return c.push(wc.chart([obj.get("name"), obj.get("hours")]))
     if kind != "message":
         return _error(c, "unknown type %s; send {\"type\":\"message\",\"content\":\"...\"}"
                       % json.dumps(kind)[:40])
