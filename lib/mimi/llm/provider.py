@@ -248,7 +248,6 @@ class Provider:
     def post(self, path, headers, body, on_text=None):
         """POST a JSON body (a tuple of parts) with retries on 429, 5xx and transport
         failures; the decoded reply. on_text: the answer is streamed (llm/stream.py)."""
-        from mimi.net.http import HTTPError
         for attempt in range(limits.LLM_RETRIES + 1):
             wait = sink = None
             if on_text:
@@ -261,7 +260,12 @@ class Provider:
                     if sink.sse:
                         return sink.result()
                     resp.body = b"".join(sink.pieces)  # plain JSON, or an error
-            except (HTTPError, OSError) as e:
+            except Exception as e:  # HTTPError or OSError (the former's module, net/httperr.py,
+                if not isinstance(e, OSError):  # loads with the first: not named before)
+                    from mimi.net import http
+
+                    if isinstance(e, MemoryError) or not isinstance(e, http.HTTPError):
+                        raise
                 from mimi.llm import failure
 
                 err = LLMError("LLM request failed: %s" % (str(e) or type(e).__name__))
