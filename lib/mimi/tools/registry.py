@@ -146,6 +146,7 @@ class Registry:
             handler = None
             if mod and short():  # the next LLM call of the turn needs the room
                 unload(mod)
+                unload("mimi.jsonscan")  # (web_search's scanner, stateless: 0.8 KB)
         if out is None:
             out = ""
         elif isinstance(out, tuple):
