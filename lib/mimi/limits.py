@@ -102,6 +102,7 @@ HEAP_SHORT = const(96 * 1024)  # less free: a turn drops code after use (mimi.sh
 HEAP_SPARE = const(768)  # kept aside for telling a person that memory ran out (mimi.spare())
 PROMPT_SPILL = "/prompt.tmp"  # and escapes the prompt into this file (outside /spiffs)
 TURN_SPILL = "/turn.tmp"  # ... and the turn's tool calls and results into this one
+TOOLS_SPILL = "/tools.tmp"  # ... and the request's tool table (llm/provider.py)
 ANSWER_SPILL = "/answer.tmp"  # ... and a streamed answer's text while it comes (llm/stream.py)
 
 SKILL_TITLE_MAX = const(64)

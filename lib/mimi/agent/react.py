@@ -141,24 +141,15 @@ def _spill(m, st):
     answer) are read from the flash by each later call of the turn, as the prompt is
     (agent/context.py), instead of held escaped until the turn ends. Kept in RAM when
     the flash says no."""
-    from mimi import fs
     import mimi
 
-    hb = mimi.load("mimi.net.httpbody")  # (the loop's requests load it too: net/http.py _mod())
-    Region, leaves, atoms = hb.Region, hb.leaves, hb.atoms
-    hb = None
-
-    try:
-        with fs.lock, open(limits.TURN_SPILL, "ab" if st[3] else "wb") as f:
-            at = f.seek(0, 2)
-            for p in atoms(leaves((m,))):
-                f.write(p)
-            n = f.tell() - at
+    try:  # (the loop's requests load httpbody too: net/http.py _mod())
+        m = mimi.load("mimi.net.httpbody").spill((m,), limits.TURN_SPILL, st[3])
     except OSError as e:
         log.warning("agent", "tool results kept in RAM: %s", e)
         return m
     st[3] += 1
-    return Region(limits.TURN_SPILL, at, n)
+    return m
 
 
 def _history(history, user_text):

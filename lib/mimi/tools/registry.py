@@ -32,9 +32,9 @@ class Ctx:
 
 class Registry:
     def __init__(self, table=b""):
-        # the built-in tools: the rows of one bytes constant (mimi/tools TABLE), read as
-        # views of it when needed (nothing copied to RAM); add()ed ones: name ->
-        # (name, handler, description, schema dict), listed after the table's
+        # the built-in tools: the rows of one bytes constant (mimi/tools TABLE; None: that
+        # module's, loaded when needed), read as views of it (nothing copied to RAM);
+        # add()ed ones: name -> (name, handler, description, schema dict), listed after
         self._table = table
         self._tools = {}
         self._order = []
@@ -43,6 +43,8 @@ class Registry:
         """(name, module, description, schema JSON) of each row of the table, as
         memoryviews of it."""
         t = self._table
+        if t is None:
+            t = load("mimi.tools").TABLE
         m = memoryview(t)
         i = 1
         while i < len(t):
@@ -91,6 +93,14 @@ class Registry:
         from mimi import devices
 
         return devices.offer()
+
+    def release(self):
+        """The table's module goes on a short heap (a .mpy's 4.9 KB: its bytes constant
+        in RAM) until a tool's call or the next turn loads it again: the provider has
+        written the request's tool parts to the flash (llm/provider.py), and the turn's
+        LLM calls read them from there. Only a table not given at init."""
+        if self._table is None and short():
+            unload("mimi.tools")
 
     def specs(self):
         """(name, description as JSON string content, schema as JSON text) of every
@@ -147,6 +157,7 @@ class Registry:
             if mod and short():  # the next LLM call of the turn needs the room
                 unload(mod)
                 unload("mimi.jsonscan")  # (web_search's scanner, stateless: 0.8 KB)
+            self.release()
         if out is None:
             out = ""
         elif isinstance(out, tuple):
@@ -217,10 +228,4 @@ def _exc_text(e):
     return str(e) or type(e).__name__
 
 
-def _table():
-    from mimi.tools import TABLE
-
-    return TABLE
-
-
-registry = Registry(_table())
+registry = Registry(None)
