@@ -32,8 +32,8 @@ class Ctx:
 
 class Registry:
     def __init__(self, table=b""):
-        # the built-in tools: the rows of one bytes constant (mimi/tools TABLE; None: that
-        # module's, loaded when needed), read as views of it (nothing copied to RAM);
+        # the built-in tools: the rows of bytes constants (a tuple of them: mimi/tools
+        # TABLE; None: that one, loaded when needed), read as views (nothing copied to RAM);
         # add()ed ones: name -> (name, handler, description, schema dict), listed after
         self._table = table
         self._tools = {}
@@ -45,17 +45,18 @@ class Registry:
         t = self._table
         if t is None:
             t = load("mimi.tools").TABLE
-        m = memoryview(t)
-        i = 1
-        while i < len(t):
-            a = t.find(b"\t", i)
-            b = t.find(b"\t", a + 1)
-            c = t.find(b"\t", b + 1)
-            e = t.find(b"\n", c + 1)
-            if e < 0:
-                e = len(t)
-            yield m[i:a], m[a + 1:b], m[b + 1:c], m[c + 1:e]
-            i = e + 1
+        for t in (t,) if isinstance(t, bytes) else t:
+            m = memoryview(t)
+            i = 1
+            while i < len(t):
+                a = t.find(b"\t", i)
+                b = t.find(b"\t", a + 1)
+                c = t.find(b"\t", b + 1)
+                e = t.find(b"\n", c + 1)
+                if e < 0:
+                    e = len(t)
+                yield m[i:a], m[a + 1:b], m[b + 1:c], m[c + 1:e]
+                i = e + 1
 
     def _find(self, name):
         """name -> (handler or module name, schema: JSON text or dict), or None."""
