@@ -110,6 +110,32 @@ def test_clock_tool():
     assert "UTC-05:30" in out and ("unix %d" % board.clock.unix())[:10] in out
 
 
+def test_the_table_goes_while_a_tool_runs_on_a_short_heap():
+    """On a short heap the built-in table's module (a .mpy's 4.9 KB) is let go once the
+    tool's row is read and its module loaded: not held while the tool runs (a file read
+    wants 1 KB blocks there), nor after; with room it stays."""
+    import sys
+    import mimi
+    from mimi.tools import clock
+    from mimi.tools.registry import registry as reg
+
+    seen = []
+    was = clock.get_current_time
+    clock.get_current_time = lambda args, ctx: seen.append("mimi.tools" in sys.modules) or "t"
+    try:
+        for tight in (False, True):
+            mimi.load("mimi.tools")
+            mimi._short = tight
+            try:
+                assert reg.call("get_current_time", {}) == "t"
+            finally:
+                mimi._short = False
+            assert ("mimi.tools" in sys.modules) != tight
+    finally:
+        clock.get_current_time = was
+    assert seen == [True, False], seen
+
+
 def test_strip_think_and_base():
     assert strip_think("<think>hmm</think>\nHello") == "Hello"
     assert strip_think("a<think>x</think>b<think>y</think>c") == "abc"

@@ -138,17 +138,19 @@ class Registry:
         if err:
             return "Error: " + err
         mod = None
-        if short():  # a tool may want one big block (a file read): garbage out first
-            import gc
-
-            gc.collect()
         try:
             handler = tool[0]
+            tool = None
             if isinstance(handler, str):  # the module loads when its tool is called (under the
                 mod = "mimi.tools." + handler  # flash's lock: the console may load it too)
                 if mod in sys.modules:
                     mod = None  # loaded before: it stays
                 handler = getattr(load("mimi.tools." + handler), name)
+            self.release()  # (after the tool's module: its package is the table's)
+            if short():  # a tool may want one big block (a file read): garbage out first
+                import gc
+
+                gc.collect()
             out = handler(args, ctx)
         except Exception as e:  # a tool's bug becomes a message to the model
             log.exception("tools", "%s failed" % name, e)
