@@ -4,7 +4,8 @@ import json
 import support
 from support import raises
 from mimi import limits
-from mimi.tools.registry import Registry, Ctx, cap
+from mimi.tools.registry import Registry, Ctx
+from mimi.agent.act import cap
 from mimi.llm.provider import (LLMError, Reply, Call, strip_think, split_base, from_config,
                                DEFAULT_MODEL)
 from mimi.llm.anthropic import Anthropic

@@ -76,7 +76,7 @@ def read_file(args, ctx):
             return "Error: file not found: %s" % p
         return "Error: cannot read %s (%s)" % (p, e)
     if size > READ_CAP:
-        from mimi.tools.registry import text_bytes  # (loaded: it is the caller)
+        from mimi.agent.act import text_bytes  # (loaded: it is the caller)
 
         shown = text_bytes(text)
         note = "\n[cut: %s is %d bytes; showed the first %d]" % (p, size, shown)
