@@ -1,4 +1,4 @@
-"""The tool table (lib/mimi/tools/table.py): what every LLM request lists."""
+"""The tool table (lib/mimi/tools/__init__.py): what every LLM request lists."""
 import ast
 import json
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from mimi.tools.table import TABLE, NEEDS  # noqa: E402  (plain data: CPython reads it as well)
+from mimi.tools import TABLE, NEEDS  # noqa: E402  (plain data: CPython reads it as well)
 
 TOOLS = [tuple(row.split("\t")) for row in b"".join(TABLE).decode().split("\n")[1:]]  # (name, module, description, schema)
 

@@ -338,7 +338,7 @@ def tool_results_spilled_on_a_short_heap(kind):
 
 def tool_table_spilled_on_a_short_heap(kind):
     """On a short heap the request's tool parts are written to limits.TOOLS_SPILL once a
-    turn and the built-in table's module (mimi.tools.table: a .mpy's 4.9 KB) goes while the LLM
+    turn and the built-in table's module (mimi.tools: a .mpy's 4.9 KB) goes while the LLM
     calls run, loaded again for a tool's call and let go after it: the model gets the
     same tools as with room."""
     import sys
@@ -359,7 +359,7 @@ def tool_table_spilled_on_a_short_heap(kind):
             mimi._short = False
         assert t.text == "done" and t.tool_calls == 1 and t.error is None, t
         assert fs.exists(limits.TOOLS_SPILL) == tight
-        assert ("mimi.tools.table" in sys.modules) != tight
+        assert ("mimi.tools" in sys.modules) != tight
         sent.append([b["tools"] for b in bodies(kind)[-2:]])
     clean(kind, handshakes=None)
     assert sent[0] == sent[1] and len(sent[0][0]) > 10, sent

@@ -113,29 +113,25 @@ def test_clock_tool():
 
 def test_the_table_goes_while_a_tool_runs_on_a_short_heap():
     """On a short heap the built-in table's module (a .mpy's 4.9 KB) is let go once the
-    tool's row is read: not held while the tool's module loads and the tool runs (a file
-    read wants 1 KB blocks there), nor after; with room it stays."""
+    tool's row is read and its module loaded: not held while the tool runs (a file read
+    wants 1 KB blocks there), nor after; with room it stays."""
     import sys
     import mimi
+    from mimi.tools import clock
     from mimi.tools.registry import registry as reg
 
-    mimi.unload("mimi.tools.table")
-    mimi.unload("mimi.tools.clock")
-    from mimi.tools import clock  # a tool's module loads without the table (its own module)
-
-    assert "mimi.tools.table" not in sys.modules
     seen = []
     was = clock.get_current_time
-    clock.get_current_time = lambda args, ctx: seen.append("mimi.tools.table" in sys.modules) or "t"
+    clock.get_current_time = lambda args, ctx: seen.append("mimi.tools" in sys.modules) or "t"
     try:
         for tight in (False, True):
-            mimi.load("mimi.tools.table")
+            mimi.load("mimi.tools")
             mimi._short = tight
             try:
                 assert reg.call("get_current_time", {}) == "t"
             finally:
                 mimi._short = False
-            assert ("mimi.tools.table" in sys.modules) != tight
+            assert ("mimi.tools" in sys.modules) != tight
     finally:
         clock.get_current_time = was
     assert seen == [True, False], seen

@@ -92,19 +92,19 @@ def call(reg, name, args=None, ctx=None, pieces=False):
     tool = reg._find(name)
     if tool is None:
         return "Error: unknown tool '%s'" % name
-    handler = tool[0]
-    tool = None
     args, err = check_args(reg.schema(name), args)
-    reg.release()  # the table goes before the tool's module loads and the tool runs
     if err:
         return "Error: " + err
     mod = None
     try:
+        handler = tool[0]
+        tool = None
         if isinstance(handler, str):  # the module loads when its tool is called (under the
             mod = "mimi.tools." + handler  # flash's lock: the console may load it too)
             if mod in sys.modules:
                 mod = None  # loaded before: it stays
             handler = getattr(load("mimi.tools." + handler), name)
+        reg.release()  # (after the tool's module: its package is the table's)
         if short():  # a tool may want one big block (a file read): garbage out first
             import gc
 

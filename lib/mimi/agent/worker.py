@@ -245,8 +245,7 @@ def _forget(keep=False):
     for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
                  "mimi.llm.failure", "mimi.llm.stream", "mimi.jsonscan",
                  "mimi.agent.react", "mimi.agent.act", "mimi.agent.context", "mimi.llm.provider", "mimi.llm",
-                 "mimi.tools.registry", "mimi.tools.table", "mimi.tools", "mimi.memory.store",
-                 "mimi.memory.skills", "mimi.memory",
+                 "mimi.tools.registry", "mimi.tools", "mimi.memory.store", "mimi.memory.skills", "mimi.memory",
                  "mimi.net.httpsync", "mimi.net.httpbody"):
         if not (_kept and name == "mimi.net.httpsync" or held and name == "mimi.memory.sessions"):
             unload(name)

@@ -2,7 +2,7 @@
 # with a string ("Error: ..." on any problem), so a tool can never crash the agent loop
 # (its code, with the arguments' check and the output's cap, is agent/act.py's: loaded
 # for a tool step, not held while the turn's LLM calls run).
-# The global `registry` holds the tool table of mimi/tools/table.py (schemas as JSON
+# The global `registry` holds the tool table of mimi/tools/__init__.py (schemas as JSON
 # text, a tool's module imported when it is first called); add() registers more
 # (tests, extensions) with a dict schema and a handler.
 from mimi import jsonutil, short, load, unload, run
@@ -20,7 +20,7 @@ class Ctx:
 
 class Registry:
     def __init__(self, table=b""):
-        # the built-in tools: the rows of bytes constants (a tuple of them: tools/table.py
+        # the built-in tools: the rows of bytes constants (a tuple of them: mimi/tools
         # TABLE; None: that one, loaded when needed), read as views (nothing copied to RAM);
         # add()ed ones: name -> (name, handler, description, schema dict), listed after
         self._table = table
@@ -32,7 +32,7 @@ class Registry:
         memoryviews of it."""
         t = self._table
         if t is None:
-            t = load("mimi.tools.table").TABLE
+            t = load("mimi.tools").TABLE
         for t in (t,) if isinstance(t, bytes) else t:
             m = memoryview(t)
             i = 1
@@ -96,13 +96,13 @@ class Registry:
         written the request's tool parts to the flash (llm/provider.py), and the turn's
         LLM calls read them from there. Only a table not given at init."""
         if self._table is None and short():
-            unload("mimi.tools.table")
+            unload("mimi.tools")
 
     def specs(self):
         """(name, description as JSON string content, schema as JSON text) of every
         tool offered now (mimi/tools NEEDS), for a provider to write into its request
         as they are: the table's as memoryviews of it, an add()ed one's as str."""
-        from mimi.tools.table import NEEDS
+        from mimi.tools import NEEDS
 
         have = self.key()
         skip = [n for n, need in NEEDS.items() if not need & have]
