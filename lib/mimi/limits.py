@@ -54,6 +54,7 @@ STREAM_PARTIAL_MS = const(250)  # the text so far of a streamed answer goes out 
 STREAM_PARTIAL_MAX = const(8 * 1024)  # ... while it is at most this long (each is a copy: the reply brings the rest)
 STREAM_PARTIAL_SHORT = const(2 * 1024)  # ... when the heap is short (mimi.short())
 STREAM_PIECE_SHORT = const(512)  # a streamed answer is kept in pieces this big on a short heap (else PROMPT_CHUNK)
+READ_PIECE_SHORT = const(512)  # ... and read_file's text (else 1 KB): mid-turn a 1 KB block was what failed
 HTTP_RESPONSE_MAX = const(256 * 1024)
 HTTP_HEADER_MAX = const(8 * 1024)  # a whole response head (lines are read one by one)
 HTTP_SINK_MAX = const(64 * 1024 * 1024)  # a body handed to a sink piece by piece (Telegram's updates)
@@ -102,6 +103,7 @@ HEAP_SHORT = const(96 * 1024)  # less free: a turn drops code after use (mimi.sh
 HEAP_SPARE = const(768)  # kept aside for telling a person that memory ran out (mimi.spare())
 PROMPT_SPILL = "/prompt.tmp"  # and escapes the prompt into this file (outside /spiffs)
 TURN_SPILL = "/turn.tmp"  # ... and the turn's tool calls and results into this one
+TOOLS_SPILL = "/tools.tmp"  # ... and the request's tool table (llm/provider.py)
 ANSWER_SPILL = "/answer.tmp"  # ... and a streamed answer's text while it comes (llm/stream.py)
 
 SKILL_TITLE_MAX = const(64)

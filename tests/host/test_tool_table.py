@@ -9,7 +9,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 
 from mimi.tools import TABLE, NEEDS  # noqa: E402  (plain data: CPython reads it as well)
 
-TOOLS = [tuple(row.split("\t")) for row in TABLE.decode().split("\n")[1:]]  # (name, module, description, schema)
+TOOLS = [tuple(row.split("\t")) for row in b"".join(TABLE).decode().split("\n")[1:]]  # (name, module, description, schema)
 
 # SPEC §10: names and input schemas as MimiClaw's (+ this firmware's cron extensions)
 SPEC = {
@@ -29,6 +29,14 @@ SPEC = {
     # them when one is wrong or missing
     "device_history": ["name", "hours", "chart"], "rule_add": [], "rule_list": [], "rule_remove": ["id"],
 }
+
+
+def test_the_table_is_whole_rows_in_small_blocks():
+    """A .mpy loads each of TABLE's constants as one block, and a short heap loads them
+    again mid-turn for a tool's call (tools/registry.py): none may need 1 KB in one piece."""
+    assert isinstance(TABLE, tuple) and len(TABLE) > 1
+    for chunk in TABLE:
+        assert isinstance(chunk, bytes) and chunk.startswith(b"\n") and len(chunk) < 1024, chunk[:40]
 
 
 def test_names_and_schemas_are_the_specs():

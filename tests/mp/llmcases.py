@@ -336,6 +336,36 @@ def tool_results_spilled_on_a_short_heap(kind):
     fs.remove(limits.TURN_SPILL)
 
 
+def tool_table_spilled_on_a_short_heap(kind):
+    """On a short heap the request's tool parts are written to limits.TOOLS_SPILL once a
+    turn and the built-in table's module (mimi.tools: a .mpy's 4.9 KB) goes while the LLM
+    calls run, loaded again for a tool's call and let go after it: the model gets the
+    same tools as with room."""
+    import sys
+    import mimi
+    from mimi import fs
+    from mimi.tools.registry import registry as builtin
+
+    sent = []
+    for tight in (False, True):
+        llmfake.script(fixture(kind), {"tool_calls": [call("get_current_time")]}, {"text": "done"})
+        fs.remove(limits.TOOLS_SPILL)
+        mimi._short = tight
+        try:
+            p = provider(kind)
+            t = turn(p, "go", reg=builtin)
+            p.close()
+        finally:
+            mimi._short = False
+        assert t.text == "done" and t.tool_calls == 1 and t.error is None, t
+        assert fs.exists(limits.TOOLS_SPILL) == tight
+        assert ("mimi.tools" in sys.modules) != tight
+        sent.append([b["tools"] for b in bodies(kind)[-2:]])
+    clean(kind, handshakes=None)
+    assert sent[0] == sent[1] and len(sent[0][0]) > 10, sent
+    fs.remove(limits.TOOLS_SPILL)
+
+
 def cache_survives_memory_change(kind):
     """The worker's system prompt is [fixed instructions, memory... + turn context]:
     when memory changes between turns, the tools + fixed part are still cache reads."""

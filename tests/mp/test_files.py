@@ -74,6 +74,21 @@ def test_long_read_stays_in_pieces_for_the_agent():
     assert len("".join(got).encode()) <= limits.TOOL_OUTPUT_MAX
 
 
+def test_long_read_in_smaller_pieces_on_a_short_heap():
+    # mid-turn on a short heap a 1 KB block was what the read lacked: half-size pieces there
+    import mimi
+
+    text = "é" * 1500 + "x" * 3000
+    write("/spiffs/long.md", text)
+    mimi._short = True
+    try:
+        got = registry.call("read_file", {"path": "/spiffs/long.md"}, None, True)
+    finally:
+        mimi._short = False
+    assert isinstance(got, tuple) and "".join(got) == text
+    assert all(len(p.encode()) <= limits.READ_PIECE_SHORT for p in got) and len(got) >= 12
+
+
 def test_edit_first_occurrence_only():
     write("/spiffs/memory/MEMORY.md", "name: ?\nname: ?\n")
     r = call("edit_file", path="/spiffs/memory/MEMORY.md", old_string="name: ?", new_string="name: Ada")

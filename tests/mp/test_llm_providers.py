@@ -78,5 +78,9 @@ def test_tool_results_spilled_on_a_short_heap(kind):
     c.tool_results_spilled_on_a_short_heap(kind)
 
 
+def test_tool_table_spilled_on_a_short_heap(kind):
+    c.tool_table_spilled_on_a_short_heap(kind)
+
+
 def test_connection_kept_past_the_provider(kind):
     c.connection_kept_past_the_provider(kind)

@@ -1,6 +1,7 @@
 # Streamed answers (llm/stream.py) from both fake LLM servers over loopback TLS, in
 # their real server-sent event formats: the text so far while it comes, tool calls
 # assembled from their deltas, mid-stream errors, a server that answers plain JSON.
+import sys
 import time
 import llmcases as c
 import llmfake
@@ -24,6 +25,9 @@ def test_answer_streams_then_comes_whole(kind):
     p = streaming(kind)
     t = c.turn(p, "count")
     assert t.text == WORDS and t.error is None and t.llm_calls == 1
+    # the HTTP errors' module loads with the first error, not with a turn (~1.6 KB of a
+    # .mpy's heap at every streamed call's peak: stream.py and provider.py named them)
+    assert "mimi.net.httperr" not in sys.modules
     assert t.usage["input"] > 0 and t.usage["output"] > 0, t.usage
     parts = p.partials
     # the first token at once, then more as they come (how many depends on the pace at

@@ -4,7 +4,8 @@ import json
 import support
 from support import raises
 from mimi import limits
-from mimi.tools.registry import Registry, Ctx, cap
+from mimi.tools.registry import Registry, Ctx
+from mimi.agent.act import cap
 from mimi.llm.provider import (LLMError, Reply, Call, strip_think, split_base, from_config,
                                DEFAULT_MODEL)
 from mimi.llm.anthropic import Anthropic
@@ -108,6 +109,32 @@ def test_clock_tool():
     cfg.set("tz", "-05:30")
     out = reg.call("get_current_time", {})
     assert "UTC-05:30" in out and ("unix %d" % board.clock.unix())[:10] in out
+
+
+def test_the_table_goes_while_a_tool_runs_on_a_short_heap():
+    """On a short heap the built-in table's module (a .mpy's 4.9 KB) is let go once the
+    tool's row is read and its module loaded: not held while the tool runs (a file read
+    wants 1 KB blocks there), nor after; with room it stays."""
+    import sys
+    import mimi
+    from mimi.tools import clock
+    from mimi.tools.registry import registry as reg
+
+    seen = []
+    was = clock.get_current_time
+    clock.get_current_time = lambda args, ctx: seen.append("mimi.tools" in sys.modules) or "t"
+    try:
+        for tight in (False, True):
+            mimi.load("mimi.tools")
+            mimi._short = tight
+            try:
+                assert reg.call("get_current_time", {}) == "t"
+            finally:
+                mimi._short = False
+            assert ("mimi.tools" in sys.modules) != tight
+    finally:
+        clock.get_current_time = was
+    assert seen == [True, False], seen
 
 
 def test_strip_think_and_base():

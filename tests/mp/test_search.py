@@ -138,6 +138,7 @@ def test_short_heap_drops_the_module_and_keeps_the_preference():
     try:
         assert registry.call("web_search", {"query": "q1"}).startswith("1. Brave result 1 for q1")
         assert "mimi.tools.search" not in sys.modules  # its 4 KB of code went after the call
+        assert "mimi.jsonscan" not in sys.modules  # and its scanner's 0.8 KB (stateless)
         assert searchstate.prefer == "brave"
         cfg.update({"tavily_key": "tvly-good", "search_key": "brave-500"})
         assert registry.call("web_search", {"query": "q2"}).startswith("1. Tavily result 1 for q2")

@@ -48,6 +48,30 @@ def test_turn_saved_on_success_and_history_used():
     assert not worker.busy
 
 
+def test_the_streamed_answers_code_loads_for_the_calls():
+    """llm/stream.py (3.9 KB of a .mpy's heap) loads once the prompt is made and the
+    history read, before the LLM calls: never beside the prompt's making."""
+    import sys
+    import mimi
+
+    class Streaming(Stub):
+        stream = None
+
+    use(Streaming("streamed"))
+    was = config.cfg.get("stream")
+    config.cfg.set("stream", True)
+    mimi.unload("mimi.llm.stream")
+    seen = []
+    made = worker._system_prompt
+    worker._system_prompt = lambda *a: seen.append("mimi.llm.stream" in sys.modules) or made(*a)
+    try:
+        assert worker.run_message(bus.Msg("telegram", "9", "hi")) == "streamed"
+    finally:
+        worker._system_prompt = made
+        config.cfg.set("stream", was)
+    assert seen == [False] and "mimi.llm.stream" in sys.modules
+
+
 def test_group_messages_carry_the_speakers_name():
     s = use(Stub("hi Ann", "hi Bob"))
     group = {"group": True, "message_id": 3}

@@ -2,20 +2,12 @@
 # back, until it answers in plain text. Tool calls and results live only inside the
 # turn; the caller saves just the user text and the final answer.
 import gc
-from mimi import limits, log, short
+from mimi import limits, log, short, load, unload
 from mimi.llm.provider import LLMError, stripped
-from mimi.tools.registry import cap, text_bytes
 from micropython import const
 
-_TOO_MANY_CALLS = const(("Error: too many tool calls in one response (at most %d); "
-                         "call this tool again in your next response"))
 _OUT_OF_STEPS = const(("Sorry, I ran out of steps (%d model calls) before finishing this. "
                        "Ask me to continue, or try a simpler request."))
-_TOO_BIG_ARGS = const(("Error: the arguments of this call were %d bytes, over the %d allowed, so it "
-                       "was not run. Send big content in parts (write_file a first part, then "
-                       "edit_file to add to it)."))
-_NO_BUDGET = const(("Error: this turn's tool output is used up (%d bytes): answer with what you "
-                    "have, or ask the user to continue in a new message."))
 _REFUSED = const("Sorry, %s.")
 _STOPPED = const("Stopped before finishing this: %s.")
 _EMPTY = const("Sorry, the AI model returned an empty answer.")
@@ -79,7 +71,7 @@ def run_turn(provider, system, history, user_text, registry, ctx=None, progress=
                 text = stripped(reply.text)  # (a long answer stays in pieces: bus.pieces())
                 turn = Turn(text or _EMPTY, usage, st[0], step + 1, None if text else "empty reply")
                 break
-            messages.extend(_act(reply, step, st, registry, ctx, enc, progress))
+            messages.extend(_step(reply, step, st, registry, ctx, enc, progress))
             reply = None
     finally:
         if hasattr(provider, "forget"):
@@ -93,72 +85,15 @@ def run_turn(provider, system, history, user_text, registry, ctx=None, progress=
     return turn
 
 
-def _act(reply, step, st, registry, ctx, enc, progress):
-    """Run the tool calls of one reply -> the assistant message that made them and the
-    user message with their results (encoded). A function of its own: the tools' raw
-    output goes with its frame, and only the encoded messages stay."""
-    content = [{"type": "text", "text": reply.text}] if reply.text else []
-    results = []
-    for k, c in enumerate(reply.tool_calls):
-        # tool_result ids must match tool_use ids one to one within the turn. Seen ids are
-        # kept as hashes: the strings were made while the reply was parsed, high in the
-        # heap, where kept for the turn they split the room a big tool output needs (a
-        # hash seen twice only renames a call).
-        if not c.id or hash(c.id) in st[2]:
-            c.id = "call_%d_%d" % (step, k)
-        st[2].add(hash(c.id))
-        c.name = c.name or "unnamed"  # an empty name in history breaks the next request
-        size = _size(c.args)
-        args = c.args if isinstance(c.args, dict) else {}
-        if k >= limits.MAX_TOOL_CALLS:
-            out = _TOO_MANY_CALLS % limits.MAX_TOOL_CALLS
-        elif size > limits.TOOL_ARGS_MAX:  # neither run nor kept: sent on every call
-            out, args = _TOO_BIG_ARGS % (size, limits.TOOL_ARGS_MAX), {}
-        elif st[1] < limits.TOOL_OUTPUT_MIN:
-            out = _NO_BUDGET % limits.TURN_TOOL_BYTES
-        else:
-            st[0] += 1
-            log.info("agent", "tool %s (%d bytes of args)", c.name, size)
-            if progress:
-                progress(c.name, _detail(args))
-            out = registry.call(c.name, c.args, ctx, True) if registry else \
-                "Error: unknown tool '%s'" % c.name
-            out = cap(out or "(empty)", min(limits.TOOL_OUTPUT_MAX, st[1]))
-            st[1] -= text_bytes(out)
-        content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": args})
-        results.append({"type": "tool_result", "tool_use_id": c.id, "content": out})
-    msgs = [{"role": "assistant", "content": content}, {"role": "user", "content": results}]
-    if not enc:
-        return msgs
-    content = results = out = None
-    msgs = [enc(m) for m in msgs]
-    return [_spill(m, st) for m in msgs] if short() else msgs
-
-
-def _spill(m, st):
-    """An encoded message as a Region of limits.TURN_SPILL (net/httpbody.py), written
-    there once: on a short heap the turn's tool results (a 5 KB file read, the search
-    answer) are read from the flash by each later call of the turn, as the prompt is
-    (agent/context.py), instead of held escaped until the turn ends. Kept in RAM when
-    the flash says no."""
-    from mimi import fs
-    import mimi
-
-    hb = mimi.load("mimi.net.httpbody")  # (the loop's requests load it too: net/http.py _mod())
-    Region, leaves, atoms = hb.Region, hb.leaves, hb.atoms
-    hb = None
-
+def _step(reply, step, st, registry, ctx, enc, progress):
+    """The tool calls of one reply run (agent/act.py act()) -> the two messages that tell
+    the model. Its code is loaded for the step and, on a short heap, let go after it:
+    the next LLM call, where the turn's peak is, runs without it."""
     try:
-        with fs.lock, open(limits.TURN_SPILL, "ab" if st[3] else "wb") as f:
-            at = f.seek(0, 2)
-            for p in atoms(leaves((m,))):
-                f.write(p)
-            n = f.tell() - at
-    except OSError as e:
-        log.warning("agent", "tool results kept in RAM: %s", e)
-        return m
-    st[3] += 1
-    return Region(limits.TURN_SPILL, at, n)
+        return load("mimi.agent.act").act(reply, step, st, registry, ctx, enc, progress)
+    finally:
+        if short():
+            unload("mimi.agent.act")
 
 
 def _history(history, user_text):
@@ -179,22 +114,3 @@ def _history(history, user_text):
     if not out or out[-1]["role"] != "user":  # user_text was empty
         out.append({"role": "user", "content": user_text or "(empty message)"})
     return out
-
-
-def _detail(args):
-    """What a tool works on, for a progress status: its query, path, name..."""
-    for k in ("query", "path", "prefix", "name", "job_id", "pin"):
-        v = args.get(k)
-        if v is not None and v != "":
-            return str(v)[:limits.STATUS_DETAIL_MAX]
-    return ""
-
-
-def _size(args):
-    """Bytes of the arguments, about (the JSON without its punctuation)."""
-    if isinstance(args, dict):
-        n = 0
-        for k, v in args.items():
-            n += len(k) + (len(memoryview(v)) if isinstance(v, str) else len(str(v)))
-        return n
-    return len(args) if isinstance(args, str) else 0  # other JSON: not run, not kept

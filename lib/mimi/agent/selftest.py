@@ -16,7 +16,7 @@ ANSWERS = {
 }
 # what a turn and its tools load on this thread (never what the loop keeps): dropped
 # after the check
-MINE = ("mimi.agent.context", "mimi.agent.react", "mimi.llm", "mimi.memory", "mimi.tools",
+MINE = ("mimi.agent.context", "mimi.agent.react", "mimi.agent.act", "mimi.llm", "mimi.memory", "mimi.tools",
         "mimi.devices", "mimi.net.http", "mimi.jsonscan")
 
 

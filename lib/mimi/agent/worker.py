@@ -183,7 +183,6 @@ def _llm(msg):
     llm = provider.from_config(config.cfg)
     if config.cfg.get("stream") and hasattr(llm, "stream") and channels.get(msg.channel).label:
         llm.stream = _partials(msg)  # a person waits: the answer shows as it comes
-        from mimi.llm import stream  # noqa: F401 - its code now, low in the heap, not amid the turn's data
     if getattr(getattr(llm, "client", None), "tls", False):  # its code now, before the
         from mimi.net import tls  # noqa: F401 - turn's data: the heap is least broken up now
     return llm
@@ -191,6 +190,8 @@ def _llm(msg):
 
 def _calls(llm, system, history, text, msg):
     """The turn's LLM calls and tools -> (answer, error)."""
+    if getattr(llm, "stream", None):  # its code now, before the calls' data: not beside
+        from mimi.llm import stream  # noqa: F401 - the prompt's making and the history's read
     from mimi.agent import react
     from mimi.tools.registry import Ctx, registry
 
@@ -243,7 +244,7 @@ def _forget(keep=False):
     held = getattr(sys.modules.get("mimi.memory.sessions"), "_pending", None)
     for name in ("mimi.memory.sessions", "mimi.llm.anthropic", "mimi.llm.openai",
                  "mimi.llm.failure", "mimi.llm.stream", "mimi.jsonscan",
-                 "mimi.agent.react", "mimi.agent.context", "mimi.llm.provider", "mimi.llm",
+                 "mimi.agent.react", "mimi.agent.act", "mimi.agent.context", "mimi.llm.provider", "mimi.llm",
                  "mimi.tools.registry", "mimi.tools", "mimi.memory.store", "mimi.memory.skills", "mimi.memory",
                  "mimi.net.httpsync", "mimi.net.httpbody"):
         if not (_kept and name == "mimi.net.httpsync" or held and name == "mimi.memory.sessions"):

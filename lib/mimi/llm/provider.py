@@ -11,7 +11,7 @@
 import json
 import sys
 import time
-from mimi import limits, log, jsonutil
+from mimi import limits, log, jsonutil, short
 from mimi.config.settings import PROVIDERS, DEFAULT_BASE, DEFAULT_MODEL
 from mimi.net import split_url
 from mimi.utf8 import valid
@@ -105,15 +105,19 @@ def parts(obj):
     (httpbody.escaped()): a big tool output is never held escaped beside itself
     (a 5 KB file read was, where the short heap's tool call failed)."""
     if isinstance(obj, tuple) or isinstance(obj, str) and len(obj) > limits.PROMPT_CHUNK:
-        import mimi
-
-        escaped = mimi.load("mimi.net.httpbody").escaped  # (the loop loads it too)
-        return (b'"', escaped(obj, dumps), b'"')
+        return (b'"', _hb().escaped(obj, dumps), b'"')
     if isinstance(obj, dict) and _long(obj):
         return (b"{", [(dumps(k), b":", parts(v)) for k, v in obj.items()], b"}")
     if isinstance(obj, list) and _long(obj):
         return (b"[", [parts(v) for v in obj], b"]")
     return memoryview(dumps(obj))  # a view: its byte length is free on every call
+
+
+def _hb():
+    """net/httpbody.py (the loop loads it too: mimi.load(), under the flash's lock)."""
+    import mimi
+
+    return mimi.load("mimi.net.httpbody")
 
 
 def _long(obj):
@@ -224,7 +228,9 @@ class Provider:
         key = tools.key() if hasattr(tools, "key") else None  # the tools offered changed
         if tools is not self._tools or key != self._tools_key:
             self._tools, self._tools_key = tools, key
-            self._tools_parts = self.tool_parts(_specs(tools)) if tools else None
+            self._tools_parts = self._tool_parts(tools) if tools else None
+            if hasattr(self._tools_parts, "path"):  # (a Region)
+                tools.release()  # (after _tool_parts() returned: its frame held the views)
         msgs = [self.message(m) if isinstance(m, dict) else m for m in messages]
         data = self.post(self.prefix + self.path + self.query, self.headers(),
                          self.body(self._sys_parts, msgs, self._tools_parts, self.stream is not None),
@@ -235,6 +241,18 @@ class Provider:
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
             raise LLMError("LLM reply has an unexpected shape (%s: %s)"
                            % (type(e).__name__, e))
+
+    def _tool_parts(self, tools):
+        """The request's tool parts for the turn; on a short heap a Region of
+        limits.TOOLS_SPILL (written once a turn), read from the flash by each call, as
+        the prompt is: a Registry's (Registry.release()) then lets its table go."""
+        parts = self.tool_parts(_specs(tools))
+        if short() and hasattr(tools, "release"):
+            try:
+                return _hb().spill(parts, limits.TOOLS_SPILL)
+            except OSError as e:
+                log.warning("llm", "tool table kept in RAM: %s", e)
+        return parts
 
     def forget(self):
         """End of a turn: drop its encoded prompt and tool parts (kept only within it)."""
@@ -248,7 +266,6 @@ class Provider:
     def post(self, path, headers, body, on_text=None):
         """POST a JSON body (a tuple of parts) with retries on 429, 5xx and transport
         failures; the decoded reply. on_text: the answer is streamed (llm/stream.py)."""
-        from mimi.net.http import HTTPError
         for attempt in range(limits.LLM_RETRIES + 1):
             wait = sink = None
             if on_text:
@@ -261,7 +278,12 @@ class Provider:
                     if sink.sse:
                         return sink.result()
                     resp.body = b"".join(sink.pieces)  # plain JSON, or an error
-            except (HTTPError, OSError) as e:
+            except Exception as e:  # HTTPError or OSError (the former's module, net/httperr.py,
+                if not isinstance(e, OSError):  # loads with the first: not named before)
+                    from mimi.net import http
+
+                    if isinstance(e, MemoryError) or not isinstance(e, http.HTTPError):
+                        raise
                 from mimi.llm import failure
 
                 err = LLMError("LLM request failed: %s" % (str(e) or type(e).__name__))

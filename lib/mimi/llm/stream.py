@@ -10,7 +10,7 @@ import gc
 import time
 import mimi
 from mimi import limits, jsonutil, short, log, fs
-from mimi.net.http import ProtocolError, TooLarge
+from mimi.net.http import _err  # (net/httperr.py: loaded by the first error, not by a turn)
 from mimi.llm.provider import strip_think
 from micropython import const
 
@@ -59,7 +59,7 @@ class Stream:
                 self.data = ln if self.data is None else self.data + b"\n" + ln
         self.line = b[i:]
         if len(self.line) + len(self.data or b"") > limits.SSE_LINE_MAX:
-            raise TooLarge("an event of the streamed answer is longer than %d bytes" % limits.SSE_LINE_MAX)
+            raise _err("TooLarge", "an event of the streamed answer is longer than %d bytes" % limits.SSE_LINE_MAX)
 
     def event(self, d):
         if d == b"[DONE]":
@@ -74,12 +74,12 @@ class Stream:
             # json makes them, and a key that is not a string is never read here
             e = jsonutil.json.loads(s) if len(s) == len(d) and "\\u" not in s else jsonutil.loads(d)
         except ValueError:
-            raise ProtocolError("malformed event in the streamed answer: %r" % d[:60])
+            raise _err("ProtocolError", "malformed event in the streamed answer: %r" % d[:60])
         if isinstance(e, dict):
             try:
                 self.api.fold(self, e)
             except (AttributeError, TypeError, KeyError, IndexError) as x:  # fields of the wrong type
-                raise ProtocolError("malformed event in the streamed answer (%s: %s)" % (type(x).__name__, x))
+                raise _err("ProtocolError", "malformed event in the streamed answer (%s: %s)" % (type(x).__name__, x))
 
     def keep(self, x, call=None):
         if x:
@@ -87,7 +87,7 @@ class Stream:
                 raise TypeError("%s where text belongs" % type(x).__name__)
             self.kept += len(x)
             if self.kept > limits.HTTP_RESPONSE_MAX:
-                raise TooLarge("LLM answer larger than %d bytes" % limits.HTTP_RESPONSE_MAX)
+                raise _err("TooLarge", "LLM answer larger than %d bytes" % limits.HTTP_RESPONSE_MAX)
             (self.pieces if call is None else call[2]).append(x)
 
     def text(self, t):
@@ -154,14 +154,14 @@ class Stream:
     def args(self, index, t):
         call = self.calls.get(index)
         if call is None:
-            raise ProtocolError("streamed arguments of an unknown tool call (%r)" % (index,))
+            raise _err("ProtocolError", "streamed arguments of an unknown tool call (%r)" % (index,))
         self.keep(t, call)
 
     def result(self):
         """The answer as the provider's plain reply dict."""
         self(b"\n\n")  # a last line or event without its line ends
         if not self.done:
-            raise ProtocolError("the streamed answer ended before its end event")
+            raise _err("ProtocolError", "the streamed answer ended before its end event")
         if short():  # the events' garbage out first: what the turn keeps of the answer
             gc.collect()  # goes to the lowest holes, not across the room the tools need
         self.unspill()
@@ -184,6 +184,6 @@ def broke(s, err):
     if not isinstance(err, dict):
         err = {"message": str(err)}
     kind = err.get("type") or err.get("code") or "error"
-    e = ProtocolError("the answer broke off: %s (%s)" % (err.get("message") or kind, kind))
+    e = _err("ProtocolError", "the answer broke off: %s (%s)" % (err.get("message") or kind, kind))
     e.final = kind not in _AGAIN  # (llm/failure.py: not retried)
     raise e

@@ -92,6 +92,19 @@ def leaves(body):
             yield p
 
 
+def spill(body, path, add=False):
+    """body's bytes written to the file at path (after what it holds: add) -> a Region
+    of them, sent from the flash instead of held in RAM (the agent's tool messages and
+    tool table on a short heap); OSError when the flash says no."""
+    from mimi import fs
+
+    with fs.lock, open(path, "ab" if add else "wb") as f:
+        at = f.seek(0, 2)
+        for p in atoms(leaves(body)):
+            f.write(p)
+        return Region(path, at, f.tell() - at)
+
+
 def flat(body):
     """The pieces of a tuple body as a list, Pieces made (tests; the self-test's counted
     request)."""

@@ -192,7 +192,7 @@ def make(ca):
     """A new client context with the roots of `ca` (None: the shipped bundle and the
     `ca_file` setting). TLSFailure when there are none or no memory for them; whatever
     ca_file holds, the shipped roots stay."""
-    from mimi.net.http import TLSFailure
+    from mimi.net.http import _err  # (net/httperr.py: loaded by the first error, not here)
 
     ctx = tls.SSLContext(tls.PROTOCOL_TLS_CLIENT)
     ctx.verify_mode = tls.CERT_REQUIRED
@@ -201,12 +201,11 @@ def make(ca):
     except ValueError as e:
         got = e
     except MemoryError as e:
-        raise TLSFailure(str(e))
+        raise _err("TLSFailure", str(e))
     label = limits.CA_BUNDLE if ca is None else ca if isinstance(ca, str) else "(bytes)"
     if not isinstance(got, tuple):
-        raise TLSFailure("no CA bundle at %s (%s): refusing HTTPS without certificate "
-                         "verification (build the image with tools/mkimage.py)"
-                         % (label, got or "no such file"))
+        raise _err("TLSFailure", "no CA bundle at %s (%s): refusing HTTPS without certificate "
+                   "verification (build the image with tools/mkimage.py)" % (label, got or "no such file"))
     _report(label, *got)
     total = got[0]
     if ca is None:
@@ -217,7 +216,7 @@ def make(ca):
             try:
                 mine = load(ctx, path, limits.CA_FILE_MAX)
             except MemoryError as e:
-                raise TLSFailure(str(e))
+                raise _err("TLSFailure", str(e))
             except (ValueError, OSError) as e:  # OSError: the file could not be read
                 mine = "not loaded: %s" % e
             if mine is None:
@@ -230,7 +229,7 @@ def make(ca):
             else:
                 log.error("tls", "ca_file %s: %s; only the shipped roots are trusted", path, mine)
     if not total:
-        raise TLSFailure("CA bundle %s holds no usable certificate" % label)
+        raise _err("TLSFailure", "CA bundle %s holds no usable certificate" % label)
     return ctx
 
 

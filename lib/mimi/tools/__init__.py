@@ -4,9 +4,11 @@
 # compact JSON, tab-separated. The handler is the function of that module named like
 # the tool: handler(args: dict, ctx) -> str. Descriptions are written into requests as
 # they are: no '"', '\', tab or control characters in them (tests/host/test_tool_table.py).
-# One bytes constant, literals only (no names or `+`): a .mpy loads it as one object
-# (its ~90 strings as a tuple of str objects cost ~3 KB of heap over their text), a
-# frozen build keeps it in flash; a request's parts are views of it (tools/registry.py).
+# A few bytes constants of whole rows (each under 1 KB), literals only (no names or
+# `+`): a .mpy loads each as one object (its ~90 strings as a tuple of str objects cost
+# ~3 KB of heap over their text), and on a short heap it loads the table again mid-turn
+# for a tool's call (tools/registry.py release()), where one 4.3 KB block was not to be
+# had; a frozen build keeps them in flash; a request's parts are views of them.
 # A tool without arguments has '{"type":"object","properties":{}}' (OpenAI's shape leaves it out).
 TABLE = (
     b"\nweb_search\tsearch\tSearch the web for current information (up to 5 results: title, URL, snippet).\t"
@@ -19,14 +21,14 @@ TABLE = (
     b'/spiffs/"}},"required":["path"]}'
     b"\nwrite_file\tfiles\tCreate or overwrite a file under /spiffs/.\t"
     b'{"type":"object","properties":{"path":{"type":"string","description":"Absolute path starting with '
-    b'/spiffs/"},"content":{"type":"string","description":"File content to write"}},"required":["path","content"]}'
+    b'/spiffs/"},"content":{"type":"string","description":"File content to write"}},"required":["path","content"]}',
     b"\nedit_file\tfiles\tReplace the first old_string with new_string in a file under /spiffs/.\t"
     b'{"type":"object","properties":{"path":{"type":"string","description":"Absolute path starting with '
     b'/spiffs/"},"old_string":{"type":"string","description":"Text to find"},"new_string":{"type":"string",'
     b'"description":"Replacement text"}},"required":["path","old_string","new_string"]}'
     b"\nlist_dir\tfiles\tList files under /spiffs/, optionally only those starting with prefix.\t"
     b'{"type":"object","properties":{"prefix":{"type":"string","description":"Optional path prefix filter, e.g. '
-    b'/spiffs/memory/"}}}'
+    b'/spiffs/memory/"}}}',
     b"\ncron_add\tcron\tSchedule a message to yourself: every interval_s seconds, at at_epoch (Unix time: call "
     b"get_current_time first) or daily at time HH:MM (local). It runs as a new turn answered in this chat; "
     b"deliver=true sends the message as is instead (plain reminders). Check cron_list first.\t"
@@ -36,7 +38,7 @@ TABLE = (
     b'"channel":{"type":"string"},"chat_id":{"type":"string"},"time":{"type":"string","description":"HH:MM"},'
     b'"deliver":{"type":"boolean"}},"required":["name","schedule_type","message"]}'
     b"\ncron_list\tcron\tList the scheduled jobs: ids, schedules, next runs.\t"
-    b'{"type":"object","properties":{}}'
+    b'{"type":"object","properties":{}}',
     b"\ncron_remove\tcron\tRemove a job by its id (from cron_list).\t"
     b'{"type":"object","properties":{"job_id":{"type":"string","description":"The 8-character job ID to remove"}},'
     b'"required":["job_id"]}'
@@ -53,7 +55,7 @@ TABLE = (
     # attached the three must stay within +600 bytes in the OpenAI shape too (each tool's
     # wrapper there is 27 bytes longer than Anthropic's).
     b"\ndevice_list\tdevedit\tDevices, last readings.\t"
-    b'{"type":"object","properties":{}}'
+    b'{"type":"object","properties":{}}',
     b"\ndevice_add\tdevedit\ttype: digital_in button analog_in ntc ldr soil ds18b20 dht11 dht22 sht3x aht20 bme280 "
     b"bh1750 hcsr04 digital_out relay pwm servo rgb_led buzzer; pin or sda scl addr; log_min: minutes per log\t"
     b'{"type":"object","properties":{"name":{},"type":{}}}'
@@ -66,7 +68,7 @@ TABLE = (
     b"\ndevice_remove\tdevedit\tRemove a device.\t"
     b'{"type":"object","properties":{"name":{}}}'
     b"\ni2c_io\ti2c\tRaw I2C to a part without a type: write hex, read n bytes, at register reg.\t"
-    b'{"type":"object","properties":{"addr":{"type":"integer"},"reg":{},"write":{},"read":{},"sda":{},"scl":{}}}'
+    b'{"type":"object","properties":{"addr":{"type":"integer"},"reg":{},"write":{},"read":{},"sda":{},"scl":{}}}',
     # The rules and the history (SPEC §14): offered with devices. rule_add's handler
     # answers a wrong or missing field with what it takes (services/rules/book.py).
     b"\ndevice_history\thistory\tLogged min/max/mean, hours (24); chart:true sends a chart.\t"

@@ -3,7 +3,7 @@
 # dot-only segments, backslashes or control characters, so /config.json and
 # everything outside /spiffs stay out of reach; so do the firmware's own files there
 # (RESERVED). Apart from the writing tools: the one a turn calls most loads alone.
-from mimi import limits, fs
+from mimi import limits, fs, short
 from micropython import const
 
 ROOT = limits.SPIFFS + "/"
@@ -67,8 +67,9 @@ def read_file(args, ctx):
     p, err = check_path(args.get("path"))
     if err:
         return err
-    try:  # (one look-up of the path: each reads the flash; a long text stays in pieces)
-        text, size = fs.read_sized_text(p, READ_CAP, pieces=True)
+    try:  # (one look-up of the path: each reads the flash; a long text stays in pieces,
+        # smaller ones on a short heap, where a turn's tool step had no 1 KB block left)
+        text, size = fs.read_sized_text(p, READ_CAP, limits.READ_PIECE_SHORT if short() else 1024, True)
     except OSError as e:  # (a folder or a missing file is asked about only now)
         if fs.isdir(p):
             return "Error: %s is a directory (use list_dir)" % p
@@ -76,7 +77,7 @@ def read_file(args, ctx):
             return "Error: file not found: %s" % p
         return "Error: cannot read %s (%s)" % (p, e)
     if size > READ_CAP:
-        from mimi.tools.registry import text_bytes  # (loaded: it is the caller)
+        from mimi.agent.act import text_bytes  # (loaded: it is the caller)
 
         shown = text_bytes(text)
         note = "\n[cut: %s is %d bytes; showed the first %d]" % (p, size, shown)

@@ -1,23 +1,11 @@
 # Tool registry: names, JSON schemas and handlers, and one `call` that always answers
-# with a string ("Error: ..." on any problem), so a tool can never crash the agent loop.
+# with a string ("Error: ..." on any problem), so a tool can never crash the agent loop
+# (its code, with the arguments' check and the output's cap, is agent/act.py's: loaded
+# for a tool step, not held while the turn's LLM calls run).
 # The global `registry` holds the tool table of mimi/tools/__init__.py (schemas as JSON
 # text, a tool's module imported when it is first called); add() registers more
 # (tests, extensions) with a dict schema and a handler.
-import sys
-from mimi import limits, log, fs, jsonutil, short, load, unload
-from micropython import const
-
-_TRUNC_NOTE = const("\n[output truncated at %d bytes]")
-_TYPES = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list, tuple),
-}
-_TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number",
-               "boolean": "true or false", "object": "an object", "array": "an array"}
+from mimi import jsonutil, short, load, unload, run
 
 
 class Ctx:
@@ -32,9 +20,9 @@ class Ctx:
 
 class Registry:
     def __init__(self, table=b""):
-        # the built-in tools: the rows of one bytes constant (mimi/tools TABLE), read as
-        # views of it when needed (nothing copied to RAM); add()ed ones: name ->
-        # (name, handler, description, schema dict), listed after the table's
+        # the built-in tools: the rows of bytes constants (a tuple of them: mimi/tools
+        # TABLE; None: that one, loaded when needed), read as views (nothing copied to RAM);
+        # add()ed ones: name -> (name, handler, description, schema dict), listed after
         self._table = table
         self._tools = {}
         self._order = []
@@ -43,17 +31,20 @@ class Registry:
         """(name, module, description, schema JSON) of each row of the table, as
         memoryviews of it."""
         t = self._table
-        m = memoryview(t)
-        i = 1
-        while i < len(t):
-            a = t.find(b"\t", i)
-            b = t.find(b"\t", a + 1)
-            c = t.find(b"\t", b + 1)
-            e = t.find(b"\n", c + 1)
-            if e < 0:
-                e = len(t)
-            yield m[i:a], m[a + 1:b], m[b + 1:c], m[c + 1:e]
-            i = e + 1
+        if t is None:
+            t = load("mimi.tools").TABLE
+        for t in (t,) if isinstance(t, bytes) else t:
+            m = memoryview(t)
+            i = 1
+            while i < len(t):
+                a = t.find(b"\t", i)
+                b = t.find(b"\t", a + 1)
+                c = t.find(b"\t", b + 1)
+                e = t.find(b"\n", c + 1)
+                if e < 0:
+                    e = len(t)
+                yield m[i:a], m[a + 1:b], m[b + 1:c], m[c + 1:e]
+                i = e + 1
 
     def _find(self, name):
         """name -> (handler or module name, schema: JSON text or dict), or None."""
@@ -92,6 +83,21 @@ class Registry:
 
         return devices.offer()
 
+    def call(self, name, args=None, ctx=None, pieces=False):
+        """Run tool `name` with args (dict or JSON text); the result string, never raises.
+        pieces: a long result may come as a tuple of str (bus.pieces(): a file read in
+        1 KB pieces, never one block its size), as the agent sends it; else joined.
+        (agent/act.py's call(): its code loaded for the call, or kept by a turn's step.)"""
+        return run("agent.act", "call", self, name, args, ctx, pieces)
+
+    def release(self):
+        """The table's module goes on a short heap (a .mpy's 4.9 KB: its bytes constant
+        in RAM) until a tool's call or the next turn loads it again: the provider has
+        written the request's tool parts to the flash (llm/provider.py), and the turn's
+        LLM calls read them from there. Only a table not given at init."""
+        if self._table is None and short():
+            unload("mimi.tools")
+
     def specs(self):
         """(name, description as JSON string content, schema as JSON text) of every
         tool offered now (mimi/tools NEEDS), for a provider to write into its request
@@ -116,110 +122,4 @@ class Registry:
                     out.append((n, json.dumps(t[2])[1:-1], json.dumps(t[3])))
         return out
 
-    def call(self, name, args=None, ctx=None, pieces=False):
-        """Run tool `name` with args (dict or JSON text); the result string, never raises.
-        pieces: a long result may come as a tuple of str (bus.pieces(): a file read in
-        1 KB pieces, never one block its size), as the agent sends it; else joined."""
-        tool = self._find(name)
-        if tool is None:
-            return "Error: unknown tool '%s'" % name
-        args, err = check_args(self.schema(name), args)
-        if err:
-            return "Error: " + err
-        mod = None
-        if short():  # a tool may want one big block (a file read): garbage out first
-            import gc
-
-            gc.collect()
-        try:
-            handler = tool[0]
-            if isinstance(handler, str):  # the module loads when its tool is called (under the
-                mod = "mimi.tools." + handler  # flash's lock: the console may load it too)
-                if mod in sys.modules:
-                    mod = None  # loaded before: it stays
-                handler = getattr(load("mimi.tools." + handler), name)
-            out = handler(args, ctx)
-        except Exception as e:  # a tool's bug becomes a message to the model
-            log.exception("tools", "%s failed" % name, e)
-            return "Error: %s failed: %s" % (name, _exc_text(e))
-        finally:
-            handler = None
-            if mod and short():  # the next LLM call of the turn needs the room
-                unload(mod)
-        if out is None:
-            out = ""
-        elif isinstance(out, tuple):
-            if not pieces:
-                out = "".join(out)
-        elif not isinstance(out, str):
-            out = str(out)
-        return cap(out)
-
-
-def check_args(schema, args):
-    """-> (args dict, None) or (None, problem) per the schema's required and types."""
-    if args is None or args == "":
-        args = {}
-    elif isinstance(args, (str, bytes)):
-        try:
-            args = jsonutil.loads(args)
-        except ValueError:
-            return None, "arguments are not valid JSON"
-    if not isinstance(args, dict):
-        return None, "arguments must be a JSON object"
-    props = schema.get("properties") or {}
-    for key in schema.get("required") or ():
-        if args.get(key) is None:
-            want = props.get(key, {}).get("type")
-            return None, "'%s' required%s" % (key, " (%s)" % want if want else "")
-    for key, spec in props.items():
-        if key not in args or args[key] is None:
-            continue
-        want = spec.get("type")
-        types = _TYPES.get(want)
-        if not types:
-            continue
-        v = args[key]
-        if want == "integer" and isinstance(v, float) and abs(v) < 1e15 and v == int(v):
-            args[key] = v = int(v)
-        if not isinstance(v, types) or (isinstance(v, bool) and want != "boolean"):
-            return None, "'%s' must be %s" % (key, _TYPE_WORDS[want])
-        if "enum" in spec and v not in spec["enum"]:
-            return None, "'%s' must be one of: %s" % (key, ", ".join(str(x) for x in spec["enum"]))
-    return args, None
-
-
-def text_bytes(text):
-    """UTF-8 bytes of a str or of a text in pieces (a tuple of str)."""
-    if isinstance(text, tuple):
-        return sum(len(memoryview(t)) for t in text)
-    return len(memoryview(text))
-
-
-def cap(text, limit=limits.TOOL_OUTPUT_MAX):
-    """At most `limit` UTF-8 bytes, cut on a character boundary, with a note when cut.
-    A text in pieces stays so when it fits (joined only to be cut)."""
-    if isinstance(text, tuple):
-        if text_bytes(text) <= limit:
-            return text
-        text = "".join(text)
-    if len(text) * 4 <= limit:  # fast path: can't be over even if all 4-byte chars
-        return text
-    data = text.encode()
-    if len(data) <= limit:
-        return text
-    note = _TRUNC_NOTE % limit
-    return fs.utf8_cut(data, limit - len(note)).decode() + note
-
-
-def _exc_text(e):
-    return str(e) or type(e).__name__
-
-
-def _table():
-    from mimi.tools import TABLE
-
-    return TABLE
-
-
-registry = Registry(_table())
+registry = Registry(None)
