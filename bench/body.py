@@ -56,8 +56,9 @@ def settled(mp, body, heap=None, used=False):
         with Sim.start(tmp, *sets, console=True, micropython=mp, parts=PARTS, heap=heap) as sim:
             sim.wait_for(r"I app: ready")
             # the simulator's own share, loaded both times: what the parts' reads load on the host
-            # (board/host_io.py, the parts' CRC; on the board machine's objects, no heap)
-            sim.send("import mimi.board.host_io, mimi.devices.sim.crc\r")
+            # (board/host_io.py, its ADC/PWM half board/host_signals.py that the NTC's read loads,
+            # the parts' CRC; on the board machine's objects, no heap)
+            sim.send("import mimi.board.host_io, mimi.board.host_signals, mimi.devices.sim.crc\r")
             for name in ("room", "light", "fan", "pipe") if used else ():
                 sim.send("device_read(%r)\r" % name)
                 sim.wait_for(r"%s = " % name)

@@ -37,13 +37,16 @@ def glyphs(text):
 def module(text):
     gl = glyphs(text)
     chars = "".join(c for c, _ in gl)
-    bits = bytes(b for _, rows in gl for b in rows)
     lines = ["# The charts' bitmap font, made by tools/mkfont.py from tools/font5x8.txt (edit that).",
-             "# CHARS[i] is drawn by BITS[i * H:(i + 1) * H], top row first, bit 4 the leftmost pixel.",
+             "# CHARS[i] is drawn by BITS[k][i] for its rows k = 0 .. H - 1, top row first, bit 4 the",
+             "# leftmost pixel. A bytes a row, not one table: on a .mpy install each is its own block",
+             "# of ~100 bytes, which a heap left in pieces by the chart's passes still has room for.",
              "W = %d" % W, "H = %d" % H, "ADVANCE = %d  # pixels from one character to the next" % (W + 1),
              "CHARS = %s" % ascii(chars), "BITS = ("]
-    for k in range(0, len(bits), 24):
-        lines.append("    %r" % bits[k:k + 24])
+    for k in range(H):
+        row = bytes(rows[k] for _, rows in gl)
+        lines += ["    %r" % row[i:i + 24] for i in range(0, len(row), 24)]
+        lines[-1] += ","
     lines.append(")")
     return "\n".join(lines) + "\n"
 

@@ -236,6 +236,38 @@ def leave_holes(n, size):
     return ballast
 
 
+def leave_pieces(size):
+    """Take the heap but for free blocks of at most `size` bytes (about half of what was
+    free, every other piece of a run of them; a heap broken up as a long run leaves it);
+    -> the ballast, to keep meanwhile. The lists are made first: a list grown while the
+    heap is taken would leave its old, bigger storage free."""
+    import gc
+
+    gc.collect()
+    n = gc.mem_free() // size + 8
+    pieces = [None] * n
+    rest = [None] * 512
+    k = 0
+    try:  # pieces end to end where the free heap is long enough for them
+        while k < n:
+            pieces[k] = bytearray(size - 16)
+            k += 1
+    except MemoryError:
+        pass
+    j = 0
+    s = size
+    while s >= 32 and j < len(rest):  # the shorter free blocks taken too
+        try:
+            rest[j] = bytearray(s - 16)
+            j += 1
+        except MemoryError:
+            s //= 2
+    for i in range(0, k, 2):
+        pieces[i] = None
+    gc.collect()
+    return pieces, rest
+
+
 def rules_load():
     """The rules' loop's state (services/rules/__init__.py) loaded, as its first pass or a
     change does (services/rules/upkeep.py load())."""

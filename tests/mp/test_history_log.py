@@ -87,6 +87,32 @@ async def test_device_history_after_simulated_hours():
     assert (lo, hi) == (14.5, 22.86) and abs(mean - sum(vals) / len(vals)) < 0.01
 
 
+async def test_at_rest_the_body_makes_no_llm_call_and_opens_no_connection():
+    # issue 24's budget: rules and history at rest, no LLM call, no TLS connection; three
+    # hours of a device logged every minute with a set rule that switches and a notify
+    # rule that is not met: not a module of the network or the agent loaded for it
+    import sys
+    from mimi import bus
+
+    parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=22)
+    parts.attach("relay", pin=21)
+    call("device_add", name="room", type="sht3x", log_min=1)
+    call("device_add", name="fan", type="relay", pin=21)
+    assert call("rule_add", name="warm", device="room", when="below", value=18, every_s=60, then="set",
+                target="fan", to="on", otherwise="off").startswith("OK")
+    assert call("rule_add", name="hot", device="room", when="above", value=30, every_s=60, then="notify",
+                text="hot").startswith("OK")
+    loaded = set(sys.modules)
+    read = await run(180, 1)
+    assert len(read) == 180 and parts.get("relay@21")["on"] is True  # (below 18 since minute 80)
+    assert list(fs.entries(limits.HISTORY_DIR))  # batches written
+    new = sorted(m for m in set(sys.modules) - loaded if m.startswith(("mimi.net", "mimi.llm", "mimi.agent",
+                                                                          "mimi.channels", "ssl", "tls", "socket")))
+    assert new == [], new
+    assert "mimi.net.tls" not in sys.modules and "mimi.net.http" not in sys.modules, loaded
+    assert bus.inbound.get_nowait() is None and bus.outbound.get_nowait() is None  # no turn, no notice
+
+
 async def test_every_five_minutes_the_long_tier_and_the_hourly_batch():
     parts.attach("sht3x", sda=8, scl=9, addr=0x44, temp=22)
     call("device_add", name="room", type="sht3x", log_min=5)

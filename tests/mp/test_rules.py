@@ -82,6 +82,25 @@ async def test_threshold_switches_a_relay_and_it_returns_below_the_hysteresis():
     assert "holds now" in call("rule_list")
 
 
+async def test_rises_and_falls_count_from_the_lowest_and_highest_since_they_fired():
+    warm_room()
+    assert call("rule_add", name="up", device="room", when="rises", hysteresis=2, every_s=1, then="notify",
+                text="up {value}").startswith("OK: rule 1: when room rises")
+    assert call("rule_add", name="down", device="room", when="falls", hysteresis=2, every_s=1, then="notify",
+                text="down {value}", cooldown_s=10).startswith("OK: rule 2: when room falls")
+    e = engine()
+    clock = Ticks()
+    await clock.step(e)  # 25: where both start
+    got = []
+    for temp in (24, 23.5, 24.5, 25.8, 26.3, 25, 24, 23, 21.5, 22):
+        parts.set("sht3x@0x44", temp=temp)
+        await clock.step(e, 11)
+        got += [m[2] for m in sent()]
+    # rises: more than 2 above the lowest since it fired (23.5 -> 25.8); falls: more than 2
+    # below the highest since (26.3 -> 24, then 24 -> 21.5; 23 was not)
+    assert got == ["up 25.8 \u00b0C", "down 24 \u00b0C", "down 21.5 \u00b0C"], got
+
+
 async def test_a_button_press_reaches_the_chat_through_its_interrupt():
     parts.attach("button", pin=4)
     assert call("device_add", name="door", type="button", pin=4).startswith("OK")

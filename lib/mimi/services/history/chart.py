@@ -238,7 +238,7 @@ class Chart:
     def encoder(self):
         """The PNG's encoder (png.py, loaded then)."""
         if self._enc is None:
-            from mimi.services.history import rows, png  # (the font first: its 793-byte table wants a hole that big)
+            from mimi.services.history import rows, png  # (the font with rows.py, before png.py)
 
             self._rows = rows
             self._enc = png.Encoder(self.w, self.h, 2, PALETTE, self.row, self.deflate)

@@ -56,8 +56,9 @@ def row(c, y):
         k = y - lb[j + 2]
         if 0 <= k < font.H:
             x = lb[j] | lb[j + 1] << 8
+            rb = bits[k]
             for i in range(n):
-                m = bits[lb[j + 4 + i] * font.H + k]
+                m = rb[lb[j + 4 + i]]
                 if m:
                     for b in range(font.W):
                         if m & (16 >> b):
