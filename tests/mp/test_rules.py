@@ -369,3 +369,45 @@ async def test_a_rule_made_on_the_repl_tells_the_owner_and_goes_with_rule_remove
     assert call("rule_list").startswith("No rules.")
     rules_load()
     assert e.rules == []
+
+
+async def test_on_a_short_heap_what_a_pass_says_waits_until_the_device_layer_is_gone():
+    # act.py (and the rule file's words it reads) is loaded after the pass's reads and
+    # drives, when the device layer's code and the drivers have gone: not all at once
+    import mimi
+    from mimi.services.rules import act
+
+    warm_room()
+    call("rule_add", name="hot", device="room", when="above", value=28, every_s=1, then="notify", text="hot")
+    call("rule_add", name="fan", device="room", when="above", value=28, every_s=1, then="set", target="fan",
+         to="on")
+    seen = []
+    real = act.fire, act.tell
+
+    def fire(*args):
+        seen.append(("fire", "mimi.devices.table" in sys.modules))
+        real[0](*args)
+
+    def tell(*args):
+        seen.append(("tell", "mimi.devices.table" in sys.modules))
+        real[1](*args)
+
+    act.fire, act.tell = fire, tell
+    mimi._short = True  # (the heap as a board without PSRAM has it: the device layer dropped after use)
+    try:
+        e = engine()
+        clock = Ticks()
+        await clock.step(e)
+        parts.set("sht3x@0x44", fault="nack")
+        await clock.step(e, 1)
+        parts.set("sht3x@0x44", fault=None, temp=29)
+        await clock.step(e, 2)
+    finally:
+        mimi._short = False
+        act.fire, act.tell = real
+    assert parts.get("relay@21")["on"] is True
+    assert seen == [("tell", False), ("tell", False), ("fire", False)], seen
+    assert [m[2] for m in sent()] == ["Rule 1 (hot): room (sht3x at 0x44 on SDA 8 / SCL 9) did not answer: no "
+                                      "acknowledge. Check the wiring (SDA to SDA, SCL to SCL), the address, the "
+                                      "pull-ups (4.7 kOhm to 3V3) and the power (3.3 V). Its rules wait and try "
+                                      "again.", "Rule 1 (hot): room reads again; its rules run.", "hot"]

@@ -93,10 +93,14 @@ async def _step(now):
     for name, lg in engine.logs.items():
         if due(struct.unpack_from("<I", lg, 4)[0], now) and name not in names:
             names.append(name)
+    _say()  # (the presses' notices)
     if names:  # the device layer loaded once for them all: each read's and action's use nests
-        with devices.use():  # in this one (on a short heap each use's end dropped it, loaded again by the next)
-            for name in names:
-                await _take(name, now)
+        try:
+            with devices.use():  # in this one (on a short heap each use's end dropped it, loaded again by the next)
+                for name in names:
+                    await _take(name, now)
+        finally:  # what they said, once the device layer's code is gone (a short heap): not both at once
+            _say()
     n = engine.notes  # (act.py's: notices held while offline, counted beyond the hour's ceiling)
     if n and (n[0] or (n[1] and time.ticks_diff(now, n[2]) >= 3600000)):
         from mimi.services import wifi
@@ -110,6 +114,25 @@ async def _step(now):
     for lg in engine.logs.values():
         wait = min(wait, time.ticks_diff(struct.unpack_from("<I", lg, 4)[0], now))
     return max(wait, 0 if engine.stale or engine.presses else 1)
+
+
+# What the reads and the rules have to say (act.py's notices and tells, upkeep.py's batches and
+# once-said lines): done after the reads, not in their middle, so that on a short heap act.py,
+# upkeep.py and the rule file's words (act.py reads them) are never loaded beside the device
+# layer's code and the drivers (a pass that tells "reads again" and switches a relay held
+# them all at once, ~20 KB, at a turn's peak): [(modules, function, args)].
+_later = []
+
+
+def later(names, fn, *args):
+    _later.append((names, fn, args))
+
+
+def _say():
+    calls = _later[:]
+    _later.clear()
+    for c in calls:
+        mimi.run(c[0], c[1], *c[2])
 
 
 async def _read(name):
@@ -141,13 +164,13 @@ async def _take(name, now):
         if rs and not b[1]:
             b[1] = True
             log.warning(TAG, "%s did not read: %s", name, why)
-            mimi.run("services.rules.act", "tell", [r[_ID] for r in rs], why + ". Its rules wait and try again.", now)
+            later("services.rules.act", "tell", [r[_ID] for r in rs], why + ". Its rules wait and try again.", now)
         return
     b = engine.bad.pop(name, None)
     engine.bad.pop((name, "read"), None)
     if b and b[1]:
         log.info(TAG, "%s reads again", name)
-        mimi.run("services.rules.act", "tell", [r[_ID] for r in rs], "%s reads again; its rules run." % name, now)
+        later("services.rules.act", "tell", [r[_ID] for r in rs], "%s reads again; its rules run." % name, now)
     if lg:
         _keep(name, now, reading)
     for r in rs:
@@ -224,7 +247,7 @@ async def fire(r, on, text, now):
                 b = engine.bad.setdefault(r[_TARGET], [0, False])
                 if not b[1]:
                     b[1] = True
-                    mimi.run("services.rules.act", "tell", [r[_ID]], why, now)
+                    later("services.rules.act", "tell", [r[_ID]], why, now)
         return
     r[_ON] = on
     if on is False:
@@ -233,14 +256,14 @@ async def fire(r, on, text, now):
         log.info(TAG, "rule %d: %s %s (held by its cooldown)", r[_ID], r[_DEV], text)
         return
     r[_FIRED] = now
-    mimi.run("services.rules.act", "fire", r[_ID], r[_DEV] + ("." + r[_LABEL] if r[_LABEL] else ""), text, now)
+    later("services.rules.act", "fire", r[_ID], r[_DEV] + ("." + r[_LABEL] if r[_LABEL] else ""), text, now)
 
 
 # --- history ------------------------------------------------------------------------
 
 def once(name, what, why):
     if (name, what) not in engine.bad:  # (said once: upkeep.once())
-        mimi.run("services.rules.upkeep", "once", name, what, why)
+        later("services.rules.upkeep", "once", name, what, why)
 
 
 def _keep(name, now, reading):
@@ -263,4 +286,4 @@ def _keep(name, now, reading):
     lg = lg[8 + _REC:] if n > limits.HISTORY_PENDING_MAX else lg[8:]  # (the flash refused the batches: the oldest go)
     engine.logs[name] = lg = head + lg + struct.pack("<Iff", t, v, v2 if num(v2) else float("nan"))
     if n >= limits.HISTORY_BATCH or t - struct.unpack_from("<I", lg, 8)[0] >= limits.HISTORY_FLUSH_S:
-        mimi.run("services.rules.upkeep", "write", name, False)
+        later("services.rules.upkeep", "write", name, False)
