@@ -411,3 +411,38 @@ async def test_on_a_short_heap_what_a_pass_says_waits_until_the_device_layer_is_
                                       "acknowledge. Check the wiring (SDA to SDA, SCL to SCL), the address, the "
                                       "pull-ups (4.7 kOhm to 3V3) and the power (3.3 V). Its rules wait and try "
                                       "again.", "Rule 1 (hot): room reads again; its rules run.", "hot"]
+
+
+async def test_no_room_to_read_or_drive_loses_a_pass_not_the_device():
+    # a MemoryError while a pass reads or drives (a turn at its peak on a short heap) is
+    # not the device's failure: no backoff, nothing told; the next pass reads and switches
+    warm_room()
+    call("rule_add", name="hot", device="room", when="above", value=28, every_s=1, then="notify", text="hot")
+    call("rule_add", name="fan", device="room", when="above", value=28, every_s=1, then="set", target="fan",
+         to="on", otherwise="off")
+    e = engine()
+    clock = Ticks()
+    await clock.step(e)
+    from mimi.devices.drivers import digital, sht3x  # (a heap with room keeps them)
+
+    def full(*args):
+        raise MemoryError("memory allocation failed, allocating 636 bytes")
+
+    real = sht3x.SHT3x.read, digital.Out.set
+    parts.set("sht3x@0x44", temp=29)
+    sht3x.SHT3x.read = full
+    try:
+        assert await clock.step(e, 1) == 1000
+    finally:
+        sht3x.SHT3x.read = real[0]
+    assert sent() == [] and e.bad == {}, e.bad
+    assert any("no room in the heap for a pass" in line for line in log.recent(10))
+    digital.Out.set = full
+    try:
+        await clock.step(e, 1)
+    finally:
+        digital.Out.set = real[1]
+    assert parts.get("relay@21")["on"] is False and e.bad == {}, e.bad
+    assert await clock.step(e, 1) == 1000
+    assert parts.get("relay@21")["on"] is True
+    assert [m[2] for m in sent()] == ["hot"]

@@ -136,10 +136,14 @@ def _say():
 
 
 async def _read(name):
-    """-> (reading, None) or (None, why)."""
+    """-> (reading, None) or (None, why). No room in the heap to read (the driver's code
+    not loaded, a turn at its peak) is not the device's failure: the pass ends (step()
+    says it), the device's rules are read again at the next."""
     with devices.use() as t:
         try:
             return await t.aread(name), None
+        except MemoryError:
+            raise
         except Exception as e:
             d = t.find(name)
             return None, t.said(d, e)[7:] if d else "there is no device %s" % name  # (past its "Error: ")
@@ -227,6 +231,7 @@ async def fire(r, on, text, now):
         to = r[_ELSE] if on is False else r[_TO]
         if cool and to is not None:
             return  # a switch too soon: the state is judged again at the next check
+        was = r[_ON], r[_FIRED]
         r[_ON] = on
         if to is None:
             return
@@ -240,6 +245,9 @@ async def fire(r, on, text, now):
                 log.info(TAG, "rule %d: %s %s: %s = %s", r[_ID], r[_DEV], text, r[_TARGET], got[0][2])
                 if r[_TARGET] not in (x[_DEV] for x in engine.rules):  # (a watched one's state is its reads')
                     engine.bad.pop(r[_TARGET], None)
+            except MemoryError:  # (no room to drive it: not switched, judged again at the next check)
+                r[_ON], r[_FIRED] = was
+                raise
             except Exception as e:
                 d = t.find(r[_TARGET])
                 why = t.said(d, e) if d else "no device %s" % r[_TARGET]
