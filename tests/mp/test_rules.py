@@ -446,3 +446,32 @@ async def test_no_room_to_read_or_drive_loses_a_pass_not_the_device():
     assert await clock.step(e, 1) == 1000
     assert parts.get("relay@21")["on"] is True
     assert [m[2] for m in sent()] == ["hot"]
+
+
+async def test_a_device_that_stops_answering_is_told_with_one_read_of_the_rule_file():
+    # its rules' chats are told at once: the file (and its words) read once for them all
+    from mimi.services.rules import upkeep
+
+    warm_room()
+    call("rule_add", name="hot", device="room", when="above", value=30, every_s=1, then="notify", text="hot")
+    call("rule_add", name="damp", device="room.humidity", when="above", value=80, every_s=1, then="notify",
+         text="damp")
+    e = engine()
+    clock = Ticks()
+    await clock.step(e)
+    parts.set("sht3x@0x44", fault="nack")
+    reads = []
+    real = upkeep.read
+
+    def read():
+        reads.append(1)
+        return real()
+
+    upkeep.read = read
+    try:
+        await clock.step(e, 1)
+    finally:
+        upkeep.read = real
+    got = sent()
+    assert len(got) == 1 and got[0][2].startswith("Rule 1 (hot): room (sht3x"), got
+    assert len(reads) == 1, reads

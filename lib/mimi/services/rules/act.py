@@ -21,10 +21,11 @@ _SENT = const(3)  # notices sent in it
 NOTICE = {"notice": True}  # a notice's meta: not an agent's answer, so in no session (websocket/gateway.py)
 
 
-def _rule(rid):
+def _rule(rid, rules=None):
+    """Rule `rid` of the file (read for it, unless `rules` are)."""
     import mimi
 
-    for r in mimi.run("services.rules.upkeep", "read"):
+    for r in rules or mimi.run("services.rules.upkeep", "read"):
         if r["id"] == rid:
             return r
     return None
@@ -103,9 +104,12 @@ def fire(rid, name, value, now):
 
 def tell(ids, text, now):
     """Something about rules `ids` (a device that stopped answering) to their chats, once each."""
+    import mimi
+
     told = []
+    rules = mimi.run("services.rules.upkeep", "read")  # (once for them all: the file and its words)
     for rid in ids:
-        r = _rule(rid)
+        r = _rule(rid, rules)
         dest = r and _dest(r)
         if dest and dest not in told and _room(now, dest):
             told.append(dest)
