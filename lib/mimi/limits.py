@@ -306,6 +306,8 @@ RULE_COOLDOWN_MIN_S = const(10)  # ... and never more often than this
 RULE_NOTICES_HOUR = const(20)  # notices and asks of all rules in one hour; the rest summed up
 RULE_HELD_MAX = const(8)  # notices kept while offline (the rest counted and summed up)
 RULE_BACKOFF_MAX_S = const(300)  # a device that fails to read is retried at most this far apart
+RULE_PASS_ROOM = const(32 * 1024)  # less free (a turn at its peak on a short heap): a pass (~14-16 KB) waits...
+RULE_HOLD_MS = const(5000)  # ... at most this long (services/rules/__init__.py run())
 
 # Cron / heartbeat
 CRON_MAX_JOBS = const(16)

@@ -448,6 +448,52 @@ async def test_no_room_to_read_or_drive_loses_a_pass_not_the_device():
     assert [m[2] for m in sent()] == ["hot"]
 
 
+async def test_a_pass_waits_while_a_turn_holds_the_heap_at_most_rule_hold_ms():
+    # a pass loads ~14-16 KB on a short heap: with less than RULE_PASS_ROOM free (a turn at
+    # its peak) it waits half a second at a time (a wake counts as one wait), then runs
+    # once there is room, or after RULE_HOLD_MS of waits whatever the heap
+    import asyncio
+    import mimi.services.rules as e
+    from support import leave_free
+
+    warm_room()
+    call("rule_add", name="fan", device="room", when="above", value=28, every_s=1, then="set", target="fan",
+         to="on", otherwise="off")
+    parts.set("sht3x@0x44", temp=29)
+    flag = asyncio.ThreadSafeFlag()
+
+    async def wake(n):
+        for _ in range(n):
+            flag.set()
+            for _ in range(20):  # (a pass awaits the SHT3x's conversion)
+                await asyncio.sleep_ms(5)
+
+    relay = parts.find("relay@21")  # (its state read without loading the simulator's console side)
+    ballast = leave_free(limits.RULE_PASS_ROOM // 2)
+    log.clear()
+    task = asyncio.create_task(e.run(flag))
+    try:
+        await wake(limits.RULE_HOLD_MS // 500 - 2)
+        assert relay.state()["on"] is False  # no pass yet
+        assert not any("no room" in line or "no pass" in line for line in log.recent()), log.recent()
+        ballast = None
+        for _ in range(3):  # (the first pass loads the rules, the next reads)
+            await wake(1)
+        assert relay.state()["on"] is True, log.recent()  # room again: the passes ran
+        parts.set("sht3x@0x44", temp=20)
+        ballast = leave_free(limits.RULE_PASS_ROOM - 4096)
+        await wake(limits.RULE_HOLD_MS // 500 - 2)
+        assert relay.state()["on"] is True  # held
+        await wake(3)  # past RULE_HOLD_MS: the pass runs (and switches, or finds no room and says so)
+        ran = relay.state()["on"] is False or any("no room" in line or "no pass" in line
+                                                          for line in log.recent())
+        ballast = None
+        assert ran, log.recent()
+    finally:
+        task.cancel()
+        ballast = None  # noqa: F841
+
+
 async def test_a_device_that_stops_answering_is_told_with_one_read_of_the_rule_file():
     # its rules' chats are told at once: the file (and its words) read once for them all
     from mimi.services.rules import upkeep

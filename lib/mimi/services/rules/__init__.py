@@ -35,18 +35,31 @@ stale = True  # the rules or the devices changed: load them again
 async def run(flag):
     """The loop (devices.body() runs it once there is work): a pass
     (check.py, loaded for it), then a wait until the next is due or something changes
-    (devices.changed() sets flag, an asyncio.ThreadSafeFlag)."""
+    (devices.changed() sets flag, an asyncio.ThreadSafeFlag). A pass loads ~14-16 KB
+    on a heap without PSRAM (check.py, the device layer, a driver): with less than
+    RULE_PASS_ROOM free a turn holds the heap at its peak, and the pass lets it go first,
+    half a second at a time (a wake by a press counts as one wait), RULE_HOLD_MS at
+    most; then it runs whatever the heap. (gc.mem_free() without a collection: such a
+    heap is collected every GC_THRESHOLD bytes allocated, app.py, so its garbage is
+    little; a heap with PSRAM has far more than the room free.)"""
+    import gc
     import time
     import asyncio
     import mimi
-    from mimi import bus, log
+    from mimi import bus, limits, log
 
+    held = 0  # ms waited for room
     while True:
-        try:
-            wait = await mimi.load("mimi.services.rules.check").step(time.ticks_ms())
-        except Exception as e:  # no room to load the pass (step() logs its own)
-            log.warning("rules", "no pass %r", e)  # (10 characters: a qstr, no string kept)
-            wait = 1000
+        wait = 500
+        if held < limits.RULE_HOLD_MS and gc.mem_free() < limits.RULE_PASS_ROOM:
+            held += wait
+        else:
+            held = 0
+            try:
+                wait = await mimi.load("mimi.services.rules.check").step(time.ticks_ms())
+            except Exception as e:  # no room to load the pass (step() logs its own)
+                log.warning("rules", "no pass %r", e)  # (10 characters: a qstr, no string kept)
+                wait = 1000
         if wait:
             ring = asyncio.create_task(bus.ring(flag, wait))
             await flag.wait()  # (a ring left by a cancel only sets the flag)
