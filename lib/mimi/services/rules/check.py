@@ -11,24 +11,25 @@
 # cooldown: a set rule switches again only after it (its state is judged again at the
 # next check), a notify or ask rule's firing within it is logged and dropped. A device
 # that fails to read is retried with backoff (doubling up to RULE_BACKOFF_MAX_S) and its
-# rules' chats are told once, and again when it reads again.
+# rules' chats are told once, and again when it reads again (upkeep.failed()).
 #
-# History: a logging device's readings wait in the engine; HISTORY_BATCH of them or an
-# hour's go to services/history/store.py (upkeep.write(): for a device read more often
-# than every 5 minutes only whole 5-minute slots; the store averages each slot into its
-# long tier).
+# History: a logging device's readings wait in the engine (upkeep.keep(), once per
+# reading); HISTORY_BATCH of them or an hour's go to services/history/store.py
+# (upkeep.write(): for a device read more often than every 5 minutes only whole 5-minute
+# slots; the store averages each slot into its long tier).
 #
 # A rule in RAM is a list: its definition (the file's, services/rules/book.py) then its
 # state; the texts of notices and asks stay in the file. What a pass needs only now and
-# then (the rules loaded, a batch written, the states listed) is services/rules/upkeep.py,
-# loaded for it: the pass, loaded every second on a heap without PSRAM, stays small.
+# then (the rules loaded, a failed read, a reading kept, a batch written, the states
+# listed) is services/rules/upkeep.py, loaded for it after the pass's reads (later()): the
+# pass, loaded every second on a heap without PSRAM, stays small (2.9 KB of .mpy, was 3.6).
 import gc
 import sys
 import time
 import struct
 import mimi
 from micropython import const
-from mimi import limits, log, board
+from mimi import limits, log
 import mimi.devices as devices
 import mimi.services.rules as engine
 
@@ -49,7 +50,6 @@ _NEXT = const(12)  # ticks_ms of its next check
 _ON = const(13)  # above/below: the condition holds (None: not judged yet)
 _REF = const(14)  # changes/rises/falls: the value it compares with
 _FIRED = const(15)  # ticks_ms it last acted (None: never)
-_REC = const(12)  # bytes of a waiting reading: "<Iff" Unix time, value, second value (NaN: none)
 
 
 def due(t, now):
@@ -156,27 +156,15 @@ async def _take(name, now):
     if lg and not due(struct.unpack_from("<I", lg, 4)[0], now):
         lg = None
     reading, why = await _read(name)
-    if reading is None:
-        b = engine.bad.setdefault(name, [0, False])
-        b[0] += 1
-        for r in rs:
-            back = min(r[_EVERY] << min(b[0], 16), limits.RULE_BACKOFF_MAX_S * 1000)
-            r[_NEXT] = time.ticks_add(now, max(back, r[_EVERY]))
-        if lg:
-            _keep(name, now, None)
-            once(name, "read", why)
-        if rs and not b[1]:
-            b[1] = True
-            log.warning(TAG, "%s did not read: %s", name, why)
-            later("services.rules.act", "tell", [r[_ID] for r in rs], why + ". Its rules wait and try again.", now)
-        return
+    if reading is None:  # (its backoff and what it says: upkeep.py, after the reads)
+        return later("services.rules.upkeep", "failed", name, rs, lg is not None, why, now)
     b = engine.bad.pop(name, None)
     engine.bad.pop((name, "read"), None)
     if b and b[1]:
         log.info(TAG, "%s reads again", name)
         later("services.rules.act", "tell", [r[_ID] for r in rs], "%s reads again; its rules run." % name, now)
-    if lg:
-        _keep(name, now, reading)
+    if lg:  # (the reading kept: upkeep.py, after the reads)
+        later("services.rules.upkeep", "keep", name, now, reading)
     for r in rs:
         r[_NEXT] = time.ticks_add(now, r[_EVERY])
         await check(r, reading, now)
@@ -265,33 +253,3 @@ async def fire(r, on, text, now):
         return
     r[_FIRED] = now
     later("services.rules.act", "fire", r[_ID], r[_DEV] + ("." + r[_LABEL] if r[_LABEL] else ""), text, now)
-
-
-# --- history ------------------------------------------------------------------------
-
-def once(name, what, why):
-    if (name, what) not in engine.bad:  # (said once: upkeep.once())
-        later("services.rules.upkeep", "once", name, what, why)
-
-
-def _keep(name, now, reading):
-    """A logging device read (reading None: it failed): its next reading due a period
-    after now, and the reading waits for its batch."""
-    lg = engine.logs[name]
-    every = struct.unpack_from("<I", lg)[0]
-    head = struct.pack("<II", every, time.ticks_add(now, every))
-    engine.logs[name] = head + lg[8:]  # (a new bytes: the agent thread's readers take the old or the new, whole)
-    if reading is None:
-        return
-    if not board.clock.valid():
-        return once(name, "clock", "the clock is not set")
-    v = reading[0][1]
-    v2 = reading[1][1] if len(reading) > 1 else None
-    if not num(v):
-        return once(name, "value", "it reads %r, not a number" % reading[0][2])
-    t = board.clock.unix()
-    n = (len(lg) - 8) // _REC + 1
-    lg = lg[8 + _REC:] if n > limits.HISTORY_PENDING_MAX else lg[8:]  # (the flash refused the batches: the oldest go)
-    engine.logs[name] = lg = head + lg + struct.pack("<Iff", t, v, v2 if num(v2) else float("nan"))
-    if n >= limits.HISTORY_BATCH or t - struct.unpack_from("<I", lg, 8)[0] >= limits.HISTORY_FLUSH_S:
-        later("services.rules.upkeep", "write", name, False)

@@ -24,6 +24,7 @@ THEN = ("set", "notify", "ask")
 _ID = const(0)  # (check.py's row)
 _DEV = const(1)
 _WHEN = const(3)
+_EVERY = const(6)
 _NEXT = const(12)
 _REC = const(12)  # bytes of a waiting reading (check.py)
 
@@ -133,6 +134,58 @@ def load():
         files.recount()
     if first:
         log.info(TAG, "running: %d rule(s), %d device(s) logging", len(engine.rules), len(new))
+
+
+def failed(name, rs, logs, why, now):
+    """A pass could not read device `name` (check.py): its rules `rs` due are tried
+    again with backoff (doubling up to RULE_BACKOFF_MAX_S) and their chats told once;
+    logs: it was due for its history too."""
+    import mimi.services.rules as engine
+
+    b = engine.bad.setdefault(name, [0, False])
+    b[0] += 1
+    for r in rs:
+        back = min(r[_EVERY] << min(b[0], 16), limits.RULE_BACKOFF_MAX_S * 1000)
+        r[_NEXT] = time.ticks_add(now, max(back, r[_EVERY]))
+    if logs:
+        keep(name, now, None)
+        once(name, "read", why)
+    if rs and not b[1]:
+        b[1] = True
+        log.warning(TAG, "%s did not read: %s", name, why)
+        mimi.run("services.rules.act", "tell", [r[_ID] for r in rs], why + ". Its rules wait and try again.", now)
+
+
+def keep(name, now, reading):
+    """A logging device read by a pass (reading None: it failed): its next reading due a
+    period after now, and the reading waits for its batch (written here when it is whole:
+    HISTORY_BATCH readings, or HISTORY_FLUSH_S since the first). Loaded for it once per
+    reading, not every pass (check.py)."""
+    import mimi.services.rules as engine
+    from mimi import board
+
+    lg = engine.logs[name]
+    every = struct.unpack_from("<I", lg)[0]
+    head = struct.pack("<II", every, time.ticks_add(now, every))
+    engine.logs[name] = head + lg[8:]  # (a new bytes: the agent thread's readers take the old or the new, whole)
+    if reading is None:
+        return
+    if not board.clock.valid():
+        return once(name, "clock", "the clock is not set")
+    v = reading[0][1]
+    v2 = reading[1][1] if len(reading) > 1 else None
+    if not _num(v):
+        return once(name, "value", "it reads %r, not a number" % reading[0][2])
+    t = board.clock.unix()
+    n = (len(lg) - 8) // _REC + 1
+    lg = lg[8 + _REC:] if n > limits.HISTORY_PENDING_MAX else lg[8:]  # (the flash refused the batches: the oldest go)
+    engine.logs[name] = lg = head + lg + struct.pack("<Iff", t, v, v2 if _num(v2) else float("nan"))
+    if n >= limits.HISTORY_BATCH or t - struct.unpack_from("<I", lg, 8)[0] >= limits.HISTORY_FLUSH_S:
+        write(name, False)
+
+
+def _num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def once(name, what, why):
