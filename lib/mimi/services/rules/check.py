@@ -22,7 +22,7 @@
 # state; the texts of notices and asks stay in the file. What a pass needs only now and
 # then (the rules loaded, a failed read, a reading kept, a batch written, the states
 # listed) is services/rules/upkeep.py, loaded for it after the pass's reads (later()): the
-# pass, loaded every second on a heap without PSRAM, stays small (2.9 KB of .mpy, was 3.6).
+# pass, loaded every second on a heap without PSRAM, stays small (2.8 KB of .mpy, was 3.4).
 import gc
 import sys
 import time
