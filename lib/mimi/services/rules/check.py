@@ -120,19 +120,21 @@ async def _step(now):
 # once-said lines): done after the reads, not in their middle, so that on a short heap act.py,
 # upkeep.py and the rule file's words (act.py reads them) are never loaded beside the device
 # layer's code and the drivers (a pass that tells "reads again" and switches a relay held
-# them all at once, ~20 KB, at a turn's peak): [(modules, function, args)].
+# them all at once, ~20 KB, at a turn's peak): [(module, function, args)], upkeep.py's or
+# act.py's, run by upkeep.said() with each module loaded once (a pass reading four logging
+# devices loaded and dropped upkeep.py, and collected, four times in one stretch of the loop).
 _later = []
 
 
-def later(names, fn, *args):
-    _later.append((names, fn, args))
+def later(module, fn, *args):
+    _later.append((module, fn, args))
 
 
 def _say():
-    calls = _later[:]
-    _later.clear()
-    for c in calls:
-        mimi.run(c[0], c[1], *c[2])
+    if _later:
+        calls = _later[:]
+        _later.clear()
+        mimi.run("services.rules.upkeep services.rules.act", "said", calls)
 
 
 async def _read(name):
@@ -157,14 +159,14 @@ async def _take(name, now):
         lg = None
     reading, why = await _read(name)
     if reading is None:  # (its backoff and what it says: upkeep.py, after the reads)
-        return later("services.rules.upkeep", "failed", name, rs, lg is not None, why, now)
+        return later("upkeep", "failed", name, rs, lg is not None, why, now)
     b = engine.bad.pop(name, None)
     engine.bad.pop((name, "read"), None)
     if b and b[1]:
         log.info(TAG, "%s reads again", name)
-        later("services.rules.act", "tell", [r[_ID] for r in rs], "%s reads again; its rules run." % name, now)
+        later("act", "tell", [r[_ID] for r in rs], "%s reads again; its rules run." % name, now)
     if lg:  # (the reading kept: upkeep.py, after the reads)
-        later("services.rules.upkeep", "keep", name, now, reading)
+        later("upkeep", "keep", name, now, reading)
     for r in rs:
         r[_NEXT] = time.ticks_add(now, r[_EVERY])
         await check(r, reading, now)
@@ -243,7 +245,7 @@ async def fire(r, on, text, now):
                 b = engine.bad.setdefault(r[_TARGET], [0, False])
                 if not b[1]:
                     b[1] = True
-                    later("services.rules.act", "tell", [r[_ID]], why, now)
+                    later("act", "tell", [r[_ID]], why, now)
         return
     r[_ON] = on
     if on is False:
@@ -252,4 +254,4 @@ async def fire(r, on, text, now):
         log.info(TAG, "rule %d: %s %s (held by its cooldown)", r[_ID], r[_DEV], text)
         return
     r[_FIRED] = now
-    later("services.rules.act", "fire", r[_ID], r[_DEV] + ("." + r[_LABEL] if r[_LABEL] else ""), text, now)
+    later("act", "fire", r[_ID], r[_DEV] + ("." + r[_LABEL] if r[_LABEL] else ""), text, now)

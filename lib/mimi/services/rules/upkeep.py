@@ -136,6 +136,13 @@ def load():
         log.info(TAG, "running: %d rule(s), %d device(s) logging", len(engine.rules), len(new))
 
 
+def said(calls):
+    """What a pass had to say (check.py later()), after its reads: [(module, function,
+    args)], "upkeep" or "act" (loaded here once for them all; mimi.run() drops it after)."""
+    for m, fn, args in calls:
+        getattr(mimi.load("mimi.services.rules." + m), fn)(*args)
+
+
 def failed(name, rs, logs, why, now):
     """A pass could not read device `name` (check.py): its rules `rs` due are tried
     again with backoff (doubling up to RULE_BACKOFF_MAX_S) and their chats told once;
