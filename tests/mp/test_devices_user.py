@@ -47,6 +47,8 @@ def read(dev):
 
 
 def set(dev, value):
+    if value == "full":
+        raise MemoryError("memory allocation failed, allocating 636 bytes")
     raise ValueError("boom " + str(value))
 """
 SNEAKY = """KIND = "in"
@@ -104,6 +106,10 @@ def test_driver_that_raises_or_does_not_load():
     out = call("device_set", name="b", value="on")
     assert out == "Error: b (boom on GPIO5) failed: ValueError: boom on", out
     assert "E devices: b failed" in "\n".join(log.recent(10))
+    out = call("device_set", name="b", value="full")  # no room: not the part's fault nor a bug
+    assert out == "Error: no room in the board's memory for b (boom on GPIO5) just now " \
+        "(memory allocation failed, allocating 636 bytes)", out
+    assert log.recent(1)[0].endswith("W devices: b: no room in the heap (memory allocation failed, allocating 636 bytes)")
     assert call("device_read", name="b") == "b = idle"  # the next call works
     write("/drivers/broken.py", "KIND = 'in'\ndef read(dev) return 1\n")
     out = call("device_add", name="c", type="broken", pin=6)

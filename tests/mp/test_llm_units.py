@@ -3,7 +3,7 @@
 import json
 import support
 from support import raises
-from mimi import limits
+from mimi import limits, log
 from mimi.tools.registry import Registry, Ctx
 from mimi.agent.act import cap
 from mimi.llm.provider import (LLMError, Reply, Call, strip_think, split_base, from_config,
@@ -58,6 +58,10 @@ def anthropic_ok(text="hi", calls=(), usage=None):
                                          "cache_read_input_tokens": 0}})
 
 
+def _no_room(args, ctx):
+    raise MemoryError("memory allocation failed, allocating 636 bytes")
+
+
 def make_registry():
     r = Registry()
     r.add("echo", "Echo", {"type": "object", "properties": {
@@ -84,6 +88,12 @@ def test_registry_errors_and_formats():
     assert r.call("echo", {"text": "x", "n": "3"}) == "Error: 'n' must be an integer"
     assert r.call("echo", {"text": "x", "n": True}) == "Error: 'n' must be an integer"
     assert r.call("boom", None).startswith("Error: boom failed: ")
+    # no room in the heap is said as such, not as the tool's bug (no traceback logged)
+    full = Registry()
+    full.add("full", "No room", {"type": "object", "properties": {}, "required": []}, _no_room)
+    out = full.call("full", {})
+    assert out.startswith("Error: full found no room in the board's memory ("), out
+    assert "W tools: full: no room in the heap" in log.recent(1)[0] and "Traceback" not in "\n".join(log.recent(3))
     assert r.call("where", {}, Ctx("telegram", "42")) == "telegram:42"
     out = r.call("big", {})
     data = out.encode()

@@ -110,6 +110,9 @@ def call(reg, name, args=None, ctx=None, pieces=False):
 
             gc.collect()
         out = handler(args, ctx)
+    except MemoryError as e:  # not a bug: the heap had no room for it just then
+        log.warning("tools", "%s: no room in the heap (%s)", name, e)
+        return "Error: %s found no room in the board's memory (%s); it may work later" % (name, e)
     except Exception as e:  # a tool's bug becomes a message to the model
         log.exception("tools", "%s failed" % name, e)
         return "Error: %s failed: %s" % (name, _exc_text(e))

@@ -350,10 +350,12 @@ def _setter(dev):
 
 def said(dev, e):
     """An exception of `dev` as the tool's error text: a part's Fault in devices/faults.py's
-    words (loaded for it), anything else (a driver's bug, a MemoryError: no room to load
-    them) here."""
+    words (loaded for it), no room to load them and anything else (a driver's bug) here."""
     if isinstance(e, Fault):
         return mimi.load("mimi.devices.faults").said(dev, e)
+    if isinstance(e, MemoryError):  # not the part's fault nor a bug: it may work later
+        log.warning(TAG, "%s: no room in the heap (%s)", dev.name, e)
+        return "Error: no room in the board's memory for %s just now (%s)" % (dev.label(), e)
     log.exception(TAG, "%s failed" % dev.name, e)  # a driver's bug: the log keeps its traceback
     return "Error: %s failed: %s: %s" % (dev.label(), type(e).__name__, e)
 
