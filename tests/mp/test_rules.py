@@ -448,12 +448,54 @@ async def test_no_room_to_read_or_drive_loses_a_pass_not_the_device():
     assert [m[2] for m in sent()] == ["hot"]
 
 
+async def _wake(flag, n):
+    """The rules' loop (services/rules/__init__.py run()) woken n times, each time left to
+    run until it waits again."""
+    import asyncio
+
+    for _ in range(n):
+        flag.set()
+        for _ in range(20):  # (a pass awaits the SHT3x's conversion)
+            await asyncio.sleep_ms(5)
+
+
+async def test_a_pass_waits_while_a_turn_runs_on_a_short_heap():
+    # a turn takes the heap at its start (its prompt, its history) and at its LLM calls:
+    # on a short heap a pass begun with room was in its way, so it waits for the turn too
+    # (at most RULE_HOLD_MS: the next test)
+    import asyncio
+    import mimi
+    import mimi.services.rules as e
+    from mimi.agent import worker
+
+    warm_room()
+    call("rule_add", name="fan", device="room", when="above", value=28, every_s=1, then="set", target="fan",
+         to="on")
+    parts.set("sht3x@0x44", temp=29)
+    relay = parts.find("relay@21")
+    flag = asyncio.ThreadSafeFlag()
+    mimi._short = True
+    worker.busy = True
+    task = asyncio.create_task(e.run(flag))
+    try:
+        await _wake(flag, limits.RULE_HOLD_MS // 500 - 2)
+        assert relay.state()["on"] is False  # no pass while the turn runs
+        worker.busy = False
+        for _ in range(3):  # (the first pass loads the rules, the next reads)
+            await _wake(flag, 1)
+        assert relay.state()["on"] is True  # the turn is over: the passes ran
+    finally:
+        task.cancel()
+        worker.busy = mimi._short = False
+
+
 async def test_a_pass_waits_while_a_turn_holds_the_heap_at_most_rule_hold_ms():
     # a pass loads ~14-16 KB on a short heap: with less than RULE_PASS_ROOM free (a turn at
     # its peak) it waits half a second at a time (a wake counts as one wait), then runs
     # once there is room, or after RULE_HOLD_MS of waits whatever the heap
     import asyncio
     import mimi.services.rules as e
+    from mimi.agent import worker  # noqa: F401  (loaded, as the firmware's agent thread has it)
     from support import leave_free
 
     warm_room()
@@ -463,10 +505,7 @@ async def test_a_pass_waits_while_a_turn_holds_the_heap_at_most_rule_hold_ms():
     flag = asyncio.ThreadSafeFlag()
 
     async def wake(n):
-        for _ in range(n):
-            flag.set()
-            for _ in range(20):  # (a pass awaits the SHT3x's conversion)
-                await asyncio.sleep_ms(5)
+        await _wake(flag, n)
 
     relay = parts.find("relay@21")  # (its state read without loading the simulator's console side)
     ballast = leave_free(limits.RULE_PASS_ROOM // 2)

@@ -36,22 +36,25 @@ async def run(flag):
     """The loop (devices.body() runs it once there is work): a pass
     (check.py, loaded for it), then a wait until the next is due or something changes
     (devices.changed() sets flag, an asyncio.ThreadSafeFlag). A pass loads ~14-16 KB
-    on a heap without PSRAM (check.py, the device layer, a driver): with less than
-    RULE_PASS_ROOM free a turn holds the heap at its peak, and the pass lets it go first,
-    half a second at a time (a wake by a press counts as one wait), RULE_HOLD_MS at
-    most; then it runs whatever the heap. (gc.mem_free() without a collection: such a
-    heap is collected every GC_THRESHOLD bytes allocated, app.py, so its garbage is
-    little; a heap with PSRAM has far more than the room free.)"""
+    on a heap without PSRAM (check.py, the device layer, a driver): while a turn runs on
+    a short heap (the agent's worker.busy, mimi.short()), or less than RULE_PASS_ROOM is
+    free, the pass lets the turn go first, half a second at a time (a wake by a press
+    counts as one wait), RULE_HOLD_MS at most; then it runs whatever the heap. (A turn
+    takes the heap at its start, its prompt and history, and at its LLM calls: a pass
+    begun with room was in its way. gc.mem_free() without a collection: such a heap is
+    collected every GC_THRESHOLD bytes allocated, app.py, so its garbage is little; a
+    heap with PSRAM has far more than the room free and is not short.)"""
     import gc
     import time
     import asyncio
     import mimi
     from mimi import bus, limits, log
 
+    agent = mimi.load("mimi.agent.worker")  # (the agent thread's: loaded at boot)
     held = 0  # ms waited for room
     while True:
         wait = 500
-        if held < limits.RULE_HOLD_MS and gc.mem_free() < limits.RULE_PASS_ROOM:
+        if held < limits.RULE_HOLD_MS and (agent.busy and mimi.short() or gc.mem_free() < limits.RULE_PASS_ROOM):
             held += wait
         else:
             held = 0
