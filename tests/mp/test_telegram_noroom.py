@@ -16,13 +16,8 @@ def setup():
     tt.setup()
 
 
-async def test_a_reply_that_found_no_room_before_it_went_still_ends_in_its_progress_message():
-    # the heap runs out before the reply's first part is made (the turn's progress message
-    # on the chat): nothing went, so the dispatcher frees what it can and sends it again.
-    # The retry had lost the turn's Status (taken off bot.typing by the first try): the
-    # answer came as a new message below the streamed partial, left standing stale
-    from mimi import channels
-
+async def _answering():
+    """A chat with its turn's progress message showing the answer so far."""
     b, task = await tt.started()
     limits.TG_TYPING_S = 1
     limits.TG_PROGRESS_AFTER_S = 0
@@ -32,6 +27,17 @@ async def test_a_reply_that_found_no_room_before_it_went_still_ends_in_its_progr
     await until(lambda: tt._sent_n(1), "the progress message")
     await b.send(bus.Msg("telegram", tt.ALLOWED, "It is sun", bus.PARTIAL))
     await until(lambda: tt._edits_n(1), "the answer so far")
+    return b, task
+
+
+async def test_a_reply_that_found_no_room_before_it_went_still_ends_in_its_progress_message():
+    # the heap runs out before the reply's first part is made (the turn's progress message
+    # on the chat): nothing went, so the dispatcher frees what it can and sends it again.
+    # The retry had lost the turn's Status (taken off bot.typing by the first try): the
+    # answer came as a new message below the streamed partial, left standing stale
+    from mimi import channels
+
+    b, task = await _answering()
     fmt = channels.load("telegram.format")
     render, calls = fmt.render_html, []
 
@@ -57,15 +63,7 @@ async def test_a_reply_that_never_found_room_leaves_no_partial_standing():
     # (its send connection closes)
     from mimi import channels
 
-    b, task = await tt.started()
-    limits.TG_TYPING_S = 1
-    limits.TG_PROGRESS_AFTER_S = 0
-    await tt.update(chat_id=tt.ALLOWED, text="hi")
-    await tt.inbound()
-    await b.send(bus.Msg("telegram", tt.ALLOWED, "working", kind=bus.STATUS))
-    await until(lambda: tt._sent_n(1), "the progress message")
-    await b.send(bus.Msg("telegram", tt.ALLOWED, "It is sun", bus.PARTIAL))
-    await until(lambda: tt._edits_n(1), "the answer so far")
+    b, task = await _answering()
     tgsend = channels.load("telegram.send")
     parts, calls = tgsend._parts, []
 
