@@ -17,7 +17,8 @@ BEFORE = 3455, 3803  # the table's bytes (Anthropic's, OpenAI's shape) when issu
 def schema_table():
     from mimi.tools import TABLE, NEEDS
 
-    TOOLS = [tuple(row.split("\t")) for row in TABLE.decode().split("\n")[1:]]  # (name, module, description, schema)
+    TOOLS = [tuple(row.split("\t")) for row in b"".join(TABLE).decode().split("\n")[1:]]  # (name, module, description, schema)
+    # (the table: bytes constants of whole rows, each beginning with "\n")
 
     noargs = '{"type":"object","properties":{}}'  # left out in OpenAI's shape (llm/openai.py _NOARGS)
 
