@@ -180,8 +180,10 @@ async def test_rules_survive_a_restart():
 
     assert e.rules is None
     rules_load()
-    assert [r[0] for r in e.rules] == [1, 2] and e.rules[1][2] == "humidity"
-    assert all(x[:] is x for r in e.rules for x in r if isinstance(x, str))  # qstrs, kept once
+    n = 15  # (one flat list, check.py's _N slots a rule)
+    assert len(e.rules) == 2 * n and e.rules[0::n] == [1, 2] and e.rules[n + 2] == "humidity"
+    assert e.rules[8] is None and e.rules[n + 8:n + 11] == ["fan", "off", None]  # (target, to, otherwise: set rules')
+    assert all(x[:] is x for x in e.rules if isinstance(x, str))  # qstrs, kept once
     listing = call("rule_list")
     assert listing.startswith("1 hot: when room above 30, checked every 10 s: notify \"hot: {value}\" "
                               "(at most every 60 s); to websocket home\n2 fan: when room.humidity below 30"), listing
