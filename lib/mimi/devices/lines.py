@@ -42,11 +42,9 @@ def owned():
 
 def _last(name):
     """(the last reading's text, its ticks_ms) of device `name`, or None."""
-    import struct
-
     state = sys.modules.get("mimi.devices.state")
     b = state.last.get(name) if state else None
-    return None if b is None else (b[4:].decode(), struct.unpack_from("<I", b)[0])
+    return None if b is None else (b[4:].decode(), int.from_bytes(b[:4], "little"))
 
 DEVICES = ("Parts wired to this board, with their last readings (device_read reads one now, "
            "device_set drives one). A pin the tools refuse stays refused: tell the user.\n")

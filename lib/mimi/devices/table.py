@@ -292,10 +292,8 @@ async def _take(lock):
 def done(dev, r):
     """A driver's answer kept as the device's last reading (and params it changed saved)."""
     r = r if dev.mod else dev.drv.shape(r)  # a /drivers/ read's answer (devices/user.py)
-    import struct
-
     # (one bytes: its ticks then its text, a third of the tuples' heap; a tuple of the two took 16 B more)
-    state.last[dev.name] = struct.pack("<I", time.ticks_ms()) + text(r).encode()
+    state.last[dev.name] = time.ticks_ms().to_bytes(4, "little") + text(r).encode()
     if dev.dirty:
         dev.dirty = False
         try:
