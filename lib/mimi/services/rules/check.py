@@ -84,8 +84,10 @@ async def _step(now):
     if engine.stale:
         mimi.run("services.rules.upkeep", "load")
     R = engine.rules
-    while engine.presses:
-        name = engine.presses.pop(0)
+    p = engine.presses
+    if p:  # taken whole (a press while they are acted on starts a new list: the next pass's)
+        engine.presses = None
+    for name in p or ():
         for i in range(0, len(R), _N):
             if R[i + _WHEN] == "pressed" and R[i + _DEV] == name:
                 await fire(R, i, None, "pressed", now)
@@ -183,25 +185,25 @@ def num(v):
 
 async def check(r, i, reading, now):
     """Judge the rule at r[i:i + _N] (r: engine.rules) on a reading."""
+    label = r[i + _LABEL]
     for item in reading:
-        if item[0] == r[i + _LABEL] or not r[i + _LABEL]:
+        if item[0] == label or not label:
             break
     else:
         return
     v = item[1]
     when = r[i + _WHEN]
+    ref = r[i + _REF]
     if when == "changes":
-        if r[i + _REF] is None or (abs(v - r[i + _REF]) > r[i + _HYST] if num(v) and num(r[i + _REF]) else v != r[i + _REF]):
-            first = r[i + _REF] is None
+        if ref is None or (abs(v - ref) > r[i + _HYST] if num(v) and num(ref) else v != ref):
             r[i + _REF] = v
-            if not first:
+            if ref is not None:
                 await fire(r, i, None, item[2], now)
         return
     if not num(v):
         return
     h = r[i + _HYST]
     if when in ("rises", "falls"):
-        ref = r[i + _REF]
         up = when == "rises"
         if ref is not None and (v > ref + h if up else v < ref - h):
             r[i + _REF] = v
@@ -220,44 +222,46 @@ async def check(r, i, reading, now):
 
 
 async def fire(r, i, on, text, now):
-    """Act on the rule at r[i:i + _N] (r: engine.rules): on True (its condition began to hold), False (it cleared) or None
-    (an event: a change, a rise, a press)."""
-    cool = r[i + _COOL] and r[i + _FIRED] is not None and time.ticks_diff(now, r[i + _FIRED]) < r[i + _COOL]
-    if r[i + _TARGET] is not None:  # a set rule
+    """Act on the rule at r[i:i + _N] (r: engine.rules): on True (its condition began to
+    hold), False (it cleared) or None (an event: a change, a rise, a press)."""
+    rid, fired, target = r[i + _ID], r[i + _FIRED], r[i + _TARGET]
+    cool = r[i + _COOL] and fired is not None and time.ticks_diff(now, fired) < r[i + _COOL]
+    if target is not None:  # a set rule
         to = r[i + _ELSE] if on is False else r[i + _TO]
         if cool and to is not None:
             return  # a switch too soon: the state is judged again at the next check
-        was = r[i + _ON], r[i + _FIRED]
+        was = r[i + _ON]
         r[i + _ON] = on
         if to is None:
             return
         r[i + _FIRED] = now
         with devices.use() as t:
             try:
-                got = await t.adrive(r[i + _TARGET], to)
+                got = await t.adrive(target, to)
                 # (its first item's text: the reading's whole text is devices/lines.py's, which a
                 # pass leaves to the agent thread: one module imported by two threads at once
                 # shows the second a half-made module)
-                log.info(TAG, "rule %d: %s %s: %s = %s", r[i + _ID], r[i + _DEV], text, r[i + _TARGET], got[0][2])
-                if r[i + _TARGET] not in r[_DEV::_N]:  # (a watched one's state is its reads')
-                    engine.bad.pop(r[i + _TARGET], None)
+                log.info(TAG, "rule %d: %s %s: %s = %s", rid, r[i + _DEV], text, target, got[0][2])
+                if target not in r[_DEV::_N]:  # (a watched one's state is its reads')
+                    engine.bad.pop(target, None)
             except MemoryError:  # (no room to drive it: not switched, judged again at the next check)
-                r[i + _ON], r[i + _FIRED] = was
+                r[i + _ON], r[i + _FIRED] = was, fired
                 raise
             except Exception as e:
-                d = t.find(r[i + _TARGET])
-                why = t.said(d, e) if d else "no device %s" % r[i + _TARGET]
-                log.warning(TAG, "rule %d: %s", r[i + _ID], why)
-                b = engine.bad.setdefault(r[i + _TARGET], [0, False])
+                d = t.find(target)
+                why = t.said(d, e) if d else "no device %s" % target
+                log.warning(TAG, "rule %d: %s", rid, why)
+                b = engine.bad.setdefault(target, [0, False])
                 if not b[1]:
                     b[1] = True
-                    later("act", "tell", [r[i + _ID]], why, now)
+                    later("act", "tell", [rid], why, now)
         return
     r[i + _ON] = on
     if on is False:
         return
     if cool:
-        log.info(TAG, "rule %d: %s %s (held by its cooldown)", r[i + _ID], r[i + _DEV], text)
+        log.info(TAG, "rule %d: %s %s (held by its cooldown)", rid, r[i + _DEV], text)
         return
     r[i + _FIRED] = now
-    later("act", "fire", r[i + _ID], r[i + _DEV] + ("." + r[i + _LABEL] if r[i + _LABEL] else ""), text, now)
+    label = r[i + _LABEL]
+    later("act", "fire", rid, r[i + _DEV] + ("." + label if label else ""), text, now)
