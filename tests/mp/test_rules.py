@@ -116,6 +116,7 @@ async def test_a_button_press_reaches_the_chat_through_its_interrupt():
     assert e.presses == ["door"]
     await clock.step(e)
     assert sent() == [("websocket", "home", "door was pressed")]
+    assert e.presses is None  # (at rest: no list kept)
 
 
 async def test_a_notice_to_a_websocket_chat_with_no_page_open_is_said_in_the_log():

@@ -28,7 +28,7 @@ logs = {}  # device name -> bytes: "<II" every_ms, next ticks_ms, then its waiti
 bad = {}  # device name -> [failed reads in a row, its rules' chats told]; (device, what) -> 1:
 # logged once, history that cannot be kept (one dict for both: a set of its own took 16 B and a name)
 notes = None  # the notices' count and queue (act.py), from the first notice on
-presses = []  # buttons pressed since the last pass (devices.changed(name))
+presses = None  # buttons pressed since the last pass (devices.changed(name)): a list from the first, taken whole by the pass
 stale = True  # the rules or the devices changed: load them again
 
 
