@@ -77,7 +77,8 @@ def _row(d, old):
     name, _, label = d[dev].partition(".")
     v = [d.get(k) for k in _FIELDS.split()]
     r = [d["id"], name, label, d[when], v[0], v[1] or 0, (v[2] or 0) * 1000, (v[3] or 0) * 1000]
-    r += v[5:] if v[4] == "set" else (None, None, None)  # (target, to, otherwise: a set rule's only)
+    # (target, to, otherwise: a set rule's only; a set rule is one with a target, "" if the file has none)
+    r += (v[5] or "", v[6], v[7]) if v[4] == "set" else (None, None, None)
     r += (time.ticks_ms(), None, None, None)
     for i, x in enumerate(r):  # its words and names as qstrs, kept once (devices/table.py word())
         if isinstance(x, str) and len(x) <= limits.DEVICE_NAME_MAX:  # (a long `to` stays a string)
