@@ -12,7 +12,7 @@ from mimi.devices.table import Fault, TAG
 
 def forget(name):
     """Nothing kept of a device of that name (devices/state.py, its lock)."""
-    for d in (state.mem, state.last, state.presses, t.locks):
+    for d in (state.mem, state.last, state.presses or {}, t.locks):
         d.pop(name, None)
 
 

@@ -19,5 +19,5 @@ users = 0
 mem = {}  # device name -> its driver's state (a dict)
 last = {}  # device name -> its last reading: bytes, its ticks_ms (4, little-endian) then its text (devices/table.py done())
 i2c_ids = {}  # sda << 8 | scl -> the I2C controller (0 or 1) those pins have (an int key: a tuple took 16 B)
-presses = {}  # button name -> [presses since the last reading, ticks of the last edge]
+presses = None  # button name -> [presses since the last reading, ticks of the last edge]: a dict from the first button armed
 pressed = None  # fn(name) told of each press as it happens (the rules' `pressed`: devices.changed), or None
