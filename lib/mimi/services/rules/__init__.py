@@ -23,7 +23,7 @@
 # add them); upkeep.flush() writes them all (a reset, the loop's end: mimi.close()). They
 # are an immutable bytes, replaced whole by the loop at each change: a reader on the
 # agent thread takes it as it is, with no lock.
-rules = None  # a rule: a list, its definition then its state (check.py); None: not loaded yet
+rules = None  # the rules: one flat list, each rule its definition then its state (check.py _N slots); None: not loaded yet
 logs = {}  # device name -> bytes: "<II" every_ms, next ticks_ms, then its waiting readings
 bad = {}  # device name -> [failed reads in a row, its rules' chats told]; (device, what) -> 1:
 # logged once, history that cannot be kept (one dict for both: a set of its own took 16 B and a name)
