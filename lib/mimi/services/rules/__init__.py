@@ -45,21 +45,22 @@ async def run(flag):
     import gc
     import time
     import asyncio
-    import mimi  # (mimi.limits, .log, .bus: loaded at boot; locals of their own made this frame 16 B more)
+    import mimi
+    from mimi import bus, limits, log
 
     held = 0  # ms waited for room
     while True:
         wait = 500
-        if held < mimi.limits.RULE_HOLD_MS and gc.mem_free() < mimi.limits.RULE_PASS_ROOM:
+        if held < limits.RULE_HOLD_MS and gc.mem_free() < limits.RULE_PASS_ROOM:
             held += wait
         else:
             held = 0
             try:
                 wait = await mimi.load("mimi.services.rules.check").step(time.ticks_ms())
             except Exception as e:  # no room to load the pass (step() logs its own)
-                mimi.log.warning("rules", "no pass %r", e)  # (10 characters: a qstr, no string kept)
+                log.warning("rules", "no pass %r", e)  # (10 characters: a qstr, no string kept)
                 wait = 1000
         if wait:
-            ring = asyncio.create_task(mimi.bus.ring(flag, wait))
+            ring = asyncio.create_task(bus.ring(flag, wait))
             await flag.wait()  # (a ring left by a cancel only sets the flag)
             ring.cancel()
