@@ -108,8 +108,8 @@ def test_units_come_from_the_last_readings_text():
     from mimi.devices import state
     from mimi.services.history.query import units
 
-    state.last["t"] = ("21.5 \u00b0C, humidity 40 %", 0)
-    state.last["l"] = ("about 320 lx", 0)
-    state.last["d"] = ("door open, 3", 0)
+    state.last["t"] = b"\0\0\0\0" + "21.5 \u00b0C, humidity 40 %".encode()  # (its ticks, then its text)
+    state.last["l"] = b"\0\0\0\0about 320 lx"
+    state.last["d"] = b"\0\0\0\0door open, 3"
     assert units("t") == ("\u00b0C", "%") and units("l") == ("lx", "")
     assert units("d") == ("", "") and units("nothing") == ("", "")

@@ -116,6 +116,7 @@ async def test_a_button_press_reaches_the_chat_through_its_interrupt():
     assert e.presses == ["door"]
     await clock.step(e)
     assert sent() == [("websocket", "home", "door was pressed")]
+    assert e.presses is None  # (at rest: no list kept)
 
 
 async def test_a_notice_to_a_websocket_chat_with_no_page_open_is_said_in_the_log():
@@ -180,8 +181,10 @@ async def test_rules_survive_a_restart():
 
     assert e.rules is None
     rules_load()
-    assert [r[0] for r in e.rules] == [1, 2] and e.rules[1][2] == "humidity"
-    assert all(x[:] is x for r in e.rules for x in r if isinstance(x, str))  # qstrs, kept once
+    n = 15  # (one flat list, check.py's _N slots a rule)
+    assert len(e.rules) == 2 * n and e.rules[0::n] == [1, 2] and e.rules[n + 2] == "humidity"
+    assert e.rules[8] is None and e.rules[n + 8:n + 11] == ["fan", "off", None]  # (target, to, otherwise: set rules')
+    assert all(x[:] is x for x in e.rules if isinstance(x, str))  # qstrs, kept once
     listing = call("rule_list")
     assert listing.startswith("1 hot: when room above 30, checked every 10 s: notify \"hot: {value}\" "
                               "(at most every 60 s); to websocket home\n2 fan: when room.humidity below 30"), listing

@@ -60,8 +60,11 @@ def changed(name=None):
     if e:
         if name is None:
             e.stale = True
-        elif len(e.presses) < 16:
-            e.presses.append(name)
+        else:  # (None at rest, 32 B less than an empty list: check.py takes them whole)
+            p = e.presses or []
+            if len(p) < 16:
+                p.append(name)
+                e.presses = p
     if _later:
         _later.set()
 

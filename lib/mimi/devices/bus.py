@@ -29,14 +29,14 @@ def i2c(sda, scl):
     with _lock:
         b = _i2c.get((sda, scl))
         if b is None:
-            hid = state.i2c_ids.get((sda, scl))
+            hid = state.i2c_ids.get(sda << 8 | scl)
             if hid is None:
                 used = state.i2c_ids.values()
                 free = [i for i in (0, 1) if i not in used]
                 if not free:
                     raise ValueError("both I2C controllers are in use (%s)" % ", ".join(
-                        "SDA %d / SCL %d" % k for k in state.i2c_ids))
-                hid = state.i2c_ids[(sda, scl)] = free[0]
+                        "SDA %d / SCL %d" % (k >> 8, k & 255) for k in state.i2c_ids))
+                hid = state.i2c_ids[sda << 8 | scl] = free[0]
             b = _i2c[(sda, scl)] = I2CBus(hid, sda, scl)
         return b
 
@@ -45,5 +45,5 @@ def forget(sda, scl):
     """No device uses this bus: its controller is free for other pins."""
     with _lock:
         _i2c.pop((sda, scl), None)
-        state.i2c_ids.pop((sda, scl), None)
+        state.i2c_ids.pop(sda << 8 | scl, None)
 

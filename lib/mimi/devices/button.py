@@ -13,6 +13,8 @@ def counter(name, active):
     """The handler, on both edges: a press is an edge after 50 ms without one, the pin
     then at its pressed level `active`; an edge within 50 ms of the last one is a bounce.
     (Falling edges alone counted a release's bounces as a press.)"""
+    if state.presses is None:
+        state.presses = {}
     c = state.presses.setdefault(name, [0, 0])
 
     def edge(pin):

@@ -12,7 +12,7 @@ from mimi.devices.table import Fault, TAG
 
 def forget(name):
     """Nothing kept of a device of that name (devices/state.py, its lock)."""
-    for d in (state.mem, state.last, state.presses, t.locks):
+    for d in (state.mem, state.last, state.presses or {}, t.locks):
         d.pop(name, None)
 
 
@@ -106,7 +106,7 @@ def close(dev):
         except Exception as e:
             log.exception(TAG, "%s: closing failed" % dev.name, e)
     if dev.bus and dev.bus[0] == "i2c" and not any(d.bus == dev.bus for d in t.listed() if d is not dev):
-        state.i2c_ids.pop(dev.bus[1:], None)
+        state.i2c_ids.pop(dev.bus[1] << 8 | dev.bus[2], None)
 
 
 def reload():

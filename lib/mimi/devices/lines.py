@@ -41,8 +41,10 @@ def owned():
 
 
 def _last(name):
+    """(the last reading's text, its ticks_ms) of device `name`, or None."""
     state = sys.modules.get("mimi.devices.state")
-    return state.last.get(name) if state else None
+    b = state.last.get(name) if state else None
+    return None if b is None else (b[4:].decode(), int.from_bytes(b[:4], "little"))
 
 DEVICES = ("Parts wired to this board, with their last readings (device_read reads one now, "
            "device_set drives one). A pin the tools refuse stays refused: tell the user.\n")

@@ -17,7 +17,7 @@ import _thread
 lock = _thread.allocate_lock()  # users, and loading/dropping the code
 users = 0
 mem = {}  # device name -> its driver's state (a dict)
-last = {}  # device name -> (its reading's text, devices/table.py text(); time.ticks_ms())
-i2c_ids = {}  # (sda, scl) -> the I2C controller (0 or 1) those pins have
-presses = {}  # button name -> [presses since the last reading, ticks of the last edge]
+last = {}  # device name -> its last reading: bytes, its ticks_ms (4, little-endian) then its text (devices/table.py done())
+i2c_ids = {}  # sda << 8 | scl -> the I2C controller (0 or 1) those pins have (an int key: a tuple took 16 B)
+presses = None  # button name -> [presses since the last reading, ticks of the last edge]: a dict from the first button armed
 pressed = None  # fn(name) told of each press as it happens (the rules' `pressed`: devices.changed), or None

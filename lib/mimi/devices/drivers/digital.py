@@ -43,7 +43,7 @@ class In:
             v ^= self.active
             return (("", v, "HIGH" if v else "LOW"),)
         pressed = 1 if v == self.active else 0
-        c = state.presses.get(self.name) or [0]
+        c = (state.presses or {}).get(self.name) or [0]
         n, c[0] = c[0], 0
         out = ("", pressed, "pressed" if pressed else "released")
         if n:

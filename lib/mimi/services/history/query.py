@@ -94,7 +94,7 @@ def units(name):
     state = sys.modules.get("mimi.devices.state")  # (not loaded: no device has read)
     last = state.last.get(name) if state else None
     out = ["", ""]
-    for k, item in enumerate(last[0].split(", ")[:2] if last else ()):
+    for k, item in enumerate(last[4:].decode().split(", ")[:2] if last else ()):
         t = item.split()
         try:
             float(t[-2])

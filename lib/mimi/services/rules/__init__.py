@@ -23,12 +23,12 @@
 # add them); upkeep.flush() writes them all (a reset, the loop's end: mimi.close()). They
 # are an immutable bytes, replaced whole by the loop at each change: a reader on the
 # agent thread takes it as it is, with no lock.
-rules = None  # a rule: a list, its definition then its state (check.py); None: not loaded yet
+rules = None  # the rules: one flat list, each rule its definition then its state (check.py _N slots); None: not loaded yet
 logs = {}  # device name -> bytes: "<II" every_ms, next ticks_ms, then its waiting readings
 bad = {}  # device name -> [failed reads in a row, its rules' chats told]; (device, what) -> 1:
 # logged once, history that cannot be kept (one dict for both: a set of its own took 16 B and a name)
 notes = None  # the notices' count and queue (act.py), from the first notice on
-presses = []  # buttons pressed since the last pass (devices.changed(name))
+presses = None  # buttons pressed since the last pass (devices.changed(name)): a list from the first, taken whole by the pass
 stale = True  # the rules or the devices changed: load them again
 
 

@@ -264,23 +264,24 @@ def _n(v):
 
 def _states():
     """{rule id: its state in words} while the rules' loop runs (services/rules/__init__.py
-    holds each rule as services/rules/check.py's row), else {}."""
+    holds the rules as services/rules/check.py's flat list), else {}."""
     import sys
     import time
 
     eng = sys.modules.get("mimi.services.rules")
     out = {}
     now = time.ticks_ms()
-    for r in eng and eng.rules or ():
+    R = eng and eng.rules or ()
+    for i in range(0, len(R), 15):  # (check.py's _N slots a rule: its id, device, on, fired)
         s = []
-        if r[13] is not None:  # (the row's on, fired, device, id)
-            s.append("holds now" if r[13] else "does not hold now")
-        if r[15] is not None:
-            s.append("acted %d s ago" % (time.ticks_diff(now, r[15]) // 1000))
-        b = eng.bad.get(r[1])
+        if R[i + 12] is not None:
+            s.append("holds now" if R[i + 12] else "does not hold now")
+        if R[i + 14] is not None:
+            s.append("acted %d s ago" % (time.ticks_diff(now, R[i + 14]) // 1000))
+        b = eng.bad.get(R[i + 1])
         if b:
-            s.append("%s failed %d reads in a row" % (r[1], b[0]))
-        out[r[0]] = ", ".join(s)
+            s.append("%s failed %d reads in a row" % (R[i + 1], b[0]))
+        out[R[i]] = ", ".join(s)
     return out
 
 

@@ -7,8 +7,8 @@
 # and the rule book read the file here too: what the loop loads stays clear of book.py's
 # checks and words, whose names MicroPython interns for good as a .mpy loads. A file that
 # is not the book's shape is moved aside to limits.RULES_BAD with a log line; the
-# firmware runs without rules. A rule in RAM: check.py's row (its definition, then its
-# state). The engine and the device state are imported where they are used (book.py
+# firmware runs without rules. The rules in RAM: check.py's flat list (each rule's
+# definition, then its state). The engine and the device state are imported where they are used (book.py
 # loads this without them).
 import sys
 import time
@@ -21,11 +21,12 @@ from mimi import limits, log, fs
 TAG = "rules"
 WHEN = ("above", "below", "changes", "rises", "falls", "pressed")
 THEN = ("set", "notify", "ask")
-_ID = const(0)  # (check.py's row)
+_ID = const(0)  # (check.py's slots of a rule)
 _DEV = const(1)
 _WHEN = const(3)
 _EVERY = const(6)
-_NEXT = const(12)
+_NEXT = const(11)
+_N = const(15)
 _REC = const(12)  # bytes of a waiting reading (check.py)
 
 
@@ -70,11 +71,15 @@ _FIELDS = "value hysteresis every_s cooldown_s then target to otherwise"
 
 
 def _row(d, old):
+    """Rule d's _N slots in engine.rules (check.py): its definition, then its state,
+    which `old` (its slots before, or None) keeps when the definition is the same."""
     dev, when, _ = _KEYS.split()
     name, _, label = d[dev].partition(".")
     v = [d.get(k) for k in _FIELDS.split()]
-    r = [d["id"], name, label, d[when], v[0], v[1] or 0, (v[2] or 0) * 1000, (v[3] or 0) * 1000, v[4], v[5],
-         v[6], v[7], time.ticks_ms(), None, None, None]
+    r = [d["id"], name, label, d[when], v[0], v[1] or 0, (v[2] or 0) * 1000, (v[3] or 0) * 1000]
+    # (target, to, otherwise: a set rule's only; a set rule is one with a target, "" if the file has none)
+    r += (v[5] or "", v[6], v[7]) if v[4] == "set" else (None, None, None)
+    r += (time.ticks_ms(), None, None, None)
     for i, x in enumerate(r):  # its words and names as qstrs, kept once (devices/table.py word())
         if isinstance(x, str) and len(x) <= limits.DEVICE_NAME_MAX:  # (a long `to` stays a string)
             getattr(None, x, None)
@@ -106,8 +111,15 @@ def load():
         for name in gone:
             mimi.run("services.history.store services.history", "remove", name)
     engine.stale = False
-    old = {r[_ID]: r for r in engine.rules or ()}
-    engine.rules = [_row(d, old.get(d["id"])) for d in read()]
+    R = engine.rules or ()
+    old = {R[i + _ID]: R[i:i + _N] for i in range(0, len(R), _N)}
+    rows = [_row(d, old.get(d["id"])) for d in read()]
+    old = None
+    R = [None] * (len(rows) * _N)  # (one list, its size exact: check.py)
+    for i, r in enumerate(rows):
+        R[i * _N:i * _N + _N] = r
+    engine.rules = R
+    rows = None
     new = {}
     for name, m in mimi.run("devices.lines", "logging"):
         lg = engine.logs.get(name)
@@ -118,7 +130,7 @@ def load():
         if name not in new and len(lg) > 8 and name in alive:
             write(name, True)  # (its logging stopped: what it read is kept; a removed device's goes)
     engine.logs = new
-    buttons = [r[_DEV] for r in engine.rules if r[_WHEN] == "pressed"]
+    buttons = [R[i + _DEV] for i in range(0, len(R), _N) if R[i + _WHEN] == "pressed"]
     import mimi.devices as devices
 
     state.pressed = devices.changed if buttons else None
@@ -133,7 +145,7 @@ def load():
     if files:  # the room the file tools leave for the history follows the devices that log
         files.recount()
     if first:
-        log.info(TAG, "running: %d rule(s), %d device(s) logging", len(engine.rules), len(new))
+        log.info(TAG, "running: %d rule(s), %d device(s) logging", len(R) // _N, len(new))
 
 
 def said(calls):
@@ -144,23 +156,24 @@ def said(calls):
 
 
 def failed(name, rs, logs, why, now):
-    """A pass could not read device `name` (check.py): its rules `rs` due are tried
-    again with backoff (doubling up to RULE_BACKOFF_MAX_S) and their chats told once;
-    logs: it was due for its history too."""
+    """A pass could not read device `name` (check.py): its rules `rs` due (their places
+    in engine.rules) are tried again with backoff (doubling up to RULE_BACKOFF_MAX_S)
+    and their chats told once; logs: it was due for its history too."""
     import mimi.services.rules as engine
 
+    R = engine.rules
     b = engine.bad.setdefault(name, [0, False])
     b[0] += 1
-    for r in rs:
-        back = min(r[_EVERY] << min(b[0], 16), limits.RULE_BACKOFF_MAX_S * 1000)
-        r[_NEXT] = time.ticks_add(now, max(back, r[_EVERY]))
+    for i in rs:
+        back = min(R[i + _EVERY] << min(b[0], 16), limits.RULE_BACKOFF_MAX_S * 1000)
+        R[i + _NEXT] = time.ticks_add(now, max(back, R[i + _EVERY]))
     if logs:
         keep(name, now, None)
         once(name, "read", why)
     if rs and not b[1]:
         b[1] = True
         log.warning(TAG, "%s did not read: %s", name, why)
-        mimi.run("services.rules.act", "tell", [r[_ID] for r in rs], why + ". Its rules wait and try again.", now)
+        mimi.run("services.rules.act", "tell", [R[i + _ID] for i in rs], why + ". Its rules wait and try again.", now)
 
 
 def keep(name, now, reading):
