@@ -136,7 +136,7 @@ def hold(on):
     poke() meanwhile, which still stops feeding if the agent thread hangs."""
     global held
     held = bool(on)
-    mimi.run("services.wdtcheck", "timer", held)
+    _timer(held)
 
 
 def release():
@@ -145,4 +145,15 @@ def release():
     A soft reset stops that timer but not the watchdog: boot.py starts it again."""
     w = current
     if w is not None and w.wdt is not None:
-        mimi.run("services.wdtcheck", "timer", w.wdt)
+        _timer(w.wdt)
+
+
+def _timer(how):
+    # (wdtcheck.timer()): loaded from the flash, which may find no room where the loop
+    # died of a full heap; what runs after (app.py: the readings flushed) must still run
+    try:
+        mimi.run("services.wdtcheck", "timer", how)
+    except Exception as e:
+        from mimi import log
+
+        log.error(TAG, "no feeding timer: %s", e)
