@@ -3,9 +3,10 @@
 # calls it `engine`): the rules' task (devices.body(), mimi/devices/__init__.py) waits
 # for work and then hands over to run(), so a firmware without rules or logging devices
 # never loads this. check.py is one pass (the rules loaded when they changed,
-# the devices due read, the rules judged and acted on, the readings kept), upkeep.py the
-# rule file read and what the loop needs now and then (the rules loaded, a batch of
-# readings written), book.py the rules' checks, changes and words, act.py what a firing
+# the devices due read, the rules judged and acted on), upkeep.py the rule file read and
+# what the loop needs now and then, after a pass's reads (the rules loaded, a reading
+# kept or a failed read's backoff, a batch of readings written, what a pass says:
+# said()), book.py the rules' checks, changes and words, act.py what a firing
 # notify or ask rule sends: all loaded for that and dropped (check.py, on a heap without
 # PSRAM, at most GC_SMALL_HEAP, after each pass with the device layer's code: 16 KB of
 # .mpy for four parts; rules checked every second must not keep it; with room both

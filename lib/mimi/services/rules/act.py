@@ -25,7 +25,7 @@ def _rule(rid, rules=None):
     """Rule `rid` of the file (read for it, unless `rules` are)."""
     import mimi
 
-    for r in rules or mimi.run("services.rules.upkeep", "read"):
+    for r in rules if rules is not None else mimi.run("services.rules.upkeep", "read"):
         if r["id"] == rid:
             return r
     return None

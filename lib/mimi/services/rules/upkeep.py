@@ -1,7 +1,9 @@
 # The rule file read (/rules.json, limits.RULES_PATH; its shape: services/rules/book.py),
 # and what the rules' loop needs now and then, not every pass (services/rules/check.py is
 # the pass, loaded every second on a heap without PSRAM): the rules (re)loaded from the
-# file and the logging devices from the table, a device's batch of readings written to
+# file and the logging devices from the table, a logging device's reading kept (keep())
+# and a failed read's backoff and word to its chats (failed()), both run after the pass's
+# reads with what else it says (said()), a device's batch of readings written to
 # the history, every waiting reading written (a reset, the loop's end), history of
 # removed devices pruned at boot. Loaded for that and dropped. A firing rule (act.py)
 # and the rule book read the file here too: what the loop loads stays clear of book.py's
@@ -173,7 +175,8 @@ def failed(name, rs, logs, why, now):
     if rs and not b[1]:
         b[1] = True
         log.warning(TAG, "%s did not read: %s", name, why)
-        mimi.run("services.rules.act", "tell", [R[i + _ID] for i in rs], why + ". Its rules wait and try again.", now)
+        # (said() runs this with act.py loaded, and drops it after the batch)
+        mimi.load("mimi.services.rules.act").tell([R[i + _ID] for i in rs], why + ". Its rules wait and try again.", now)
 
 
 def keep(name, now, reading):
