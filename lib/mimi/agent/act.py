@@ -1,5 +1,5 @@
 # A tool step of the agent's turn (agent/react.py): the tool calls of one reply run
-# (tools/registry.py's call()), their arguments checked and outputs capped, and the two
+# (call() here; tools/registry.py's Registry.call() is the same for other callers), their arguments checked and outputs capped, and the two
 # messages that tell the model made. Loaded for a step, and on a short heap let go
 # after it: the turn's LLM calls, where its peak is, run without this code (~4 KB of a
 # .mpy's heap with the registry's part).
@@ -55,9 +55,9 @@ def act(reply, step, st, registry, ctx, enc, progress):
             log.info("agent", "tool %s (%d bytes of args)", c.name, size)
             if progress:
                 progress(c.name, _detail(args))
-            out = call(registry, c.name, c.args, ctx, True) if registry else \
-                "Error: unknown tool '%s'" % c.name
-            out = cap(out or "(empty)", min(limits.TOOL_OUTPUT_MAX, st[1]))
+            out = call(registry, c.name, c.args, ctx, True, min(limits.TOOL_OUTPUT_MAX, st[1])) \
+                if registry else "Error: unknown tool '%s'" % c.name
+            out = out or "(empty)"
             st[1] -= text_bytes(out)
         content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": args})
         results.append({"type": "tool_result", "tool_use_id": c.id, "content": out})
@@ -84,15 +84,15 @@ def _spill(m, st):
     return m
 
 
-def call(reg, name, args=None, ctx=None, pieces=False):
+def call(reg, name, args=None, ctx=None, pieces=False, limit=limits.TOOL_OUTPUT_MAX):
     """Registry reg's tool `name` run with args (dict or JSON text): the result string,
-    never raises (Registry.call()).
+    at most `limit` UTF-8 bytes (cap()), never raises (Registry.call()).
     pieces: a long result may come as a tuple of str (bus.pieces(): a file read in
-    1 KB pieces, never one block its size), as the agent sends it; else joined."""
+    pieces of READ_PIECE_SHORT or 1 KB, never one block its size), as the agent sends it; else joined."""
     tool = reg._find(name)
     if tool is None:
         return "Error: unknown tool '%s'" % name
-    args, err = check_args(reg.schema(name), args)
+    args, err = check_args(tool[1] if isinstance(tool[1], dict) else jsonutil.loads(tool[1]), args)  # (reg.schema())
     if err:
         return "Error: " + err
     mod = None
@@ -129,7 +129,7 @@ def call(reg, name, args=None, ctx=None, pieces=False):
             out = "".join(out)
     elif not isinstance(out, str):
         out = str(out)
-    return cap(out)
+    return cap(out, limit)
 
 
 def check_args(schema, args):

@@ -103,7 +103,7 @@ def run_message(msg):
     """One turn for msg (a bus.Msg) -> the reply text ("" when nobody is to be told:
     a heartbeat or cron turn refused by a spend cap). Never raises. The session gets
     the user text and the answer only when the turn succeeded."""
-    global busy, turns, failures, _kept
+    global busy, turns, failures
     refused = _refused(msg)
     if refused is not None:
         return refused
