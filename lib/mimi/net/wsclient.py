@@ -167,10 +167,8 @@ async def connect(url, limit, proxy=None, ca=None, timeout_s=20):
     stream, extra, wrapped = client.detach()
     conn = Conn(stream, extra, limit, wrapped)
     import mimi
-    from mimi.net.wshandshake import accept_key
 
-    key = accept_key(key)
-    mimi.drop("net.wshandshake")  # (used once a connection)
+    key = mimi.run("net.wshandshake", "accept_key", key)  # (used once a connection)
     if resp.headers.get("sec-websocket-accept") != key or \
             resp.headers.get("upgrade", "").lower() != "websocket":
         conn.abort()
