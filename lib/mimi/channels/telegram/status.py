@@ -146,7 +146,9 @@ async def typing(bot, st):
     turn is slow, its progress message; for TG_TYPING_MAX_S at most. The Status stays
     the chat's after that, until its turn ends (send.py: the reply, or the next turn's
     first status): the steps and the answer so far still edit its message, and the
-    answer takes its place."""
+    answer takes its place. With no message shown there is nothing for it to take: the
+    Status goes, so a turn that ends with no reply (a refused cron turn, an empty answer)
+    leaves none holding the sending connection."""
     while time.ticks_diff(time.ticks_ms(), st.start) < limits.TG_TYPING_MAX_S * 1000:
         await asyncio.sleep(limits.TG_TYPING_S)
         if bot.poll_api is None:
@@ -156,3 +158,5 @@ async def typing(bot, st):
                 await action(bot, st.chat_id)
                 await st.update(api(bot))
             between()
+    if st.message_id is None and bot.typing.get(st.chat_id) is st:
+        del bot.typing[st.chat_id]
