@@ -507,6 +507,33 @@ def test_long_text_escaped_in_pieces():
     assert bytes(parts(small)) == dumps(small).encode()  # one view, as before
 
 
+def test_openai_tool_arguments_made_in_pieces():
+    # OpenAI sends a call's arguments as JSON in a string: a long argument (a file's content
+    # for write_file) is made a piece at a time, never as one block its size, which a heap
+    # broken up by the turn did not have; the request is the same JSON.
+    from mimi.llm import openai
+    from mimi.llm.provider import text_of
+
+    content = "".join('line "%d"\t\u00e9\n' % i for i in range(800))  # ~12 KB, escapes in it
+    args = {"path": "/spiffs/notes.md", "content": content, "n": [1, {"deep": content[:2000]}]}
+    m = {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "c1", "name": "write_file", "input": args}]}
+    t = text_of(args)
+    assert isinstance(t, tuple) and json.loads("".join(t)) == args
+    assert max(len(x) for x in t) < 2 * limits.ESCAPE_STEP
+    assert text_of({"text": "x"}) == '{"text":"x"}'  # short: one str, as before
+    p = OpenAI("k")
+    want = json.loads(joined(p.message(m)[0]))
+    assert json.loads(want["tool_calls"][0]["function"]["arguments"]) == args
+    ballast = support.leave_pieces(1536)  # no free block over 1.5 KB
+    try:
+        enc = p.message(m)
+    finally:
+        del ballast
+    assert json.loads(joined(enc[0])) == want
+    assert openai._convert(m)[0]["tool_calls"][0]["function"]["arguments"] == t
+
+
 def test_tool_arguments_and_results_capped_in_the_turn():
     # issue 16: a huge argument is neither run nor kept (it would ride on every call);
     # the turn's tool output has a budget; each answer is an error the model can act on.

@@ -2,7 +2,7 @@
 # copy it (Ollama, LM Studio, DeepSeek, OpenRouter, ...). The one place where the
 # internal Anthropic-style messages become OpenAI messages.
 from mimi import jsonutil
-from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, parts, inner, tokens, joined
+from mimi.llm.provider import Provider, Reply, Call, strip_think, dumps, parts, inner, tokens, joined, text_of
 from mimi.net import split_url
 from micropython import const
 
@@ -29,7 +29,7 @@ def _convert(m):
         return [{"role": role, "content": content}]
     if role == "assistant":
         calls = [{"id": b["id"], "type": "function",
-                  "function": {"name": b["name"], "arguments": dumps(b.get("input") or {})}}
+                  "function": {"name": b["name"], "arguments": text_of(b.get("input") or {})}}
                  for b in content if b.get("type") == "tool_use"]
         text = _text(content)
         msg = {"role": "assistant", "content": text or (None if calls else "")}

@@ -113,6 +113,40 @@ def parts(obj):
     return memoryview(dumps(obj))  # a view: its byte length is free on every call
 
 
+def text_of(obj):
+    """dumps(obj), to be sent as a JSON string's content (OpenAI's tool call arguments are
+    JSON in a string); where obj holds a string longer than PROMPT_CHUNK, the same text as
+    a tuple of str pieces (bus.pieces()' shape, which parts() escapes a piece at a time),
+    never one block its size: a 12 KB write_file's content was one, made at the tool step."""
+    if not _long(obj):
+        return dumps(obj)
+    out = []
+    _pieces(obj, out)
+    return tuple(out)
+
+
+def _pieces(obj, out):
+    if not _long(obj):
+        out.append(dumps(obj))
+    elif isinstance(obj, str):  # ESCAPE_STEP characters a piece, as escapes() takes them
+        step = limits.ESCAPE_STEP
+        out.append('"')
+        for i in range(0, len(obj), step):
+            out.append(dumps(obj[i:i + step])[1:-1])
+        out.append('"')
+    else:  # a dict or a list (JSON has no tuple) holding such a string
+        d = isinstance(obj, dict)
+        out.append("{" if d else "[")
+        for n, v in enumerate(obj.items() if d else obj):
+            if n:
+                out.append(",")
+            if d:
+                out.append(dumps(v[0]) + ":")
+                v = v[1]
+            _pieces(v, out)
+        out.append("}" if d else "]")
+
+
 def _hb():
     """net/httpbody.py (the loop loads it too: mimi.load(), under the flash's lock)."""
     import mimi
