@@ -278,34 +278,6 @@ def validator_catches_mismatched_id(kind):
     p.close()
 
 
-def big_turn(kind):
-    """16 KB system prompt, 20 history messages and 3 tool calls in a small heap."""
-    import gc
-    import sys
-
-    # HEAP = {"test_big_turn": ("296k", "224k")} in the test file: check it reached the VM.
-    cap = 224 if sys.maxsize < 2 ** 31 else 296
-    assert gc.mem_free() + gc.mem_alloc() <= cap * 1024, gc.mem_free() + gc.mem_alloc()
-    system = ("Fixed rules. " * 700)[:9000] + "\n## Current Turn Context\n" + "x" * 7000
-    assert len(system) >= 16000
-    history = []
-    for i in range(10):
-        history.append({"role": "user", "content": "question %d " % i + "q" * 300})
-        history.append({"role": "assistant", "content": "answer %d " % i + "a" * 300})
-    llmfake.script(fixture(kind), {"tool_calls": [call("echo", text="a" * 2000)]},
-                   {"tool_calls": [call("get_current_time"), call("echo", text="b")]},
-                   {"text": "big turn done"})
-    gc.collect()
-    p = provider(kind)
-    t = turn(p, "go", history, system)
-    assert t.text == "big turn done" and t.tool_calls == 3, t
-    p.close()
-    p = t = history = system = None
-    gc.collect()
-    clean(kind)
-    assert snap(kind, bodies=False)["requests"][-1]["size"] > 16000 + 20 * 300
-
-
 def tool_results_spilled_on_a_short_heap(kind):
     """On a short heap the turn's tool calls and results are written to limits.TURN_SPILL
     once and every later call of the turn reads them from there: the model gets the same

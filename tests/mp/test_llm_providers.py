@@ -4,9 +4,6 @@
 import llmcases as c
 
 PARAMS = {"anthropic": ("fake_anthropic",), "openai": ("fake_openai",)}
-# (64-bit, 32-bit): it needs 252-264k / 192-200k, by the length of the temp and checkout
-# paths (measured 2026-12 at 12 temp path lengths and 2 checkout paths): ~90% of each cap
-HEAP = {"test_big_turn": ("296k", "224k")}
 TIMEOUT = 90
 
 
@@ -68,10 +65,6 @@ def test_plain_http_api_base(kind):
 
 def test_validator_catches_mismatched_tool_result_id(kind):
     c.validator_catches_mismatched_id(kind)
-
-
-def test_big_turn(kind):
-    c.big_turn(kind)
 
 
 def test_tool_results_spilled_on_a_short_heap(kind):
