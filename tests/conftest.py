@@ -12,7 +12,10 @@ source (without running it):
                          and checkout paths move the need by up to ~12 KB, and a test at its
                          cap's edge fails on another machine; say the need beside the cap
                          (tests/heapneed.py measures it; MIMI_HEAP=64BIT[,32BIT] in the
-                         environment replaces the caps of the tests run)
+                         environment replaces the caps of the tests run). The test's module
+                         is compiled from source in the same heap: a capped test lives in a
+                         small module of its own (test_big_turn.py), or its cap measures
+                         its neighbours' code
   FS_BLOCKS = 1536       size of the fresh filesystem in 4 KB blocks (default 256)
   TIMEOUT = 60           seconds before the test is killed and failed (times
                          MIMI_TIMEOUT_SCALE from the environment: long runs, `make fuzz`)

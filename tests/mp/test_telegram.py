@@ -5,7 +5,6 @@ import json
 import asyncio
 import mimi
 import support
-import tghttp
 from tghttp import until
 from mimi import bus, limits, fs, log
 from mimi.config import settings as config
@@ -13,68 +12,12 @@ from mimi.channels import dispatch
 from mimi.channels.telegram import poller as telegram
 from mimi.services import wifi
 from test_wifi import Clock, FakeWLAN
+from tgbot import (cfg, ALLOWED, CHAT, tg, control, state, update, fail, setup, make_bot,  # noqa: F401
+                   started, inbound, sent_to, _confirmed, CJK, _flood_then_owner)
 
 FIXTURES = ("fake_telegram",)
 HEAPSIZE = "2m"
-# (64-bit, 32-bit): it needs 280-292k / 192-196k, by the length of the temp and checkout
-# paths (measured 2026-12): ~90% of each cap (one 320k cap left 64-bit at 91%, 32-bit at 61%)
-HEAP = {"test_huge_updates_on_a_small_heap": ("328k", "224k")}
 TIMEOUT = 120
-
-cfg = config.cfg
-ALLOWED = 42
-CHAT = str(ALLOWED)  # (bot.typing's keys: the chat ids as the bus has them)
-
-
-def tg():
-    return support.fixture("fake_telegram")
-
-
-async def control(what, obj=None):
-    return await tghttp.request_json(tg()["base_url"], "POST" if obj is not None else "GET",
-                                     "/_control/" + what, obj)
-
-
-async def state():
-    return await control("state")
-
-
-async def update(**spec):
-    return (await control("update", spec))["update_ids"][0]
-
-
-async def fail(**rule):
-    await control("fail", rule)
-
-
-def setup():
-    cfg.load()
-    cfg.update({"tg_token": tg()["token"], "tg_api_base": tg()["base_url"], "tg_allow": str(ALLOWED)})
-    limits.TG_BACKOFF_MIN_S = 1
-    limits.TG_CONFLICT_MIN_S = 1
-    while bus.inbound.get_nowait():
-        pass
-
-
-def make_bot():
-    if not wifi.online():  # the host's always-connected WLAN: the supervisor goes online at once
-        asyncio.create_task(wifi.supervisor.run())
-    return telegram.Telegram()
-
-
-async def started():
-    b = make_bot()
-    task = asyncio.create_task(b.run())
-    await until(lambda: b.username, "getMe")
-    return b, task
-
-
-async def inbound():
-    return await until(bus.inbound.get_nowait, "a message on bus.inbound")
-
-
-def sent_to(st, chat):
-    return [m for m in st["sent"] if m["chat_id"] == chat]
 
 
 async def test_allowed_text_reaches_agent_and_offset_saved():
@@ -94,11 +37,6 @@ async def test_allowed_text_reaches_agent_and_offset_saved():
     assert p["limit"] <= 10
     assert st["sent"] == []
     task.cancel()
-
-
-async def _confirmed(uid):
-    st = await state()
-    return st if st["offset"] > uid else None
 
 
 async def test_stranger_told_once_nothing_else():
@@ -890,22 +828,6 @@ async def _poll_open():
     return _polls(st) > 0
 
 
-CJK = {"text": "\u4e2d", "repeat": 8000}  # ~48 KB as escaped JSON (the fake sends \\uXXXX)
-
-
-async def _flood_then_owner():
-    """Ten ~48 KB updates from a stranger, then the owner's message: the owner's
-    reaches the agent and every update is confirmed. -> the fake's state."""
-    for _ in range(10):
-        await update(chat_id=666, **CJK)
-    last = await update(chat_id=ALLOWED, text="the owner")
-    b, task = await started()
-    assert (await inbound()).content == "the owner"
-    st = await until(lambda: _confirmed(last), "every update confirmed")
-    task.cancel()
-    return st
-
-
 async def test_a_batch_over_the_body_cap_does_not_stop_telegram():
     # issue 16 item 4: ten such updates from a stranger made a batch over the 256 KB
     # body cap: TooLarge on every poll, the offset never moved, the owner was never
@@ -968,14 +890,6 @@ async def test_a_batch_is_cut_to_what_the_heap_can_spare():
     limits_asked = [c["params"]["limit"] for c in st["calls"] if c["method"] == "getUpdates"]
     assert limits_asked[:2] == [10, 3], limits_asked
     task.cancel()
-
-
-async def test_huge_updates_on_a_small_heap():
-    # a ~100 KB update and ten of ~48 KB on a small heap (HEAP): skipped or handled, never a
-    # MemoryError that kills the poll
-    await update(chat_id=ALLOWED, text="z", repeat=100000)
-    await _flood_then_owner()
-    assert "polling failed" not in "\n".join(log.recent())
 
 
 async def test_streamed_answer_edits_one_message_then_the_final_replaces_it():
