@@ -499,6 +499,12 @@ async def test_slow_client_does_not_block_others():
             break
         await asyncio.sleep_ms(5)
     assert sorted(c.chat_id for c in websocket.clients) == ["fast", "slow"]
+    # the loopback's buffers small for slow's side, as a phone's link is: they would take
+    # megabytes (Linux tunes them up), and whether the outbox filled turned on how fast
+    # the sender went
+    for sock, opt in (([c for c in websocket.clients if c.chat_id == "slow"][0].w.s, 7),
+                      (slow.w.s, 8)):  # SO_SNDBUF, SO_RCVBUF (Linux)
+        sock.setsockopt(1, opt, 4096)  # SOL_SOCKET
     big = "z" * 8000
     # slow never reads: its socket buffers fill, then its outbox, then it is dropped
     for i in range(200):
@@ -663,3 +669,40 @@ async def test_a_frame_waits_for_room_for_its_code_which_goes_after_it():
     finally:
         mimi.short, channels.load = short, load
 
+
+
+async def _put_long(chat):
+    """A ~28 KB answer in pieces put out; made in a frame of its own, which goes once this
+    returns (a long-lived frame's slots would hold the pieces: the test's own, here)."""
+    pieces = tuple(("piece %d " % i) * 200 for i in range(16))
+    await put_out(bus.Msg("websocket", chat, pieces))
+
+
+async def test_a_long_reply_is_not_held_once_sent():
+    # what sent a message lets its parts go (the sender's slots held a long answer's pieces
+    # until the next message, while a page stayed connected); measured with the gateway
+    # idle, before the client reads it (the loopback's buffers hold it)
+    import gc
+
+    await start()
+    ws = await connect()
+    await ws.send({"type": "message", "content": "long", "chat_id": "held"})
+    await next_inbound()
+    await put_out(bus.Msg("websocket", "held", "warm-up"))
+    await ws.recv()
+    await settle(1)
+    c = websocket.clients[0]
+    await asyncio.sleep_ms(50)
+    gc.collect()
+    before = gc.mem_alloc()
+    await _put_long("held")
+    for _ in range(200):
+        await asyncio.sleep_ms(10)
+        if not c.out and not c.out_bytes and dispatch._lanes["websocket"].task is None:
+            break
+    await asyncio.sleep_ms(50)
+    gc.collect()
+    held = gc.mem_alloc() - before
+    got = await ws.recv()
+    assert len(got["content"]) > 25000
+    assert held < 2048, held

@@ -165,47 +165,53 @@ class Client:
             self.task.cancel()
 
     async def _send_loop(self):
-        step = limits.WS_FRAME_MAX
         try:
             while True:
                 while not self.out:
                     self.ev.clear()
                     await self.ev.wait()
-                op, data, n = self.out.pop(0)
-                self.out_bytes -= n
-                self.room.set()
-                i = 0  # bytes of the message sent
-                for p in data if isinstance(data, tuple) else (data,):
-                    mv = memoryview(p)  # a str too: its UTF-8 bytes, not copied
-                    j = 0
-                    while j < len(mv) or not n:  # the frames of one message (RFC 6455 fragmentation)
-                        k = min(len(mv) - j, step)
-                        written = False
-                        wait = 0
-                        while True:  # a full heap (the agent's turn holds it for a moment): room
-                            try:  # made, a while given and the step again (made, or drained)
-                                if not written:
-                                    hdr, piece = wp.header(op if i == 0 else wp.CONT, k, i + k >= n), mv[j:j + k]
-                                    self.w.write(hdr)  # (the stream takes it whole or keeps
-                                    self.w.write(piece)  # it: no room only when it keeps some)
-                                    written = True
-                                    hdr = piece = None
-                                await asyncio.wait_for(self.w.drain(), limits.WS_WRITE_TIMEOUT_S)
-                                break
-                            except MemoryError:
-                                wait = await _no_room(wait)
-                        i += k
-                        j += k
-                        if not n:
-                            break
-                mv = p = data = None
-                if op == wp.CLOSE:
+                if await self._send():
                     return
         except asyncio.CancelledError:
             raise
         except Exception as e:  # timeout, reset: the connection is gone
             log.info("ws", "client %s: send failed (%s)", self.chat_id, type(e).__name__)
             self.drop()
+
+    async def _send(self):
+        """The next message out (True: it was the close). A call of its own, which takes
+        the message itself, and deadlines by bus.within(): its parts go with this frame
+        once sent. (The loop's slots, and asyncio.wait_for()'s tasks, held the last
+        message, a long answer's pieces and their JSON, while the page stayed open.)"""
+        op, data, n = self.out.pop(0)
+        self.out_bytes -= n
+        self.room.set()
+        step = limits.WS_FRAME_MAX
+        i = 0  # bytes of the message sent
+        for p in data if isinstance(data, tuple) else (data,):
+            mv = memoryview(p)  # a str too: its UTF-8 bytes, not copied
+            j = 0
+            while j < len(mv) or not n:  # the frames of one message (RFC 6455 fragmentation)
+                k = min(len(mv) - j, step)
+                written = False
+                wait = 0
+                while True:  # a full heap (the agent's turn holds it for a moment): room
+                    try:  # made, a while given and the step again (made, or drained)
+                        if not written:
+                            hdr, piece = wp.header(op if i == 0 else wp.CONT, k, i + k >= n), mv[j:j + k]
+                            self.w.write(hdr)  # (the stream takes it whole or keeps
+                            self.w.write(piece)  # it: no room only when it keeps some)
+                            written = True
+                            hdr = piece = None
+                        await bus.within(self.w.drain(), limits.WS_WRITE_TIMEOUT_S)
+                        break
+                    except MemoryError:
+                        wait = await _no_room(wait)
+                i += k
+                j += k
+                if not n:
+                    break
+        return op == wp.CLOSE
 
     # --- receiving (this connection's task) ----------------------------------
     async def run(self):
