@@ -1,7 +1,7 @@
 # A Telegram reply that finds no room in the heap before any of it went (the dispatcher
 # sends it again after freeing, or its apology, or the poller owes the chat its word),
 # on a turn whose progress message is on the chat: it becomes the answer, never stays
-# a stale partial. (Its own module: test_telegram.py's is compiled in a capped heap.)
+# a stale partial.
 from mimi import bus, limits
 from mimi.channels import dispatch
 import test_telegram as tt
@@ -10,10 +10,7 @@ from tghttp import until
 FIXTURES = ("fake_telegram",)
 HEAPSIZE = "2m"
 TIMEOUT = 120
-
-
-def setup():
-    tt.setup()
+setup = tt.setup  # (the runner's: tgbot.py's)
 
 
 async def _answering():

@@ -1,7 +1,6 @@
 # A turn's "typing" in a Telegram chat ending (TG_TYPING_MAX_S) with no progress message
 # shown and no reply come (a refused cron turn, an empty answer): its Status goes, not
 # kept until the chat writes again with the sending connection and code it holds.
-# (Its own module: test_telegram.py's is compiled in a capped heap.)
 from mimi import bus, limits
 import test_telegram as tt
 from tghttp import until
@@ -9,10 +8,7 @@ from tghttp import until
 FIXTURES = ("fake_telegram",)
 HEAPSIZE = "2m"
 TIMEOUT = 120
-
-
-def setup():
-    tt.setup()
+setup = tt.setup  # (the runner's: tgbot.py's)
 
 
 async def test_a_turn_that_ends_with_no_reply_and_no_message_keeps_no_status():
